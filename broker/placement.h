@@ -1,0 +1,135 @@
+// Placement: the broker's pure model of the machine and its scheduling.
+//
+// Machine is what discovery found (after --reserve-cpu/--reserve-mem); Pool
+// is the live books (free cpus, per-NUMA-node memory, gpus); Policy picks
+// which queued jobs start now. Nothing here does I/O except
+// DiscoverMachine, which reads a sysfs root and runs nvidia-smi.
+// Thread-compatible.
+#ifndef HPCB_BROKER_PLACEMENT_H_
+#define HPCB_BROKER_PLACEMENT_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "protocol/base/result.h"
+#include "protocol/daemon_config.h"
+
+namespace hpcb::broker {
+
+struct NumaNode {
+  int id = 0;
+  std::vector<int> cpus;
+  double mem_gib = 0;  // 0 when per-node memory is unknown
+};
+
+struct GpuInfo {
+  std::vector<int> ids;                             // from nvidia-smi -L
+  std::map<std::pair<int, int>, std::string> links;  // (lo, hi) -> raw label
+  std::map<int, int> node_of;                       // gpu -> NUMA node
+};
+
+struct Machine {
+  std::vector<NumaNode> nodes;
+  // true: memory books per NUMA node (cgroups confine mems); false: one
+  // machine-wide pool (--no-cgroups), keyed -1.
+  bool per_node_memory = false;
+  double machine_mem_gib = 0;  // used when !per_node_memory
+  GpuInfo gpus;
+};
+
+// Reads `config.sys_root`/devices/system/node, runs `config.nvidia_smi -L`
+// and `topo -m`, applies the reserve. `confine_memory` is true when cgroups
+// are in force.
+Result<Machine> DiscoverMachine(const protocol::DaemonConfig& config, bool confine_memory);
+
+// One job's resource demand, as the broker stores it (memory already
+// defaulted; 0 means untracked).
+struct JobDemand {
+  int cpu = 1;
+  int gpus = 0;
+  double mem_gib = 0;
+  bool exclusive = false;
+  bool numa_local_mem = false;
+  bool numa_local_gpu = false;
+  std::optional<std::string> min_gpu_link;
+};
+
+struct Placement {
+  std::vector<int> cpus;
+  std::vector<int> mems;               // cpuset.mems: the charged nodes
+  std::map<int, double> mem_by_node;   // -1 = machine-wide domain
+  std::vector<int> gpus;
+  std::optional<std::string> gpu_link;  // worst pair's raw label
+  bool spans_nodes = false;             // memory charged to > 1 real node
+  bool exclusive = false;
+};
+
+class Pool {
+ public:
+  explicit Pool(const Machine& machine);
+
+  // Refuses requests that could never fit (spec/ "Validation at submit");
+  // merely busy ones pass. Messages name the flag, e.g. "--cpu 5 exceeds
+  // the largest NUMA node (4 cpus); ...".
+  Result<void> Validate(const JobDemand& demand) const;
+
+  // The budget for a job without --max-mem (GiB, floored to 2 decimals),
+  // or nullopt when memory is untracked.
+  std::optional<double> DefaultBudget(int cpu, bool exclusive, double min_job_mem) const;
+
+  int TotalCpus() const;
+  bool tracks_memory() const;
+  bool machine_has_gpus() const;
+
+  std::optional<Placement> TryPlace(const JobDemand& demand) const;
+  void Reserve(const Placement& placement);
+  void Release(const Placement& placement);
+
+ private:
+  struct State;
+  std::shared_ptr<const Machine> machine_;
+  std::vector<int> free_cpus_;
+  std::map<int, double> free_mem_;
+  std::vector<int> free_gpus_;
+  int active_jobs_ = 0;
+  bool exclusive_active_ = false;
+};
+
+struct QueuedJob {
+  std::uint64_t id = 0;
+  JobDemand demand;
+  std::int64_t max_time_s = 0;
+};
+
+struct RunningJob {
+  std::uint64_t id = 0;
+  Placement placement;
+  double deadline = 0;  // start + max_time
+};
+
+struct Start {
+  std::uint64_t id = 0;
+  Placement placement;
+};
+
+// Policies never reorder the queue (it is passed in id order). Schedule()
+// reserves each returned placement in `live` itself.
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  virtual std::vector<Start> Schedule(const std::vector<QueuedJob>& queue,
+                                      const std::vector<RunningJob>& running,
+                                      Pool& live, double now) = 0;
+};
+
+// "fifo-strict", "easy-backfill" or "strict-backfill"; nullptr otherwise.
+std::unique_ptr<Policy> MakePolicy(const std::string& name);
+
+}  // namespace hpcb::broker
+
+#endif  // HPCB_BROKER_PLACEMENT_H_

@@ -1,0 +1,28 @@
+// Minimal logging to stderr: "YYYY-MM-DD HH:MM:SS LEVEL role: message".
+// systemd's journal adds its own timestamps; the in-line ones help when the
+// daemon runs by hand. Thread-compatible (the daemons are single-threaded).
+#ifndef HPCB_PROTOCOL_BASE_LOG_H_
+#define HPCB_PROTOCOL_BASE_LOG_H_
+
+#include <string>
+#include <string_view>
+
+namespace hpcb {
+
+enum class LogLevel { kDebug = 0, kInfo = 1, kWarning = 2, kError = 3 };
+
+// Role name printed on every line ("launcher", "executor", "broker").
+void SetLogRole(std::string_view role);
+void SetLogLevel(LogLevel level);
+// "debug", "info", "warning", "error"; anything else leaves it unchanged.
+void SetLogLevel(std::string_view name);
+
+void Log(LogLevel level, std::string_view message);
+inline void LogDebug(std::string_view m) { Log(LogLevel::kDebug, m); }
+inline void LogInfo(std::string_view m) { Log(LogLevel::kInfo, m); }
+inline void LogWarning(std::string_view m) { Log(LogLevel::kWarning, m); }
+inline void LogError(std::string_view m) { Log(LogLevel::kError, m); }
+
+}  // namespace hpcb
+
+#endif  // HPCB_PROTOCOL_BASE_LOG_H_

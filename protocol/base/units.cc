@@ -1,0 +1,217 @@
+#include "protocol/base/units.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+namespace hpcb {
+namespace {
+
+std::string_view Trim(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
+    text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+    text.remove_suffix(1);
+  return text;
+}
+
+bool AllDigits(std::string_view text) {
+  return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return c >= '0' && c <= '9';
+  });
+}
+
+std::optional<std::int64_t> UnitSeconds(char unit) {
+  switch (unit) {
+    case 's': return 1;
+    case 'm': return 60;
+    case 'h': return 3600;
+    case 'd': return 86400;
+    default: return std::nullopt;
+  }
+}
+
+Error BadDuration(std::string_view text) {
+  return InvalidArgument("invalid duration '" + std::string(text) +
+                         "' (use seconds or e.g. 45m, 2h, 1h30m, 1d)");
+}
+
+}  // namespace
+
+Result<std::int64_t> ParseInteger(std::string_view text, std::int64_t min,
+                                  std::int64_t max) {
+  std::int64_t value = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || ptr != end ||
+      (text.front() == '-' && min >= 0) || text.front() == '+') {
+    return InvalidArgument("'" + std::string(text) + "' is not an integer");
+  }
+  if (value < min || value > max) {
+    return InvalidArgument("'" + std::string(text) + "' is out of range [" +
+                           std::to_string(min) + ", " + std::to_string(max) +
+                           "]");
+  }
+  return value;
+}
+
+Result<std::int64_t> ParseDuration(std::string_view raw) {
+  std::string lowered(Trim(raw));
+  for (char& c : lowered) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string_view text = lowered;
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max() / 2;
+  if (AllDigits(text)) {
+    auto value = ParseInteger(text, 0, kMax);
+    if (!value) return BadDuration(raw);
+    return *value;
+  }
+  if (text.empty()) return BadDuration(raw);
+  std::int64_t total = 0;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t digits_end = pos;
+    while (digits_end < text.size() && text[digits_end] >= '0' &&
+           text[digits_end] <= '9') {
+      ++digits_end;
+    }
+    if (digits_end == pos || digits_end == text.size()) return BadDuration(raw);
+    auto unit = UnitSeconds(text[digits_end]);
+    auto count = ParseInteger(text.substr(pos, digits_end - pos), 0, kMax);
+    if (!unit || !count || *count > (kMax - total) / *unit) {
+      return BadDuration(raw);
+    }
+    total += *count * *unit;
+    pos = digits_end + 1;
+  }
+  return total;
+}
+
+std::string FormatDuration(std::optional<std::int64_t> seconds) {
+  if (!seconds) return "-";
+  std::int64_t left = std::max<std::int64_t>(*seconds, 0);
+  if (left == 0) return "0s";
+  std::string out;
+  const std::pair<std::int64_t, char> units[] = {
+      {86400, 'd'}, {3600, 'h'}, {60, 'm'}, {1, 's'}};
+  for (auto [size, name] : units) {
+    if (left >= size) {
+      out += std::to_string(left / size);
+      out += name;
+      left %= size;
+    }
+  }
+  return out;
+}
+
+Result<double> ParseMemoryGiB(std::string_view raw) {
+  std::string_view text = Trim(raw);
+  std::string number(text);
+  double scale = 1.0;
+  std::string lowered;
+  for (char c : text) lowered += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (std::string_view suffix : {"ib", "b", "i"}) {
+    if (lowered.size() > suffix.size() &&
+        std::string_view(lowered).substr(lowered.size() - suffix.size()) == suffix) {
+      lowered.resize(lowered.size() - suffix.size());
+      break;
+    }
+  }
+  if (!lowered.empty()) {
+    switch (lowered.back()) {
+      case 'k': scale = 1.0 / (1024.0 * 1024.0); break;
+      case 'm': scale = 1.0 / 1024.0; break;
+      case 'g': scale = 1.0; break;
+      case 't': scale = 1024.0; break;
+      default: scale = 0; break;
+    }
+    if (scale != 0) lowered.pop_back();
+    else scale = 1.0;
+  }
+  double value = 0;
+  const char* begin = lowered.data();
+  const char* end = begin + lowered.size();
+  auto [ptr, ec] = std::from_chars(begin, end, value);
+  if (lowered.empty() || ec != std::errc() || ptr != end || !std::isfinite(value) ||
+      value < 0 || lowered.front() == '-' || lowered.front() == '+') {
+    return InvalidArgument("invalid memory size '" + std::string(raw) +
+                           "' (use GiB, e.g. 16 or 0.5, or a K/M/G/T suffix)");
+  }
+  return value * scale;
+}
+
+std::string FormatGiB(std::optional<double> gib) {
+  if (!gib) return "-";
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%gG", *gib);
+  return buffer;
+}
+
+double FloorTo2(double value) {
+  // The epsilon keeps 2.08 (stored as 2.0799999...) from flooring to 2.07.
+  return std::floor(value * 100.0 + 1e-6) / 100.0;
+}
+
+Result<std::vector<int>> ParseCpuList(std::string_view raw) {
+  constexpr int kMaxId = 1 << 20;
+  std::string_view text = Trim(raw);
+  std::vector<int> ids;
+  if (text.empty()) return ids;
+  auto bad = [&raw](std::string_view why) {
+    return InvalidArgument("invalid cpu list '" + std::string(raw) + "': " +
+                           std::string(why));
+  };
+  while (!text.empty()) {
+    std::size_t comma = text.find(',');
+    std::string_view item = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view()
+                                           : text.substr(comma + 1);
+    if (comma != std::string_view::npos && text.empty()) return bad("trailing comma");
+    std::size_t dash = item.find('-');
+    auto first = ParseInteger(item.substr(0, dash), 0, kMaxId);
+    if (!first) return bad("'" + std::string(item) + "' is not a cpu id or range");
+    std::int64_t last = *first;
+    if (dash != std::string_view::npos) {
+      auto end = ParseInteger(item.substr(dash + 1), 0, kMaxId);
+      if (!end) return bad("'" + std::string(item) + "' is not a cpu id or range");
+      if (*end < *first) return bad("range '" + std::string(item) + "' is reversed");
+      last = *end;
+    }
+    if (ids.size() + static_cast<std::size_t>(last - *first) > static_cast<std::size_t>(kMaxId)) {
+      return bad("too many ids");
+    }
+    for (std::int64_t id = *first; id <= last; ++id) ids.push_back(static_cast<int>(id));
+  }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+std::string FormatCpuRanges(const std::vector<int>& unsorted) {
+  std::vector<int> ids = unsorted;
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  std::string out;
+  for (std::size_t i = 0; i < ids.size();) {
+    std::size_t j = i;
+    while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
+    if (!out.empty()) out += ',';
+    out += std::to_string(ids[i]);
+    if (j > i) out += "-" + std::to_string(ids[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+std::string FormatCommaList(const std::vector<int>& ids) {
+  std::string out;
+  for (int id : ids) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(id);
+  }
+  return out;
+}
+
+}  // namespace hpcb

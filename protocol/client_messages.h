@@ -1,0 +1,237 @@
+// Messages between `dispatch` and the broker (stream socket, framing.h).
+//
+// A request is a JSON object whose "cmd" is one of new, list, kill, attach,
+// job. A reply has "ok": true plus the fields below, or is an ErrorReply
+// ({"ok": false, "error": "...", "code": N}). After an ok AttachReply the
+// broker sends raw output chunks as further frames; an empty frame ends the
+// stream. One request per connection.
+#ifndef HPCB_PROTOCOL_CLIENT_MESSAGES_H_
+#define HPCB_PROTOCOL_CLIENT_MESSAGES_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "protocol/base/result.h"
+#include "protocol/codec.h"
+
+namespace hpcb::protocol {
+
+// Limits checked by Validate() on every decoded request.
+inline constexpr std::size_t kMaxArgs = 4096;
+inline constexpr std::size_t kMaxArgBytes = 128 * 1024;
+inline constexpr std::size_t kMaxPathBytes = 4096;
+inline constexpr std::size_t kMaxEnvBytes = 256 * 1024;  // sum of k+v+2
+
+Result<void> CheckArgv(const std::vector<std::string>& argv);
+Result<void> CheckEnv(const std::map<std::string, std::string>& env);
+Result<void> CheckPath(const std::string& path, const char* what);
+
+struct SubmitRequest {
+  std::vector<std::string> argv;
+  std::string cwd;
+  std::optional<std::int64_t> cpu;
+  std::int64_t gpu_cores = 0;
+  std::optional<double> max_mem_gb;
+  std::optional<std::int64_t> max_time_s;
+  bool exclusive = false;
+  bool numa_local_mem = false;
+  bool numa_local_gpu = false;
+  std::optional<std::string> min_gpu_link;  // NV, PIX, PXB, PHB or NODE
+  bool forward_env = false;                 // --env
+  std::map<std::string, std::string> env;   // forwarded + leading NAME=VALUE
+  std::optional<std::string> output;        // absolute; none = --no-output
+
+  template <class A> void save(A& ar) const {
+    Put(ar, "cmd", std::string("new"));
+    Put(ar, "argv", argv); Put(ar, "cwd", cwd); Put(ar, "cpu", cpu);
+    Put(ar, "gpu_cores", gpu_cores); Put(ar, "max_mem_gb", max_mem_gb);
+    Put(ar, "max_time_s", max_time_s); Put(ar, "exclusive", exclusive);
+    Put(ar, "numa_local_mem", numa_local_mem);
+    Put(ar, "numa_local_gpu", numa_local_gpu);
+    Put(ar, "min_gpu_link", min_gpu_link); Put(ar, "forward_env", forward_env);
+    Put(ar, "env", env); Put(ar, "output", output);
+  }
+  template <class A> void load(A& ar) {
+    Get(ar, "argv", argv); Get(ar, "cwd", cwd); Get(ar, "cpu", cpu);
+    Get(ar, "gpu_cores", gpu_cores); Get(ar, "max_mem_gb", max_mem_gb);
+    Get(ar, "max_time_s", max_time_s); Get(ar, "exclusive", exclusive);
+    Get(ar, "numa_local_mem", numa_local_mem);
+    Get(ar, "numa_local_gpu", numa_local_gpu);
+    Get(ar, "min_gpu_link", min_gpu_link); Get(ar, "forward_env", forward_env);
+    Get(ar, "env", env); Get(ar, "output", output);
+  }
+  Result<void> Validate() const;
+};
+
+struct SubmitReply {
+  std::uint64_t id = 0;
+  std::string state;  // queued, running or done
+  std::int64_t max_time_s = 0;
+  std::int64_t cpu = 0;
+  std::optional<double> max_mem_gb;
+  bool mem_defaulted = false;
+  std::optional<std::string> output_dest;
+
+  template <class A> void save(A& ar) const {
+    Put(ar, "ok", true); Put(ar, "id", id); Put(ar, "state", state);
+    Put(ar, "max_time_s", max_time_s); Put(ar, "cpu", cpu);
+    Put(ar, "max_mem_gb", max_mem_gb); Put(ar, "mem_defaulted", mem_defaulted);
+    Put(ar, "output_dest", output_dest);
+  }
+  template <class A> void load(A& ar) {
+    Get(ar, "id", id); Get(ar, "state", state);
+    Get(ar, "max_time_s", max_time_s); Get(ar, "cpu", cpu);
+    Get(ar, "max_mem_gb", max_mem_gb); Get(ar, "mem_defaulted", mem_defaulted);
+    Get(ar, "output_dest", output_dest);
+  }
+  Result<void> Validate() const { return Ok(); }
+};
+
+struct ListRequest {
+  bool all = false;
+  bool finished = false;
+  template <class A> void save(A& ar) const {
+    Put(ar, "cmd", std::string("list")); Put(ar, "all", all);
+    Put(ar, "finished", finished);
+  }
+  template <class A> void load(A& ar) { Get(ar, "all", all); Get(ar, "finished", finished); }
+  Result<void> Validate() const { return Ok(); }
+};
+
+// One row of `dispatch list`. Times are epoch seconds (wall clock).
+struct JobRow {
+  std::string user;
+  std::uint64_t id = 0;
+  std::vector<std::string> argv;
+  std::optional<double> start_time;
+  std::optional<double> uptime_s;  // elapsed; final once done
+  std::int64_t max_time_s = 0;
+  bool exclusive = false;
+  std::optional<double> max_mem_gb;
+  bool mem_defaulted = false;
+  bool mem_spans_nodes = false;
+  std::int64_t cpu = 0;
+  std::int64_t gpus = 0;
+  std::optional<std::string> gpu_link;  // raw worst-pair label
+  std::string state;                    // queued, running, done
+  std::optional<std::int64_t> exit_code;
+  std::optional<std::string> reason;  // killed, timeout, error, oom
+  std::optional<std::string> output_dest;
+  std::optional<std::string> output_error;
+
+  // One field list for both directions (A::is_saving picks Put or Get).
+  template <class A> void Fields(A& ar);
+  template <class A> void save(A& ar) const { const_cast<JobRow*>(this)->Fields(ar); }
+  template <class A> void load(A& ar) { Fields(ar); }
+  Result<void> Validate() const { return Ok(); }
+};
+
+template <class A>
+void JobRow::Fields(A& ar) {
+  auto field = [&](const char* name, auto& value) {
+    if constexpr (A::is_saving::value) {
+      Put(ar, name, value);
+    } else {
+      Get(ar, name, value);
+    }
+  };
+  field("user", user); field("id", id); field("argv", argv);
+  field("start_time", start_time); field("uptime_s", uptime_s);
+  field("max_time_s", max_time_s); field("exclusive", exclusive);
+  field("max_mem_gb", max_mem_gb); field("mem_defaulted", mem_defaulted);
+  field("mem_spans_nodes", mem_spans_nodes); field("cpu", cpu);
+  field("gpus", gpus); field("gpu_link", gpu_link); field("state", state);
+  field("exit_code", exit_code); field("reason", reason);
+  field("output_dest", output_dest); field("output_error", output_error);
+}
+
+struct ListReply {
+  std::vector<JobRow> jobs;
+  double now = 0;
+  template <class A> void save(A& ar) const {
+    Put(ar, "ok", true); Put(ar, "jobs", jobs); Put(ar, "now", now);
+  }
+  template <class A> void load(A& ar) { Get(ar, "jobs", jobs); Get(ar, "now", now); }
+  Result<void> Validate() const { return Ok(); }
+};
+
+// kill and attach address one job.
+struct JobIdRequest {
+  std::string cmd;  // "kill" or "attach"
+  std::uint64_t id = 0;
+  template <class A> void save(A& ar) const { Put(ar, "cmd", cmd); Put(ar, "id", id); }
+  template <class A> void load(A& ar) { Get(ar, "cmd", cmd); Get(ar, "id", id); }
+  Result<void> Validate() const { return Ok(); }
+};
+
+struct KillReply {
+  std::string state;  // "removed" (was queued) or "killing"
+  template <class A> void save(A& ar) const { Put(ar, "ok", true); Put(ar, "state", state); }
+  template <class A> void load(A& ar) { Get(ar, "state", state); }
+  Result<void> Validate() const { return Ok(); }
+};
+
+struct AttachReply {
+  std::string state;
+  std::optional<std::string> output_dest;
+  std::optional<std::string> output_error;
+  template <class A> void save(A& ar) const {
+    Put(ar, "ok", true); Put(ar, "state", state);
+    Put(ar, "output_dest", output_dest); Put(ar, "output_error", output_error);
+  }
+  template <class A> void load(A& ar) {
+    Get(ar, "state", state); Get(ar, "output_dest", output_dest);
+    Get(ar, "output_error", output_error);
+  }
+  Result<void> Validate() const { return Ok(); }
+};
+
+// `dispatch job ID FIELD ACTION [VALUE]`.
+struct JobFieldRequest {
+  std::uint64_t id = 0;
+  std::string field;   // "max-time"
+  std::string action;  // get, set, add
+  std::optional<std::int64_t> value;
+  template <class A> void save(A& ar) const {
+    Put(ar, "cmd", std::string("job")); Put(ar, "id", id);
+    Put(ar, "field", field); Put(ar, "action", action); Put(ar, "value", value);
+  }
+  template <class A> void load(A& ar) {
+    Get(ar, "id", id); Get(ar, "field", field); Get(ar, "action", action);
+    Get(ar, "value", value);
+  }
+  Result<void> Validate() const { return Ok(); }
+};
+
+struct JobFieldReply {
+  std::int64_t value = 0;
+  std::optional<std::int64_t> before;
+  template <class A> void save(A& ar) const {
+    Put(ar, "ok", true); Put(ar, "value", value); Put(ar, "before", before);
+  }
+  template <class A> void load(A& ar) { Get(ar, "value", value); Get(ar, "before", before); }
+  Result<void> Validate() const { return Ok(); }
+};
+
+struct ErrorReply {
+  std::string error;
+  std::uint8_t code = static_cast<std::uint8_t>(ErrorCode::kInternal);
+  template <class A> void save(A& ar) const {
+    Put(ar, "ok", false); Put(ar, "error", error); Put(ar, "code", code);
+  }
+  template <class A> void load(A& ar) { Get(ar, "error", error); Get(ar, "code", code); }
+  Result<void> Validate() const { return Ok(); }
+  static ErrorReply From(const Error& e) {
+    return {e.message(), static_cast<std::uint8_t>(e.code())};
+  }
+};
+
+// Reads the "ok" flag of a reply.
+Result<bool> PeekOk(std::string_view text);
+
+}  // namespace hpcb::protocol
+
+#endif  // HPCB_PROTOCOL_CLIENT_MESSAGES_H_

@@ -1,0 +1,85 @@
+#include "protocol/codec.h"
+
+namespace hpcb::protocol {
+
+bool NestingWithin(std::string_view text, int max_depth) {
+  int depth = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) return false;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return true;
+}
+
+std::string CompactJson(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  bool in_string = false;
+  bool escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      out += c;
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+      out += c;
+    } else if (c != ' ' && c != '\n' && c != '\t' && c != '\r') {
+      out += c;
+    }
+  }
+  return out;
+}
+
+namespace {
+struct TagOnly {
+  const char* tag = "type";
+  std::string value;
+  template <class A> void load(A& ar) { Get(ar, tag, value); }
+  Result<void> Validate() const { return Ok(); }
+};
+}  // namespace
+
+Result<std::string> PeekTag(std::string_view text, const char* tag) {
+  if (!NestingWithin(text, kMaxJsonDepth)) {
+    return InvalidArgument("message nests deeper than " +
+                           std::to_string(kMaxJsonDepth) + " levels");
+  }
+  TagOnly only;
+  only.tag = tag;
+  try {
+    std::istringstream in{std::string(text)};
+    cereal::JSONInputArchive ar(in);
+    only.load(ar);
+  } catch (const FieldError& failure) {
+    return InvalidArgument(failure.what());
+  } catch (const std::exception& failure) {
+    return InvalidArgument(std::string("message is not a JSON object: ") +
+                           failure.what());
+  }
+  return only.value;
+}
+
+}  // namespace hpcb::protocol

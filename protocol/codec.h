@@ -1,0 +1,174 @@
+// Encode/Decode: the only place cereal's exceptions are caught.
+//
+// Every message type T has
+//   template <class A> void save(A& ar) const;  // Put(ar, "name", field)...
+//   template <class A> void load(A& ar);        // Get(ar, "name", field)...
+//   Result<void> Validate() const;              // ranges and sizes
+// Get() rethrows any cereal/RapidJSON failure as a FieldError naming the
+// field and the type it should have, and Decode() turns that into an Error:
+// "field 'cpu' must be an integer". Nested messages prefix the path
+// ("field 'jobs[3].id' ..."). Frames are bounded before parsing (framing.h)
+// and nesting depth is checked before RapidJSON's recursive parser sees the
+// text, so hostile input cannot exhaust the stack.
+//
+// std::optional<T> is written as a JSON array of zero or one element.
+#ifndef HPCB_PROTOCOL_CODEC_H_
+#define HPCB_PROTOCOL_CODEC_H_
+
+#include <cereal/archives/json.hpp>
+#include <cereal/types/map.hpp>
+#include <cereal/types/string.hpp>
+#include <cereal/types/vector.hpp>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "protocol/base/result.h"
+
+namespace cereal {
+
+template <class Archive, class T>
+void save(Archive& ar, const std::optional<T>& value) {
+  ar(make_size_tag(static_cast<size_type>(value ? 1 : 0)));
+  if (value) ar(*value);
+}
+
+template <class Archive, class T>
+void load(Archive& ar, std::optional<T>& value) {
+  size_type count = 0;
+  ar(make_size_tag(count));
+  if (count > 1) throw Exception("optional holds more than one value");
+  if (count == 0) {
+    value.reset();
+    return;
+  }
+  T inner{};
+  ar(inner);
+  value = std::move(inner);
+}
+
+}  // namespace cereal
+
+namespace hpcb::protocol {
+
+// Thrown only inside load(); caught by Decode().
+class FieldError : public std::runtime_error {
+ public:
+  explicit FieldError(const std::string& what) : std::runtime_error(what) {}
+};
+
+template <class T> struct IsOptional : std::false_type {};
+template <class T> struct IsOptional<std::optional<T>> : std::true_type {};
+template <class T> struct IsVector : std::false_type {};
+template <class T> struct IsVector<std::vector<T>> : std::true_type {};
+
+template <class T>
+std::string DescribeType() {
+  if constexpr (std::is_same_v<T, bool>) {
+    return "a boolean";
+  } else if constexpr (std::is_integral_v<T> && std::is_unsigned_v<T>) {
+    return "a non-negative integer";
+  } else if constexpr (std::is_integral_v<T>) {
+    return "an integer";
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return "a number";
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    return "a string";
+  } else if constexpr (IsOptional<T>::value) {
+    return "an array of at most one " +
+           DescribeType<typename T::value_type>().substr(2);
+  } else if constexpr (IsVector<T>::value) {
+    return "an array of " + DescribeType<typename T::value_type>().substr(2) +
+           "s";
+  } else if constexpr (std::is_same_v<T, std::map<std::string, std::string>>) {
+    return "an object of strings";
+  } else {
+    return "an object";
+  }
+}
+
+template <class Archive, class T>
+void Put(Archive& ar, const char* name, const T& value) {
+  ar(cereal::make_nvp(name, value));
+}
+
+template <class Archive, class T>
+void Get(Archive& ar, const char* name, T& value) {
+  try {
+    ar(cereal::make_nvp(name, value));
+  } catch (const FieldError& nested) {
+    // A nested message already named its own field; prefix ours.
+    std::string text = nested.what();
+    const std::string marker = "field '";
+    if (text.rfind(marker, 0) == 0) {
+      throw FieldError(marker + name + "." + text.substr(marker.size()));
+    }
+    throw;
+  } catch (const std::exception& failure) {
+    std::string text = failure.what();
+    if (text.find("not found") != std::string::npos &&
+        text.find(std::string("(") + name + ")") != std::string::npos) {
+      throw FieldError(std::string("field '") + name + "' is missing");
+    }
+    throw FieldError(std::string("field '") + name + "' must be " +
+                     DescribeType<T>());
+  }
+}
+
+// Deepest array/object nesting allowed in any frame; our messages need 4.
+inline constexpr int kMaxJsonDepth = 16;
+
+// Returns false if `text` nests brackets deeper than kMaxJsonDepth (strings
+// are skipped, escapes honoured).
+bool NestingWithin(std::string_view text, int max_depth);
+
+// Drops the whitespace cereal puts between tokens (it always breaks lines).
+std::string CompactJson(std::string_view text);
+
+template <class T>
+std::string Encode(const T& message) {
+  std::ostringstream out;
+  {
+    cereal::JSONOutputArchive ar(out, cereal::JSONOutputArchive::Options::NoIndent());
+    message.save(ar);
+  }
+  return CompactJson(out.str());
+}
+
+// Decodes one T from `text`. Never throws. Errors are kInvalidArgument.
+template <class T>
+Result<T> Decode(std::string_view text) {
+  if (!NestingWithin(text, kMaxJsonDepth)) {
+    return InvalidArgument("message nests deeper than " +
+                           std::to_string(kMaxJsonDepth) + " levels");
+  }
+  T message{};
+  try {
+    std::istringstream in{std::string(text)};
+    cereal::JSONInputArchive ar(in);
+    message.load(ar);
+  } catch (const FieldError& failure) {
+    return InvalidArgument(failure.what());
+  } catch (const std::bad_alloc&) {
+    return Error(ErrorCode::kResourceExhausted, "message too large to decode");
+  } catch (const std::exception& failure) {
+    return InvalidArgument(std::string("message is not a JSON object: ") +
+                           failure.what());
+  }
+  Result<void> valid = message.Validate();
+  if (!valid) return valid.error();
+  return message;
+}
+
+// Reads just the "type" (or other tag) string of a message, for dispatch.
+Result<std::string> PeekTag(std::string_view text, const char* tag);
+
+}  // namespace hpcb::protocol
+
+#endif  // HPCB_PROTOCOL_CODEC_H_

@@ -1,0 +1,58 @@
+// DaemonConfig: the flags of hpc-batchd. The launcher parses them and hands
+// the same argv to the executor and broker it starts, so all three roles
+// read one definition.
+#ifndef HPCB_PROTOCOL_DAEMON_CONFIG_H_
+#define HPCB_PROTOCOL_DAEMON_CONFIG_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "protocol/base/result.h"
+
+namespace hpcb::protocol {
+
+inline constexpr const char* kVersion = "0.1.0";
+inline constexpr int kExitConfig = 78;  // EX_CONFIG: a refusal, not a crash
+inline constexpr const char* kDefaultSocket = "/run/hpc-batch/hpc-batch.sock";
+
+struct DaemonConfig {
+  std::int64_t max_lifetime_s = 86400;
+  bool list_is_public = false;
+  std::string admin_group;  // empty: first of wheel, sudo, adm, staff
+  std::string socket = kDefaultSocket;
+  std::string state_dir = "/var/lib/hpc-batch";
+  std::string dev_dir = "/dev/hpc-batch";
+  std::int64_t keep_finished = 50;
+  std::int64_t reserve_cpu = 2;
+  double reserve_mem_gib = 2.0;
+  double min_job_mem_gib = 2.0;
+  bool no_cgroups = false;
+  bool no_dev_dir = false;
+  std::string schedule = "fifo-strict";
+  std::string log_level = "info";
+  std::string sys_root = "/sys";
+  std::string cgroup_root = "/sys/fs/cgroup";
+  std::string nvidia_smi = "nvidia-smi";
+  std::string broker_user = "hpc-batch";  // ignored in user mode
+};
+
+struct ParsedFlags {
+  DaemonConfig config;
+  std::optional<int> exit_now;  // --help/--version/usage error: exit code
+  std::string output;           // what to print before exiting
+};
+
+// Parses hpc-batchd's argv (CLI11). Never throws.
+ParsedFlags ParseDaemonFlags(const std::vector<std::string>& args);
+
+// The inverse: flags that reproduce `config`, for the child roles.
+std::vector<std::string> ToFlags(const DaemonConfig& config);
+
+// The candidates tried, in order, when --admin-group is not given.
+const std::vector<std::string>& AdminGroupCandidates();
+
+}  // namespace hpcb::protocol
+
+#endif  // HPCB_PROTOCOL_DAEMON_CONFIG_H_

@@ -1,0 +1,53 @@
+#include "protocol/executor_messages.h"
+
+#include "protocol/client_messages.h"
+
+namespace hpcb::protocol {
+namespace {
+constexpr std::size_t kMaxPlacementIds = 1 << 16;
+
+Result<void> CheckIds(const std::vector<int>& ids, const char* what) {
+  if (ids.size() > kMaxPlacementIds) return InvalidArgument(std::string(what) + " lists too many ids");
+  for (int id : ids) {
+    if (id < 0 || id >= (1 << 20)) return InvalidArgument(std::string(what) + " holds an out-of-range id");
+  }
+  return Ok();
+}
+}  // namespace
+
+Result<void> Hello::Validate() const {
+  if (version != kProtocolVersion) {
+    return InvalidArgument("protocol version " + std::to_string(version) +
+                           " is not " + std::to_string(kProtocolVersion));
+  }
+  return Ok();
+}
+
+Result<void> RegisterJob::Validate() const {
+  if (id == 0) return InvalidArgument("job id must be positive");
+  HPCB_TRY(CheckArgv(argv));
+  HPCB_TRY(CheckPath(cwd, "cwd"));
+  HPCB_TRY(CheckEnv(env));
+  if (output) HPCB_TRY(CheckPath(*output, "output path"));
+  return Ok();
+}
+
+Result<void> StartJob::Validate() const {
+  if (id == 0) return InvalidArgument("job id must be positive");
+  if (cpus.empty()) return InvalidArgument("a job needs at least one cpu");
+  HPCB_TRY(CheckIds(cpus, "cpus"));
+  HPCB_TRY(CheckIds(mems, "mems"));
+  HPCB_TRY(CheckIds(gpus, "gpus"));
+  if (memory_max && *memory_max == 0) return InvalidArgument("memory_max must be positive");
+  return Ok();
+}
+
+Result<void> SignalJob::Validate() const {
+  if (signal != "term" && signal != "kill") return InvalidArgument("signal must be 'term' or 'kill'");
+  if (!note.empty() && note != "timeout" && note != "killed") {
+    return InvalidArgument("note must be '', 'timeout' or 'killed'");
+  }
+  return Ok();
+}
+
+}  // namespace hpcb::protocol

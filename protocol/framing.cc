@@ -1,0 +1,187 @@
+#include "protocol/framing.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace hpcb::protocol {
+namespace {
+
+constexpr std::size_t kPacketPayload = std::size_t{64} * 1024;
+constexpr char kMore = '+';
+constexpr char kLast = '.';
+
+std::uint32_t ReadLength(const char* bytes) {
+  const auto* u = reinterpret_cast<const unsigned char*>(bytes);
+  return static_cast<std::uint32_t>(u[0]) |
+         (static_cast<std::uint32_t>(u[1]) << 8) |
+         (static_cast<std::uint32_t>(u[2]) << 16) |
+         (static_cast<std::uint32_t>(u[3]) << 24);
+}
+
+Error TooLarge(std::size_t size, std::size_t cap) {
+  return InvalidArgument("frame of " + std::to_string(size) +
+                         " bytes exceeds the " + std::to_string(cap) +
+                         "-byte limit");
+}
+
+// Reads exactly `want` bytes. Returns the count read before EOF (== want
+// on success).
+Result<std::size_t> ReadExact(int fd, char* out, std::size_t want) {
+  std::size_t done = 0;
+  while (done < want) {
+    ssize_t got = ::read(fd, out + done, want - done);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return Error::FromErrno(errno, "read frame");
+    if (got == 0) break;
+    done += static_cast<std::size_t>(got);
+  }
+  return done;
+}
+
+}  // namespace
+
+std::string EncodeFrame(std::string_view payload) {
+  std::string out(4, '\0');
+  auto size = static_cast<std::uint32_t>(payload.size());
+  for (int i = 0; i < 4; ++i) out[i] = static_cast<char>((size >> (8 * i)) & 0xff);
+  out.append(payload);
+  return out;
+}
+
+Result<std::optional<std::string>> FrameDecoder::Next() {
+  if (buffer_.size() < 4) return std::optional<std::string>();
+  std::uint32_t size = ReadLength(buffer_.data());
+  if (size > cap_) return TooLarge(size, cap_);
+  if (buffer_.size() < 4 + static_cast<std::size_t>(size)) {
+    return std::optional<std::string>();
+  }
+  std::string frame = buffer_.substr(4, size);
+  buffer_.erase(0, 4 + static_cast<std::size_t>(size));
+  return std::optional<std::string>(std::move(frame));
+}
+
+Result<void> WriteAll(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    ssize_t put = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    if (put < 0 && errno == ENOTSOCK) put = ::write(fd, bytes.data(), bytes.size());
+    if (put < 0 && errno == EINTR) continue;
+    if (put < 0) return Error::FromErrno(errno, "write");
+    bytes.remove_prefix(static_cast<std::size_t>(put));
+  }
+  return Ok();
+}
+
+Result<void> WriteFrame(int fd, std::string_view payload) {
+  if (payload.size() > UINT32_MAX) return TooLarge(payload.size(), UINT32_MAX);
+  return WriteAll(fd, EncodeFrame(payload));
+}
+
+Result<std::optional<std::string>> ReadFrame(int fd, std::size_t cap) {
+  char header[4];
+  HPCB_ASSIGN_OR_RETURN(std::size_t got, ReadExact(fd, header, 4));
+  if (got == 0) return std::optional<std::string>();
+  if (got < 4) return Error(ErrorCode::kUnavailable, "connection closed mid-frame");
+  std::uint32_t size = ReadLength(header);
+  if (size > cap) return TooLarge(size, cap);
+  std::string body(size, '\0');
+  HPCB_ASSIGN_OR_RETURN(std::size_t body_got, ReadExact(fd, body.data(), size));
+  if (body_got < size) return Error(ErrorCode::kUnavailable, "connection closed mid-frame");
+  return std::optional<std::string>(std::move(body));
+}
+
+Result<void> SendMessage(int fd, std::string_view payload, const std::vector<int>& fds) {
+  if (fds.size() > kMaxPassedFds) return InvalidArgument("too many descriptors to pass");
+  bool first = true;
+  do {
+    std::size_t take = std::min(payload.size(), kPacketPayload);
+    std::string packet(1, take == payload.size() ? kLast : kMore);
+    packet.append(payload.substr(0, take));
+    payload.remove_prefix(take);
+
+    struct iovec iov = {packet.data(), packet.size()};
+    struct msghdr msg = {};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxPassedFds)] = {};
+    if (first && !fds.empty()) {
+      msg.msg_control = control;
+      msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+      struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+      cmsg->cmsg_level = SOL_SOCKET;
+      cmsg->cmsg_type = SCM_RIGHTS;
+      cmsg->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+      std::memcpy(CMSG_DATA(cmsg), fds.data(), sizeof(int) * fds.size());
+    }
+    for (;;) {
+      ssize_t sent = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
+      if (sent >= 0) break;
+      if (errno != EINTR) return Error::FromErrno(errno, "send message");
+    }
+    first = false;
+  } while (!payload.empty());
+  return Ok();
+}
+
+Result<Packet> ReceiveMessage(int fd, std::size_t cap) {
+  Packet message;
+  std::string buffer(kPacketPayload + 1, '\0');
+  bool overflow = false;
+  bool bad_control = false;
+  for (bool first = true;; first = false) {
+    struct iovec iov = {buffer.data(), buffer.size()};
+    struct msghdr msg = {};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxPassedFds)] = {};
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    ssize_t got;
+    do {
+      got = ::recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+    } while (got < 0 && errno == EINTR);
+    if (got < 0) return Error::FromErrno(errno, "receive message");
+    if (got == 0) return Error(ErrorCode::kUnavailable, "peer closed the connection");
+    for (struct cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+        std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (std::size_t i = 0; i < count; ++i) {
+          int passed;
+          std::memcpy(&passed, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+          message.fds.emplace_back(passed);  // owned, so closed on any error
+        }
+        if (!first) bad_control = true;
+      } else {
+        bad_control = true;
+      }
+    }
+    if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0) bad_control = true;
+    char flag = buffer[0];
+    if (flag != kMore && flag != kLast) bad_control = true;
+    std::size_t body = static_cast<std::size_t>(got) - 1;
+    if (message.bytes.size() + body > cap) {
+      overflow = true;
+    } else {
+      message.bytes.append(buffer.data() + 1, body);
+    }
+    if (flag != kMore) break;
+  }
+  if (overflow) return TooLarge(message.bytes.size() + 1, cap);
+  if (bad_control || message.fds.size() > kMaxPassedFds) {
+    return InvalidArgument("malformed packet (bad flag, truncation or unexpected control data)");
+  }
+  return message;
+}
+
+Result<struct ucred> PeerCredentials(int fd) {
+  struct ucred cred = {};
+  socklen_t size = sizeof cred;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &size) != 0) {
+    return Error::FromErrno(errno, "read SO_PEERCRED");
+  }
+  return cred;
+}
+
+}  // namespace hpcb::protocol

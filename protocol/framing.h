@@ -1,0 +1,83 @@
+// Framing for the two kinds of socket hpc-batch speaks over.
+//
+// Client <-> broker: SOCK_STREAM unix socket; each frame is a little-endian
+// u32 length then that many bytes. The length is checked against the
+// caller's cap before any byte of the body is read or buffered.
+//
+// Broker <-> executor <-> launcher: SOCK_SEQPACKET socketpairs, which keep
+// message boundaries. A message larger than one packet (the kernel bounds a
+// packet by the send buffer, ~208 KiB unprivileged) is split: every packet
+// starts with one byte, '+' when more packets of the same message follow,
+// '.' on the last. Passed descriptors (SCM_RIGHTS) ride on the first packet.
+// The receiver stops reassembling at its cap, so a peer cannot make it
+// buffer more than that.
+#ifndef HPCB_PROTOCOL_FRAMING_H_
+#define HPCB_PROTOCOL_FRAMING_H_
+
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "protocol/base/result.h"
+#include "protocol/base/unique_fd.h"
+
+namespace hpcb::protocol {
+
+inline constexpr std::size_t kMaxClientFrame = std::size_t{1} << 20;
+inline constexpr std::size_t kMaxInternalMessage = std::size_t{1} << 20;
+inline constexpr std::size_t kMaxPassedFds = 4;
+
+// Incremental decoder for length-prefixed stream frames (non-blocking use).
+class FrameDecoder {
+ public:
+  explicit FrameDecoder(std::size_t cap) : cap_(cap) {}
+  // Appends bytes read from the socket.
+  void Feed(std::string_view bytes) { buffer_.append(bytes); }
+  // The next whole frame, nullopt if incomplete, or kInvalidArgument once
+  // a length prefix exceeds the cap (the stream is then unusable).
+  Result<std::optional<std::string>> Next();
+  std::size_t buffered() const { return buffer_.size(); }
+
+ private:
+  std::size_t cap_;
+  std::string buffer_;
+};
+
+std::string EncodeFrame(std::string_view payload);
+
+// Blocking: writes one frame (retries EINTR and short writes).
+Result<void> WriteFrame(int fd, std::string_view payload);
+
+// Blocking: reads one frame. nullopt on a clean EOF before the first byte;
+// kUnavailable on EOF mid-frame; kInvalidArgument if the length exceeds cap.
+Result<std::optional<std::string>> ReadFrame(int fd, std::size_t cap);
+
+struct Packet {
+  std::string bytes;
+  std::vector<UniqueFd> fds;
+};
+
+// Sends one message, split into packets as needed, with `fds` on the first.
+Result<void> SendMessage(int fd, std::string_view payload,
+                         const std::vector<int>& fds = {});
+
+// Receives one message. kUnavailable on EOF (peer gone); kInvalidArgument
+// for a message over `cap`, a truncated packet or control data, or more
+// than kMaxPassedFds descriptors (all of which are closed).
+Result<Packet> ReceiveMessage(int fd, std::size_t cap = kMaxInternalMessage);
+
+// The kernel-attested credentials of a connected unix socket's peer.
+Result<struct ucred> PeerCredentials(int fd);
+
+// Writes all of `bytes`, retrying EINTR and short writes.
+Result<void> WriteAll(int fd, std::string_view bytes);
+
+}  // namespace hpcb::protocol
+
+#endif  // HPCB_PROTOCOL_FRAMING_H_

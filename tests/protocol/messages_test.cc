@@ -1,0 +1,136 @@
+#include <gtest/gtest.h>
+
+#include "protocol/client_messages.h"
+#include "protocol/daemon_config.h"
+#include "protocol/executor_messages.h"
+
+namespace hpcb::protocol {
+namespace {
+
+SubmitRequest ValidSubmit() {
+  SubmitRequest r;
+  r.argv = {"echo"};
+  r.cwd = "/tmp";
+  return r;
+}
+
+TEST(SubmitValidateTest, RefusesEmptyCommand) {
+  SubmitRequest r = ValidSubmit();
+  r.argv.clear();
+  EXPECT_EQ(r.Validate().error().message(), "no command given");
+}
+
+TEST(SubmitValidateTest, RefusesRelativeCwdAndOutput) {
+  SubmitRequest r = ValidSubmit();
+  r.cwd = "tmp";
+  EXPECT_EQ(r.Validate().error().message(), "cwd must be absolute");
+  r = ValidSubmit();
+  r.output = "out.log";
+  EXPECT_EQ(r.Validate().error().message(), "output path must be absolute");
+}
+
+TEST(SubmitValidateTest, RefusesOversizedEnvironment) {
+  SubmitRequest r = ValidSubmit();
+  r.env["BIG"] = std::string(300 * 1024, 'x');
+  EXPECT_NE(r.Validate().error().message().find("environment is too large"), std::string::npos);
+}
+
+TEST(SubmitValidateTest, RefusesBadEnvNamesAndNul) {
+  SubmitRequest r = ValidSubmit();
+  r.env["1FOO"] = "x";
+  EXPECT_FALSE(r.Validate());
+  r = ValidSubmit();
+  r.argv = {"echo", std::string("a\0b", 3)};
+  EXPECT_FALSE(r.Validate());
+}
+
+TEST(SubmitValidateTest, RefusesNonPositiveResourcesAndUnknownLinks) {
+  SubmitRequest r = ValidSubmit();
+  r.max_time_s = 0;
+  EXPECT_EQ(r.Validate().error().message(), "resource requests must be positive");
+  r = ValidSubmit();
+  r.max_mem_gb = -1;
+  EXPECT_FALSE(r.Validate());
+  r = ValidSubmit();
+  r.min_gpu_link = "SYS";
+  EXPECT_NE(r.Validate().error().message().find("--gpu-link"), std::string::npos);
+  r.min_gpu_link = "NV";
+  EXPECT_TRUE(r.Validate());
+}
+
+TEST(ExecutorMessagesTest, StartJobRoundTripsAndValidates) {
+  StartJob start{.id = 7, .cpus = {0, 1}, .mems = {0}, .memory_max = 1 << 30, .gpus = {}};
+  auto out = Decode<StartJob>(Encode(start));
+  ASSERT_TRUE(out);
+  EXPECT_EQ(out->cpus, (std::vector<int>{0, 1}));
+  EXPECT_EQ(out->memory_max, 1u << 30);
+
+  start.cpus = {-1};
+  EXPECT_FALSE(Decode<StartJob>(Encode(start)));
+  start.cpus = {};
+  EXPECT_FALSE(Decode<StartJob>(Encode(start)));
+}
+
+TEST(ExecutorMessagesTest, SignalJobChecksTheSignalName) {
+  SignalJob s{.id = 1, .signal = "hup"};
+  EXPECT_FALSE(Decode<SignalJob>(Encode(s)));
+  s.signal = "term";
+  EXPECT_TRUE(Decode<SignalJob>(Encode(s)));
+}
+
+TEST(ExecutorMessagesTest, HelloRefusesAnotherVersion) {
+  Hello hello{.version = 99};
+  EXPECT_FALSE(Decode<Hello>(Encode(hello)));
+  EXPECT_EQ(*PeekTag(Encode(Hello{}), "type"), "hello");
+}
+
+TEST(ExecutorMessagesTest, RegisterJobNeedsAnId) {
+  RegisterJob r{.id = 0, .argv = {"x"}, .cwd = "/"};
+  EXPECT_FALSE(Decode<RegisterJob>(Encode(r)));
+  r.id = 3;
+  EXPECT_TRUE(Decode<RegisterJob>(Encode(r)));
+}
+
+TEST(ReplyTest, ErrorReplyIsRecognised) {
+  std::string text = Encode(ErrorReply::From(InvalidArgument("no such job 4")));
+  EXPECT_FALSE(*PeekOk(text));
+  auto err = Decode<ErrorReply>(text);
+  ASSERT_TRUE(err);
+  EXPECT_EQ(err->error, "no such job 4");
+}
+
+TEST(DaemonFlagsTest, ParsesDurationsAndSizes) {
+  auto parsed = ParseDaemonFlags({"--max-lifetime", "1h30m", "--reserve-mem", "512M",
+                                  "--no-cgroups", "--schedule", "easy-backfill"});
+  ASSERT_FALSE(parsed.exit_now) << parsed.output;
+  EXPECT_EQ(parsed.config.max_lifetime_s, 5400);
+  EXPECT_DOUBLE_EQ(parsed.config.reserve_mem_gib, 0.5);
+  EXPECT_TRUE(parsed.config.no_cgroups);
+  EXPECT_EQ(parsed.config.schedule, "easy-backfill");
+}
+
+TEST(DaemonFlagsTest, RejectsBadValuesWithUsageExit) {
+  auto bad_duration = ParseDaemonFlags({"--max-lifetime", "1x"});
+  ASSERT_TRUE(bad_duration.exit_now);
+  EXPECT_NE(*bad_duration.exit_now, 0);
+  EXPECT_NE(bad_duration.output.find("invalid duration"), std::string::npos);
+  auto bad_policy = ParseDaemonFlags({"--schedule", "lifo"});
+  ASSERT_TRUE(bad_policy.exit_now);
+  auto unknown = ParseDaemonFlags({"--frobnicate"});
+  ASSERT_TRUE(unknown.exit_now);
+}
+
+TEST(DaemonFlagsTest, ToFlagsRoundTrips) {
+  auto parsed = ParseDaemonFlags({"--admin-group", "sudo", "--keep-finished", "3",
+                                  "--min-job-mem", "0.25", "--list-is-public"});
+  ASSERT_FALSE(parsed.exit_now);
+  auto again = ParseDaemonFlags(ToFlags(parsed.config));
+  ASSERT_FALSE(again.exit_now) << again.output;
+  EXPECT_EQ(again.config.admin_group, "sudo");
+  EXPECT_EQ(again.config.keep_finished, 3);
+  EXPECT_DOUBLE_EQ(again.config.min_job_mem_gib, 0.25);
+  EXPECT_TRUE(again.config.list_is_public);
+}
+
+}  // namespace
+}  // namespace hpcb::protocol
