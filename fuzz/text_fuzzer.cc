@@ -1,0 +1,27 @@
+// libFuzzer target: the text parsers fed by flags, sysfs and frames.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "protocol/base/units.h"
+#include "protocol/framing.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::string_view text(reinterpret_cast<const char*>(data), size);
+  if (auto d = hpcb::ParseDuration(text); d && *d >= 0) {
+    auto again = hpcb::ParseDuration(hpcb::FormatDuration(*d));
+    if (!again || *again != *d) __builtin_trap();
+  }
+  if (auto cpus = hpcb::ParseCpuList(text)) {
+    auto again = hpcb::ParseCpuList(hpcb::FormatCpuRanges(*cpus));
+    if (!again || *again != *cpus) __builtin_trap();
+  }
+  (void)hpcb::ParseMemoryGiB(text);
+  hpcb::protocol::FrameDecoder decoder(4096);
+  decoder.Feed(text);
+  for (int i = 0; i < 64; ++i) {
+    auto next = decoder.Next();
+    if (!next || !next->has_value()) break;
+  }
+  return 0;
+}

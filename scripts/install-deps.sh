@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs the Debian packages hpc-batch builds and tests with. Idempotent;
+# skips apt entirely when everything is already there.
+set -euo pipefail
+packages=(cmake ninja-build g++ clang pkg-config libseccomp-dev libcap-ng-dev
+          libcereal-dev libcli11-dev libgtest-dev libgmock-dev passwd util-linux)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
