@@ -1,0 +1,225 @@
+// End-to-end behaviour of the real daemon and the real client.
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <sstream>
+#include <thread>
+#include <fstream>
+
+#include "tests/e2e/daemon_harness.h"
+
+namespace hpcb::e2e {
+namespace {
+
+using std::chrono::seconds;
+
+class E2eTest : public ::testing::Test {
+ protected:
+  void StartOrFail(const std::vector<std::string>& extra = {}) {
+    ASSERT_TRUE(daemon_.Start(extra)) << daemon_.log();
+  }
+  bool FileHas(const std::string& name, const std::string& text) {
+    return daemon_.ReadWorkFile(name).find(text) != std::string::npos;
+  }
+  std::string ListFinished() { return daemon_.Dispatch({"list", "--finished"}).out; }
+  // The line of `list --finished` for job `id`.
+  std::string RowOf(int id) {
+    std::istringstream rows(ListFinished());
+    std::string line;
+    while (std::getline(rows, line)) {
+      std::istringstream words(line);
+      std::string user, job;
+      words >> user >> job;
+      if (job == std::to_string(id)) return line;
+    }
+    return "";
+  }
+  bool Finished(int id) { return RowOf(id).find(" done ") != std::string::npos; }
+  DaemonHarness daemon_;
+};
+
+TEST_F(E2eTest, EchoHelloRunsAndItsOutputIsDelivered) {
+  StartOrFail();
+
+  CommandResult submit = daemon_.Dispatch({"new", "--", "echo", "hello"});
+
+  ASSERT_EQ(submit.exit_code, 0) << submit.err << daemon_.log();
+  EXPECT_NE(submit.out.find("job 1 "), std::string::npos) << submit.out;
+  EXPECT_NE(submit.out.find("output will be saved to " + daemon_.work() + "/output.1.log"),
+            std::string::npos) << submit.out;
+  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return FileHas("output.1.log", "hello"); },
+                                     std::chrono::seconds(10))) << daemon_.log();
+  EXPECT_EQ(daemon_.ReadWorkFile("output.1.log"), "hello\n");
+  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return Finished(1); }, seconds(5)));
+  std::string row = RowOf(1);
+  EXPECT_NE(row.find("echo hello"), std::string::npos) << row;
+  EXPECT_EQ(row.substr(row.size() - 2), " 0") << row;
+}
+
+TEST_F(E2eTest, ListShowsQueuedAndRunningJobsWithTheHeader) {
+  StartOrFail();
+  ASSERT_EQ(daemon_.Dispatch({"new", "--cpu", "2", "--", "sleep", "30"}).exit_code, 0);
+  ASSERT_EQ(daemon_.Dispatch({"new", "--", "sleep", "30"}).exit_code, 0);
+
+  CommandResult list = daemon_.Dispatch({"list"});
+
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_EQ(list.out.rfind("USER", 0), 0u) << list.out;
+  EXPECT_NE(list.out.find("sleep 30"), std::string::npos);
+  EXPECT_NE(list.out.find("queued"), std::string::npos) << list.out;
+}
+
+TEST_F(E2eTest, KillRemovesQueuedAndSignalsRunning) {
+  StartOrFail();
+  ASSERT_EQ(daemon_.Dispatch({"new", "--cpu", "2", "--", "sleep", "60"}).exit_code, 0);
+  ASSERT_EQ(daemon_.Dispatch({"new", "--", "sleep", "60"}).exit_code, 0);
+
+  CommandResult queued = daemon_.Dispatch({"kill", "2"});
+  CommandResult running = daemon_.Dispatch({"kill", "1"});
+
+  EXPECT_EQ(queued.out, "job 2 removed from the queue\n") << queued.err;
+  EXPECT_EQ(running.out, "job 1: kill signal sent\n") << running.err;
+  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return Finished(1); }, seconds(15))) << ListFinished();
+  EXPECT_NE(RowOf(1).find("killed"), std::string::npos) << RowOf(1);
+  EXPECT_NE(RowOf(2).find("killed"), std::string::npos) << RowOf(2);
+}
+
+TEST_F(E2eTest, MaxTimeEndsAJobAsTimeout) {
+  StartOrFail();
+
+  ASSERT_EQ(daemon_.Dispatch({"new", "--max-time", "1", "--", "sleep", "30"}).exit_code, 0);
+
+  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return Finished(1); }, seconds(15))) << ListFinished();
+  EXPECT_NE(RowOf(1).find("timeout"), std::string::npos) << RowOf(1);
+  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return FileHas("output.1.log", "time limit"); },
+                                     seconds(5)));
+}
+
+TEST_F(E2eTest, MaxLifetimeClampsTheRequestedTime) {
+  StartOrFail({"--max-lifetime", "2"});
+
+  CommandResult submit = daemon_.Dispatch({"new", "--max-time", "1h", "--", "sleep", "30"});
+
+  EXPECT_NE(submit.out.find("max time 2s"), std::string::npos) << submit.out;
+  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return Finished(1); }, seconds(15)));
+  EXPECT_NE(RowOf(1).find("timeout"), std::string::npos);
+}
+
+TEST_F(E2eTest, AttachFollowsLiveOutputUntilTheJobEnds) {
+  StartOrFail();
+  ASSERT_EQ(daemon_.Dispatch({"new", "--", "sh", "-c", "echo one; sleep 1; echo two"}).exit_code, 0);
+
+  CommandResult attach = daemon_.Dispatch({"attach", "1"}, seconds(20));
+
+  EXPECT_EQ(attach.exit_code, 0) << attach.err;
+  EXPECT_EQ(attach.out, "one\ntwo\n");
+}
+
+TEST_F(E2eTest, AttachToAFinishedJobSaysWhereTheLogIs) {
+  StartOrFail();
+  ASSERT_EQ(daemon_.Dispatch({"new", "--", "true"}).exit_code, 0);
+  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return Finished(1); }, seconds(10)));
+
+  CommandResult attach = daemon_.Dispatch({"attach", "1"});
+
+  EXPECT_NE(attach.err.find("has finished; its output is at " + daemon_.work() + "/output.1.log"),
+            std::string::npos) << attach.err;
+}
+
+TEST_F(E2eTest, OutputGoesWhereAskedOrNowhere) {
+  StartOrFail();
+  std::filesystem::create_directories(daemon_.work() + "/results");
+  std::string results = daemon_.work() + "/results";
+  ::chmod(results.c_str(), 0777);
+
+  ASSERT_EQ(daemon_.Dispatch({"new", "--output", "results/run.log", "--", "echo", "a"}).exit_code, 0);
+  ASSERT_EQ(daemon_.Dispatch({"new", "--no-output", "--", "echo", "b"}).exit_code, 0);
+  CommandResult bad = daemon_.Dispatch({"new", "--output", "/nonexistent/dir/x.log", "--", "true"});
+
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("cannot save output there"), std::string::npos) << bad.err;
+  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return FileHas("results/run.log", "a"); }, seconds(10)));
+  const int no_output_id = 2;
+  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return Finished(no_output_id); }, seconds(10)));
+  EXPECT_FALSE(std::filesystem::exists(daemon_.work() + "/output." +
+                                       std::to_string(no_output_id) + ".log"));
+}
+
+TEST_F(E2eTest, ExitCodesAndSpawnFailuresAreReported) {
+  StartOrFail();
+
+  ASSERT_EQ(daemon_.Dispatch({"new", "--", "sh", "-c", "exit 7"}).exit_code, 0);
+  daemon_.Dispatch({"new", "--", "/nonexistent/cmd"});
+
+  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return Finished(1) && Finished(2); }, seconds(10)))
+      << ListFinished();
+  EXPECT_EQ(RowOf(1).substr(RowOf(1).size() - 2), " 7") << RowOf(1);
+  EXPECT_NE(RowOf(2).find("error"), std::string::npos) << RowOf(2);
+  EXPECT_TRUE(FileHas("output.2.log", "failed to start job"));
+}
+
+TEST_F(E2eTest, FifoStrictHoldsTheQueueBehindABlockedHead) {
+  StartOrFail({"--schedule", "fifo-strict"});
+  ASSERT_EQ(daemon_.Dispatch({"new", "--", "sleep", "30"}).exit_code, 0);        // 1 cpu
+  ASSERT_EQ(daemon_.Dispatch({"new", "--cpu", "2", "--", "sleep", "30"}).exit_code, 0);
+
+  CommandResult third = daemon_.Dispatch({"new", "--", "sleep", "30"});
+
+  EXPECT_NE(third.out.find("job 3 queued"), std::string::npos) << third.out;
+}
+
+TEST_F(E2eTest, EasyBackfillLetsASmallJobUseTheIdleCpu) {
+  StartOrFail({"--schedule", "easy-backfill"});
+  ASSERT_EQ(daemon_.Dispatch({"new", "--", "sleep", "30"}).exit_code, 0);
+  ASSERT_EQ(daemon_.Dispatch({"new", "--cpu", "2", "--", "sleep", "30"}).exit_code, 0);
+
+  CommandResult third = daemon_.Dispatch({"new", "--", "sleep", "30"});
+
+  EXPECT_NE(third.out.find("job 3 running"), std::string::npos) << third.out;
+}
+
+TEST_F(E2eTest, StrictBackfillOnlyAdmitsJobsThatEndBeforeTheHead) {
+  StartOrFail({"--schedule", "strict-backfill"});
+  ASSERT_EQ(daemon_.Dispatch({"new", "--max-time", "60", "--", "sleep", "30"}).exit_code, 0);
+  ASSERT_EQ(daemon_.Dispatch({"new", "--cpu", "2", "--", "sleep", "30"}).exit_code, 0);
+
+  CommandResult long_job = daemon_.Dispatch({"new", "--max-time", "10m", "--", "sleep", "30"});
+  CommandResult short_job = daemon_.Dispatch({"new", "--max-time", "10", "--", "sleep", "1"});
+
+  EXPECT_NE(long_job.out.find("job 3 queued"), std::string::npos) << long_job.out;
+  EXPECT_NE(short_job.out.find("job 4 running"), std::string::npos) << short_job.out;
+}
+
+TEST_F(E2eTest, ReloadKeepsARunningJobAndItsExitCode) {
+  StartOrFail();
+  ASSERT_EQ(daemon_.Dispatch({"new", "--", "sh", "-c", "sleep 2; exit 5"}).exit_code, 0);
+  pid_t before = daemon_.daemon_pid();
+
+  daemon_.Reload();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+
+  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return daemon_.Dispatch({"list"}).exit_code == 0; },
+                                     seconds(10))) << daemon_.log();
+  EXPECT_EQ(daemon_.daemon_pid(), before);
+  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return Finished(1); }, seconds(15)))
+      << ListFinished() << daemon_.log();
+  EXPECT_EQ(RowOf(1).substr(RowOf(1).size() - 2), " 5") << RowOf(1);
+}
+
+TEST_F(E2eTest, UnknownJobAndBadFlagsAreClearErrors) {
+  StartOrFail();
+
+  CommandResult missing = daemon_.Dispatch({"kill", "99"});
+  CommandResult bad_flag = daemon_.Dispatch({"new", "--max-time", "1x", "--", "true"});
+
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("no such job 99"), std::string::npos) << missing.err;
+  EXPECT_EQ(bad_flag.exit_code, 2) << bad_flag.err;
+}
+
+}  // namespace
+}  // namespace hpcb::e2e
