@@ -8,6 +8,7 @@
 #ifndef HPCB_BROKER_PLACEMENT_H_
 #define HPCB_BROKER_PLACEMENT_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -91,11 +92,31 @@ class Pool {
   void Release(const Placement& placement);
 
  private:
-  struct State;
+  struct NodeBooks {
+    int id = 0;
+    int domain = -1;              // memory domain: the node id, or -1
+    std::vector<int> free_cpus;   // sorted
+    int total_cpus = 0;
+  };
+
+  int MaxNodes(const JobDemand& demand) const;
+  double FreeMem(int domain) const;
+  int HomeDomain(const Placement& placement) const;
+  std::optional<std::size_t> PickNode(const JobDemand& demand, double mem,
+                                      const std::vector<int>& near,
+                                      std::optional<int> forced_home) const;
+  std::optional<std::map<int, double>> ChargeMemory(int home_domain, double mem,
+                                                    bool local_only) const;
+
   std::shared_ptr<const Machine> machine_;
-  std::vector<int> free_cpus_;
+  std::vector<NodeBooks> nodes_;            // in id order
+  std::map<int, std::size_t> node_of_cpu_;  // cpu -> index into nodes_
+  std::map<int, double> capacity_;          // memory domain -> GiB
   std::map<int, double> free_mem_;
-  std::vector<int> free_gpus_;
+  double total_free_mem_ = 0;
+  bool tracks_memory_ = false;
+  std::vector<int> free_gpus_;  // sorted
+  int free_cpu_count_ = 0;
   int active_jobs_ = 0;
   bool exclusive_active_ = false;
 };

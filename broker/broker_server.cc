@@ -1,0 +1,131 @@
+#include "broker/broker_server.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <string>
+#include <vector>
+
+#include "protocol/base/log.h"
+
+namespace hpcb::broker {
+namespace {
+
+constexpr int kPollMs = 250;
+constexpr std::size_t kChunk = 64 * 1024;
+constexpr std::size_t kMaxChunksPerPump = 16;
+
+}  // namespace
+
+void BrokerServer::Accept() {
+  int raw = ::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC);
+  if (raw < 0) {
+    if (errno != EINTR && errno != EAGAIN) LogWarning("accept failed: " + std::to_string(errno));
+    return;
+  }
+  UniqueFd fd(raw);
+  Result<struct ucred> cred = protocol::PeerCredentials(fd.get());
+  if (!cred) return;
+  Connection connection;
+  connection.uid = cred->uid;
+  connection.fd = std::move(fd);
+  connections_.emplace(raw, std::move(connection));
+}
+
+bool BrokerServer::OnReadable(Connection& connection) {
+  if (connection.answered) {
+    // Only EOF or stray bytes can follow; an attach ends when the client goes.
+    char sink[512];
+    ssize_t n = ::read(connection.fd.get(), sink, sizeof sink);
+    return n > 0 || (n < 0 && errno == EINTR);
+  }
+  char buffer[65536];
+  ssize_t n = ::read(connection.fd.get(), buffer, sizeof buffer);
+  if (n < 0 && errno == EINTR) return true;
+  if (n <= 0) return false;
+  connection.decoder.Feed(std::string_view(buffer, static_cast<std::size_t>(n)));
+  Result<std::optional<std::string>> frame = connection.decoder.Next();
+  if (!frame) return false;
+  if (!*frame) return true;
+  connection.answered = true;
+  std::optional<Response> response =
+      core_.Handle(Peer{connection.uid, connection.fd.get()}, **frame);
+  if (!response) return false;
+  if (!protocol::WriteFrame(connection.fd.get(), response->frame)) return false;
+  if (!response->attach) return false;
+  connection.attach = response->attach;
+  return PumpAttach(connection);
+}
+
+bool BrokerServer::PumpAttach(Connection& connection) {
+  const std::uint64_t id = *connection.attach;
+  const JobRecord* job = core_.Find(id);
+  const bool done = job == nullptr || job->done();
+  if (!connection.output.valid() && job != nullptr && job->start_time) {
+    Result<UniqueFd> fd = core_.OpenOutput(id);
+    if (fd) connection.output = std::move(fd).value();
+  }
+  if (connection.output.valid()) {
+    char buffer[kChunk];
+    for (std::size_t i = 0; done || i < kMaxChunksPerPump; ++i) {
+      ssize_t n = ::read(connection.output.get(), buffer, sizeof buffer);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      if (!protocol::WriteFrame(connection.fd.get(),
+                                std::string_view(buffer, static_cast<std::size_t>(n)))) {
+        return false;
+      }
+    }
+  }
+  if (!done) return true;
+  (void)protocol::WriteFrame(connection.fd.get(), "");
+  return false;
+}
+
+Result<void> BrokerServer::Run(const volatile std::sig_atomic_t* stop) {
+  double last_tick = clock_.Now();
+  while (*stop == 0) {
+    std::vector<struct pollfd> fds;
+    fds.push_back({listener_.get(), POLLIN, 0});
+    fds.push_back({executor_.fd(), POLLIN, 0});
+    for (auto& [raw, connection] : connections_) fds.push_back({raw, POLLIN, 0});
+    int ready = ::poll(fds.data(), fds.size(), kPollMs);
+    if (ready < 0 && errno != EINTR) return Error::FromErrno(errno, "poll");
+    if (ready > 0) {
+      if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+        Result<void> pumped = executor_.Pump();
+        if (!pumped) {
+          return Error(ErrorCode::kUnavailable,
+                       "lost the executor: " + pumped.error().message());
+        }
+      }
+      for (std::size_t i = 2; i < fds.size(); ++i) {
+        if (fds[i].revents == 0) continue;
+        auto it = connections_.find(fds[i].fd);
+        if (it == connections_.end()) continue;
+        if (!OnReadable(it->second)) connections_.erase(it);
+      }
+      if (fds[0].revents & POLLIN) Accept();
+    }
+    for (auto it = connections_.begin(); it != connections_.end();) {
+      if (it->second.attach && !PumpAttach(it->second)) {
+        it = connections_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    const double now = clock_.Now();
+    // Exit events are applied at once; timers and the policy every second.
+    std::vector<protocol::JobExited> events = executor_.TakeEvents();
+    for (const protocol::JobExited& event : events) core_.OnExited(event);
+    if (!events.empty() || now - last_tick >= 1.0 || now < last_tick) {
+      core_.Tick();
+      last_tick = now;
+    }
+  }
+  return Ok();
+}
+
+}  // namespace hpcb::broker

@@ -1,0 +1,54 @@
+// BrokerServer: the broker's single-threaded poll loop. Accepts clients on
+// the listening socket, reads one frame per connection (FrameDecoder, 1 MiB
+// cap; a malformed frame closes the connection), hands it to BrokerCore,
+// writes the reply, and streams attach output. Also reads executor events
+// and ticks the core every second.
+#ifndef HPCB_BROKER_BROKER_SERVER_H_
+#define HPCB_BROKER_BROKER_SERVER_H_
+
+#include <csignal>
+#include <cstdint>
+#include <map>
+#include <optional>
+
+#include "broker/broker_core.h"
+#include "protocol/base/unique_fd.h"
+#include "protocol/framing.h"
+
+namespace hpcb::broker {
+
+class BrokerServer {
+ public:
+  BrokerServer(BrokerCore& core, ExecutorChannel& executor, const Clock& clock,
+               UniqueFd listener)
+      : core_(core), executor_(executor), clock_(clock), listener_(std::move(listener)) {}
+
+  // Runs until `*stop` becomes non-zero or the executor goes away.
+  Result<void> Run(const volatile std::sig_atomic_t* stop);
+
+ private:
+  struct Connection {
+    UniqueFd fd;
+    uid_t uid = 0;
+    protocol::FrameDecoder decoder{protocol::kMaxClientFrame};
+    std::optional<std::uint64_t> attach;  // streaming this job's output
+    UniqueFd output;                      // its buffer, once started
+    bool answered = false;
+  };
+
+  void Accept();
+  // false: close the connection.
+  bool OnReadable(Connection& connection);
+  // false: the stream ended (or the client went away).
+  bool PumpAttach(Connection& connection);
+
+  BrokerCore& core_;
+  ExecutorChannel& executor_;
+  const Clock& clock_;
+  UniqueFd listener_;
+  std::map<int, Connection> connections_;
+};
+
+}  // namespace hpcb::broker
+
+#endif  // HPCB_BROKER_BROKER_SERVER_H_

@@ -1,0 +1,109 @@
+// JobRecord: everything the broker remembers about one job, and the queue
+// file's top-level object. Serialised with the protocol codec (cereal JSON).
+#ifndef HPCB_BROKER_JOB_RECORD_H_
+#define HPCB_BROKER_JOB_RECORD_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "broker/placement.h"
+#include "protocol/base/result.h"
+#include "protocol/codec.h"
+
+namespace hpcb::broker {
+
+inline constexpr const char* kQueued = "queued";
+inline constexpr const char* kRunning = "running";
+inline constexpr const char* kDone = "done";
+
+struct JobRecord {
+  std::uint64_t id = 0;
+  std::string user;
+  std::uint32_t uid = 0;
+  std::uint32_t gid = 0;
+  std::vector<std::string> argv;
+  std::string cwd;
+  JobDemand demand;                 // mem_gib 0 = untracked
+  std::optional<double> max_mem_gb;  // budget shown to users
+  bool mem_defaulted = false;
+  std::int64_t max_time_s = 0;
+  std::map<std::string, std::string> env;  // forwarded; cleared at start
+  std::string state = kQueued;
+  double submit_time = 0;
+  std::optional<double> start_time;
+  std::optional<double> end_time;
+  std::optional<std::int64_t> exit_code;
+  std::optional<std::string> reason;  // killed, timeout, error, oom
+  Placement placement;                // valid while running (and after)
+  bool holds_placement = false;       // reserved in the pool right now
+  std::optional<double> term_time;    // SIGTERM sent
+  std::optional<double> kill_at;      // next SIGKILL due
+  std::optional<std::string> output_dest;
+  std::optional<std::string> output_error;
+
+  bool queued() const { return state == kQueued; }
+  bool running() const { return state == kRunning; }
+  bool done() const { return state == kDone; }
+
+  template <class A> void Fields(A& ar);
+  template <class A> void save(A& ar) const { const_cast<JobRecord*>(this)->Fields(ar); }
+  template <class A> void load(A& ar) { Fields(ar); }
+  Result<void> Validate() const;
+};
+
+// The queue file: {"next_id": N, "jobs": [...]}.
+struct QueueFile {
+  std::uint64_t next_id = 1;
+  std::vector<JobRecord> jobs;
+  template <class A> void save(A& ar) const {
+    protocol::Put(ar, "next_id", next_id);
+    protocol::Put(ar, "jobs", jobs);
+  }
+  template <class A> void load(A& ar) {
+    protocol::Get(ar, "next_id", next_id);
+    protocol::Get(ar, "jobs", jobs);
+  }
+  Result<void> Validate() const;
+};
+
+template <class A>
+void JobRecord::Fields(A& ar) {
+  auto field = [&](const char* name, auto& value) {
+    if constexpr (A::is_saving::value) {
+      protocol::Put(ar, name, value);
+    } else {
+      protocol::Get(ar, name, value);
+    }
+  };
+  std::int64_t cpu = demand.cpu;
+  std::int64_t gpus = demand.gpus;
+  field("id", id); field("user", user); field("uid", uid); field("gid", gid);
+  field("argv", argv); field("cwd", cwd); field("cpu", cpu);
+  field("gpu_cores", gpus); field("mem_gib", demand.mem_gib);
+  field("exclusive", demand.exclusive);
+  field("numa_local_mem", demand.numa_local_mem);
+  field("numa_local_gpu", demand.numa_local_gpu);
+  field("min_gpu_link", demand.min_gpu_link);
+  field("max_mem_gb", max_mem_gb); field("mem_defaulted", mem_defaulted);
+  field("max_time_s", max_time_s); field("env", env); field("state", state);
+  field("submit_time", submit_time); field("start_time", start_time);
+  field("end_time", end_time); field("exit_code", exit_code);
+  field("reason", reason); field("cpus", placement.cpus);
+  field("mems", placement.mems); field("mem_by_node", placement.mem_by_node);
+  field("gpus", placement.gpus); field("gpu_link", placement.gpu_link);
+  field("spans_nodes", placement.spans_nodes);
+  field("term_time", term_time); field("kill_at", kill_at);
+  field("output_dest", output_dest); field("output_error", output_error);
+  if constexpr (!A::is_saving::value) {
+    demand.cpu = static_cast<int>(cpu);
+    demand.gpus = static_cast<int>(gpus);
+    placement.exclusive = demand.exclusive;
+  }
+}
+
+}  // namespace hpcb::broker
+
+#endif  // HPCB_BROKER_JOB_RECORD_H_

@@ -1,0 +1,241 @@
+// DiscoverMachine: sysfs NUMA layout, nvidia-smi GPUs, then the reserve.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "broker/gpu_topology.h"
+#include "broker/placement.h"
+#include "protocol/base/log.h"
+#include "protocol/base/units.h"
+
+namespace hpcb::broker {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kNvidiaSmiTimeoutS = 15;
+
+std::optional<std::string> ReadFile(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// "Node 0 MemTotal:  33554432 kB" -> GiB.
+std::optional<double> ParseMemTotal(const std::string& meminfo) {
+  std::istringstream lines(meminfo);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream words(line);
+    std::string node, id, key;
+    double kb = 0;
+    if (words >> node >> id >> key >> kb && node == "Node" && key == "MemTotal:" && kb > 0) {
+      return kb * 1024.0 / (1024.0 * 1024.0 * 1024.0);
+    }
+  }
+  return std::nullopt;
+}
+
+struct RawNode {
+  NumaNode node;
+  std::optional<double> mem;
+};
+
+std::vector<RawNode> ReadNodes(const std::string& sys_root) {
+  std::vector<RawNode> nodes;
+  std::error_code error;
+  fs::path dir = fs::path(sys_root) / "devices/system/node";
+  for (const auto& entry : fs::directory_iterator(dir, error)) {
+    std::string name = entry.path().filename().string();
+    if (name.size() < 5 || name.substr(0, 4) != "node") continue;
+    Result<std::int64_t> id = ParseInteger(name.substr(4), 0, 1 << 20);
+    if (!id) continue;
+    std::optional<std::string> cpulist = ReadFile(entry.path() / "cpulist");
+    if (!cpulist) continue;
+    std::string trimmed = *cpulist;
+    while (!trimmed.empty() && std::isspace(static_cast<unsigned char>(trimmed.back()))) {
+      trimmed.pop_back();
+    }
+    Result<std::vector<int>> cpus = ParseCpuList(trimmed);
+    if (!cpus || cpus->empty()) continue;  // memory-only nodes hold no jobs
+    RawNode raw;
+    raw.node.id = static_cast<int>(*id);
+    raw.node.cpus = *cpus;
+    std::optional<std::string> meminfo = ReadFile(entry.path() / "meminfo");
+    if (meminfo) raw.mem = ParseMemTotal(*meminfo);
+    nodes.push_back(std::move(raw));
+  }
+  std::sort(nodes.begin(), nodes.end(),
+            [](const RawNode& a, const RawNode& b) { return a.node.id < b.node.id; });
+  return nodes;
+}
+
+double PhysicalMemoryGiB() {
+  long pages = sysconf(_SC_PHYS_PAGES);
+  long page_size = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page_size <= 0) return 0;
+  return static_cast<double>(pages) * static_cast<double>(page_size) / (1024.0 * 1024.0 * 1024.0);
+}
+
+// Lowest node first, lowest ids first; a node always keeps one cpu.
+void ReserveCpus(std::vector<NumaNode>& nodes, std::int64_t reserve) {
+  for (NumaNode& node : nodes) {
+    if (reserve <= 0) break;
+    std::int64_t take =
+        std::min<std::int64_t>(reserve, static_cast<std::int64_t>(node.cpus.size()) - 1);
+    if (take <= 0) continue;
+    node.cpus.erase(node.cpus.begin(), node.cpus.begin() + take);
+    reserve -= take;
+  }
+}
+
+// Lowest domain first, never more than half of any one.
+void ReserveMemory(std::vector<double*> domains, double reserve) {
+  for (double* gib : domains) {
+    if (reserve <= 0) break;
+    double take = std::min(reserve, *gib / 2);
+    *gib -= take;
+    reserve -= take;
+  }
+}
+
+// Runs `program args...`, returning stdout when it exits 0 within the
+// timeout. A missing binary is simply a failure (exit 127 from the child).
+std::optional<std::string> RunCapture(const std::string& program,
+                                      const std::vector<std::string>& args, int timeout_s) {
+  std::vector<std::string> words = {program};
+  words.insert(words.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& word : words) argv.push_back(word.data());
+  argv.push_back(nullptr);
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return std::nullopt;
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return std::nullopt;
+  }
+  if (pid == 0) {
+    dup2(fds[1], STDOUT_FILENO);
+    int null_fd = open("/dev/null", O_RDWR);
+    if (null_fd >= 0) {
+      dup2(null_fd, STDIN_FILENO);
+      dup2(null_fd, STDERR_FILENO);
+    }
+    execvp(argv[0], argv.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  std::string output;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  bool timed_out = false;
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timed_out = true;
+      break;
+    }
+    pollfd poll_fd{fds[0], POLLIN, 0};
+    int ready = poll(&poll_fd, 1, static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) {
+      timed_out = ready == 0;
+      break;
+    }
+    char buffer[4096];
+    ssize_t n = read(fds[0], buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    output.append(buffer, static_cast<std::size_t>(n));
+  }
+  close(fds[0]);
+  if (timed_out) kill(pid, SIGKILL);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return std::nullopt;
+  return output;
+}
+
+GpuInfo DiscoverGpus(const std::string& nvidia_smi) {
+  GpuInfo info;
+  std::optional<std::string> list = RunCapture(nvidia_smi, {"-L"}, kNvidiaSmiTimeoutS);
+  if (!list) return info;
+  info.ids = ParseGpuList(*list);
+  if (info.ids.empty()) return info;
+  std::optional<std::string> topo = RunCapture(nvidia_smi, {"topo", "-m"}, kNvidiaSmiTimeoutS);
+  if (topo) ParseTopology(*topo, info);
+  return info;
+}
+
+std::string Describe(const Machine& machine) {
+  int cpus = 0;
+  for (const NumaNode& node : machine.nodes) cpus += static_cast<int>(node.cpus.size());
+  double mem = machine.machine_mem_gib;
+  if (machine.per_node_memory) {
+    mem = 0;
+    for (const NumaNode& node : machine.nodes) mem += node.mem_gib;
+  }
+  return std::to_string(cpus) + " cpus on " + std::to_string(machine.nodes.size()) +
+         " NUMA node(s), " + FormatGiB(FloorTo2(mem)) + " memory (" +
+         (machine.per_node_memory ? "per-node" : "machine-wide") + "), " +
+         std::to_string(machine.gpus.ids.size()) + " gpus";
+}
+
+}  // namespace
+
+Result<Machine> DiscoverMachine(const protocol::DaemonConfig& config, bool confine_memory) {
+  std::vector<RawNode> raw = ReadNodes(config.sys_root);
+  Machine machine;
+  bool per_node_data = !raw.empty();
+  for (const RawNode& node : raw) per_node_data = per_node_data && node.mem.has_value();
+  if (raw.empty()) {
+    long count = sysconf(_SC_NPROCESSORS_CONF);
+    NumaNode only;
+    only.cpus.resize(static_cast<std::size_t>(std::max(1L, count)));
+    std::iota(only.cpus.begin(), only.cpus.end(), 0);
+    machine.nodes.push_back(std::move(only));
+  } else {
+    for (const RawNode& node : raw) {
+      machine.nodes.push_back(node.node);
+      if (per_node_data) machine.nodes.back().mem_gib = *node.mem;
+    }
+  }
+  if (!raw.empty() && !per_node_data) {
+    LogWarning("NUMA nodes without a readable MemTotal; memory is booked machine-wide");
+  }
+  machine.per_node_memory = per_node_data && confine_memory;
+  ReserveCpus(machine.nodes, config.reserve_cpu);
+  if (per_node_data) {
+    std::vector<double*> domains;
+    for (NumaNode& node : machine.nodes) domains.push_back(&node.mem_gib);
+    ReserveMemory(domains, config.reserve_mem_gib);
+    for (const NumaNode& node : machine.nodes) machine.machine_mem_gib += node.mem_gib;
+  } else {
+    machine.machine_mem_gib = PhysicalMemoryGiB();
+    ReserveMemory({&machine.machine_mem_gib}, config.reserve_mem_gib);
+  }
+  machine.gpus = DiscoverGpus(config.nvidia_smi);
+  LogInfo(Describe(machine));
+  return machine;
+}
+
+}  // namespace hpcb::broker

@@ -1,0 +1,56 @@
+// Permissions: who is an admin, and the one owner-or-admin rule that every
+// job-addressed request goes through. The user database sits behind an
+// interface so tests need no real accounts.
+#ifndef HPCB_BROKER_PERMISSIONS_H_
+#define HPCB_BROKER_PERMISSIONS_H_
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+
+#include "broker/job_record.h"
+#include "protocol/base/result.h"
+
+namespace hpcb::broker {
+
+class UserDb {
+ public:
+  virtual ~UserDb() = default;
+  virtual std::optional<std::string> UserName(uid_t uid) const = 0;
+  // Whether `group` is among getgrouplist(user, primary gid) of `uid`.
+  virtual bool InGroup(uid_t uid, const std::string& group) const = 0;
+  virtual bool GroupExists(const std::string& group) const = 0;
+};
+
+// passwd/group databases (getpwuid_r, getgrnam_r, getgrouplist).
+class SystemUserDb : public UserDb {
+ public:
+  std::optional<std::string> UserName(uid_t uid) const override;
+  bool InGroup(uid_t uid, const std::string& group) const override;
+  bool GroupExists(const std::string& group) const override;
+};
+
+class Permissions {
+ public:
+  Permissions(const UserDb& users, std::string admin_group)
+      : users_(users), admin_group_(std::move(admin_group)) {}
+
+  const std::string& admin_group() const { return admin_group_; }
+  bool IsAdmin(uid_t uid) const;
+  // "job N belongs to USER" unless `uid` owns the job or is an admin.
+  Result<void> OwnerOrAdmin(uid_t uid, const JobRecord& job) const;
+  // "'WHAT' requires membership of group 'G'" unless admin.
+  Result<void> RequireAdmin(uid_t uid, const std::string& what) const;
+
+ private:
+  const UserDb& users_;
+  std::string admin_group_;
+};
+
+// --admin-group, or the first existing candidate; empty if none exists.
+std::string ResolveAdminGroup(const std::string& flag, const UserDb& users);
+
+}  // namespace hpcb::broker
+
+#endif  // HPCB_BROKER_PERMISSIONS_H_

@@ -1,0 +1,50 @@
+// Scheduler: what the broker core needs from the resource books and the
+// policy. PoolScheduler wraps the real Pool and Policy (placement.h);
+// tests pass a fake, so the core links without placement's objects.
+#ifndef HPCB_BROKER_SCHEDULER_H_
+#define HPCB_BROKER_SCHEDULER_H_
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "broker/placement.h"
+#include "protocol/base/result.h"
+
+namespace hpcb::broker {
+
+class Scheduler {
+ public:
+  virtual ~Scheduler() = default;
+  virtual Result<void> Validate(const JobDemand& demand) const = 0;
+  virtual std::optional<double> DefaultBudget(int cpu, bool exclusive) const = 0;
+  virtual int TotalCpus() const = 0;
+  // Placements returned are already reserved.
+  virtual std::vector<Start> Schedule(const std::vector<QueuedJob>& queue,
+                                      const std::vector<RunningJob>& running, double now) = 0;
+  virtual void Reserve(const Placement& placement) = 0;
+  virtual void Release(const Placement& placement) = 0;
+};
+
+class PoolScheduler : public Scheduler {
+ public:
+  PoolScheduler(const Machine& machine, std::unique_ptr<Policy> policy, double min_job_mem_gib)
+      : pool_(machine), policy_(std::move(policy)), min_job_mem_gib_(min_job_mem_gib) {}
+
+  Result<void> Validate(const JobDemand& demand) const override;
+  std::optional<double> DefaultBudget(int cpu, bool exclusive) const override;
+  int TotalCpus() const override;
+  std::vector<Start> Schedule(const std::vector<QueuedJob>& queue,
+                              const std::vector<RunningJob>& running, double now) override;
+  void Reserve(const Placement& placement) override;
+  void Release(const Placement& placement) override;
+
+ private:
+  Pool pool_;
+  std::unique_ptr<Policy> policy_;
+  double min_job_mem_gib_;
+};
+
+}  // namespace hpcb::broker
+
+#endif  // HPCB_BROKER_SCHEDULER_H_

@@ -1,0 +1,101 @@
+#include "client/commands.h"
+
+#include <poll.h>
+
+#include <cerrno>
+#include <chrono>
+#include <ctime>
+
+#include "client/format.h"
+#include "client/transport.h"
+
+namespace hpcb::client {
+namespace {
+
+constexpr int kWaitNoticeMs = 10'000;
+
+}  // namespace
+
+int ReportError(const Error& error, Io io) {
+  io.out.flush();
+  io.err << "dispatch: " << error.message() << "\n";
+  io.err.flush();
+  return kExitError;
+}
+
+int RunSubmit(const std::string& socket, const protocol::SubmitRequest& request, Io io) {
+  auto reply = Call<protocol::SubmitReply>(socket, request);
+  if (!reply) return ReportError(reply.error(), io);
+  io.out << RenderSubmit(*reply, !request.output.has_value(), request.output);
+  return kExitOk;
+}
+
+int RunList(const std::string& socket, const protocol::ListRequest& request, bool json, Io io) {
+  auto fd = Connect(socket);
+  if (!fd) return ReportError(fd.error(), io);
+  auto text = Exchange(fd->get(), protocol::Encode(request));
+  if (!text) return ReportError(text.error(), io);
+  auto reply = DecodeReply<protocol::ListReply>(*text);
+  if (!reply) return ReportError(reply.error(), io);
+  if (json) {
+    io.out << *text << "\n";
+    return kExitOk;
+  }
+  if (reply->now <= 0) reply->now = static_cast<double>(std::time(nullptr));
+  Rendered rendered = RenderList(*reply, request.finished);
+  io.out << rendered.out;
+  io.out.flush();
+  io.err << rendered.err;
+  return kExitOk;
+}
+
+int RunAttach(const std::string& socket, std::uint64_t id, Io io) {
+  UniqueFd fd;
+  auto reply = Call<protocol::AttachReply>(socket, protocol::JobIdRequest{"attach", id}, &fd);
+  if (!reply) return ReportError(reply.error(), io);
+  std::string notice = RenderAttachNotice(id, *reply);
+  if (!notice.empty()) {
+    io.err << notice;
+    io.err.flush();
+  }
+  auto last_output = std::chrono::steady_clock::now();
+  while (true) {
+    if (io.err_is_tty) {
+      pollfd pfd{fd.get(), POLLIN, 0};
+      int ready = ::poll(&pfd, 1, kWaitNoticeMs);
+      if (ready == 0) {
+        auto quiet = std::chrono::duration_cast<std::chrono::seconds>(
+            std::chrono::steady_clock::now() - last_output);
+        io.err << "job " << id << ": still waiting (no output for " << quiet.count()
+               << "s)\n";
+        io.err.flush();
+        continue;
+      }
+      if (ready < 0 && errno == EINTR) continue;
+    }
+    auto chunk = NextChunk(fd.get());
+    if (!chunk) return ReportError(chunk.error(), io);
+    if (!chunk->has_value()) break;
+    io.out << **chunk;
+    io.out.flush();
+    if (!io.out) return kExitError;  // stdout closed (e.g. piped to head)
+    last_output = std::chrono::steady_clock::now();
+  }
+  return kExitOk;
+}
+
+int RunKill(const std::string& socket, std::uint64_t id, Io io) {
+  auto reply = Call<protocol::KillReply>(socket, protocol::JobIdRequest{"kill", id});
+  if (!reply) return ReportError(reply.error(), io);
+  io.out << RenderKill(id, *reply);
+  return kExitOk;
+}
+
+int RunJobField(const std::string& socket, const protocol::JobFieldRequest& request, Io io) {
+  auto reply = Call<protocol::JobFieldReply>(socket, request);
+  if (!reply) return ReportError(reply.error(), io);
+  io.out << RenderJobField(request.id, request.field, request.action, *reply);
+  return kExitOk;
+}
+
+}  // namespace hpcb::client

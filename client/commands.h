@@ -1,0 +1,25 @@
+// The five subcommands once their arguments are parsed: each sends one
+// request, renders the reply and returns the exit code.
+#ifndef HPCB_CLIENT_COMMANDS_H_
+#define HPCB_CLIENT_COMMANDS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "client/dispatch.h"
+#include "protocol/client_messages.h"
+
+namespace hpcb::client {
+
+int RunSubmit(const std::string& socket, const protocol::SubmitRequest& request, Io io);
+int RunList(const std::string& socket, const protocol::ListRequest& request, bool json, Io io);
+int RunAttach(const std::string& socket, std::uint64_t id, Io io);
+int RunKill(const std::string& socket, std::uint64_t id, Io io);
+int RunJobField(const std::string& socket, const protocol::JobFieldRequest& request, Io io);
+
+// "dispatch: MESSAGE" on stderr; returns kExitError.
+int ReportError(const Error& error, Io io);
+
+}  // namespace hpcb::client
+
+#endif  // HPCB_CLIENT_COMMANDS_H_

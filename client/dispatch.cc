@@ -1,0 +1,207 @@
+#include "client/dispatch.h"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <optional>
+
+#include "client/command_line.h"
+#include "client/commands.h"
+#include "client/transport.h"
+#include "protocol/base/units.h"
+#include "protocol/daemon_config.h"
+
+extern char** environ;
+
+namespace hpcb::client {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: dispatch [-h] [--version] {new,list,attach,kill,job} ...\n";
+
+int UsageError(const std::string& message, Io io) {
+  io.err << kUsage << "dispatch: error: " << message << "\n";
+  return kExitUsage;
+}
+
+struct NewFlags {
+  std::int64_t cpu = 0;
+  std::int64_t gpu_cores = 0;
+  double max_mem = 0;
+  bool numa_local = false, numa_local_mem = false, numa_local_gpu = false;
+  std::string gpu_link, max_time, output;
+  bool env = false, exclusive = false, no_output = false;
+  CLI::Option* cpu_opt = nullptr;
+  CLI::Option* mem_opt = nullptr;
+  CLI::Option* link_opt = nullptr;
+  CLI::Option* time_opt = nullptr;
+  CLI::Option* output_opt = nullptr;
+};
+
+void AddNewFlags(CLI::App* sub, NewFlags* f) {
+  f->cpu_opt = sub->add_option("--cpu", f->cpu, "CPU cores (default 1, or all with --exclusive)");
+  sub->add_option("--gpu-cores", f->gpu_cores, "GPUs to allocate (default 0)");
+  f->mem_opt = sub->add_option("--max-mem", f->max_mem, "memory budget in GiB (plain number)");
+  sub->add_flag("--numa-local", f->numa_local, "both --numa-local-mem and --numa-local-gpu");
+  sub->add_flag("--numa-local-mem", f->numa_local_mem, "wait for one NUMA node that fits the budget");
+  sub->add_flag("--numa-local-gpu", f->numa_local_gpu, "GPUs on the job's NUMA node");
+  f->link_opt = sub->add_option("--gpu-link", f->gpu_link, "worst GPU link allowed: NV PIX PXB PHB NODE");
+  f->time_opt = sub->add_option("--max-time", f->max_time, "DURATION, e.g. 45m, 2h, 1h30m");
+  sub->add_flag("--env", f->env, "forward your whole environment");
+  sub->add_flag("--exclusive", f->exclusive, "run alone on the machine");
+  f->output_opt = sub->add_option("--output", f->output, "directory or file for output.<id>.log");
+  sub->add_flag("--no-output", f->no_output, "discard the output");
+}
+
+std::optional<std::string> CurrentDirectory() {
+  std::string buffer(PATH_MAX, '\0');
+  if (::getcwd(buffer.data(), buffer.size()) == nullptr) return std::nullopt;
+  buffer.resize(std::strlen(buffer.c_str()));
+  return buffer;
+}
+
+// Fills `request` from parsed flags; returns an exit code on failure.
+std::optional<int> BuildSubmit(const NewFlags& f, const std::vector<std::string>& words,
+                               protocol::SubmitRequest* request, Io io) {
+  if (f.link_opt->count() > 0) {
+    std::string link = f.gpu_link;
+    std::transform(link.begin(), link.end(), link.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+    const std::vector<std::string> choices = {"NV", "PIX", "PXB", "PHB", "NODE"};
+    if (std::find(choices.begin(), choices.end(), link) == choices.end()) {
+      return UsageError("argument --gpu-link: invalid choice: '" + f.gpu_link +
+                            "' (choose from 'NV', 'PIX', 'PXB', 'PHB', 'NODE')",
+                        io);
+    }
+    request->min_gpu_link = link;
+  }
+  if (f.time_opt->count() > 0) {
+    auto seconds = ParseDuration(f.max_time);
+    if (!seconds) return UsageError("argument --max-time: " + seconds.error().message(), io);
+    request->max_time_s = *seconds;
+  }
+  PeeledCommand peeled = PeelAssignments(words);
+  if (peeled.argv.empty()) {
+    return UsageError("no command given; usage: dispatch new [options] -- <command>", io);
+  }
+  std::optional<std::string> cwd = CurrentDirectory();
+  if (!cwd) {
+    return ReportError(Error::FromErrno(errno, "cannot determine the current directory"), io);
+  }
+  request->argv = peeled.argv;
+  request->cwd = *cwd;
+  if (f.cpu_opt->count() > 0) request->cpu = f.cpu;
+  request->gpu_cores = f.gpu_cores;
+  if (f.mem_opt->count() > 0) request->max_mem_gb = f.max_mem;
+  request->exclusive = f.exclusive;
+  request->numa_local_mem = f.numa_local || f.numa_local_mem;
+  request->numa_local_gpu = f.numa_local || f.numa_local_gpu;
+  request->forward_env = f.env;
+  if (f.env) {
+    for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+      std::string_view text(*entry);
+      std::size_t eq = text.find('=');
+      if (eq == std::string_view::npos || eq == 0) continue;
+      request->env[std::string(text.substr(0, eq))] = std::string(text.substr(eq + 1));
+    }
+  }
+  for (const auto& [name, value] : peeled.env) request->env[name] = value;
+  if (!f.no_output) {
+    request->output = MakeAbsolute(f.output_opt->count() > 0 ? f.output : ".", *cwd);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+int RunDispatch(const std::vector<std::string>& args, Io io) {
+  SplitArgs split = SplitAtDoubleDash(args);
+  CLI::App app{"Submit and manage hpc-batch jobs.", "dispatch"};
+  app.set_version_flag("--version", std::string("dispatch ") + protocol::kVersion);
+  app.require_subcommand(1);
+  app.allow_extras();  // reported below, in order (CLI11 2.1 reverses them)
+
+  NewFlags new_flags;
+  CLI::App* new_cmd = app.add_subcommand("new", "submit a job: dispatch new [options] -- CMD [ARGS...]");
+  AddNewFlags(new_cmd, &new_flags);
+
+  protocol::ListRequest list_request;
+  bool list_json = false;
+  CLI::App* list_cmd = app.add_subcommand("list", "list jobs");
+  list_cmd->add_flag("--all", list_request.all, "all users (admins, or with --list-is-public)");
+  list_cmd->add_flag("--finished", list_request.finished, "include finished jobs with their exit");
+  list_cmd->add_flag("--json", list_json, "print the daemon's reply as JSON");
+
+  std::uint64_t attach_id = 0;
+  CLI::App* attach_cmd = app.add_subcommand("attach", "follow a job's output");
+  attach_cmd->add_option("ID", attach_id, "job id")->required();
+
+  std::uint64_t kill_id = 0;
+  CLI::App* kill_cmd = app.add_subcommand("kill", "kill a running job or remove a queued one");
+  kill_cmd->add_option("ID", kill_id, "job id")->required();
+
+  protocol::JobFieldRequest field_request;
+  std::string field_value;
+  CLI::App* job_cmd = app.add_subcommand("job", "read or change a job: job ID max-time get|set|add [DURATION]");
+  job_cmd->add_option("ID", field_request.id, "job id")->required();
+  job_cmd->add_option("FIELD", field_request.field, "max-time")
+      ->required()->check(CLI::IsMember({"max-time"}));
+  job_cmd->add_option("ACTION", field_request.action, "get, set (admins only), add (admins only)")
+      ->required()->check(CLI::IsMember({"get", "set", "add"}));
+  CLI::Option* value_opt = job_cmd->add_option("DURATION", field_value, "for set and add");
+
+  std::vector<const char*> argv = {"dispatch"};
+  for (const std::string& word : split.options) argv.push_back(word.c_str());
+  try {
+    app.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e, io.out, io.err);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e, io.out, io.err);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e, io.out, io.err);
+  } catch (const CLI::ParseError& e) {
+    return UsageError(e.what(), io);
+  }
+
+  std::vector<std::string> extras = app.remaining(true);
+  if (!extras.empty()) {
+    std::string joined;
+    for (const std::string& word : extras) joined += (joined.empty() ? "" : " ") + word;
+    return UsageError("unrecognized arguments: " + joined, io);
+  }
+
+  const std::string socket = SocketPath();
+  if (new_cmd->parsed()) {
+    protocol::SubmitRequest request;
+    std::vector<std::string> words = split.command.value_or(std::vector<std::string>{});
+    if (auto code = BuildSubmit(new_flags, words, &request, io)) return *code;
+    return RunSubmit(socket, request, io);
+  }
+  if (list_cmd->parsed()) return RunList(socket, list_request, list_json, io);
+  if (attach_cmd->parsed()) return RunAttach(socket, attach_id, io);
+  if (kill_cmd->parsed()) return RunKill(socket, kill_id, io);
+  if (job_cmd->parsed()) {
+    bool wants_value = field_request.action != "get";
+    if (wants_value && value_opt->count() == 0) {
+      return UsageError("the following arguments are required: DURATION", io);
+    }
+    if (!wants_value && value_opt->count() > 0) {
+      return UsageError("unrecognized arguments: " + field_value, io);
+    }
+    if (wants_value) {
+      auto seconds = ParseDuration(field_value);
+      if (!seconds) return UsageError("argument DURATION: " + seconds.error().message(), io);
+      field_request.value = *seconds;
+    }
+    return RunJobField(socket, field_request, io);
+  }
+  return UsageError("the following arguments are required: command", io);
+}
+
+}  // namespace hpcb::client

@@ -1,0 +1,240 @@
+#include "client/format.h"
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <limits>
+
+#include "protocol/base/units.h"
+
+namespace hpcb::client {
+namespace {
+
+bool IsSafeShellChar(char c) {
+  if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) {
+    return true;
+  }
+  return std::string_view("_@%+=:,./-").find(c) != std::string_view::npos;
+}
+
+std::optional<std::int64_t> WholeSeconds(std::optional<double> seconds) {
+  if (!seconds || !std::isfinite(*seconds)) return std::nullopt;
+  if (*seconds < 0) return 0;
+  if (*seconds > 9.2e18) return std::numeric_limits<std::int64_t>::max();
+  return static_cast<std::int64_t>(*seconds);
+}
+
+// Literal formats only (-Wformat-nonliteral).
+std::string ClockTime(const std::tm& tm) {
+  char buffer[64];
+  std::size_t n = std::strftime(buffer, sizeof buffer, "%H:%M:%S", &tm);
+  return std::string(buffer, n);
+}
+
+std::string DateAndMinute(const std::tm& tm) {
+  char buffer[64];
+  std::size_t n = std::strftime(buffer, sizeof buffer, "%Y-%m-%d %H:%M", &tm);
+  return std::string(buffer, n);
+}
+
+bool LocalTime(double epoch, std::tm* tm) {
+  if (!std::isfinite(epoch)) return false;
+  auto seconds = static_cast<std::time_t>(std::floor(epoch));
+  return localtime_r(&seconds, tm) != nullptr;
+}
+
+constexpr const char* kSpanNote =
+    "+ memory spans NUMA nodes; the remote part is slower to access. Use "
+    "--numa-local-mem to wait for a node that fits instead.";
+constexpr const char* kLinkNote =
+    "! these gpus reach each other across a host bridge or the socket "
+    "interconnect, so peer-to-peer copies are slower. Use --gpu-link to wait "
+    "for closer ones instead.";
+
+}  // namespace
+
+std::string ShellQuote(std::string_view word) {
+  if (word.empty()) return "''";
+  bool safe = true;
+  for (char c : word) safe = safe && IsSafeShellChar(c);
+  if (safe) return std::string(word);
+  std::string quoted = "'";
+  for (char c : word) {
+    if (c == '\'') {
+      quoted += "'\"'\"'";
+    } else {
+      quoted += c;
+    }
+  }
+  return quoted + "'";
+}
+
+std::string ShellJoin(const std::vector<std::string>& argv) {
+  std::string joined;
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    if (i > 0) joined += ' ';
+    joined += ShellQuote(argv[i]);
+  }
+  return joined;
+}
+
+std::string FormatTable(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> widths;
+  for (const auto& row : rows) {
+    if (widths.size() < row.size()) widths.resize(row.size(), 0);
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      widths[i] = std::max(widths[i], row[i].size());
+    }
+  }
+  std::string text;
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      if (i > 0) line += "  ";
+      line += row[i];
+      line.append(widths[i] - row[i].size(), ' ');
+    }
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\t')) line.pop_back();
+    text += line + '\n';
+  }
+  return text;
+}
+
+std::string FormatStartTime(std::optional<double> start, double now) {
+  std::tm start_tm{};
+  std::tm now_tm{};
+  if (!start || !LocalTime(*start, &start_tm)) return "-";
+  if (LocalTime(now, &now_tm) && start_tm.tm_year == now_tm.tm_year &&
+      start_tm.tm_yday == now_tm.tm_yday) {
+    return ClockTime(start_tm);
+  }
+  return DateAndMinute(start_tm);
+}
+
+std::string UptimeCell(const protocol::JobRow& row) {
+  if (row.state == "queued") return "queued";
+  if (!row.start_time) return "-";
+  return FormatDuration(WholeSeconds(row.uptime_s));
+}
+
+std::string MemCell(const protocol::JobRow& row) {
+  std::string cell = FormatGiB(row.max_mem_gb);
+  if (row.max_mem_gb && row.mem_spans_nodes) cell += '+';
+  return cell;
+}
+
+bool IsSlowLink(std::string_view label) {
+  return label == "PHB" || label == "NODE" || label == "SYS";
+}
+
+std::string GpuCell(const protocol::JobRow& row) {
+  if (row.gpus <= 0) return "-";
+  std::string cell = std::to_string(row.gpus);
+  if (!row.gpu_link || row.gpu_link->empty()) return cell;
+  cell += ' ' + *row.gpu_link;
+  if (IsSlowLink(*row.gpu_link)) cell += '!';
+  return cell;
+}
+
+std::string ExitCell(const protocol::JobRow& row) {
+  if (row.state != "done") return "-";
+  if (row.reason && !row.reason->empty()) return *row.reason;
+  if (row.exit_code) return std::to_string(*row.exit_code);
+  return "-";
+}
+
+Rendered RenderList(const protocol::ListReply& reply, bool finished) {
+  Rendered rendered;
+  if (reply.jobs.empty()) {
+    rendered.out = "no jobs\n";
+    return rendered;
+  }
+  bool show_gpu = false;
+  for (const auto& row : reply.jobs) show_gpu = show_gpu || row.gpus > 0;
+  std::vector<std::string> header = {"USER",     "ID",  "COMMAND", "START",
+                                     "UPTIME",   "MAX-TIME", "MEM"};
+  if (show_gpu) header.push_back("GPU");
+  header.push_back("EXCLUSIVE");
+  if (finished) {
+    header.push_back("STATE");
+    header.push_back("EXIT");
+  }
+  std::vector<std::vector<std::string>> table = {header};
+  bool any_span = false;
+  bool any_slow = false;
+  for (const auto& row : reply.jobs) {
+    std::vector<std::string> cells = {
+        row.user,           std::to_string(row.id),
+        ShellJoin(row.argv), FormatStartTime(row.start_time, reply.now),
+        UptimeCell(row),    FormatDuration(row.max_time_s),
+        MemCell(row)};
+    if (show_gpu) cells.push_back(GpuCell(row));
+    cells.push_back(row.exclusive ? "yes" : "no");
+    if (finished) {
+      cells.push_back(row.state);
+      cells.push_back(ExitCell(row));
+    }
+    any_span = any_span || (row.max_mem_gb && row.mem_spans_nodes);
+    any_slow = any_slow || (row.gpus > 0 && row.gpu_link && IsSlowLink(*row.gpu_link));
+    table.push_back(std::move(cells));
+  }
+  rendered.out = FormatTable(table);
+  if (any_span) rendered.out += std::string("\n") + kSpanNote + "\n";
+  if (any_slow) rendered.out += std::string("\n") + kLinkNote + "\n";
+  for (const auto& row : reply.jobs) {
+    std::string prefix = "job " + std::to_string(row.id) + ": ";
+    if (row.reason && *row.reason == "oom") {
+      rendered.err += prefix + "killed for exceeding its " + FormatGiB(row.max_mem_gb) +
+                      " memory budget (" +
+                      (row.mem_defaulted ? "assigned by default" : "requested") +
+                      "); pass --max-mem to raise it\n";
+    }
+    if (row.output_error) {
+      rendered.err += prefix + "could not save output to " +
+                      row.output_dest.value_or("-") + ": " + *row.output_error + "\n";
+    }
+  }
+  return rendered;
+}
+
+std::string RenderSubmit(const protocol::SubmitReply& reply, bool no_output,
+                         const std::optional<std::string>& requested_output) {
+  std::string text = "job " + std::to_string(reply.id) + " " + reply.state + " (" +
+                     std::to_string(reply.cpu) + " cpu, max time " +
+                     FormatDuration(reply.max_time_s);
+  if (reply.max_mem_gb) {
+    text += ", memory " + FormatGiB(reply.max_mem_gb);
+    if (reply.mem_defaulted) text += " (default)";
+  }
+  text += ")\n";
+  if (!no_output) {
+    std::string dest = reply.output_dest.value_or(requested_output.value_or("-"));
+    text += "output will be saved to " + dest + "\n";
+  }
+  return text;
+}
+
+std::string RenderAttachNotice(std::uint64_t id, const protocol::AttachReply& reply) {
+  std::string job = "job " + std::to_string(id);
+  if (reply.state == "queued") return job + " is queued; waiting for it to start...\n";
+  if (reply.state == "done") {
+    if (reply.output_dest) return job + " has finished; its output is at " + *reply.output_dest + "\n";
+    return job + " has finished; it ran with --no-output, so nothing was kept\n";
+  }
+  return "";
+}
+
+std::string RenderKill(std::uint64_t id, const protocol::KillReply& reply) {
+  if (reply.state == "removed") return "job " + std::to_string(id) + " removed from the queue\n";
+  return "job " + std::to_string(id) + ": kill signal sent\n";
+}
+
+std::string RenderJobField(std::uint64_t id, std::string_view field,
+                           std::string_view action,
+                           const protocol::JobFieldReply& reply) {
+  std::string text = "job " + std::to_string(id) + " " + std::string(field) + " ";
+  if (action == "get" || !reply.before) return text + FormatDuration(reply.value) + "\n";
+  return text + FormatDuration(*reply.before) + " -> " + FormatDuration(reply.value) + "\n";
+}
+
+}  // namespace hpcb::client

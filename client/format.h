@@ -1,0 +1,59 @@
+// Pure text rendering for `dispatch`: tables, times, list cells and the
+// one-line replies of each subcommand.
+#ifndef HPCB_CLIENT_FORMAT_H_
+#define HPCB_CLIENT_FORMAT_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "protocol/client_messages.h"
+
+namespace hpcb::client {
+
+// Python shlex.quote / shlex.join.
+std::string ShellQuote(std::string_view word);
+std::string ShellJoin(const std::vector<std::string>& argv);
+
+// Columns padded to their widest cell, joined by two spaces, trailing
+// whitespace stripped; one line per row, each ending in '\n'.
+std::string FormatTable(const std::vector<std::vector<std::string>>& rows);
+
+// Local time: "HH:MM:SS" when on the same calendar day as `now`, else
+// "YYYY-MM-DD HH:MM"; "-" when absent.
+std::string FormatStartTime(std::optional<double> start, double now);
+
+std::string UptimeCell(const protocol::JobRow& row);
+std::string MemCell(const protocol::JobRow& row);
+std::string GpuCell(const protocol::JobRow& row);
+std::string ExitCell(const protocol::JobRow& row);
+// True for the worst-link labels that earn a '!'.
+bool IsSlowLink(std::string_view label);
+
+struct Rendered {
+  std::string out;
+  std::string err;
+};
+
+// The whole `dispatch list` output (table, footnotes, stderr notes).
+Rendered RenderList(const protocol::ListReply& reply, bool finished);
+
+// `job 3 running (2 cpu, max time 1h, memory 4G (default))` and, unless
+// `no_output`, `output will be saved to DEST`. Lines end in '\n'.
+std::string RenderSubmit(const protocol::SubmitReply& reply, bool no_output,
+                         const std::optional<std::string>& requested_output);
+
+// What attach says on stderr before streaming; empty for a running job.
+std::string RenderAttachNotice(std::uint64_t id, const protocol::AttachReply& reply);
+
+std::string RenderKill(std::uint64_t id, const protocol::KillReply& reply);
+
+std::string RenderJobField(std::uint64_t id, std::string_view field,
+                           std::string_view action,
+                           const protocol::JobFieldReply& reply);
+
+}  // namespace hpcb::client
+
+#endif  // HPCB_CLIENT_FORMAT_H_

@@ -1,0 +1,86 @@
+#include "client/transport.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "protocol/daemon_config.h"
+#include "protocol/framing.h"
+
+namespace hpcb::client {
+namespace {
+
+Error Unreachable(const std::string& path, int errno_value) {
+  return Error(ErrorCode::kUnavailable,
+               "cannot reach the hpc-batch daemon on " + path + " (" +
+                   std::strerror(errno_value) + "); is the service running?",
+               errno_value);
+}
+
+Error ReadFailure(const Error& error) {
+  if (error.code() == ErrorCode::kInvalidArgument) {
+    return Error(ErrorCode::kInvalidArgument, "oversized response from daemon");
+  }
+  if (error.code() == ErrorCode::kUnavailable) {
+    return Error(ErrorCode::kUnavailable, "daemon closed the connection unexpectedly");
+  }
+  return error;
+}
+
+}  // namespace
+
+std::string SocketPath() {
+  const char* env = std::getenv("HPC_BATCH_SOCKET");
+  if (env != nullptr && *env != '\0') return env;
+  return protocol::kDefaultSocket;
+}
+
+Result<UniqueFd> Connect(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) return Unreachable(path, ENAMETOOLONG);
+  std::memcpy(addr.sun_path, path.data(), path.size());
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return Unreachable(path, errno);
+  int rc;
+  do {
+    rc = ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+  } while (rc != 0 && errno == EINTR);
+  if (rc != 0) return Unreachable(path, errno);
+  return fd;
+}
+
+Result<std::string> Exchange(int fd, std::string_view request) {
+  Result<void> sent = protocol::WriteFrame(fd, request);
+  if (!sent) {
+    return Error(ErrorCode::kUnavailable, "daemon closed the connection unexpectedly");
+  }
+  auto frame = protocol::ReadFrame(fd, protocol::kMaxClientFrame);
+  if (!frame) return ReadFailure(frame.error());
+  if (!frame->has_value()) {
+    return Error(ErrorCode::kUnavailable, "daemon closed the connection unexpectedly");
+  }
+  std::string text = std::move(**frame);
+  Result<bool> ok = protocol::PeekOk(text);
+  if (!ok) return Error(ErrorCode::kInvalidArgument, "malformed response from daemon");
+  if (!*ok) {
+    auto error = protocol::Decode<protocol::ErrorReply>(text);
+    std::string message =
+        (error && !error->error.empty()) ? error->error : "unknown daemon error";
+    ErrorCode code = error ? static_cast<ErrorCode>(error->code) : ErrorCode::kInternal;
+    return Error(code, message);
+  }
+  return text;
+}
+
+Result<std::optional<std::string>> NextChunk(int fd) {
+  auto frame = protocol::ReadFrame(fd, protocol::kMaxClientFrame);
+  if (!frame) return ReadFailure(frame.error());
+  if (!frame->has_value() || (*frame)->empty()) return std::optional<std::string>();
+  return std::move(*frame);
+}
+
+}  // namespace hpcb::client

@@ -1,0 +1,103 @@
+#include "executor/executor_app.h"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "executor/confine.h"
+#include "executor/executor_server.h"
+#include "executor/host_facts.h"
+#include "executor/sysfacts.h"
+#include "protocol/base/log.h"
+#include "protocol/daemon_config.h"
+
+namespace hpcb::executor {
+namespace {
+
+Result<void> Confine(const protocol::DaemonConfig& config) {
+  ConfinePaths paths;
+  paths.read_write = {config.state_dir, config.cgroup_root};
+  if (!config.no_dev_dir) paths.read_write.push_back(config.dev_dir);
+  paths.read_only = {"/etc", "/proc", "/usr", "/lib", "/lib64", config.sys_root, "/dev/null"};
+  HPCB_TRY(ReduceCapabilities());
+  auto landlock = ApplyLandlock(paths);
+  if (!landlock) {
+    LogWarning("landlock not applied: " + landlock.error().message());
+  } else if (!*landlock) {
+    LogInfo("landlock is not available in this kernel; skipping it");
+  }
+  return ApplySeccomp();
+}
+
+}  // namespace
+
+int ExecutorMain(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  SetLogRole("executor");
+  if (!args.empty() && args[0] == "--print-policy") {
+    auto printed = PrintSeccompPolicy(1);
+    if (!printed) {
+      std::cerr << printed.error().message() << "\n";
+      return 1;
+    }
+    return 0;
+  }
+  protocol::ParsedFlags parsed = protocol::ParseDaemonFlags(args);
+  if (parsed.exit_now) {
+    std::cerr << parsed.output;
+    return *parsed.exit_now;
+  }
+  const protocol::DaemonConfig& config = parsed.config;
+  SetLogLevel(config.log_level);
+  if (::fcntl(3, F_GETFD) < 0 || ::fcntl(4, F_GETFD) < 0) {
+    LogError("fds 3 (launcher) and 4 (broker) must be open; started by hpc-batchd only");
+    return 2;
+  }
+  ::fcntl(3, F_SETFD, FD_CLOEXEC);
+  ::fcntl(4, F_SETFD, FD_CLOEXEC);
+
+  ExecutorFacts facts;
+  facts.as_root = ::geteuid() == 0;
+  facts.self_uid = ::getuid();
+  if (facts.as_root) {
+    auto admin = ResolveAdminGroup(config.admin_group);
+    if (!admin) {
+      LogError(admin.error().message());
+      return protocol::kExitConfig;
+    }
+    facts.admin_gid = *admin;
+  }
+  auto cpus = ReadOnlineCpus(config.sys_root);
+  auto nodes = ReadNumaNodes(config.sys_root);
+  if (!cpus || !nodes) {
+    LogError("cannot read the cpu/node topology under " + config.sys_root);
+    return protocol::kExitConfig;
+  }
+  facts.cpus = *cpus;
+  facts.nodes = *nodes;
+  facts.gpu_count = CountGpus(config.nvidia_smi);
+  const char* lang = std::getenv("LANG");
+  facts.lang = lang ? lang : "";
+  (void)::getpwuid(0);  // load the NSS modules before confinement
+
+  auto confined = Confine(config);
+  if (!confined) {
+    LogError("cannot confine the executor: " + confined.error().message());
+    return 1;
+  }
+  ExecutorServer server(config, facts, 3, 4);
+  server.Recover();
+  auto ran = server.Run();
+  if (!ran) {
+    LogError(ran.error().message());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace hpcb::executor

@@ -1,0 +1,44 @@
+// The per-job cgroup under CGROUP_ROOT/hpc-batch/job-<id>. Only numbers from
+// the broker go into the path; the root comes from the daemon's flags.
+#ifndef HPCB_EXECUTOR_JOB_CGROUP_H_
+#define HPCB_EXECUTOR_JOB_CGROUP_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "protocol/base/result.h"
+#include "protocol/base/unique_fd.h"
+
+namespace hpcb::executor {
+
+struct CgroupLimits {
+  std::vector<int> cpus;
+  std::vector<int> mems;
+  std::optional<std::uint64_t> memory_max;
+};
+
+std::string JobCgroupPath(const std::string& cgroup_root, std::uint64_t id);
+
+// mkdir (existing is fine) and write cpuset.cpus, cpuset.mems, memory.max,
+// memory.swap.max=0 (errors ignored), memory.oom.group=1 (errors ignored).
+// Returns an O_DIRECTORY fd of the job cgroup for the launcher.
+Result<UniqueFd> CreateJobCgroup(const std::string& cgroup_root, std::uint64_t id,
+                                 const CgroupLimits& limits);
+
+// memory.events has oom_kill > 0. Missing/garbled -> false.
+bool JobWasOomKilled(const std::string& cgroup_root, std::uint64_t id);
+
+// cgroup.kill (if present) then rmdir; absent is fine.
+Result<void> RemoveJobCgroup(const std::string& cgroup_root, std::uint64_t id);
+// Writes "1" to cgroup.kill.
+Result<void> KillJobCgroup(const std::string& cgroup_root, std::uint64_t id);
+
+// Writes `value` to DIR/name (O_WRONLY|O_TRUNC, no O_CREAT).
+Result<void> WriteControl(const std::string& dir, const std::string& name,
+                          const std::string& value);
+
+}  // namespace hpcb::executor
+
+#endif  // HPCB_EXECUTOR_JOB_CGROUP_H_

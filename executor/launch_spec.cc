@@ -1,0 +1,78 @@
+#include "executor/launch_spec.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+
+#include "executor/sysfacts.h"
+#include "protocol/base/unique_fd.h"
+#include "protocol/client_messages.h"
+#include "protocol/framing.h"
+
+namespace hpcb::executor {
+
+Result<void> LaunchSpec::Validate() const {
+  if (id == 0) return InvalidArgument("spec id must be positive");
+  HPCB_TRY(who.Validate());
+  HPCB_TRY(protocol::CheckArgv(argv));
+  HPCB_TRY(protocol::CheckPath(cwd, "cwd"));
+  if (state != "registered" && state != "running" && state != "exited") {
+    return InvalidArgument("bad spec state");
+  }
+  return Ok();
+}
+
+Result<void> WriteFileAtomic(const std::string& path, const std::string& text, unsigned mode) {
+  std::string tmp = path + ".tmp";
+  ::unlink(tmp.c_str());
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode));
+  if (!fd.valid()) return Error::FromErrno(errno, "create " + tmp);
+  if (::fchmod(fd.get(), mode) != 0) return Error::FromErrno(errno, "chmod " + tmp);
+  HPCB_TRY(protocol::WriteAll(fd.get(), text));
+  if (::fsync(fd.get()) != 0) return Error::FromErrno(errno, "fsync " + tmp);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return Error::FromErrno(errno, "rename " + tmp);
+  return Ok();
+}
+
+static std::string SpecPath(const std::string& dir, std::uint64_t id) {
+  return dir + "/" + std::to_string(id) + ".json";
+}
+
+Result<void> SaveSpec(const std::string& specs_dir, const LaunchSpec& spec) {
+  return WriteFileAtomic(SpecPath(specs_dir, spec.id), protocol::Encode(spec), 0600);
+}
+
+Result<LaunchSpec> LoadSpec(const std::string& specs_dir, std::uint64_t id) {
+  HPCB_ASSIGN_OR_RETURN(std::string text, ReadSmallFile(SpecPath(specs_dir, id), 2u << 20));
+  HPCB_ASSIGN_OR_RETURN(LaunchSpec spec, protocol::Decode<LaunchSpec>(text));
+  if (spec.id != id) return InvalidArgument("spec file id mismatch");
+  return spec;
+}
+
+void RemoveSpec(const std::string& specs_dir, std::uint64_t id) {
+  ::unlink(SpecPath(specs_dir, id).c_str());
+}
+
+std::vector<std::uint64_t> ListSpecs(const std::string& specs_dir) {
+  std::vector<std::uint64_t> ids;
+  DIR* dir = ::opendir(specs_dir.c_str());
+  if (dir == nullptr) return ids;
+  while (struct dirent* entry = ::readdir(dir)) {
+    std::string_view name(entry->d_name);
+    if (name.size() < 6 || name.substr(name.size() - 5) != ".json") continue;
+    name.remove_suffix(5);
+    std::uint64_t id = 0;
+    auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), id);
+    if (ec == std::errc() && end == name.data() + name.size() && id > 0) ids.push_back(id);
+  }
+  ::closedir(dir);
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+}  // namespace hpcb::executor

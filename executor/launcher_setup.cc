@@ -1,0 +1,185 @@
+#include "executor/launcher_setup.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "executor/host_facts.h"
+#include "executor/sysfacts.h"
+
+namespace hpcb::executor {
+namespace {
+
+Error Refusal(const std::string& message) {
+  return Error(ErrorCode::kFailedPrecondition, message);
+}
+
+const char kCgroupHint[] = "; pass --no-cgroups to run without isolation (development only)";
+
+Result<void> MakeDirs(const std::string& path, mode_t mode) {
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  if (ec) return Error(ErrorCode::kFailedPrecondition, "cannot create " + path + " (" + ec.message() + ")");
+  if (::chmod(path.c_str(), mode) != 0) return Error::FromErrno(errno, "chmod " + path);
+  return Ok();
+}
+
+}  // namespace
+
+Result<void> CheckCgroups(const protocol::DaemonConfig& config, bool as_root) {
+  if (config.no_cgroups) return Ok();
+  const std::string& root = config.cgroup_root;
+  if (::access((root + "/cgroup.controllers").c_str(), F_OK) != 0) {
+    return Refusal("cgroup v2 is not available at " + root +
+                   ". This daemon needs a unified cgroup hierarchy" + kCgroupHint);
+  }
+  if (!as_root) return Refusal(std::string("cgroups need root; user mode requires --no-cgroups") + kCgroupHint);
+  std::string ours = root + "/hpc-batch";
+  if (::mkdir(ours.c_str(), 0755) != 0 && errno != EEXIST) {
+    return Refusal("cannot create the job cgroup " + ours + " (" + std::strerror(errno) +
+                   "). The daemon must run as root" + kCgroupHint);
+  }
+  auto controllers = ReadSmallFile(ours + "/cgroup.controllers");
+  std::string text = controllers ? *controllers : "";
+  std::string missing;
+  for (const char* name : {"cpuset", "memory"}) {
+    if ((" " + text + " ").find(std::string(" ") + name) == std::string::npos) {
+      missing += (missing.empty() ? "" : ", ") + std::string(name);
+    }
+  }
+  if (!missing.empty()) {
+    return Refusal("the " + missing + " controller(s) are not available in " + ours +
+                   ", so jobs cannot be confined to a NUMA node. Check that the unit still has "
+                   "'Delegate=cpuset memory pids'" + kCgroupHint);
+  }
+  auto enabled = ReadSmallFile(ours + "/cgroup.subtree_control");
+  for (const char* name : {"cpuset", "memory"}) {
+    if (enabled && enabled->find(name) != std::string::npos) continue;
+    int fd = ::open((ours + "/cgroup.subtree_control").c_str(), O_WRONLY | O_CLOEXEC);
+    std::string line = std::string("+") + name;
+    bool ok = fd >= 0 && ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+    int saved = errno;
+    if (fd >= 0) ::close(fd);
+    if (!ok) {
+      return Refusal(std::string("could not enable the ") + name + " controller in " + ours +
+                     " (" + std::strerror(saved) + ")" + kCgroupHint);
+    }
+  }
+  return Ok();
+}
+
+Result<void> PrepareDirs(const protocol::DaemonConfig& config, bool as_root) {
+  auto state = MakeDirs(config.state_dir + "/jobs", 0755);
+  if (!state) return Refusal("cannot use the state directory " + config.state_dir + ": " + state.error().message());
+  auto specs = MakeDirs(config.state_dir + "/specs", 0700);
+  if (!specs) return Refusal("cannot use the state directory " + config.state_dir + ": " + specs.error().message());
+  if (::access(config.state_dir.c_str(), W_OK | X_OK) != 0) {
+    return Refusal("the state directory " + config.state_dir + " is not writable");
+  }
+  if (as_root && ::chown((config.state_dir + "/specs").c_str(), 0, 0) != 0) {
+    return Refusal("cannot chown " + config.state_dir + "/specs");
+  }
+  std::string socket_dir = std::filesystem::path(config.socket).parent_path();
+  if (!socket_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(socket_dir, ec);
+    if (ec) return Refusal("cannot create the socket directory " + socket_dir + " (" + ec.message() + ")");
+  }
+  if (!config.no_dev_dir) {
+    auto dev = MakeDirs(config.dev_dir + "/jobs", 0755);
+    if (!dev) {
+      return Refusal("cannot create " + config.dev_dir + " (" + dev.error().message() +
+                     "); pass --no-dev-dir to run without the job inspection entries");
+    }
+  }
+  return Ok();
+}
+
+Result<void> RunStartupChecks(const protocol::DaemonConfig& config, bool as_root) {
+  if (!as_root && !config.no_cgroups) {
+    return Refusal("running as a normal user (user mode) needs --no-cgroups" + std::string(kCgroupHint));
+  }
+  HPCB_TRY(PrepareDirs(config, as_root));
+  HPCB_TRY(CheckCgroups(config, as_root));
+  if (as_root) {
+    auto admin = ResolveAdminGroup(config.admin_group);
+    if (!admin) return Refusal(admin.error().message());
+  }
+  return Ok();
+}
+
+Result<UniqueFd> ListenClientSocket(const std::string& path) {
+  struct sockaddr_un addr {};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) return InvalidArgument("socket path too long: " + path);
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return Error::FromErrno(errno, "socket");
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) ::unlink(path.c_str());
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    return Error::FromErrno(errno, "bind " + path);
+  }
+  if (::chmod(path.c_str(), 0666) != 0) return Error::FromErrno(errno, "chmod " + path);
+  if (::listen(fd.get(), 128) != 0) return Error::FromErrno(errno, "listen " + path);
+  return fd;
+}
+
+Result<Role> StartRole(const std::string& binary, int fd3, int fd4,
+                       const std::vector<std::string>& flags) {
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return Error(ErrorCode::kInternal, "cannot read /proc/self/exe");
+  std::string path = (self.parent_path() / binary).string();
+  std::vector<std::string> args{path};
+  args.insert(args.end(), flags.begin(), flags.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) return Error::FromErrno(errno, "fork");
+  if (pid == 0) {
+    // Move the two channels to 3 and 4 without clobbering either.
+    int a = ::fcntl(fd3, F_DUPFD_CLOEXEC, 10);
+    int b = ::fcntl(fd4, F_DUPFD_CLOEXEC, 10);
+    if (a < 0 || b < 0 || ::dup2(a, 3) < 0 || ::dup2(b, 4) < 0) ::_exit(126);
+    ::syscall(SYS_close_range, 5u, ~0u, 0u);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  return Role{pid, binary};
+}
+
+void StopRole(Role& role, int grace_ms) {
+  if (role.pid <= 0) return;
+  ::kill(role.pid, SIGTERM);
+  for (int waited = 0; waited < grace_ms; waited += 20) {
+    int status = 0;
+    pid_t done = ::waitpid(role.pid, &status, WNOHANG);
+    if (done == role.pid || (done < 0 && errno == ECHILD)) {
+      role.pid = -1;
+      return;
+    }
+    struct timespec pause {0, 20 * 1000 * 1000};
+    ::nanosleep(&pause, nullptr);
+  }
+  ::kill(role.pid, SIGKILL);
+  int status = 0;
+  ::waitpid(role.pid, &status, 0);
+  role.pid = -1;
+}
+
+}  // namespace hpcb::executor

@@ -1,0 +1,40 @@
+// Start-up of hpc-batchd (the launcher): refusals (exit 78, naming the
+// opt-out flag), directories, the client socket, and the two child roles.
+#ifndef HPCB_EXECUTOR_LAUNCHER_SETUP_H_
+#define HPCB_EXECUTOR_LAUNCHER_SETUP_H_
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "protocol/base/result.h"
+#include "protocol/base/unique_fd.h"
+#include "protocol/daemon_config.h"
+
+namespace hpcb::executor {
+
+// Every check that ends in a refusal. The error text is the log line.
+Result<void> CheckCgroups(const protocol::DaemonConfig& config, bool as_root);
+Result<void> PrepareDirs(const protocol::DaemonConfig& config, bool as_root);
+Result<void> RunStartupChecks(const protocol::DaemonConfig& config, bool as_root);
+
+// Unlinks a stale socket, binds, chmod 0666, listens.
+Result<UniqueFd> ListenClientSocket(const std::string& path);
+
+struct Role {
+  pid_t pid = -1;
+  std::string name;
+};
+
+// Forks and execs DIR_OF(/proc/self/exe)/binary with `fd3` and `fd4` as
+// fds 3 and 4 and `flags` as argv.
+Result<Role> StartRole(const std::string& binary, int fd3, int fd4,
+                       const std::vector<std::string>& flags);
+
+// SIGTERM, then SIGKILL after `grace_ms`, waiting for that pid only.
+void StopRole(Role& role, int grace_ms = 5000);
+
+}  // namespace hpcb::executor
+
+#endif  // HPCB_EXECUTOR_LAUNCHER_SETUP_H_

@@ -1,0 +1,57 @@
+#include "protocol/launcher_messages.h"
+
+#include "protocol/client_messages.h"
+
+namespace hpcb::protocol {
+namespace {
+constexpr std::size_t kMaxGroups = 65536;
+constexpr std::size_t kMaxUserName = 256;
+}  // namespace
+
+Result<void> UserIdentity::Validate() const {
+  if (user.empty() || user.size() > kMaxUserName) {
+    return InvalidArgument("user name is empty or too long");
+  }
+  if (groups.size() > kMaxGroups) return InvalidArgument("too many groups");
+  return Ok();
+}
+
+Result<void> SpawnRequest::Validate() const {
+  if (id == 0) return InvalidArgument("job id must be positive");
+  HPCB_TRY(who.Validate());
+  HPCB_TRY(CheckArgv(argv));
+  HPCB_TRY(CheckPath(cwd, "cwd"));
+  if (env.size() > kMaxArgs) return InvalidArgument("too many environment entries");
+  std::size_t bytes = 0;
+  for (const auto& entry : env) {
+    if (entry.find('=') == std::string::npos || entry.find('\0') != std::string::npos) {
+      return InvalidArgument("environment entries must be K=V");
+    }
+    bytes += entry.size() + 1;
+  }
+  if (bytes > kMaxEnvBytes + 4096) return InvalidArgument("environment too large");
+  if (cpus.empty() || cpus.size() > 65536) return InvalidArgument("cpus must list 1..65536 ids");
+  for (int cpu : cpus) {
+    if (cpu < 0 || cpu >= (1 << 20)) return InvalidArgument("cpu id out of range");
+  }
+  return Ok();
+}
+
+Result<void> CheckDestRequest::Validate() const {
+  if (id == 0) return InvalidArgument("job id must be positive");
+  HPCB_TRY(who.Validate());
+  return CheckPath(path, "output path");
+}
+
+Result<void> DeliverRequest::Validate() const {
+  if (id == 0) return InvalidArgument("job id must be positive");
+  HPCB_TRY(who.Validate());
+  return CheckPath(dest, "output path");
+}
+
+Result<void> ChildExited::Validate() const {
+  if (pid <= 0) return InvalidArgument("pid must be positive");
+  return Ok();
+}
+
+}  // namespace hpcb::protocol

@@ -1,0 +1,181 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "broker/placement.h"
+#include "tests/broker/fake_machine.h"
+
+namespace hpcb::broker {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::ElementsAre;
+
+class DiscoveryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "hpcb-discovery-XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    root_ = pattern;
+    config_.sys_root = (root_ / "sys").string();
+    config_.nvidia_smi = (root_ / "no-such-nvidia-smi").string();
+    config_.reserve_cpu = 0;
+    config_.reserve_mem_gib = 0;
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  static void Write(const fs::path& path, const std::string& text) {
+    fs::create_directories(path.parent_path());
+    std::ofstream(path) << text;
+  }
+
+  // A node with the given cpulist; mem_gib < 0 writes no meminfo.
+  void AddNode(int id, const std::string& cpulist, double mem_gib) {
+    fs::path dir = root_ / "sys/devices/system/node" / ("node" + std::to_string(id));
+    Write(dir / "cpulist", cpulist + "\n");
+    if (mem_gib >= 0) {
+      long long kb = static_cast<long long>(mem_gib * 1024 * 1024);
+      Write(dir / "meminfo", "Node " + std::to_string(id) + " MemTotal:       " +
+                                 std::to_string(kb) + " kB\nNode " + std::to_string(id) +
+                                 " MemFree:        1 kB\n");
+    }
+  }
+
+  // A shell script answering -L and topo -m with canned text.
+  void FakeNvidiaSmi(const std::string& list, const std::string& topo, int rc = 0) {
+    fs::path script = root_ / "nvidia-smi";
+    Write(root_ / "list.txt", list);
+    Write(root_ / "topo.txt", topo);
+    Write(script, "#!/bin/sh\nif [ \"$1\" = -L ]; then cat '" + (root_ / "list.txt").string() +
+                      "'; else cat '" + (root_ / "topo.txt").string() + "'; fi\nexit " +
+                      std::to_string(rc) + "\n");
+    fs::permissions(script, fs::perms::owner_all);
+    config_.nvidia_smi = script.string();
+  }
+
+  Machine Discover(bool confine = true) {
+    Result<Machine> machine = DiscoverMachine(config_, confine);
+    EXPECT_TRUE(machine.has_value());
+    return machine ? *machine : Machine{};
+  }
+
+  fs::path root_;
+  protocol::DaemonConfig config_;
+};
+
+TEST_F(DiscoveryTest, TwoNodesPerNodeMemory) {
+  AddNode(0, "0-3", 32);
+  AddNode(1, "4-7", 32);
+  Machine machine = Discover();
+  ASSERT_EQ(machine.nodes.size(), 2u);
+  EXPECT_THAT(machine.nodes[1].cpus, ElementsAre(4, 5, 6, 7));
+  EXPECT_DOUBLE_EQ(machine.nodes[0].mem_gib, 32);
+  EXPECT_TRUE(machine.per_node_memory);
+  EXPECT_TRUE(machine.gpus.ids.empty());  // missing nvidia-smi: no GPUs
+  Pool pool(machine);
+  EXPECT_EQ(pool.DefaultBudget(1, false, 2), 8);
+  EXPECT_EQ(pool.DefaultBudget(2, false, 2), 16);
+  EXPECT_EQ(pool.DefaultBudget(4, false, 2), 32);
+  EXPECT_EQ(pool.DefaultBudget(8, true, 2), 64);
+}
+
+TEST_F(DiscoveryTest, ReserveTakesLowestNodeAndCpus) {
+  AddNode(0, "0-3", 32);
+  AddNode(1, "4-7", 32);
+  config_.reserve_cpu = 2;
+  config_.reserve_mem_gib = 8;
+  Machine machine = Discover();
+  EXPECT_THAT(machine.nodes[0].cpus, ElementsAre(2, 3));
+  EXPECT_DOUBLE_EQ(machine.nodes[0].mem_gib, 24);
+  EXPECT_THAT(machine.nodes[1].cpus, ElementsAre(4, 5, 6, 7));
+  EXPECT_DOUBLE_EQ(machine.nodes[1].mem_gib, 32);
+  EXPECT_EQ(Pool(machine).DefaultBudget(4, false, 2), 24);
+}
+
+TEST_F(DiscoveryTest, ReserveSpillsButNeverStrandsANode) {
+  AddNode(0, "0,1", 8);
+  AddNode(1, "2-5", 8);
+  config_.reserve_cpu = 4;
+  Machine machine = Discover();
+  EXPECT_THAT(machine.nodes[0].cpus, ElementsAre(1));
+  EXPECT_THAT(machine.nodes[1].cpus, ElementsAre(5));
+}
+
+TEST_F(DiscoveryTest, HugeReserveKeepsOneCpuAndHalfTheMemory) {
+  AddNode(0, "0,1", 8);
+  config_.reserve_cpu = 99;
+  config_.reserve_mem_gib = 99;
+  Machine machine = Discover();
+  EXPECT_THAT(machine.nodes[0].cpus, ElementsAre(1));
+  EXPECT_DOUBLE_EQ(machine.nodes[0].mem_gib, 4);
+}
+
+TEST_F(DiscoveryTest, FourNodesSkippingMemoryOnlyNode) {
+  for (int n = 0; n < 4; ++n) AddNode(n, std::to_string(2 * n) + "-" + std::to_string(2 * n + 1), 16);
+  AddNode(4, "", 64);
+  Machine machine = Discover();
+  ASSERT_EQ(machine.nodes.size(), 4u);
+  EXPECT_EQ(machine.nodes[3].id, 3);
+  EXPECT_EQ(Pool(machine).TotalCpus(), 8);
+}
+
+TEST_F(DiscoveryTest, WithoutCgroupsMemoryIsMachineWide) {
+  AddNode(0, "0-3", 32);
+  AddNode(1, "4-7", 32);
+  config_.reserve_mem_gib = 8;
+  Machine machine = Discover(/*confine=*/false);
+  EXPECT_FALSE(machine.per_node_memory);
+  EXPECT_DOUBLE_EQ(machine.machine_mem_gib, 56);
+}
+
+TEST_F(DiscoveryTest, MissingMeminfoFallsBackToMachineMemory) {
+  AddNode(0, "0-3", 32);
+  AddNode(1, "4-7", -1);
+  Machine machine = Discover();
+  EXPECT_FALSE(machine.per_node_memory);
+  EXPECT_GT(machine.machine_mem_gib, 0);
+  EXPECT_EQ(machine.nodes[0].mem_gib, 0);
+}
+
+TEST_F(DiscoveryTest, NoNodesMeansOneNodeWithEveryCpu) {
+  Machine machine = Discover();
+  ASSERT_EQ(machine.nodes.size(), 1u);
+  EXPECT_EQ(machine.nodes[0].id, 0);
+  EXPECT_EQ(static_cast<long>(machine.nodes[0].cpus.size()), sysconf(_SC_NPROCESSORS_CONF));
+  EXPECT_FALSE(machine.per_node_memory);
+}
+
+TEST_F(DiscoveryTest, FourGpusFromFakeNvidiaSmi) {
+  AddNode(0, "0-3", 32);
+  AddNode(1, "4-7", 32);
+  FakeNvidiaSmi(testing::kList4, testing::kTopo4);
+  Machine machine = Discover();
+  EXPECT_THAT(machine.gpus.ids, ElementsAre(0, 1, 2, 3));
+  EXPECT_EQ(machine.gpus.links.size(), 6u);
+  EXPECT_EQ(machine.gpus.node_of.at(3), 1);
+}
+
+TEST_F(DiscoveryTest, EightGpusFromFakeNvidiaSmi) {
+  AddNode(0, "0-3", 32);
+  AddNode(1, "4-7", 32);
+  FakeNvidiaSmi(testing::List8(), testing::Topo8());
+  Machine machine = Discover();
+  EXPECT_EQ(machine.gpus.ids.size(), 8u);
+  EXPECT_EQ(machine.gpus.links.size(), 28u);
+  EXPECT_EQ(machine.gpus.links.at({4, 7}), "NV12");
+}
+
+TEST_F(DiscoveryTest, FailingNvidiaSmiMeansNoGpus) {
+  AddNode(0, "0-3", 32);
+  FakeNvidiaSmi(testing::kList4, testing::kTopo4, /*rc=*/9);
+  EXPECT_TRUE(Discover().gpus.ids.empty());
+}
+
+}  // namespace
+}  // namespace hpcb::broker

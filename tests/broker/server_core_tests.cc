@@ -1,0 +1,305 @@
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "broker/broker_core.h"
+#include "protocol/client_messages.h"
+#include "protocol/codec.h"
+#include "tests/broker/server_fakes.h"
+
+namespace hpcb::broker {
+namespace {
+
+class ServerCoreTest : public ::testing::Test {
+ protected:
+  ServerCoreTest() : scheduler_(2), permissions_(users_, "wheel") {
+    users_.members["wheel"] = {1001};
+    options_.max_lifetime_s = 3600;
+    options_.keep_finished = 2;
+  }
+
+  void StartCore(QueueFile loaded = {}) {
+    core_ = std::make_unique<BrokerCore>(options_, scheduler_, executor_, clock_, permissions_,
+                                         nullptr);
+    ASSERT_TRUE(core_->Start(std::move(loaded)));
+  }
+
+  std::string Call(uid_t uid, const std::string& text) {
+    executor_.peer_uid = uid;
+    std::optional<Response> response = core_->Handle(Peer{uid, -1}, text);
+    return response ? response->frame : "<closed>";
+  }
+
+  protocol::SubmitReply Submit(uid_t uid, std::int64_t cpu = 1,
+                               std::optional<std::int64_t> max_time = std::nullopt) {
+    protocol::SubmitRequest request;
+    request.argv = {"sleep", "100"};
+    request.cwd = "/tmp";
+    request.cpu = cpu;
+    request.max_time_s = max_time;
+    request.output = "/tmp";
+    std::string frame = Call(uid, protocol::Encode(request));
+    Result<protocol::SubmitReply> reply = protocol::Decode<protocol::SubmitReply>(frame);
+    EXPECT_TRUE(reply) << frame;
+    return reply ? *reply : protocol::SubmitReply{};
+  }
+
+  static std::string ErrorOf(const std::string& frame) {
+    Result<protocol::ErrorReply> error = protocol::Decode<protocol::ErrorReply>(frame);
+    return error ? error->error : "not an error: " + frame;
+  }
+
+  std::string Kill(uid_t uid, std::uint64_t id) {
+    return Call(uid, protocol::Encode(protocol::JobIdRequest{"kill", id}));
+  }
+
+  protocol::ListReply List(uid_t uid, bool all, bool finished) {
+    Result<protocol::ListReply> reply = protocol::Decode<protocol::ListReply>(
+        Call(uid, protocol::Encode(protocol::ListRequest{all, finished})));
+    EXPECT_TRUE(reply);
+    return reply ? *reply : protocol::ListReply{};
+  }
+
+  FakeUserDb users_;
+  FakeExecutor executor_;
+  FakeScheduler scheduler_;
+  FakeClock clock_{1000};
+  Permissions permissions_;
+  CoreOptions options_;
+  std::unique_ptr<BrokerCore> core_;
+};
+
+TEST_F(ServerCoreTest, SubmitRegistersDefaultsAndStarts) {
+  StartCore();
+  protocol::SubmitReply reply = Submit(1000);
+  EXPECT_EQ(reply.id, 1u);
+  EXPECT_EQ(reply.state, "running");
+  EXPECT_EQ(reply.max_time_s, 3600);
+  EXPECT_EQ(reply.max_mem_gb, 2.5);
+  EXPECT_TRUE(reply.mem_defaulted);
+  EXPECT_EQ(reply.output_dest, "/tmp/output.1.log");
+  ASSERT_EQ(executor_.registered.size(), 1u);
+  ASSERT_EQ(executor_.started.size(), 1u);
+  EXPECT_EQ(executor_.started[0].memory_max, std::uint64_t{2684354560});
+  EXPECT_EQ(core_->Find(1)->user, "alice");
+  EXPECT_TRUE(core_->Find(1)->env.empty());
+}
+
+TEST_F(ServerCoreTest, MaxTimeIsClampedToLifetime) {
+  StartCore();
+  EXPECT_EQ(Submit(1000, 1, 7200).max_time_s, 3600);
+  EXPECT_EQ(Submit(1000, 1, 60).max_time_s, 60);
+}
+
+TEST_F(ServerCoreTest, SubmitErrors) {
+  StartCore();
+  protocol::SubmitRequest big;
+  big.argv = {"true"};
+  big.cwd = "/";
+  big.cpu = 3;
+  EXPECT_EQ(ErrorOf(Call(1000, protocol::Encode(big))),
+            "--cpu 3 exceeds the 2 cores available to jobs");
+  executor_.register_error = "cannot save output there: PermissionError: cannot write to /x";
+  big.cpu = 1;
+  EXPECT_EQ(ErrorOf(Call(1000, protocol::Encode(big))),
+            "cannot save output there: PermissionError: cannot write to /x");
+  EXPECT_EQ(core_->Find(1), nullptr);
+  EXPECT_EQ(ErrorOf(Call(1000, "{\"cmd\":\"frobnicate\"}")), "unknown command 'frobnicate'");
+  EXPECT_EQ(Call(1000, "[1,2]"), "<closed>");
+  EXPECT_EQ(Call(1000, "not json"), "<closed>");
+}
+
+TEST_F(ServerCoreTest, UserModeOnlyRunsItsOwnUid) {
+  options_.only_uid = 1000;
+  StartCore();
+  protocol::SubmitRequest request;
+  request.argv = {"true"};
+  request.cwd = "/";
+  EXPECT_EQ(ErrorOf(Call(0, protocol::Encode(request))),
+            "daemon is not running as root; it can only run your own jobs");
+}
+
+TEST_F(ServerCoreTest, QueuedJobsStartWhenResourcesFree) {
+  StartCore();
+  EXPECT_EQ(Submit(1000, 2).state, "running");
+  EXPECT_EQ(Submit(1000, 1).state, "queued");
+  executor_.events.push_back({1, 0, false, 1005, std::nullopt});
+  core_->Tick();
+  EXPECT_EQ(core_->Find(1)->state, "done");
+  EXPECT_EQ(core_->Find(1)->exit_code, 0);
+  EXPECT_EQ(core_->Find(2)->state, "running");
+}
+
+TEST_F(ServerCoreTest, StartFailureFinishesWithError) {
+  StartCore();
+  executor_.start_error = "No such file or directory";
+  protocol::SubmitReply reply = Submit(1000);
+  EXPECT_EQ(reply.state, "done");
+  EXPECT_EQ(core_->Find(1)->reason, "error");
+  EXPECT_FALSE(core_->Find(1)->start_time);
+  EXPECT_EQ(scheduler_.free_cpus(), 2);
+}
+
+TEST_F(ServerCoreTest, KillQueuedRemovesAndForgets) {
+  StartCore();
+  Submit(1000, 2);
+  Submit(1000, 1);
+  Result<protocol::KillReply> reply = protocol::Decode<protocol::KillReply>(Kill(1000, 2));
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->state, "removed");
+  EXPECT_EQ(executor_.forgotten, std::vector<std::uint64_t>{2});
+  EXPECT_EQ(core_->Find(2)->reason, "killed");
+  EXPECT_EQ(ErrorOf(Kill(1000, 2)), "job 2 already finished");
+}
+
+TEST_F(ServerCoreTest, KillRunningEscalatesAndRepeatsDoNotPostpone) {
+  StartCore();
+  Submit(1000);
+  Result<protocol::KillReply> reply = protocol::Decode<protocol::KillReply>(Kill(1000, 1));
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->state, "killing");
+  ASSERT_EQ(executor_.signals.size(), 1u);
+  EXPECT_EQ(executor_.signals[0].signal, "term");
+  clock_.Advance(6);
+  Kill(1000, 1);
+  EXPECT_EQ(executor_.signals.size(), 1u);
+  clock_.Advance(4);
+  core_->Tick();
+  ASSERT_EQ(executor_.signals.size(), 2u);
+  EXPECT_EQ(executor_.signals[1].signal, "kill");
+  clock_.Advance(10);
+  core_->Tick();
+  EXPECT_EQ(executor_.signals.size(), 3u);
+  executor_.events.push_back({1, -9, false, 0, std::nullopt});
+  core_->Tick();
+  EXPECT_EQ(core_->Find(1)->reason, "killed");
+  EXPECT_EQ(core_->Find(1)->exit_code, -9);
+  EXPECT_EQ(scheduler_.free_cpus(), 2);
+}
+
+TEST_F(ServerCoreTest, TimeoutSendsTermWithNote) {
+  StartCore();
+  Submit(1000, 1, 3);
+  clock_.Advance(3);
+  core_->Tick();
+  EXPECT_TRUE(executor_.signals.empty());
+  clock_.Advance(1);
+  core_->Tick();
+  ASSERT_EQ(executor_.signals.size(), 1u);
+  EXPECT_EQ(executor_.signals[0].note, "timeout");
+  EXPECT_EQ(executor_.signals[0].limit_s, 3);
+  EXPECT_EQ(core_->Find(1)->reason, "timeout");
+  Kill(1000, 1);
+  EXPECT_EQ(core_->Find(1)->reason, "timeout");
+}
+
+TEST_F(ServerCoreTest, OomExitIsReported) {
+  StartCore();
+  Submit(1000);
+  executor_.events.push_back({1, -9, true, 0, std::string("could not save")});
+  core_->Tick();
+  EXPECT_EQ(core_->Find(1)->reason, "oom");
+  EXPECT_EQ(core_->Find(1)->output_error, "could not save");
+}
+
+TEST_F(ServerCoreTest, JobAddressedRequestsCheckOwnership) {
+  StartCore();
+  Submit(1000);
+  EXPECT_EQ(ErrorOf(Kill(1002, 1)), "job 1 belongs to alice");
+  EXPECT_EQ(ErrorOf(Kill(1000, 9)), "no such job 9");
+  EXPECT_EQ(ErrorOf(Call(1002, protocol::Encode(protocol::JobFieldRequest{1, "max-time", "get", {}}))),
+            "job 1 belongs to alice");
+  Result<protocol::JobFieldReply> got = protocol::Decode<protocol::JobFieldReply>(
+      Call(1000, protocol::Encode(protocol::JobFieldRequest{1, "max-time", "get", {}})));
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->value, 3600);
+  EXPECT_EQ(ErrorOf(Call(1000, protocol::Encode(protocol::JobFieldRequest{1, "max-time", "set", 5}))),
+            "'job max-time set' requires membership of group 'wheel'");
+  Result<protocol::JobFieldReply> added = protocol::Decode<protocol::JobFieldReply>(
+      Call(1001, protocol::Encode(protocol::JobFieldRequest{1, "max-time", "add", 60})));
+  ASSERT_TRUE(added);
+  EXPECT_EQ(added->value, 3660);
+  EXPECT_EQ(core_->Find(1)->max_time_s, 3660);
+}
+
+TEST_F(ServerCoreTest, AttachRepliesAndAsksForAStream) {
+  StartCore();
+  Submit(1000);
+  std::optional<Response> response =
+      core_->Handle(Peer{1000, -1}, protocol::Encode(protocol::JobIdRequest{"attach", 1}));
+  ASSERT_TRUE(response);
+  EXPECT_EQ(response->attach, 1u);
+  executor_.events.push_back({1, 0, false, 0, std::nullopt});
+  core_->Tick();
+  response = core_->Handle(Peer{1000, -1}, protocol::Encode(protocol::JobIdRequest{"attach", 1}));
+  ASSERT_TRUE(response);
+  EXPECT_FALSE(response->attach);
+  Result<protocol::AttachReply> reply = protocol::Decode<protocol::AttachReply>(response->frame);
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->state, "done");
+}
+
+TEST_F(ServerCoreTest, ListFiltersAndGatesAll) {
+  StartCore();
+  Submit(1000);
+  Submit(1002);
+  executor_.events.push_back({1, 0, false, 0, std::nullopt});
+  core_->Tick();
+  EXPECT_TRUE(List(1000, false, false).jobs.empty());
+  EXPECT_EQ(List(1000, false, true).jobs.size(), 1u);
+  EXPECT_EQ(ErrorOf(Call(1000, protocol::Encode(protocol::ListRequest{true, false}))),
+            "'list --all' requires membership of group 'wheel'");
+  protocol::ListReply all = List(1001, true, true);
+  ASSERT_EQ(all.jobs.size(), 2u);
+  EXPECT_EQ(all.jobs[1].state, "running");
+  EXPECT_EQ(*all.jobs[1].start_time + *all.jobs[1].uptime_s, all.now);
+}
+
+TEST_F(ServerCoreTest, RetentionForgetsOldFinishedJobs) {
+  StartCore();
+  for (int i = 0; i < 4; ++i) {
+    protocol::SubmitReply reply = Submit(1000);
+    executor_.events.push_back({reply.id, 0, false, 0, std::nullopt});
+    core_->Tick();
+  }
+  EXPECT_EQ(core_->Find(1), nullptr);
+  EXPECT_EQ(core_->Find(2), nullptr);
+  EXPECT_NE(core_->Find(3), nullptr);
+  EXPECT_EQ(executor_.forgotten, (std::vector<std::uint64_t>{1, 2}));
+}
+
+TEST_F(ServerCoreTest, HelloReconcilesTheLoadedQueue) {
+  QueueFile loaded;
+  loaded.next_id = 10;
+  JobRecord running;
+  running.id = 3;
+  running.uid = 1000;
+  running.state = kRunning;
+  running.start_time = 900;
+  running.max_time_s = 3600;
+  running.placement.cpus = {0};
+  JobRecord gone = running;
+  gone.id = 4;
+  gone.placement.cpus = {1};
+  JobRecord queued;
+  queued.id = 5;
+  queued.uid = 1000;
+  queued.max_time_s = 60;
+  queued.demand.cpu = 2;
+  JobRecord lost = queued;
+  lost.id = 6;
+  loaded.jobs = {running, gone, queued, lost};
+  executor_.hello.running = {3};
+  executor_.hello.registered = {5, 8};
+  StartCore(loaded);
+  EXPECT_EQ(core_->Find(3)->state, "running");
+  EXPECT_EQ(core_->Find(4)->state, "done");
+  EXPECT_FALSE(core_->Find(4)->exit_code);
+  EXPECT_EQ(core_->Find(5)->state, "queued");  // job 3 still holds cpu 0
+  EXPECT_EQ(core_->Find(6)->reason, "error");
+  EXPECT_EQ(executor_.forgotten, std::vector<std::uint64_t>{8});
+  EXPECT_EQ(Submit(1000).id, 10u);
+}
+
+}  // namespace
+}  // namespace hpcb::broker

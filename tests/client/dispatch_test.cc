@@ -1,0 +1,347 @@
+// Runs the real client against a one-connection fake broker in a thread.
+#include "client/dispatch.h"
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "protocol/base/unique_fd.h"
+#include "protocol/client_messages.h"
+#include "protocol/codec.h"
+#include "protocol/framing.h"
+
+namespace hpcb::client {
+namespace {
+
+class FakeBroker {
+ public:
+  // Accepts one connection, reads one frame into request(), then sends
+  // `replies` as frames and closes.
+  explicit FakeBroker(std::vector<std::string> replies) {
+    char dir_template[] = "/tmp/hpcb-client-test-XXXXXX";
+    dir_ = ::mkdtemp(dir_template);
+    path_ = dir_ + "/sock";
+    listener_ = UniqueFd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::memcpy(addr.sun_path, path_.c_str(), path_.size());
+    EXPECT_EQ(::bind(listener_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    EXPECT_EQ(::listen(listener_.get(), 1), 0);
+    ::setenv("HPC_BATCH_SOCKET", path_.c_str(), 1);
+    thread_ = std::thread([this, replies = std::move(replies)] {
+      UniqueFd conn(::accept(listener_.get(), nullptr, nullptr));
+      if (!conn.valid()) return;
+      auto frame = protocol::ReadFrame(conn.get(), protocol::kMaxClientFrame);
+      if (frame && frame->has_value()) request_ = **frame;
+      for (const std::string& reply : replies) {
+        (void)protocol::WriteFrame(conn.get(), reply);
+      }
+    });
+  }
+  ~FakeBroker() {
+    if (thread_.joinable()) thread_.join();
+    ::unlink(path_.c_str());
+    ::rmdir(dir_.c_str());
+  }
+  const std::string& request() {
+    if (thread_.joinable()) thread_.join();
+    return request_;
+  }
+
+ private:
+  std::string dir_;
+  std::string path_;
+  UniqueFd listener_;
+  std::thread thread_;
+  std::string request_;
+};
+
+struct Outcome {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+Outcome Dispatch(const std::vector<std::string>& args) {
+  std::ostringstream out;
+  std::ostringstream err;
+  int code = RunDispatch(args, Io{out, err, false});
+  return {code, out.str(), err.str()};
+}
+
+TEST(DispatchTest, NewSendsRequestAndPrintsReply) {
+  protocol::SubmitReply reply;
+  reply.id = 4;
+  reply.state = "queued";
+  reply.cpu = 2;
+  reply.max_time_s = 5400;
+  reply.max_mem_gb = 84;
+  reply.output_dest = "/tmp/results/output.4.log";
+  FakeBroker broker({protocol::Encode(reply)});
+  Outcome run = Dispatch({"new", "--cpu", "2", "--gpu-cores", "3", "--max-mem", "84",
+                      "--max-time", "1h30m", "--gpu-link", "pxb", "--numa-local",
+                      "--output", "/tmp/results", "--", "FOO=bar", "EXPR=a=b",
+                      "./bench", "--iterations", "10", "X=1"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.out,
+            "job 4 queued (2 cpu, max time 1h30m, memory 84G)\n"
+            "output will be saved to /tmp/results/output.4.log\n");
+  auto sent = protocol::Decode<protocol::SubmitRequest>(broker.request());
+  ASSERT_TRUE(sent) << broker.request();
+  EXPECT_EQ(*protocol::PeekTag(broker.request(), "cmd"), "new");
+  EXPECT_EQ(sent->argv, (std::vector<std::string>{"./bench", "--iterations", "10", "X=1"}));
+  EXPECT_EQ(sent->env, (std::map<std::string, std::string>{{"EXPR", "a=b"}, {"FOO", "bar"}}));
+  EXPECT_EQ(sent->cpu, 2);
+  EXPECT_EQ(sent->gpu_cores, 3);
+  EXPECT_EQ(sent->max_mem_gb, 84.0);
+  EXPECT_EQ(sent->max_time_s, 5400);
+  EXPECT_EQ(sent->min_gpu_link, "PXB");
+  EXPECT_TRUE(sent->numa_local_mem);
+  EXPECT_TRUE(sent->numa_local_gpu);
+  EXPECT_FALSE(sent->exclusive);
+  EXPECT_FALSE(sent->forward_env);
+  EXPECT_EQ(sent->output, "/tmp/results");
+  EXPECT_FALSE(sent->cwd.empty());
+}
+
+TEST(DispatchTest, NewDefaultsAndNoOutput) {
+  protocol::SubmitReply reply;
+  reply.id = 1;
+  reply.state = "running";
+  reply.cpu = 1;
+  reply.max_time_s = 3600;
+  reply.max_mem_gb = 2.08;
+  reply.mem_defaulted = true;
+  FakeBroker broker({protocol::Encode(reply)});
+  ::setenv("HPCB_CLIENT_TEST_VAR", "seen", 1);
+  Outcome run = Dispatch({"new", "--env", "--output", "x", "--no-output", "--", "echo", "hello"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.out, "job 1 running (1 cpu, max time 1h, memory 2.08G (default))\n");
+  auto sent = protocol::Decode<protocol::SubmitRequest>(broker.request());
+  ASSERT_TRUE(sent);
+  EXPECT_FALSE(sent->cpu.has_value());
+  EXPECT_FALSE(sent->max_mem_gb.has_value());
+  EXPECT_FALSE(sent->max_time_s.has_value());
+  EXPECT_FALSE(sent->min_gpu_link.has_value());
+  EXPECT_FALSE(sent->output.has_value());
+  EXPECT_TRUE(sent->forward_env);
+  EXPECT_EQ(sent->env.at("HPCB_CLIENT_TEST_VAR"), "seen");
+}
+
+TEST(DispatchTest, NewOutputDefaultsToCwd) {
+  protocol::SubmitReply reply;
+  reply.id = 2;
+  reply.state = "running";
+  FakeBroker broker({protocol::Encode(reply)});
+  Outcome run = Dispatch({"new", "--", "true"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  auto sent = protocol::Decode<protocol::SubmitRequest>(broker.request());
+  ASSERT_TRUE(sent);
+  EXPECT_EQ(sent->output, sent->cwd);
+  EXPECT_NE(run.out.find("output will be saved to " + sent->cwd), std::string::npos);
+}
+
+TEST(DispatchTest, DaemonErrorIsExitOne) {
+  protocol::ErrorReply error{"daemon is not running as root; it can only run your own jobs",
+                             static_cast<std::uint8_t>(ErrorCode::kPermissionDenied)};
+  FakeBroker broker({protocol::Encode(error)});
+  Outcome run = Dispatch({"new", "--", "true"});
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.err, "dispatch: daemon is not running as root; it can only run your own jobs\n");
+  EXPECT_EQ(run.out, "");
+}
+
+TEST(DispatchTest, MalformedAndMissingReplies) {
+  {
+    FakeBroker broker({"not json"});
+    EXPECT_EQ(Dispatch({"kill", "3"}).err, "dispatch: malformed response from daemon\n");
+  }
+  {
+    FakeBroker broker({});
+    Outcome run = Dispatch({"kill", "3"});
+    EXPECT_EQ(run.code, 1);
+    EXPECT_EQ(run.err, "dispatch: daemon closed the connection unexpectedly\n");
+  }
+  {
+    FakeBroker broker({R"({"ok":false})"});
+    EXPECT_EQ(Dispatch({"kill", "3"}).err, "dispatch: unknown daemon error\n");
+  }
+}
+
+TEST(DispatchTest, ListRendersTable) {
+  ::setenv("TZ", "UTC", 1);
+  ::tzset();
+  protocol::ListReply reply;
+  reply.now = 1785160992;
+  protocol::JobRow row;
+  row.user = "root";
+  row.id = 1;
+  row.argv = {"echo", "hello"};
+  row.start_time = reply.now - 2;
+  row.uptime_s = 0;
+  row.max_time_s = 3600;
+  row.max_mem_gb = 2.08;
+  row.state = "done";
+  row.exit_code = 0;
+  reply.jobs = {row};
+  FakeBroker broker({protocol::Encode(reply)});
+  Outcome run = Dispatch({"list", "--finished", "--all"});
+  EXPECT_EQ(run.code, 0);
+  EXPECT_EQ(run.out,
+            "USER  ID  COMMAND     START     UPTIME  MAX-TIME  MEM    EXCLUSIVE  STATE  EXIT\n"
+            "root  1   echo hello  14:03:10  0s      1h        2.08G  no         done   0\n");
+  auto sent = protocol::Decode<protocol::ListRequest>(broker.request());
+  ASSERT_TRUE(sent);
+  EXPECT_TRUE(sent->all);
+  EXPECT_TRUE(sent->finished);
+}
+
+TEST(DispatchTest, ListEmptyAndJson) {
+  {
+    FakeBroker broker({protocol::Encode(protocol::ListReply{})});
+    Outcome run = Dispatch({"list"});
+    EXPECT_EQ(run.out, "no jobs\n");
+    auto sent = protocol::Decode<protocol::ListRequest>(broker.request());
+    ASSERT_TRUE(sent);
+    EXPECT_FALSE(sent->all);
+    EXPECT_FALSE(sent->finished);
+  }
+  {
+    std::string text = protocol::Encode(protocol::ListReply{});
+    FakeBroker broker({text});
+    EXPECT_EQ(Dispatch({"list", "--json"}).out, text + "\n");
+  }
+}
+
+TEST(DispatchTest, KillMessages) {
+  {
+    FakeBroker broker({protocol::Encode(protocol::KillReply{"removed"})});
+    Outcome run = Dispatch({"kill", "7"});
+    EXPECT_EQ(run.out, "job 7 removed from the queue\n");
+    auto sent = protocol::Decode<protocol::JobIdRequest>(broker.request());
+    ASSERT_TRUE(sent);
+    EXPECT_EQ(sent->cmd, "kill");
+    EXPECT_EQ(sent->id, 7u);
+  }
+  {
+    FakeBroker broker({protocol::Encode(protocol::KillReply{"killing"})});
+    EXPECT_EQ(Dispatch({"kill", "8"}).out, "job 8: kill signal sent\n");
+  }
+}
+
+TEST(DispatchTest, AttachStreamsFramesUntilEmptyFrame) {
+  protocol::AttachReply reply;
+  reply.state = "queued";
+  FakeBroker broker({protocol::Encode(reply), "line 1\n", "partial", " line 2\n", "",
+                     "after end"});
+  Outcome run = Dispatch({"attach", "9"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.out, "line 1\npartial line 2\n");
+  EXPECT_EQ(run.err, "job 9 is queued; waiting for it to start...\n");
+  auto sent = protocol::Decode<protocol::JobIdRequest>(broker.request());
+  ASSERT_TRUE(sent);
+  EXPECT_EQ(sent->cmd, "attach");
+  EXPECT_EQ(sent->id, 9u);
+}
+
+TEST(DispatchTest, AttachEndsWhenDaemonCloses) {
+  protocol::AttachReply reply;
+  reply.state = "done";
+  reply.output_dest = "/w/output.3.log";
+  FakeBroker broker({protocol::Encode(reply)});
+  Outcome run = Dispatch({"attach", "3"});
+  EXPECT_EQ(run.code, 0);
+  EXPECT_EQ(run.out, "");
+  EXPECT_EQ(run.err, "job 3 has finished; its output is at /w/output.3.log\n");
+}
+
+TEST(DispatchTest, JobFieldGetAndAdd) {
+  {
+    protocol::JobFieldReply reply;
+    reply.value = 60;
+    FakeBroker broker({protocol::Encode(reply)});
+    EXPECT_EQ(Dispatch({"job", "7", "max-time", "get"}).out, "job 7 max-time 1m\n");
+    auto sent = protocol::Decode<protocol::JobFieldRequest>(broker.request());
+    ASSERT_TRUE(sent);
+    EXPECT_EQ(sent->field, "max-time");
+    EXPECT_EQ(sent->action, "get");
+    EXPECT_FALSE(sent->value.has_value());
+  }
+  {
+    protocol::JobFieldReply reply;
+    reply.value = 172860;
+    reply.before = 60;
+    FakeBroker broker({protocol::Encode(reply)});
+    EXPECT_EQ(Dispatch({"job", "7", "max-time", "add", "2d"}).out,
+              "job 7 max-time 1m -> 2d1m\n");
+    auto sent = protocol::Decode<protocol::JobFieldRequest>(broker.request());
+    ASSERT_TRUE(sent);
+    EXPECT_EQ(sent->action, "add");
+    EXPECT_EQ(sent->value, 172800);
+  }
+}
+
+TEST(DispatchTest, ConnectFailureMessage) {
+  ::setenv("HPC_BATCH_SOCKET", "/nonexistent/hpcb.sock", 1);
+  Outcome run = Dispatch({"list"});
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.err,
+            "dispatch: cannot reach the hpc-batch daemon on /nonexistent/hpcb.sock (No such "
+            "file or directory); is the service running?\n");
+}
+
+TEST(DispatchTest, UsageErrorsExitTwoWithoutConnecting) {
+  ::setenv("HPC_BATCH_SOCKET", "/nonexistent/hpcb.sock", 1);
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {},
+           {"new"},
+           {"new", "--"},
+           {"new", "--", "A=1"},
+           {"new", "echo", "hi"},
+           {"new", "--max-mem", "1G", "--", "x"},
+           {"new", "--gpu-link", "SYS", "--", "x"},
+           {"new", "--max-time", "1h30", "--", "x"},
+           {"new", "--cpu", "two", "--", "x"},
+           {"list", "extra"},
+           {"kill"},
+           {"attach", "abc"},
+           {"job", "7"},
+           {"job", "7", "max-time"},
+           {"job", "7", "max-time", "set"},
+           {"job", "7", "max-time", "frob"},
+           {"job", "7", "bogus", "get"},
+           {"bogus"}}) {
+    Outcome run = Dispatch(args);
+    std::string joined;
+    for (const auto& a : args) joined += a + " ";
+    EXPECT_EQ(run.code, 2) << joined << run.err;
+    EXPECT_NE(run.err.find("usage: dispatch"), std::string::npos) << joined;
+    EXPECT_EQ(run.err.find("cannot reach"), std::string::npos) << joined;
+  }
+}
+
+TEST(DispatchTest, NoCommandMessage) {
+  Outcome run = Dispatch({"new", "--cpu", "2", "--", "FOO=1"});
+  EXPECT_NE(run.err.find("no command given; usage: dispatch new [options] -- <command>"),
+            std::string::npos);
+}
+
+TEST(DispatchTest, VersionAndHelp) {
+  Outcome version = Dispatch({"--version"});
+  EXPECT_EQ(version.code, 0);
+  EXPECT_EQ(version.out, "dispatch 0.1.0\n");
+  Outcome help = Dispatch({"--help"});
+  EXPECT_EQ(help.code, 0);
+  EXPECT_NE(help.out.find("attach"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hpcb::client

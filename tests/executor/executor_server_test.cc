@@ -1,0 +1,158 @@
+// The executor's message handling without a real launcher: every refusal
+// that happens before the launcher is asked.
+#include "executor/executor_server.h"
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tests/executor/test_util.h"
+
+namespace hpcb::executor {
+namespace {
+
+using protocol::Packet;
+
+class ExecutorServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    config_.state_dir = dir_.path() + "/state";
+    config_.dev_dir = dir_.path() + "/dev";
+    config_.no_cgroups = true;
+    std::filesystem::create_directories(config_.state_dir + "/jobs");
+    std::filesystem::create_directories(config_.state_dir + "/specs");
+    std::filesystem::create_directories(config_.dev_dir + "/jobs");
+    int fds[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET, 0, fds), 0);
+    launcher_a_.reset(fds[0]);
+    launcher_b_.reset(fds[1]);
+    facts_.as_root = false;  // user mode: our own uid may submit
+    facts_.self_uid = ::getuid();
+    facts_.cpus = {0, 1};
+    facts_.nodes = {0};
+    server_ = std::make_unique<ExecutorServer>(config_, facts_, launcher_a_.get(), -1);
+  }
+
+  std::string Send(const std::string& text) {
+    Packet packet;
+    packet.bytes = text;
+    return server_->Handle(packet).text;
+  }
+
+  std::string Register(std::uint64_t id, int client_fd) {
+    protocol::RegisterJob job;
+    job.id = id;
+    job.argv = {"true"};
+    job.cwd = "/";
+    job.env = {{"SECRET", "x"}};
+    Packet packet;
+    packet.bytes = protocol::Encode(job);
+    packet.fds.emplace_back(::dup(client_fd));
+    return server_->Handle(packet).text;
+  }
+
+  testing::TempDir dir_;
+  protocol::DaemonConfig config_;
+  ExecutorFacts facts_;
+  UniqueFd launcher_a_, launcher_b_;
+  std::unique_ptr<ExecutorServer> server_;
+};
+
+bool IsError(const std::string& reply) {
+  return reply.find("\"error\":[\"") != std::string::npos;
+}
+
+TEST_F(ExecutorServerTest, HelloFirst) {
+  EXPECT_TRUE(IsError(Send(R"({"type":"start","id":1,"cpus":[0],"mems":[0],"memory_max":[],"gpus":[]})")));
+  EXPECT_TRUE(IsError(Send(R"({"type":"hello","version":99})")));
+  std::string hello = Send(protocol::Encode(protocol::Hello{}));
+  EXPECT_NE(hello.find("hello_reply"), std::string::npos);
+}
+
+TEST_F(ExecutorServerTest, MalformedAndUnknownMessagesAreRefused) {
+  Send(protocol::Encode(protocol::Hello{}));
+  EXPECT_TRUE(IsError(Send("not json")));
+  EXPECT_TRUE(IsError(Send(R"({"type":"format_disk"})")));
+  EXPECT_TRUE(IsError(Send(R"({"type":"start","id":"1"})")));
+  EXPECT_TRUE(IsError(Send(std::string(100, '['))));
+  EXPECT_TRUE(IsError(Send(R"({"type":"signal","id":1,"signal":"term","note":"","limit_s":0})")));
+  EXPECT_TRUE(IsError(Send(R"({"type":"forget","id":1})")));
+  EXPECT_TRUE(IsError(Send(R"({"type":"open_output","id":1})")));
+}
+
+TEST_F(ExecutorServerTest, RegisterNeedsTheClientSocket) {
+  Send(protocol::Encode(protocol::Hello{}));
+  protocol::RegisterJob job{1, {"true"}, "/", {}, std::nullopt};
+  EXPECT_TRUE(IsError(Send(protocol::Encode(job))));
+}
+
+TEST_F(ExecutorServerTest, RegisterStoresRootOnlySpecAndRefusesDuplicates) {
+  Send(protocol::Encode(protocol::Hello{}));
+  int pair[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
+  UniqueFd a(pair[0]), b(pair[1]);
+  std::string reply = Register(5, a.get());
+  ASSERT_FALSE(IsError(reply)) << reply;
+  struct stat st {};
+  ASSERT_EQ(::stat((config_.state_dir + "/specs/5.json").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(::stat((config_.state_dir + "/jobs/5").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0750u);
+  ASSERT_EQ(::stat((config_.state_dir + "/jobs/5/output").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0640u);
+  EXPECT_EQ(testing::ReadText(config_.state_dir + "/jobs/5/info.json").find("SECRET"),
+            std::string::npos);
+  char target[4096] = {0};
+  ASSERT_GT(::readlink((config_.dev_dir + "/jobs/5").c_str(), target, sizeof target - 1), 0);
+  EXPECT_EQ(std::string(target), config_.state_dir + "/jobs/5");
+  EXPECT_TRUE(IsError(Register(5, a.get())));
+}
+
+TEST_F(ExecutorServerTest, StartChecksPlacementAndOrder) {
+  Send(protocol::Encode(protocol::Hello{}));
+  EXPECT_TRUE(IsError(Send(R"({"type":"start","id":9,"cpus":[0],"mems":[0],"memory_max":[],"gpus":[]})")));
+  int pair[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
+  UniqueFd a(pair[0]), b(pair[1]);
+  ASSERT_FALSE(IsError(Register(9, a.get())));
+  EXPECT_TRUE(IsError(Send(R"({"type":"start","id":9,"cpus":[7],"mems":[0],"memory_max":[],"gpus":[]})")));
+  EXPECT_TRUE(IsError(Send(R"({"type":"start","id":9,"cpus":[0],"mems":[3],"memory_max":[],"gpus":[]})")));
+  EXPECT_TRUE(IsError(Send(R"({"type":"start","id":9,"cpus":[0,0],"mems":[0],"memory_max":[],"gpus":[]})")));
+  EXPECT_TRUE(IsError(Send(R"({"type":"start","id":9,"cpus":[0],"mems":[0],"memory_max":[],"gpus":[0]})")));
+  // Forget a never-started job: everything goes.
+  EXPECT_FALSE(IsError(Send(R"({"type":"forget","id":9})")));
+  EXPECT_NE(::access((config_.state_dir + "/specs/9.json").c_str(), F_OK), 0);
+  EXPECT_NE(::access((config_.state_dir + "/jobs/9").c_str(), F_OK), 0);
+}
+
+TEST_F(ExecutorServerTest, RootModeRefusesAForgedRootSubmitter) {
+  if (::getuid() != 0) GTEST_SKIP() << "needs a uid 0 peer";
+  facts_.as_root = true;
+  server_ = std::make_unique<ExecutorServer>(config_, facts_, launcher_a_.get(), -1);
+  Send(protocol::Encode(protocol::Hello{}));
+  int pair[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
+  UniqueFd a(pair[0]), b(pair[1]);
+  std::string reply = Register(2, a.get());
+  EXPECT_TRUE(IsError(reply));
+  EXPECT_NE(reply.find("root"), std::string::npos) << reply;
+}
+
+TEST(FramingLimitTest, OversizedFrameIsRefused) {
+  int fds[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET, 0, fds), 0);
+  UniqueFd a(fds[0]), b(fds[1]);
+  std::string big(4096, 'x');
+  ASSERT_TRUE(protocol::SendMessage(a.get(), big));
+  auto got = protocol::ReceiveMessage(b.get(), 1024);
+  EXPECT_FALSE(got);
+}
+
+TEST(ExitCodeTest, SignalsAreNegative) {
+  EXPECT_EQ(ExitCodeFromStatus(7 << 8), 7);
+  EXPECT_EQ(ExitCodeFromStatus(9), -9);
+}
+
+}  // namespace
+}  // namespace hpcb::executor

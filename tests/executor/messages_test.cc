@@ -1,0 +1,85 @@
+// Field validation of every broker->executor and executor->launcher message.
+#include <gtest/gtest.h>
+
+#include "protocol/executor_messages.h"
+#include "protocol/launcher_messages.h"
+
+namespace hpcb::protocol {
+namespace {
+
+TEST(LauncherMessagesTest, SpawnRoundTrip) {
+  SpawnRequest spawn;
+  spawn.id = 3;
+  spawn.who = {1000, 1000, "alice", {1000, 27}};
+  spawn.argv = {"echo", "hi"};
+  spawn.cwd = "/home/alice";
+  spawn.env = {"PATH=/bin", "X=1"};
+  spawn.cpus = {0, 1};
+  auto decoded = Decode<SpawnRequest>(Encode(spawn));
+  ASSERT_TRUE(decoded) << decoded.error().message();
+  EXPECT_EQ(decoded->who.groups, (std::vector<std::uint32_t>{1000, 27}));
+  EXPECT_EQ(decoded->env, spawn.env);
+}
+
+TEST(LauncherMessagesTest, SpawnFieldChecks) {
+  SpawnRequest spawn;
+  spawn.id = 3;
+  spawn.who = {1000, 1000, "alice", {}};
+  spawn.argv = {"echo"};
+  spawn.cwd = "/";
+  spawn.cpus = {0};
+  EXPECT_TRUE(spawn.Validate());
+  auto bad = spawn;
+  bad.id = 0;
+  EXPECT_FALSE(bad.Validate());
+  bad = spawn;
+  bad.cwd = "relative";
+  EXPECT_FALSE(bad.Validate());
+  bad = spawn;
+  bad.argv = {};
+  EXPECT_FALSE(bad.Validate());
+  bad = spawn;
+  bad.env = {"NOEQUALS"};
+  EXPECT_FALSE(bad.Validate());
+  bad = spawn;
+  bad.cpus = {};
+  EXPECT_FALSE(bad.Validate());
+  bad = spawn;
+  bad.cpus = {-1};
+  EXPECT_FALSE(bad.Validate());
+  bad = spawn;
+  bad.who.user = "";
+  EXPECT_FALSE(bad.Validate());
+}
+
+TEST(LauncherMessagesTest, DestinationAndDeliverNeedAbsolutePaths) {
+  CheckDestRequest check{1, {1000, 1000, "a", {}}, "rel"};
+  EXPECT_FALSE(check.Validate());
+  check.path = "/tmp";
+  EXPECT_TRUE(check.Validate());
+  DeliverRequest deliver{1, {1000, 1000, "a", {}}, ""};
+  EXPECT_FALSE(deliver.Validate());
+  ChildExited exited{0, 0};
+  EXPECT_FALSE(exited.Validate());
+}
+
+TEST(ExecutorMessagesTest, WrongTypesNameTheField) {
+  auto start = Decode<StartJob>(R"({"type":"start","id":"x","cpus":[0],"mems":[0],"memory_max":[],"gpus":[]})");
+  ASSERT_FALSE(start);
+  EXPECT_NE(start.error().message().find("'id'"), std::string::npos);
+  auto reg = Decode<RegisterJob>(R"({"type":"register","id":1,"argv":["a"],"cwd":"/","env":{}})");
+  ASSERT_FALSE(reg);
+}
+
+TEST(ExecutorMessagesTest, StartAndSignalRanges) {
+  EXPECT_FALSE(Decode<StartJob>(R"({"id":1,"cpus":[],"mems":[0],"memory_max":[],"gpus":[]})"));
+  EXPECT_FALSE(Decode<StartJob>(R"({"id":1,"cpus":[-3],"mems":[0],"memory_max":[],"gpus":[]})"));
+  EXPECT_FALSE(Decode<StartJob>(R"({"id":1,"cpus":[0],"mems":[0],"memory_max":[0],"gpus":[]})"));
+  EXPECT_TRUE(Decode<StartJob>(R"({"id":1,"cpus":[0],"mems":[0],"memory_max":[5],"gpus":[]})"));
+  EXPECT_FALSE(Decode<SignalJob>(R"({"id":1,"signal":"stop","note":"","limit_s":0})"));
+  EXPECT_FALSE(Decode<SignalJob>(R"({"id":1,"signal":"term","note":"rm -rf","limit_s":0})"));
+  EXPECT_FALSE(Decode<RegisterJob>(R"({"id":1,"argv":["a"],"cwd":"/","env":{},"output":["../x"]})"));
+}
+
+}  // namespace
+}  // namespace hpcb::protocol

@@ -1,0 +1,93 @@
+#include "executor/sysfacts.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "tests/executor/test_util.h"
+
+namespace hpcb::executor {
+namespace {
+
+TEST(ParseCpuListTest, RangesAndSingles) {
+  auto cpus = ParseCpuList("0-3,5,7-8\n");
+  ASSERT_TRUE(cpus) << cpus.error().message();
+  EXPECT_EQ(*cpus, (std::set<int>{0, 1, 2, 3, 5, 7, 8}));
+}
+
+TEST(ParseCpuListTest, RejectsJunk) {
+  EXPECT_FALSE(ParseCpuList("0-x"));
+  EXPECT_FALSE(ParseCpuList("3-1"));
+  EXPECT_FALSE(ParseCpuList("-1"));
+  EXPECT_FALSE(ParseCpuList("0,,1"));
+  EXPECT_FALSE(ParseCpuList("99999999"));
+}
+
+TEST(FormatIdListTest, CommaListNeverRanges) {
+  EXPECT_EQ(FormatIdList({0, 1, 2, 5}), "0,1,2,5");
+  EXPECT_EQ(FormatIdList({}), "");
+}
+
+TEST(SysfsTest, ReadsFakeSysfs) {
+  testing::TempDir dir;
+  testing::WriteText(dir.path() + "/devices/system/cpu/online", "0-7\n");
+  testing::WriteText(dir.path() + "/devices/system/node/online", "0-1\n");
+  auto cpus = ReadOnlineCpus(dir.path());
+  ASSERT_TRUE(cpus);
+  EXPECT_EQ(cpus->size(), 8u);
+  auto nodes = ReadNumaNodes(dir.path());
+  ASSERT_TRUE(nodes);
+  EXPECT_EQ(*nodes, (std::set<int>{0, 1}));
+}
+
+TEST(SysfsTest, NoNodeDirMeansNodeZero) {
+  testing::TempDir dir;
+  testing::WriteText(dir.path() + "/devices/system/cpu/online", "0\n");
+  auto nodes = ReadNumaNodes(dir.path());
+  ASSERT_TRUE(nodes);
+  EXPECT_EQ(*nodes, (std::set<int>{0}));
+  testing::TempDir empty;
+  EXPECT_FALSE(ReadOnlineCpus(empty.path()));
+}
+
+TEST(CheckSubsetTest, RejectsForeignAndDuplicateIds) {
+  std::set<int> online{0, 1, 2, 3};
+  EXPECT_TRUE(CheckSubset({0, 3}, online, "cpus"));
+  auto foreign = CheckSubset({0, 4}, online, "cpus");
+  ASSERT_FALSE(foreign);
+  EXPECT_NE(foreign.error().message().find("cpus names 4"), std::string::npos);
+  EXPECT_FALSE(CheckSubset({1, 1}, online, "cpus"));
+}
+
+TEST(CheckSubmitterTest, RootModeRefusesUidAndGidZero) {
+  struct ucred root {1, 0, 0};
+  struct ucred gid0 {1, 1000, 0};
+  struct ucred user {1, 1000, 1000};
+  EXPECT_FALSE(CheckSubmitter(root, true, 0));
+  EXPECT_FALSE(CheckSubmitter(gid0, true, 0));
+  EXPECT_TRUE(CheckSubmitter(user, true, 0));
+}
+
+TEST(CheckSubmitterTest, UserModeOnlyOwnUid) {
+  struct ucred me {1, 1000, 1000};
+  struct ucred other {1, 1001, 1001};
+  EXPECT_TRUE(CheckSubmitter(me, false, 1000));
+  EXPECT_FALSE(CheckSubmitter(other, false, 1000));
+}
+
+TEST(ProcStartTimeTest, SelfAndGarbled) {
+  auto start = ProcStartTime(::getpid());
+  ASSERT_TRUE(start) << start.error().message();
+  EXPECT_GT(*start, 0u);
+  testing::TempDir dir;
+  testing::WriteText(dir.path() + "/42/stat", "42 (a b) c) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 12345 0\n");
+  auto fake = ProcStartTime(42, dir.path());
+  ASSERT_TRUE(fake) << fake.error().message();
+  EXPECT_EQ(*fake, 12345u);
+  testing::WriteText(dir.path() + "/43/stat", "43 (x) S 1");
+  EXPECT_FALSE(ProcStartTime(43, dir.path()));
+  EXPECT_FALSE(ProcStartTime(44, dir.path()));
+  EXPECT_FALSE(ProcStartTime(0, dir.path()));
+}
+
+}  // namespace
+}  // namespace hpcb::executor

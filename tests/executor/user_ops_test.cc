@@ -1,0 +1,94 @@
+#include "executor/user_ops.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "protocol/base/unique_fd.h"
+#include "tests/executor/test_util.h"
+
+namespace hpcb::executor {
+namespace {
+
+TEST(ResolveDestinationTest, DirectoryGetsOutputIdLog) {
+  EXPECT_EQ(ResolveDestination("/home/a", true, 7), "/home/a/output.7.log");
+  EXPECT_EQ(ResolveDestination("/home/a/", true, 7), "/home/a/output.7.log");
+  EXPECT_EQ(ResolveDestination("/", true, 2), "/output.2.log");
+  EXPECT_EQ(ResolveDestination("/home/a/x.log", false, 7), "/home/a/x.log");
+}
+
+TEST(CheckDestinationTest, ExistingDirAndExactPath) {
+  testing::TempDir dir;
+  auto in_dir = CheckDestinationHere(dir.path(), 5);
+  ASSERT_TRUE(in_dir) << in_dir.error().message();
+  EXPECT_EQ(*in_dir, dir.path() + "/output.5.log");
+  auto exact = CheckDestinationHere(dir.path() + "/mine.log", 5);
+  ASSERT_TRUE(exact);
+  EXPECT_EQ(*exact, dir.path() + "/mine.log");
+}
+
+TEST(CheckDestinationTest, RefusesRelativeMissingAndNonDirectoryParents) {
+  testing::TempDir dir;
+  EXPECT_FALSE(CheckDestinationHere("relative.log", 1));
+  EXPECT_FALSE(CheckDestinationHere(dir.path() + "/missing/x.log", 1));
+  testing::WriteText(dir.path() + "/file", "x");
+  auto not_dir = CheckDestinationHere(dir.path() + "/file/x.log", 1);
+  ASSERT_FALSE(not_dir);
+  EXPECT_NE(not_dir.error().message().find("is not a directory"), std::string::npos);
+}
+
+TEST(DeliverTest, CopiesWholeBufferAndTruncates) {
+  testing::TempDir dir;
+  testing::WriteText(dir.path() + "/buffer", "hello\nworld\n");
+  testing::WriteText(dir.path() + "/dest", "old content that is longer than the new one\n");
+  UniqueFd buffer(::open((dir.path() + "/buffer").c_str(), O_RDONLY));
+  ASSERT_TRUE(DeliverHere(buffer.get(), dir.path() + "/dest"));
+  EXPECT_EQ(testing::ReadText(dir.path() + "/dest"), "hello\nworld\n");
+}
+
+TEST(DeliverTest, SymlinkAtDestinationIsNotFollowed) {
+  testing::TempDir dir;
+  testing::WriteText(dir.path() + "/buffer", "secret?\n");
+  testing::WriteText(dir.path() + "/victim", "untouched");
+  ASSERT_EQ(::symlink((dir.path() + "/victim").c_str(), (dir.path() + "/dest").c_str()), 0);
+  UniqueFd buffer(::open((dir.path() + "/buffer").c_str(), O_RDONLY));
+  auto delivered = DeliverHere(buffer.get(), dir.path() + "/dest");
+  ASSERT_FALSE(delivered);
+  EXPECT_NE(delivered.error().message().find("symbolic links"), std::string::npos);
+  EXPECT_EQ(testing::ReadText(dir.path() + "/victim"), "untouched");
+}
+
+TEST(CheckIdentityTest, RootRefusesZeroIds) {
+  protocol::UserIdentity who{0, 100, "x", {}};
+  EXPECT_FALSE(CheckIdentityAllowed(who, true));
+  who = {100, 0, "x", {}};
+  EXPECT_FALSE(CheckIdentityAllowed(who, true));
+  who = {100, 100, "x", {0}};
+  EXPECT_FALSE(CheckIdentityAllowed(who, true));
+  who = {100, 100, "x", {100}};
+  EXPECT_TRUE(CheckIdentityAllowed(who, true));
+  who = {::getuid() + 1, 100, "x", {}};
+  EXPECT_FALSE(CheckIdentityAllowed(who, false));
+}
+
+TEST(DropIdentityTest, RefusesZeroAndNoChangeIsNoOp) {
+  EXPECT_EQ(DropIdentity(false, 0, 0, nullptr, 0), 0);
+  EXPECT_NE(DropIdentity(true, 0, 5, nullptr, 0), 0);
+  EXPECT_NE(DropIdentity(true, 5, 0, nullptr, 0), 0);
+}
+
+TEST(RunAsUserTest, ReportsBodyResultWithoutChange) {
+  protocol::UserIdentity who{::getuid(), ::getgid(), "me", {}};
+  auto ok = RunAsUser(who, false, [](void*) -> Result<std::string> { return std::string("fine"); },
+                      nullptr, 10);
+  ASSERT_TRUE(ok) << ok.error().message();
+  EXPECT_EQ(*ok, "fine");
+  auto bad = RunAsUser(who, false,
+                       [](void*) -> Result<std::string> { return InvalidArgument("nope"); },
+                       nullptr, 10);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message(), "nope");
+}
+
+}  // namespace
+}  // namespace hpcb::executor
