@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -166,8 +167,11 @@ CommandResult DaemonHarness::Run(const std::string& binary, const std::vector<st
 bool DaemonHarness::Start(const std::vector<std::string>& extra) {
   std::vector<std::string> args = {"--no-cgroups", "--socket", dir_ + "/sock",
                                    "--state-dir", dir_ + "/state", "--dev-dir", dir_ + "/dev",
-                                   "--max-lifetime", "1h", "--reserve-cpu", "0"};
+                                   "--reserve-cpu", "0"};
   args.insert(args.end(), extra.begin(), extra.end());
+  if (std::find(extra.begin(), extra.end(), "--max-lifetime") == extra.end()) {
+    args.insert(args.end(), {"--max-lifetime", "1h"});
+  }
   Run(dir_ + "/bin/hpc-batchd", args, std::chrono::seconds(0), false);
   std::string sock = dir_ + "/sock";
   return WaitFor([&] {

@@ -62,7 +62,8 @@ TEST_F(E2eTest, EchoHelloRunsAndItsOutputIsDelivered) {
 
 TEST_F(E2eTest, ListShowsQueuedAndRunningJobsWithTheHeader) {
   StartOrFail();
-  ASSERT_EQ(daemon_.Dispatch({"new", "--cpu", "2", "--", "sleep", "30"}).exit_code, 0);
+  CommandResult first = daemon_.Dispatch({"new", "--cpu", "2", "--", "sleep", "30"});
+  ASSERT_EQ(first.exit_code, 0) << first.err << daemon_.log();
   ASSERT_EQ(daemon_.Dispatch({"new", "--", "sleep", "30"}).exit_code, 0);
 
   CommandResult list = daemon_.Dispatch({"list"});
