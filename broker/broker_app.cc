@@ -85,6 +85,10 @@ int RunBroker(const protocol::DaemonConfig& config) {
                                   "' does not exist on this system"));
   }
 
+  // One membership lookup before the filter loads every NSS module the
+  // group database uses, so none is first dlopen()ed under seccomp.
+  (void)users.InGroup(::getuid(), admin_group);
+
   if (service) {
     if (Result<void> dropped = DropToUser(*service); !dropped) return Refuse(dropped.error());
   }

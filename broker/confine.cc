@@ -117,6 +117,12 @@ Result<void> ApplySeccomp() {
       return Error(ErrorCode::kInternal, std::string("seccomp rule for ") + name + " failed");
     }
   }
+  // NSS modules loaded lazily after confinement (libnss_systemd pulls in
+  // libcap, whose constructor reads the bounding set) need this one prctl.
+  if (seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1,
+                       SCMP_A0(SCMP_CMP_EQ, PR_CAPBSET_READ)) != 0) {
+    return Error(ErrorCode::kInternal, "seccomp rule for prctl(PR_CAPBSET_READ) failed");
+  }
   int rc = seccomp_load(ctx.get());
   if (rc != 0) return Error::FromErrno(-rc, "seccomp_load");
   return Ok();
