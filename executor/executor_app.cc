@@ -71,6 +71,8 @@ int ExecutorMain(int argc, char** argv) {
       return protocol::kExitConfig;
     }
     facts.admin_gid = *admin;
+    // The broker may never pass off a socket of its own as a submitter's.
+    if (const struct passwd* pw = ::getpwnam(config.broker_user.c_str())) facts.broker_uid = pw->pw_uid;
   }
   auto cpus = ReadOnlineCpus(config.sys_root);
   auto nodes = ReadNumaNodes(config.sys_root);

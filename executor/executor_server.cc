@@ -186,7 +186,7 @@ ExecutorServer::Reply ExecutorServer::OnRegister(const std::string& text,
   }
   auto peer = protocol::PeerCredentials(packet.fds[0].get());
   if (!peer) return fail(peer.error());
-  auto allowed = CheckSubmitter(*peer, facts_.as_root, facts_.self_uid);
+  auto allowed = CheckSubmitter(*peer, facts_.as_root, facts_.self_uid, facts_.broker_uid);
   if (!allowed) return fail(allowed.error());
   auto user = LookUpUser(peer->uid);
   if (!user) return fail(user.error());
@@ -224,22 +224,20 @@ ExecutorServer::Reply ExecutorServer::OnRegister(const std::string& text,
   return reply;
 }
 
+std::optional<JobDirOwner> ExecutorServer::OwnerOf(const LaunchSpec& spec) const {
+  if (!facts_.as_root) return std::nullopt;
+  return JobDirOwner{spec.who.uid, facts_.admin_gid};
+}
+
+Result<UniqueFd> ExecutorServer::OpenBuffer(const LaunchSpec& spec, int flags) const {
+  HPCB_ASSIGN_OR_RETURN(UniqueFd dir, OpenJobDir(job_dir(spec.id)));
+  return OpenJobBuffer(dir.get(), flags, OwnerOf(spec));
+}
+
 Result<void> ExecutorServer::MakeJobDir(const LaunchSpec& spec) {
   std::string dir = job_dir(spec.id);
-  if (::mkdir(dir.c_str(), 0750) != 0) return Error::FromErrno(errno, "mkdir " + dir);
-  if (::chmod(dir.c_str(), 0750) != 0) return Error::FromErrno(errno, "chmod " + dir);
-  std::string buffer = dir + "/output";
-  UniqueFd fd(::open(buffer.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0640));
-  if (!fd.valid()) return Error::FromErrno(errno, "create " + buffer);
-  if (::fchmod(fd.get(), 0640) != 0) return Error::FromErrno(errno, "chmod " + buffer);
+  HPCB_ASSIGN_OR_RETURN(UniqueFd dir_fd, CreateJobDir(dir, OwnerOf(spec)));
   WriteInfo(spec);
-  if (facts_.as_root) {
-    if (::fchown(fd.get(), spec.who.uid, facts_.admin_gid) != 0 ||
-        ::chown(dir.c_str(), spec.who.uid, facts_.admin_gid) != 0 ||
-        ::chown((dir + "/info.json").c_str(), spec.who.uid, facts_.admin_gid) != 0) {
-      return Error::FromErrno(errno, "chown " + dir);
-    }
-  }
   if (!config_.no_dev_dir) {
     std::string link = config_.dev_dir + "/jobs/" + std::to_string(spec.id);
     ::unlink(link.c_str());
@@ -251,22 +249,24 @@ Result<void> ExecutorServer::MakeJobDir(const LaunchSpec& spec) {
 }
 
 void ExecutorServer::WriteInfo(const LaunchSpec& spec) {
-  std::string path = job_dir(spec.id) + "/info.json";
   JobInfo info{&spec};
-  auto written = WriteFileAtomic(path, Encode(info) + "\n", 0640);
+  Result<void> written = [&]() -> Result<void> {
+    HPCB_ASSIGN_OR_RETURN(UniqueFd dir, OpenJobDir(job_dir(spec.id)));
+    return ReplaceJobFile(dir.get(), "info.json", Encode(info) + "\n", 0640, OwnerOf(spec));
+  }();
   if (!written) {
-    LogWarning("cannot write " + path + ": " + written.error().message());
-    return;
-  }
-  if (facts_.as_root && ::chown(path.c_str(), spec.who.uid, facts_.admin_gid) != 0) {
-    LogWarning("cannot chown " + path);
+    LogWarning("cannot write info.json of job " + std::to_string(spec.id) + ": " +
+               written.error().message());
   }
 }
 
-void ExecutorServer::AppendLine(std::uint64_t id, const std::string& line) {
-  std::string buffer = job_dir(id) + "/output";
-  UniqueFd fd(::open(buffer.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW));
-  if (fd.valid()) (void)protocol::WriteAll(fd.get(), line + "\n");
+void ExecutorServer::AppendLine(const LaunchSpec& spec, const std::string& line) {
+  auto fd = OpenBuffer(spec, O_WRONLY | O_APPEND);
+  if (!fd) {
+    LogWarning("job " + std::to_string(spec.id) + ": " + fd.error().message());
+    return;
+  }
+  (void)protocol::WriteAll(fd->get(), line + "\n");
 }
 
 Result<void> ExecutorServer::ValidatePlacement(const protocol::StartJob& request) const {
@@ -309,7 +309,7 @@ Result<protocol::StartReply> ExecutorServer::StartValidated(const protocol::Star
   out.id = request.id;
   auto fail_job = [&](const std::string& message) {
     // The job will never run: say why in its output and deliver it.
-    AppendLine(spec.id, "hpc-batch: " + message);
+    AppendLine(spec, "hpc-batch: " + message);
     spec.state = "exited";
     spec.env.clear();
     (void)SaveSpec(specs_dir(), spec);
@@ -334,10 +334,9 @@ Result<protocol::StartReply> ExecutorServer::StartValidated(const protocol::Star
   spawn.cwd = spec.cwd;
   spawn.env = BuildJobEnv(who, spec.env, spec.id, request.gpus, facts_.gpu_count > 0, facts_.lang);
   spawn.cpus = request.cpus;
-  std::string buffer_path = job_dir(spec.id) + "/output";
-  UniqueFd buffer(::open(buffer_path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW));
-  if (!buffer.valid()) return fail_job("failed to start job: cannot open the output buffer");
-  std::vector<int> fds{buffer.get()};
+  auto buffer = OpenBuffer(spec, O_WRONLY | O_APPEND);
+  if (!buffer) return fail_job("failed to start job: " + buffer.error().message());
+  std::vector<int> fds{buffer->get()};
   if (cgroup_dir.valid()) fds.push_back(cgroup_dir.get());
   auto answer = AskLauncher(Encode(spawn), fds);
   if (!answer) return fail_job("failed to start job: " + answer.error().message());
@@ -362,14 +361,20 @@ Result<protocol::StartReply> ExecutorServer::StartValidated(const protocol::Star
 std::optional<std::string> ExecutorServer::DeliverOutput(const LaunchSpec& spec) {
   std::string buffer_path = job_dir(spec.id) + "/output";
   if (!spec.output_dest) return std::nullopt;
-  UniqueFd buffer(::open(buffer_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  if (!buffer.valid()) return std::nullopt;  // nothing to deliver
+  auto dir = OpenJobDir(job_dir(spec.id));
+  if (!dir) return dir.error().message();
+  auto buffer = OpenJobBuffer(dir->get(), O_RDONLY, OwnerOf(spec));
+  if (!buffer) {
+    if (buffer.error().code() == ErrorCode::kNotFound) return std::nullopt;  // nothing to deliver
+    LogWarning("job " + std::to_string(spec.id) + ": not delivering output: " + buffer.error().message());
+    return "not delivered: " + buffer.error().message();
+  }
   protocol::DeliverRequest request;
   request.id = spec.id;
   request.who = spec.who;
   request.dest = *spec.output_dest;
   std::optional<std::string> error;
-  auto answer = AskLauncher(Encode(request), {buffer.get()});
+  auto answer = AskLauncher(Encode(request), {buffer->get()});
   if (!answer) {
     error = answer.error().message();
   } else {
@@ -385,7 +390,7 @@ std::optional<std::string> ExecutorServer::DeliverOutput(const LaunchSpec& spec)
     LogWarning("job " + std::to_string(spec.id) + ": could not save output to " +
                *spec.output_dest + ": " + *error + "; keeping " + buffer_path);
   } else {
-    ::unlink(buffer_path.c_str());
+    (void)::unlinkat(dir->get(), "output", 0);
   }
   return error;
 }
@@ -437,7 +442,7 @@ ExecutorServer::Reply ExecutorServer::OnSignal(const std::string& text) {
     return reply;
   }
   if (request->note == "timeout") {
-    AppendLine(spec.id, "hpc-batch: job exceeded its time limit (" +
+    AppendLine(spec, "hpc-batch: job exceeded its time limit (" +
                             std::to_string(request->limit_s) + "s); killing");
   }
   int sig = request->signal == "kill" ? SIGKILL : SIGTERM;
@@ -467,8 +472,10 @@ ExecutorServer::Reply ExecutorServer::OnForget(const std::string& text) {
     reply.text = Refuse(id, "forget", Error(ErrorCode::kFailedPrecondition, "job is running"));
     return reply;
   }
-  std::error_code ignored;
-  std::filesystem::remove_all(job_dir(id), ignored);
+  // The tree is the user's: removed without following anything in it.
+  if (auto removed = RemoveJobDir(job_dir(id)); !removed) {
+    LogWarning("forget job " + std::to_string(id) + ": " + removed.error().message());
+  }
   if (!config_.no_dev_dir) ::unlink((config_.dev_dir + "/jobs/" + std::to_string(id)).c_str());
   RemoveSpec(specs_dir(), id);
   jobs_.erase(it);
@@ -483,18 +490,18 @@ ExecutorServer::Reply ExecutorServer::OnOpenOutput(const std::string& text) {
     reply.text = Refuse(0, "open_output", request.error());
     return reply;
   }
-  if (!jobs_.count(request->id)) {
+  auto it = jobs_.find(request->id);
+  if (it == jobs_.end()) {
     reply.text = Refuse(request->id, "open_output", Error(ErrorCode::kNotFound, "no such job"));
     return reply;
   }
-  std::string path = job_dir(request->id) + "/output";
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  if (!fd.valid()) {
-    reply.text = Refuse(request->id, "open_output", Error::FromErrno(errno, "open output"));
+  auto fd = OpenBuffer(it->second, O_RDONLY);
+  if (!fd) {
+    reply.text = Refuse(request->id, "open_output", fd.error());
     return reply;
   }
   reply.text = AckText(request->id, std::nullopt);
-  reply.fds.push_back(std::move(fd));
+  reply.fds.push_back(std::move(*fd));
   return reply;
 }
 

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "executor/job_dir.h"
 #include "executor/launch_spec.h"
 #include "protocol/base/result.h"
 #include "protocol/base/unique_fd.h"
@@ -27,6 +28,7 @@ namespace hpcb::executor {
 struct ExecutorFacts {
   bool as_root = false;
   uid_t self_uid = 0;
+  std::optional<uid_t> broker_uid;  // root mode: --broker-user, never a submitter
   gid_t admin_gid = 0;
   int gpu_count = 0;
   std::set<int> cpus;
@@ -70,7 +72,11 @@ class ExecutorServer {
   Result<void> ValidatePlacement(const protocol::StartJob& request) const;
   Result<void> MakeJobDir(const LaunchSpec& spec);
   void WriteInfo(const LaunchSpec& spec);
-  void AppendLine(std::uint64_t id, const std::string& line);
+  void AppendLine(const LaunchSpec& spec, const std::string& line);
+  // Who owns the job's dir and files (root mode), for job_dir.h.
+  std::optional<JobDirOwner> OwnerOf(const LaunchSpec& spec) const;
+  // The job's output buffer, opened and checked through its dir's fd.
+  Result<UniqueFd> OpenBuffer(const LaunchSpec& spec, int flags) const;
   std::optional<std::string> DeliverOutput(const LaunchSpec& spec);
   void Finish(std::uint64_t id, std::optional<std::int64_t> exit_code);
   void PollForeign();

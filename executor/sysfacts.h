@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -29,10 +30,13 @@ Result<std::set<int>> ReadNumaNodes(const std::string& sys_root);
 Result<void> CheckSubset(const std::vector<int>& ids, const std::set<int>& allowed,
                          const char* what);
 
-// Whose job may this be? As root: never uid 0 or gid 0. In user mode:
+// Whose job may this be? As root: never uid 0 or gid 0, and never the
+// broker's service user (`broker_uid`): a socket whose peer is the broker
+// itself is one the broker made up, not a user's connection. In user mode:
 // only the daemon's own uid.
 Result<void> CheckSubmitter(const struct ucred& peer, bool daemon_is_root,
-                            std::uint32_t daemon_uid);
+                            std::uint32_t daemon_uid,
+                            std::optional<std::uint32_t> broker_uid = std::nullopt);
 
 // Field 22 of /proc/<pid>/stat (start time in clock ticks), read under
 // `proc_root`. kNotFound when the process is gone.

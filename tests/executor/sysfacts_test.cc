@@ -67,6 +67,16 @@ TEST(CheckSubmitterTest, RootModeRefusesUidAndGidZero) {
   EXPECT_TRUE(CheckSubmitter(user, true, 0));
 }
 
+TEST(CheckSubmitterTest, RootModeRefusesTheBrokersOwnUid) {
+  struct ucred broker {1, 999, 999};
+  struct ucred user {1, 1000, 1000};
+  auto refused = CheckSubmitter(broker, true, 0, 999u);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message().find("service user"), std::string::npos);
+  EXPECT_TRUE(CheckSubmitter(user, true, 0, 999u));
+  EXPECT_TRUE(CheckSubmitter(broker, true, 0));  // no broker user known: uid 999 is a user
+}
+
 TEST(CheckSubmitterTest, UserModeOnlyOwnUid) {
   struct ucred me {1, 1000, 1000};
   struct ucred other {1, 1001, 1001};

@@ -1,0 +1,129 @@
+#include "executor/job_dir.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <vector>
+
+#include "protocol/framing.h"
+
+namespace hpcb::executor {
+namespace {
+
+Result<void> ChownFd(int fd, std::optional<JobDirOwner> owner, const std::string& what) {
+  if (owner && ::fchown(fd, owner->uid, owner->gid) != 0) {
+    return Error::FromErrno(errno, "chown " + what);
+  }
+  return Ok();
+}
+
+std::vector<std::string> EntryNames(int dir_fd) {
+  std::vector<std::string> names;
+  int copy = ::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
+  if (copy < 0) return names;
+  DIR* dir = ::fdopendir(copy);
+  if (dir == nullptr) {
+    ::close(copy);
+    return names;
+  }
+  ::rewinddir(dir);
+  while (struct dirent* entry = ::readdir(dir)) {
+    std::string name = entry->d_name;
+    if (name != "." && name != "..") names.push_back(std::move(name));
+  }
+  ::closedir(dir);
+  return names;
+}
+
+// Empties the directory open as `dir_fd`. Names are only ever unlinked or
+// opened with O_NOFOLLOW|O_DIRECTORY, so a symlink swapped in at any moment
+// is removed as a link, never walked through.
+Result<void> EmptyDir(int dir_fd, const std::string& where, int depth_left) {
+  for (const std::string& name : EntryNames(dir_fd)) {
+    if (::unlinkat(dir_fd, name.c_str(), 0) == 0 || errno == ENOENT) continue;
+    if (errno != EISDIR && errno != EPERM) return Error::FromErrno(errno, "remove " + where + "/" + name);
+    if (depth_left <= 0) return Error(ErrorCode::kFailedPrecondition, where + " is nested too deep to remove");
+    UniqueFd sub(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!sub.valid()) return Error::FromErrno(errno, "open " + where + "/" + name);
+    HPCB_TRY(EmptyDir(sub.get(), where + "/" + name, depth_left - 1));
+    if (::unlinkat(dir_fd, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
+      return Error::FromErrno(errno, "remove " + where + "/" + name);
+    }
+  }
+  return Ok();
+}
+
+}  // namespace
+
+Result<UniqueFd> CreateJobDir(const std::string& path, std::optional<JobDirOwner> owner) {
+  if (::mkdir(path.c_str(), 0700) != 0) return Error::FromErrno(errno, "mkdir " + path);
+  // Still root's 0700 here, so nobody else can have swapped the name yet.
+  HPCB_ASSIGN_OR_RETURN(UniqueFd dir, OpenJobDir(path));
+  UniqueFd buffer(::openat(dir.get(), "output", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640));
+  if (!buffer.valid()) return Error::FromErrno(errno, "create " + path + "/output");
+  if (::fchmod(buffer.get(), 0640) != 0) return Error::FromErrno(errno, "chmod " + path + "/output");
+  HPCB_TRY(ChownFd(buffer.get(), owner, path + "/output"));
+  HPCB_TRY(ChownFd(dir.get(), owner, path));
+  if (::fchmod(dir.get(), 0750) != 0) return Error::FromErrno(errno, "chmod " + path);
+  return dir;
+}
+
+Result<UniqueFd> OpenJobDir(const std::string& path) {
+  UniqueFd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dir.valid()) return Error::FromErrno(errno, "open " + path);
+  return dir;
+}
+
+Result<UniqueFd> OpenJobBuffer(int dir_fd, int flags, std::optional<JobDirOwner> owner) {
+  // O_NONBLOCK: opening a FIFO must fail or return at once, never wait.
+  UniqueFd fd(::openat(dir_fd, "output", flags | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  if (!fd.valid()) return Error::FromErrno(errno, "open the output buffer");
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return Error::FromErrno(errno, "stat the output buffer");
+  if (!S_ISREG(st.st_mode)) return InvalidArgument("the output buffer is not a regular file");
+  if (st.st_nlink != 1) return InvalidArgument("the output buffer has other hard links");
+  if (owner && st.st_uid != owner->uid) {
+    return InvalidArgument("the output buffer is not owned by the job's user");
+  }
+  int status = ::fcntl(fd.get(), F_GETFL);
+  if (status < 0 || ::fcntl(fd.get(), F_SETFL, status & ~O_NONBLOCK) != 0) {
+    return Error::FromErrno(errno, "fcntl the output buffer");
+  }
+  return fd;
+}
+
+Result<void> ReplaceJobFile(int dir_fd, const std::string& name, const std::string& text,
+                            mode_t mode, std::optional<JobDirOwner> owner) {
+  const std::string tmp = "." + name + ".tmp";
+  (void)::unlinkat(dir_fd, tmp.c_str(), 0);  // a leftover, or something the user put there
+  UniqueFd fd(::openat(dir_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
+  if (!fd.valid()) return Error::FromErrno(errno, "create " + tmp);
+  if (::fchmod(fd.get(), mode) != 0) return Error::FromErrno(errno, "chmod " + tmp);
+  HPCB_TRY(ChownFd(fd.get(), owner, tmp));
+  HPCB_TRY(protocol::WriteAll(fd.get(), text));
+  if (::fsync(fd.get()) != 0) return Error::FromErrno(errno, "fsync " + tmp);
+  if (::renameat(dir_fd, tmp.c_str(), dir_fd, name.c_str()) != 0) {
+    return Error::FromErrno(errno, "rename " + tmp + " to " + name);
+  }
+  return Ok();
+}
+
+Result<void> RemoveJobDir(const std::string& path, int max_depth) {
+  UniqueFd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dir.valid()) {
+    if (errno == ENOENT) return Ok();
+    if (errno == ENOTDIR || errno == ELOOP) {
+      if (::unlink(path.c_str()) == 0) return Ok();
+    }
+    return Error::FromErrno(errno, "open " + path);
+  }
+  HPCB_TRY(EmptyDir(dir.get(), path, max_depth));
+  dir.reset();
+  if (::rmdir(path.c_str()) != 0 && errno != ENOENT) return Error::FromErrno(errno, "remove " + path);
+  return Ok();
+}
+
+}  // namespace hpcb::executor

@@ -1,0 +1,54 @@
+// Root's access to STATE/jobs/<id>, a directory the job's user owns.
+//
+// The trap: once the directory is chowned to the user, every name in it is
+// the user's to replace between two of our system calls: a symlink to
+// /etc/shadow, a hard link to a root file, a FIFO that blocks us forever.
+// So root never acts on a path inside it. It opens the directory itself
+// (STATE/jobs is root's, so that name is stable), then works relative to
+// that fd with O_NOFOLLOW, checks what it opened with fstat before using
+// it, and changes ownership only through fds (fchown), never by name.
+#ifndef HPCB_EXECUTOR_JOB_DIR_H_
+#define HPCB_EXECUTOR_JOB_DIR_H_
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+
+#include "protocol/base/result.h"
+#include "protocol/base/unique_fd.h"
+
+namespace hpcb::executor {
+
+// Who should own what we create, when we run as root; nullopt in user mode.
+struct JobDirOwner {
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+
+// Creates `path` (0750) and its empty `output` buffer (0640), both chowned
+// through fds; the parent must be root's. Fails if `path` exists.
+Result<UniqueFd> CreateJobDir(const std::string& path, std::optional<JobDirOwner> owner);
+
+// Opens an existing job dir: a real directory, never a symlink.
+Result<UniqueFd> OpenJobDir(const std::string& path);
+
+// Opens the job's `output` buffer for `flags` (O_RDONLY, or O_WRONLY|O_APPEND).
+// Refused unless it is a regular file with one link and, with `owner`,
+// owned by that uid: a swapped-in FIFO, device, symlink or hard link fails
+// here instead of blocking root or redirecting its writes.
+Result<UniqueFd> OpenJobBuffer(int dir_fd, int flags, std::optional<JobDirOwner> owner);
+
+// Replaces `name` in the dir with `text` (mode, owner set on the temp fd
+// before the rename, so the name never points at a root-owned file).
+Result<void> ReplaceJobFile(int dir_fd, const std::string& name, const std::string& text,
+                            mode_t mode, std::optional<JobDirOwner> owner);
+
+// Removes `path` and everything the user put under it without following a
+// single symlink: each level is opened with O_NOFOLLOW and emptied through
+// its fd. Trees deeper than `max_depth` are left (and reported).
+Result<void> RemoveJobDir(const std::string& path, int max_depth = 32);
+
+}  // namespace hpcb::executor
+
+#endif  // HPCB_EXECUTOR_JOB_DIR_H_

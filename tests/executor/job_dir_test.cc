@@ -1,0 +1,162 @@
+#include "executor/job_dir.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "tests/executor/test_util.h"
+
+namespace hpcb::executor {
+namespace {
+
+using testing::ReadText;
+using testing::TempDir;
+using testing::WriteText;
+
+TEST(JobDirTest, CreatesDirAndEmptyBufferWithModes) {
+  TempDir tmp;
+  std::string dir = tmp.path() + "/7";
+  auto made = CreateJobDir(dir, std::nullopt);
+  ASSERT_TRUE(made) << made.error().message();
+  struct stat st {};
+  ASSERT_EQ(::stat(dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0750u);
+  ASSERT_EQ(::stat((dir + "/output").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0640u);
+  EXPECT_EQ(st.st_size, 0);
+  EXPECT_FALSE(CreateJobDir(dir, std::nullopt)) << "an existing dir is never reused";
+}
+
+TEST(JobDirTest, OwnerIsSetThroughTheFdsWhenRoot) {
+  if (::geteuid() != 0) GTEST_SKIP() << "chown needs root";
+  TempDir tmp;
+  std::string dir = tmp.path() + "/8";
+  ASSERT_TRUE(CreateJobDir(dir, JobDirOwner{4321, 4322}));
+  struct stat st {};
+  ASSERT_EQ(::stat(dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 4321u);
+  EXPECT_EQ(st.st_gid, 4322u);
+  ASSERT_EQ(::stat((dir + "/output").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 4321u);
+}
+
+TEST(JobDirTest, BufferOpensWhenItIsTheRealFile) {
+  TempDir tmp;
+  std::string dir = tmp.path() + "/1";
+  auto made = CreateJobDir(dir, std::nullopt);
+  ASSERT_TRUE(made);
+  auto fd = OpenJobBuffer(made->get(), O_WRONLY | O_APPEND, std::nullopt);
+  ASSERT_TRUE(fd) << fd.error().message();
+  ASSERT_EQ(::write(fd->get(), "hi\n", 3), 3);
+  EXPECT_EQ(ReadText(dir + "/output"), "hi\n");
+  EXPECT_EQ(::fcntl(fd->get(), F_GETFL) & O_NONBLOCK, 0) << "the job must not inherit O_NONBLOCK";
+}
+
+TEST(JobDirTest, BufferSwappedForASymlinkIsRefusedAndTheTargetUntouched) {
+  TempDir tmp;
+  std::string dir = tmp.path() + "/1";
+  auto made = CreateJobDir(dir, std::nullopt);
+  ASSERT_TRUE(made);
+  WriteText(tmp.path() + "/victim", "precious\n");
+  ASSERT_EQ(::unlink((dir + "/output").c_str()), 0);
+  ASSERT_EQ(::symlink((tmp.path() + "/victim").c_str(), (dir + "/output").c_str()), 0);
+  EXPECT_FALSE(OpenJobBuffer(made->get(), O_WRONLY | O_APPEND, std::nullopt));
+  EXPECT_EQ(ReadText(tmp.path() + "/victim"), "precious\n");
+}
+
+TEST(JobDirTest, BufferSwappedForAHardLinkIsRefused) {
+  TempDir tmp;
+  std::string dir = tmp.path() + "/1";
+  auto made = CreateJobDir(dir, std::nullopt);
+  ASSERT_TRUE(made);
+  WriteText(tmp.path() + "/victim", "precious\n");
+  ASSERT_EQ(::unlink((dir + "/output").c_str()), 0);
+  ASSERT_EQ(::link((tmp.path() + "/victim").c_str(), (dir + "/output").c_str()), 0);
+  auto fd = OpenJobBuffer(made->get(), O_WRONLY | O_APPEND, std::nullopt);
+  ASSERT_FALSE(fd);
+  EXPECT_NE(fd.error().message().find("hard links"), std::string::npos);
+}
+
+TEST(JobDirTest, BufferSwappedForAFifoFailsAtOnceInsteadOfBlocking) {
+  TempDir tmp;
+  std::string dir = tmp.path() + "/1";
+  auto made = CreateJobDir(dir, std::nullopt);
+  ASSERT_TRUE(made);
+  ASSERT_EQ(::unlink((dir + "/output").c_str()), 0);
+  ASSERT_EQ(::mkfifo((dir + "/output").c_str(), 0600), 0);
+  // Without O_NONBLOCK both opens would wait for a peer forever.
+  EXPECT_FALSE(OpenJobBuffer(made->get(), O_RDONLY, std::nullopt));
+  EXPECT_FALSE(OpenJobBuffer(made->get(), O_WRONLY | O_APPEND, std::nullopt));
+}
+
+TEST(JobDirTest, BufferOfAnotherOwnerIsRefused) {
+  TempDir tmp;
+  std::string dir = tmp.path() + "/1";
+  auto made = CreateJobDir(dir, std::nullopt);
+  ASSERT_TRUE(made);
+  auto fd = OpenJobBuffer(made->get(), O_RDONLY, JobDirOwner{::getuid() + 1, 0});
+  ASSERT_FALSE(fd);
+  EXPECT_NE(fd.error().message().find("not owned"), std::string::npos);
+}
+
+TEST(JobDirTest, ReplaceFileDoesNotWriteThroughAPlantedSymlink) {
+  TempDir tmp;
+  std::string dir = tmp.path() + "/1";
+  auto made = CreateJobDir(dir, std::nullopt);
+  ASSERT_TRUE(made);
+  WriteText(tmp.path() + "/victim", "precious\n");
+  // Both the final name and the temp name planted as links to the victim.
+  ASSERT_EQ(::symlink((tmp.path() + "/victim").c_str(), (dir + "/info.json").c_str()), 0);
+  ASSERT_EQ(::symlink((tmp.path() + "/victim").c_str(), (dir + "/.info.json.tmp").c_str()), 0);
+  auto replaced = ReplaceJobFile(made->get(), "info.json", "{}\n", 0640, std::nullopt);
+  ASSERT_TRUE(replaced) << replaced.error().message();
+  EXPECT_EQ(ReadText(tmp.path() + "/victim"), "precious\n");
+  EXPECT_EQ(ReadText(dir + "/info.json"), "{}\n");
+  struct stat st {};
+  ASSERT_EQ(::lstat((dir + "/info.json").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+}
+
+TEST(JobDirTest, RemoveDeletesNestedTreesButNeverFollowsLinks) {
+  TempDir tmp;
+  std::string dir = tmp.path() + "/1";
+  ASSERT_TRUE(CreateJobDir(dir, std::nullopt));
+  std::string outside = tmp.path() + "/outside";
+  WriteText(outside + "/keep", "keep\n");
+  WriteText(dir + "/a/b/c", "x");
+  ASSERT_EQ(::symlink(outside.c_str(), (dir + "/a/link").c_str()), 0);
+  ASSERT_EQ(::symlink(outside.c_str(), (dir + "/dirlink").c_str()), 0);
+  auto removed = RemoveJobDir(dir);
+  ASSERT_TRUE(removed) << removed.error().message();
+  EXPECT_FALSE(std::filesystem::exists(dir));
+  EXPECT_EQ(ReadText(outside + "/keep"), "keep\n");
+  EXPECT_TRUE(RemoveJobDir(dir)) << "removing what is gone is fine";
+}
+
+TEST(JobDirTest, RemoveOfASymlinkInPlaceOfTheDirRemovesOnlyTheLink) {
+  TempDir tmp;
+  std::string outside = tmp.path() + "/outside";
+  WriteText(outside + "/keep", "keep\n");
+  std::string dir = tmp.path() + "/1";
+  ASSERT_EQ(::symlink(outside.c_str(), dir.c_str()), 0);
+  EXPECT_TRUE(RemoveJobDir(dir));
+  EXPECT_EQ(ReadText(outside + "/keep"), "keep\n");
+  EXPECT_FALSE(std::filesystem::is_symlink(dir));
+}
+
+TEST(JobDirTest, RemoveRefusesTreesDeeperThanTheBound) {
+  TempDir tmp;
+  std::string dir = tmp.path() + "/1";
+  ASSERT_TRUE(CreateJobDir(dir, std::nullopt));
+  WriteText(dir + "/a/b/c/d/e", "x");
+  auto removed = RemoveJobDir(dir, 2);
+  ASSERT_FALSE(removed);
+  EXPECT_NE(removed.error().message().find("too deep"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hpcb::executor
