@@ -135,8 +135,10 @@ Result<std::string> BrokerCore::Submit(const Peer& peer, const std::string& text
                             options_.max_lifetime_s);
   job.id = next_id_++;
   dirty_ = true;
-  protocol::RegisterJob registration{job.id, request.argv, request.cwd, request.env,
-                                     request.output};
+  // The executor reads argv, cwd, env and output from the connection
+  // itself (the frame is still queued there; BrokerServer only peeked), so
+  // what we keep below is a copy of the very bytes it stores.
+  protocol::RegisterJob registration{job.id};
   Result<protocol::RegisterReply> registered = executor_.Register(registration, peer.fd);
   if (!registered) {
     LogError("cannot register job " + Id(job.id) + ": " + registered.error().message());

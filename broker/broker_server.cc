@@ -5,17 +5,26 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <string>
 #include <vector>
 
 #include "protocol/base/log.h"
+#include "protocol/queued_frame.h"
 
 namespace hpcb::broker {
 namespace {
 
 constexpr int kPollMs = 250;
+constexpr int kStalledPollMs = 20;
 constexpr std::size_t kChunk = 64 * 1024;
 constexpr std::size_t kMaxChunksPerPump = 16;
+constexpr double kStalledRetryS = 0.02;
+
+// Stall back-off runs on the real clock: the policy clock may be a test's.
+double SteadyNow() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 }  // namespace
 
@@ -41,17 +50,27 @@ bool BrokerServer::OnReadable(Connection& connection) {
     ssize_t n = ::read(connection.fd.get(), sink, sizeof sink);
     return n > 0 || (n < 0 && errno == EINTR);
   }
-  char buffer[65536];
-  ssize_t n = ::read(connection.fd.get(), buffer, sizeof buffer);
-  if (n < 0 && errno == EINTR) return true;
-  if (n <= 0) return false;
-  connection.decoder.Feed(std::string_view(buffer, static_cast<std::size_t>(n)));
-  Result<std::optional<std::string>> frame = connection.decoder.Next();
-  if (!frame) return false;
-  if (!*frame) return true;
+  // Peeked, not read: a submission's frame must still be queued when the
+  // executor takes it from this socket (queued_frame.h).
+  Result<std::optional<std::string>> frame = protocol::PeekQueuedFrame(connection.fd.get());
+  if (!frame) {
+    if (frame.error().code() != ErrorCode::kUnavailable) {
+      LogWarning("closing a client connection: " + frame.error().message());
+    }
+    return false;
+  }
+  if (!*frame) {
+    // Half a frame: poll would report the socket readable again at once,
+    // so leave it out of the poll set for a moment instead of spinning.
+    connection.retry_at = SteadyNow() + kStalledRetryS;
+    return true;
+  }
   connection.answered = true;
   std::optional<Response> response =
       core_.Handle(Peer{connection.uid, connection.fd.get()}, **frame);
+  // Whatever the executor did not take (any request but an accepted
+  // submission) is still queued: drop it, or closing would reset the client.
+  protocol::DiscardQueued(connection.fd.get(), 4 + (*frame)->size());
   if (!response) return false;
   if (!protocol::WriteFrame(connection.fd.get(), response->frame)) return false;
   if (!response->attach) return false;
@@ -90,8 +109,16 @@ Result<void> BrokerServer::Run(const volatile std::sig_atomic_t* stop) {
     std::vector<struct pollfd> fds;
     fds.push_back({listener_.get(), POLLIN, 0});
     fds.push_back({executor_.fd(), POLLIN, 0});
-    for (auto& [raw, connection] : connections_) fds.push_back({raw, POLLIN, 0});
-    int ready = ::poll(fds.data(), fds.size(), kPollMs);
+    const double before = SteadyNow();
+    bool stalled = false;
+    for (auto& [raw, connection] : connections_) {
+      if (connection.retry_at > before) {
+        stalled = true;
+        continue;
+      }
+      fds.push_back({raw, POLLIN, 0});
+    }
+    int ready = ::poll(fds.data(), fds.size(), stalled ? kStalledPollMs : kPollMs);
     if (ready < 0 && errno != EINTR) return Error::FromErrno(errno, "poll");
     if (ready > 0) {
       if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) {

@@ -1,6 +1,7 @@
 // BrokerServer: the broker's single-threaded poll loop. Accepts clients on
-// the listening socket, reads one frame per connection (FrameDecoder, 1 MiB
-// cap; a malformed frame closes the connection), hands it to BrokerCore,
+// the listening socket, peeks at one request frame per connection
+// (protocol/queued_frame.h: a submission stays queued for the executor to
+// read; a malformed or oversized frame closes the connection), hands it to BrokerCore,
 // writes the reply, and streams attach output. Also reads executor events
 // and ticks the core every second.
 #ifndef HPCB_BROKER_BROKER_SERVER_H_
@@ -30,7 +31,7 @@ class BrokerServer {
   struct Connection {
     UniqueFd fd;
     uid_t uid = 0;
-    protocol::FrameDecoder decoder{protocol::kMaxClientFrame};
+    double retry_at = 0;  // half a request queued: not polled before this
     std::optional<std::uint64_t> attach;  // streaming this job's output
     UniqueFd output;                      // its buffer, once started
     bool answered = false;

@@ -9,6 +9,7 @@
 
 #include "protocol/daemon_config.h"
 #include "protocol/framing.h"
+#include "protocol/queued_frame.h"
 
 namespace hpcb::client {
 namespace {
@@ -54,6 +55,11 @@ Result<UniqueFd> Connect(const std::string& path) {
 }
 
 Result<std::string> Exchange(int fd, std::string_view request) {
+  if (request.size() > protocol::kMaxRequestFrame) {
+    return InvalidArgument("the request is " + std::to_string(request.size()) +
+                           " bytes (command, environment and paths); at most " +
+                           std::to_string(protocol::kMaxRequestFrame) + " fit in one submission");
+  }
   Result<void> sent = protocol::WriteFrame(fd, request);
   if (!sent) {
     return Error(ErrorCode::kUnavailable, "daemon closed the connection unexpectedly");

@@ -17,6 +17,8 @@
 #include "executor/job_env.h"
 #include "executor/sysfacts.h"
 #include "protocol/base/log.h"
+#include "protocol/client_messages.h"
+#include "protocol/queued_frame.h"
 
 namespace hpcb::executor {
 namespace {
@@ -191,19 +193,27 @@ ExecutorServer::Reply ExecutorServer::OnRegister(const std::string& text,
   auto user = LookUpUser(peer->uid);
   if (!user) return fail(user.error());
   if (facts_.as_root) user->who.gid = peer->gid;  // the submitter's current gid
+  // What runs comes from the user's own bytes on their connection, never
+  // from the broker's message (trust rule 2).
+  auto frame = protocol::TakeQueuedFrame(packet.fds[0].get());
+  if (!frame) return fail(frame.error().WithContext("reading the submission"));
+  auto cmd = protocol::PeekTag(*frame, "cmd");
+  if (!cmd || *cmd != "new") return fail(InvalidArgument("the connection does not carry a submission"));
+  auto submitted = Decode<protocol::SubmitRequest>(*frame);
+  if (!submitted) return fail(submitted.error().WithContext("submission"));
   LaunchSpec spec;
   spec.id = id;
   spec.who = user->who;
   spec.home = user->facts.home;
   spec.shell = user->facts.shell;
-  spec.argv = request->argv;
-  spec.cwd = request->cwd;
-  spec.env = request->env;
-  if (request->output) {
+  spec.argv = std::move(submitted->argv);
+  spec.cwd = std::move(submitted->cwd);
+  spec.env = std::move(submitted->env);
+  if (const std::optional<std::string>& output = submitted->output) {
     protocol::CheckDestRequest check;
     check.id = id;
     check.who = spec.who;
-    check.path = *request->output;
+    check.path = *output;
     auto answer = AskLauncher(Encode(check), {});
     if (!answer) return fail(answer.error());
     auto decoded = Decode<protocol::CheckDestReply>(answer->bytes);

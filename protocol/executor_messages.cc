@@ -25,10 +25,6 @@ Result<void> Hello::Validate() const {
 
 Result<void> RegisterJob::Validate() const {
   if (id == 0) return InvalidArgument("job id must be positive");
-  HPCB_TRY(CheckArgv(argv));
-  HPCB_TRY(CheckPath(cwd, "cwd"));
-  HPCB_TRY(CheckEnv(env));
-  if (output) HPCB_TRY(CheckPath(*output, "output path"));
   return Ok();
 }
 

@@ -5,10 +5,11 @@
 // send JobExited events at any time, including while a request is pending,
 // so the broker's channel queues events it reads while waiting.
 //
-// The broker never sends a path the executor acts on as root, nor a uid:
-// RegisterJob carries the client's connected socket (SCM_RIGHTS) and the
-// executor reads the submitter's identity from it with SO_PEERCRED. Later
-// requests name a job only by id.
+// The broker never sends a path the executor acts on as root, nor a uid,
+// nor what a job runs: RegisterJob carries the client's connected socket
+// (SCM_RIGHTS); the executor reads the submitter's identity from it with
+// SO_PEERCRED and the submission from the socket itself. Later requests
+// name a job only by id.
 #ifndef HPCB_PROTOCOL_EXECUTOR_MESSAGES_H_
 #define HPCB_PROTOCOL_EXECUTOR_MESSAGES_H_
 
@@ -48,25 +49,19 @@ struct HelloReply {
   Result<void> Validate() const { return Ok(); }
 };
 
-// broker -> executor, with the client's connected socket as the only fd.
-// The executor takes uid/gid from SO_PEERCRED on that socket, checks the
-// output destination as that user, and stores the launch spec root-only.
-// Reply: RegisterReply.
+// broker -> executor, with the client's connected socket as the only fd,
+// on which the client's submission frame is still queued, unread (the
+// broker only peeked at it; see queued_frame.h). The executor takes uid/gid
+// from SO_PEERCRED on that socket and reads argv, cwd, env and output from
+// the frame itself, so none of them passes through the broker's hands;
+// checks the output destination as that user, and stores the launch spec
+// root-only. Reply: RegisterReply.
 struct RegisterJob {
   std::uint64_t id = 0;
-  std::vector<std::string> argv;
-  std::string cwd;
-  std::map<std::string, std::string> env;  // overlaid on the clean env
-  std::optional<std::string> output;       // absolute; none = --no-output
   template <class A> void save(A& ar) const {
     Put(ar, "type", std::string("register")); Put(ar, "id", id);
-    Put(ar, "argv", argv); Put(ar, "cwd", cwd); Put(ar, "env", env);
-    Put(ar, "output", output);
   }
-  template <class A> void load(A& ar) {
-    Get(ar, "id", id); Get(ar, "argv", argv); Get(ar, "cwd", cwd);
-    Get(ar, "env", env); Get(ar, "output", output);
-  }
+  template <class A> void load(A& ar) { Get(ar, "id", id); }
   Result<void> Validate() const;
 };
 

@@ -39,6 +39,7 @@ class FakeExecutor : public ExecutorChannel {
   // Peer uid the "kernel" reports for the next Register.
   uid_t peer_uid = 1000;
   std::optional<std::string> register_error;
+  std::optional<std::string> output_dir = "/tmp";
   std::optional<std::string> start_error;
   protocol::HelloReply hello;
   std::vector<protocol::RegisterJob> registered;
@@ -57,7 +58,9 @@ class FakeExecutor : public ExecutorChannel {
     reply.uid = peer_uid;
     reply.gid = peer_uid;
     reply.user = users.UserName(peer_uid).value_or("?");
-    if (job.output) reply.output_dest = *job.output + "/output." + std::to_string(job.id) + ".log";
+    // The real executor reads the destination from the client's frame; the
+    // core tests always submit with --output /tmp.
+    if (output_dir) reply.output_dest = *output_dir + "/output." + std::to_string(job.id) + ".log";
     return reply;
   }
   Result<protocol::StartReply> Start(const protocol::StartJob& start) override {

@@ -1,5 +1,6 @@
 // Runs the real client against a one-connection fake broker in a thread.
 #include "client/dispatch.h"
+#include "client/transport.h"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -341,6 +342,25 @@ TEST(DispatchTest, VersionAndHelp) {
   Outcome help = Dispatch({"--help"});
   EXPECT_EQ(help.code, 0);
   EXPECT_NE(help.out.find("attach"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hpcb::client
+
+namespace hpcb::client {
+namespace {
+
+// A submission must fit the socket queue whole (protocol/queued_frame.h):
+// the client says so itself instead of sending something never accepted.
+TEST(TransportTest, OversizedRequestIsRefusedBeforeSending) {
+  int pair[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
+  UniqueFd a(pair[0]), b(pair[1]);
+  auto sent = Exchange(a.get(), std::string(200 * 1024, 'x'));
+  ASSERT_FALSE(sent);
+  EXPECT_NE(sent.error().message().find("at most 131072"), std::string::npos) << sent.error().message();
+  char byte;
+  EXPECT_LT(::recv(b.get(), &byte, 1, MSG_DONTWAIT), 0) << "nothing was sent";
 }
 
 }  // namespace

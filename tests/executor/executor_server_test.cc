@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "protocol/client_messages.h"
 #include "tests/executor/test_util.h"
 
 namespace hpcb::executor {
@@ -40,14 +41,21 @@ class ExecutorServerTest : public ::testing::Test {
     return server_->Handle(packet).text;
   }
 
-  std::string Register(std::uint64_t id, int client_fd) {
+  // As the broker would: the client's submission is queued on the
+  // connection (written by `peer_fd`, the client's end), unread.
+  std::string Register(std::uint64_t id, int client_fd, int peer_fd,
+                       const std::string& register_text = "") {
+    protocol::SubmitRequest submit;
+    submit.argv = {"true"};
+    submit.cwd = "/";
+    submit.env = {{"SECRET", "x"}};
+    if (peer_fd >= 0) {
+      EXPECT_TRUE(protocol::WriteFrame(peer_fd, protocol::Encode(submit)));
+    }
     protocol::RegisterJob job;
     job.id = id;
-    job.argv = {"true"};
-    job.cwd = "/";
-    job.env = {{"SECRET", "x"}};
     Packet packet;
-    packet.bytes = protocol::Encode(job);
+    packet.bytes = register_text.empty() ? protocol::Encode(job) : register_text;
     packet.fds.emplace_back(::dup(client_fd));
     return server_->Handle(packet).text;
   }
@@ -83,8 +91,44 @@ TEST_F(ExecutorServerTest, MalformedAndUnknownMessagesAreRefused) {
 
 TEST_F(ExecutorServerTest, RegisterNeedsTheClientSocket) {
   Send(protocol::Encode(protocol::Hello{}));
-  protocol::RegisterJob job{1, {"true"}, "/", {}, std::nullopt};
+  protocol::RegisterJob job{1};
   EXPECT_TRUE(IsError(Send(protocol::Encode(job))));
+}
+
+TEST_F(ExecutorServerTest, RegisterReadsWhatRunsFromTheClientNotTheBroker) {
+  Send(protocol::Encode(protocol::Hello{}));
+  int pair[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
+  UniqueFd a(pair[0]), b(pair[1]);
+  // A broker adding its own command, cwd and identity gets none of them in.
+  std::string reply = Register(
+      3, a.get(), b.get(),
+      R"({"type":"register","id":3,"argv":["/bin/evil"],"cwd":"/forged-cwd","uid":0,"output":["/etc"]})");
+  ASSERT_FALSE(IsError(reply)) << reply;
+  std::string spec = testing::ReadText(config_.state_dir + "/specs/3.json");
+  EXPECT_NE(spec.find(R"("argv":["true"])"), std::string::npos) << spec;
+  EXPECT_EQ(spec.find("evil"), std::string::npos);
+  EXPECT_EQ(spec.find("forged-cwd"), std::string::npos);
+  char left;
+  EXPECT_LT(::recv(a.get(), &left, 1, MSG_DONTWAIT), 0) << "the frame was taken off the socket";
+}
+
+TEST_F(ExecutorServerTest, RegisterWithoutAQueuedSubmissionIsRefusedWithoutWaiting) {
+  Send(protocol::Encode(protocol::Hello{}));
+  int pair[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
+  UniqueFd a(pair[0]), b(pair[1]);
+  std::string nothing = Register(4, a.get(), -1);
+  EXPECT_TRUE(IsError(nothing));
+  EXPECT_NE(nothing.find("no whole request"), std::string::npos) << nothing;
+  // Half a frame: a length prefix promising more than is there.
+  ASSERT_TRUE(protocol::WriteAll(b.get(), std::string("\x40\x00\x00\x00{\"cmd\"", 11)));
+  EXPECT_TRUE(IsError(Register(4, a.get(), -1)));
+  // A whole frame that is not a submission (say, the client's list request).
+  ASSERT_TRUE(protocol::WriteFrame(b.get(), R"({"cmd":"list","all":true})"));
+  std::string list = Register(4, a.get(), -1);
+  EXPECT_NE(list.find("does not carry a submission"), std::string::npos) << list;
+  EXPECT_NE(::access((config_.state_dir + "/specs/4.json").c_str(), F_OK), 0);
 }
 
 TEST_F(ExecutorServerTest, RegisterStoresRootOnlySpecAndRefusesDuplicates) {
@@ -92,7 +136,7 @@ TEST_F(ExecutorServerTest, RegisterStoresRootOnlySpecAndRefusesDuplicates) {
   int pair[2];
   ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
   UniqueFd a(pair[0]), b(pair[1]);
-  std::string reply = Register(5, a.get());
+  std::string reply = Register(5, a.get(), b.get());
   ASSERT_FALSE(IsError(reply)) << reply;
   struct stat st {};
   ASSERT_EQ(::stat((config_.state_dir + "/specs/5.json").c_str(), &st), 0);
@@ -106,7 +150,7 @@ TEST_F(ExecutorServerTest, RegisterStoresRootOnlySpecAndRefusesDuplicates) {
   char target[4096] = {0};
   ASSERT_GT(::readlink((config_.dev_dir + "/jobs/5").c_str(), target, sizeof target - 1), 0);
   EXPECT_EQ(std::string(target), config_.state_dir + "/jobs/5");
-  EXPECT_TRUE(IsError(Register(5, a.get())));
+  EXPECT_TRUE(IsError(Register(5, a.get(), b.get())));
 }
 
 TEST_F(ExecutorServerTest, StartChecksPlacementAndOrder) {
@@ -115,7 +159,7 @@ TEST_F(ExecutorServerTest, StartChecksPlacementAndOrder) {
   int pair[2];
   ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
   UniqueFd a(pair[0]), b(pair[1]);
-  ASSERT_FALSE(IsError(Register(9, a.get())));
+  ASSERT_FALSE(IsError(Register(9, a.get(), b.get())));
   EXPECT_TRUE(IsError(Send(R"({"type":"start","id":9,"cpus":[7],"mems":[0],"memory_max":[],"gpus":[]})")));
   EXPECT_TRUE(IsError(Send(R"({"type":"start","id":9,"cpus":[0],"mems":[3],"memory_max":[],"gpus":[]})")));
   EXPECT_TRUE(IsError(Send(R"({"type":"start","id":9,"cpus":[0,0],"mems":[0],"memory_max":[],"gpus":[]})")));
@@ -134,7 +178,7 @@ TEST_F(ExecutorServerTest, RootModeRefusesAForgedRootSubmitter) {
   int pair[2];
   ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
   UniqueFd a(pair[0]), b(pair[1]);
-  std::string reply = Register(2, a.get());
+  std::string reply = Register(2, a.get(), b.get());
   EXPECT_TRUE(IsError(reply));
   EXPECT_NE(reply.find("root"), std::string::npos) << reply;
 }

@@ -78,6 +78,13 @@ TEST(ExecutorMessagesTest, SignalJobChecksTheSignalName) {
   EXPECT_TRUE(Decode<SignalJob>(Encode(s)));
 }
 
+TEST(ExecutorMessagesTest, RegisterJobCarriesNothingToRun) {
+  // Fields a broker might add are ignored, never stored (trust rule 2).
+  auto r = Decode<RegisterJob>(R"({"type":"register","id":4,"argv":["rm","-rf","/"],"uid":0})");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(Encode(*r), R"({"type":"register","id":4})");
+}
+
 TEST(ExecutorMessagesTest, HelloRefusesAnotherVersion) {
   Hello hello{.version = 99};
   EXPECT_FALSE(Decode<Hello>(Encode(hello)));
@@ -85,7 +92,7 @@ TEST(ExecutorMessagesTest, HelloRefusesAnotherVersion) {
 }
 
 TEST(ExecutorMessagesTest, RegisterJobNeedsAnId) {
-  RegisterJob r{.id = 0, .argv = {"x"}, .cwd = "/"};
+  RegisterJob r{.id = 0};
   EXPECT_FALSE(Decode<RegisterJob>(Encode(r)));
   r.id = 3;
   EXPECT_TRUE(Decode<RegisterJob>(Encode(r)));
