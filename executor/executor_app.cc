@@ -25,9 +25,11 @@ Result<void> Confine(const protocol::DaemonConfig& config) {
   if (!config.no_dev_dir) paths.read_write.push_back(config.dev_dir);
   paths.read_only = {"/etc", "/proc", "/usr", "/lib", "/lib64", config.sys_root, "/dev/null"};
   HPCB_TRY(ReduceCapabilities());
+  // A kernel without Landlock is a fact of the host; a kernel with it that
+  // refuses our ruleset is a bug we would rather stop on than run unconfined.
   auto landlock = ApplyLandlock(paths);
   if (!landlock) {
-    LogWarning("landlock not applied: " + landlock.error().message());
+    return landlock.error().WithContext("landlock");
   } else if (!*landlock) {
     LogInfo("landlock is not available in this kernel; skipping it");
   }
@@ -89,8 +91,9 @@ int ExecutorMain(int argc, char** argv) {
 
   auto confined = Confine(config);
   if (!confined) {
+    // 78: systemd must not restart into the same failure (RestartPreventExitStatus).
     LogError("cannot confine the executor: " + confined.error().message());
-    return 1;
+    return protocol::kExitConfig;
   }
   ExecutorServer server(config, facts, 3, 4);
   server.Recover();
