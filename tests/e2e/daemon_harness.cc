@@ -47,7 +47,9 @@ std::string Slurp(const std::string& path) {
 
 }  // namespace
 
-DaemonHarness::DaemonHarness() {
+DaemonHarness::DaemonHarness() : DaemonHarness(HarnessOptions{}) {}
+
+DaemonHarness::DaemonHarness(HarnessOptions options) : options_(std::move(options)) {
   EnsureTestUser(&uid_, &gid_);
   char pattern[] = "/tmp/hpcb-e2e.XXXXXX";
   dir_ = ::mkdtemp(pattern);
@@ -56,10 +58,17 @@ DaemonHarness::DaemonHarness() {
   fs::create_directories(dir_ + "/work");
   // Copies, so the test user can run them wherever the build tree lives.
   for (const char* binary : {HPCB_DISPATCH, HPCB_DAEMON, HPCB_EXECUTOR, HPCB_BROKER}) {
-    fs::copy_file(binary, dir_ + "/bin/" + fs::path(binary).filename().string(),
-                  fs::copy_options::overwrite_existing);
+    std::string name = fs::path(binary).filename().string();
+    auto replaced = options_.replace_binaries.find(name);
+    fs::copy_file(replaced == options_.replace_binaries.end() ? binary : replaced->second,
+                  dir_ + "/bin/" + name, fs::copy_options::overwrite_existing);
   }
-  if (::geteuid() == 0) {
+  for (const std::string& extra : options_.extra_binaries) {
+    std::string to = dir_ + "/bin/" + fs::path(extra).filename().string();
+    fs::copy_file(extra, to, fs::copy_options::overwrite_existing);
+    ::chmod(to.c_str(), 0755);
+  }
+  if (::geteuid() == 0 && !options_.daemon_as_root) {
     for (const auto& entry : fs::recursive_directory_iterator(dir_)) {
       (void)!::lchown(entry.path().c_str(), uid_, gid_);
     }
@@ -91,7 +100,8 @@ DaemonHarness::~DaemonHarness() {
 }
 
 CommandResult DaemonHarness::Run(const std::string& binary, const std::vector<std::string>& args,
-                                 std::chrono::seconds timeout, bool wait) {
+                                 std::chrono::seconds timeout, bool wait, const std::string& user,
+                                 const std::string& cwd) {
   CommandResult result;
   int out_pipe[2], err_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) return result;
@@ -101,7 +111,23 @@ CommandResult DaemonHarness::Run(const std::string& binary, const std::vector<st
   for (auto& a : argv_storage) argv.push_back(a.data());
   argv.push_back(nullptr);
   std::string socket_env = "HPC_BATCH_SOCKET=" + dir_ + "/sock";
-  std::string work_dir = work();
+  std::string work_dir = cwd.empty() ? work() : cwd;
+  // Resolved before fork: the child only makes system calls and initgroups.
+  uid_t run_uid = uid_;
+  gid_t run_gid = gid_;
+  bool change = ::geteuid() == 0 && !(!wait && options_.daemon_as_root);
+  std::string user_name = user;
+  if (!user.empty()) {
+    struct passwd* pw = ::getpwnam(user.c_str());
+    if (pw == nullptr) {
+      result.err = "[harness: no user " + user + "]";
+      ::close(out_pipe[0]); ::close(out_pipe[1]); ::close(err_pipe[0]); ::close(err_pipe[1]);
+      return result;
+    }
+    run_uid = pw->pw_uid;
+    run_gid = pw->pw_gid;
+  }
+  std::vector<std::string> env_storage = wait ? std::vector<std::string>{} : options_.daemon_env;
   int log_fd = wait ? -1 : ::open((dir_ + "/daemon.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   pid_t pid = ::fork();
   if (pid == 0) {
@@ -109,14 +135,17 @@ CommandResult DaemonHarness::Run(const std::string& binary, const std::vector<st
     ::dup2(out_pipe[1], 1);
     ::dup2(wait ? err_pipe[1] : log_fd, 2);
     if (!wait) ::dup2(log_fd, 1);
-    if (::geteuid() == 0) {
-      if (::setgroups(0, nullptr) != 0 || ::setresgid(gid_, gid_, gid_) != 0 ||
-          ::setresuid(uid_, uid_, uid_) != 0) {
+    if (change) {
+      int groups_ok = user_name.empty() ? ::setgroups(0, nullptr)
+                                        : ::initgroups(user_name.c_str(), run_gid);
+      if (groups_ok != 0 || ::setresgid(run_gid, run_gid, run_gid) != 0 ||
+          ::setresuid(run_uid, run_uid, run_uid) != 0) {
         ::_exit(126);
       }
     }
     if (::chdir(work_dir.c_str()) != 0) ::_exit(126);
     ::putenv(socket_env.data());
+    for (auto& e : env_storage) ::putenv(e.data());
     ::execv(argv[0], argv.data());
     ::_exit(127);
   }
@@ -164,7 +193,13 @@ CommandResult DaemonHarness::Run(const std::string& binary, const std::vector<st
   return result;
 }
 
-bool DaemonHarness::Start(const std::vector<std::string>& extra) {
+bool DaemonHarness::Start(const std::vector<std::string>& extra) { return StartDaemon(extra, true); }
+
+bool DaemonHarness::StartNoProbe(const std::vector<std::string>& extra) {
+  return StartDaemon(extra, false);
+}
+
+bool DaemonHarness::StartDaemon(const std::vector<std::string>& extra, bool probe) {
   std::vector<std::string> args = {"--no-cgroups", "--socket", dir_ + "/sock",
                                    "--state-dir", dir_ + "/state", "--dev-dir", dir_ + "/dev",
                                    "--reserve-cpu", "0"};
@@ -176,7 +211,7 @@ bool DaemonHarness::Start(const std::vector<std::string>& extra) {
   std::string sock = dir_ + "/sock";
   return WaitFor([&] {
     struct stat st;
-    return ::stat(sock.c_str(), &st) == 0 && Dispatch({"list"}).exit_code == 0;
+    return ::stat(sock.c_str(), &st) == 0 && (!probe || Dispatch({"list"}).exit_code == 0);
   }, std::chrono::seconds(10));
 }
 
@@ -200,6 +235,18 @@ void DaemonHarness::Reload() {
 CommandResult DaemonHarness::Dispatch(const std::vector<std::string>& args,
                                       std::chrono::seconds timeout) {
   return Run(dir_ + "/bin/dispatch", args, timeout, true);
+}
+
+CommandResult DaemonHarness::RunAs(const std::string& user, const std::string& cwd,
+                                   const std::string& binary, const std::vector<std::string>& args,
+                                   std::chrono::seconds timeout) {
+  return Run(binary, args, timeout, true, user, cwd);
+}
+
+CommandResult DaemonHarness::DispatchAs(const std::string& user, const std::string& cwd,
+                                        const std::vector<std::string>& args,
+                                        std::chrono::seconds timeout) {
+  return Run(dir_ + "/bin/dispatch", args, timeout, true, user, cwd);
 }
 
 std::string DaemonHarness::log() const { return Slurp(dir_ + "/daemon.log"); }

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -21,9 +22,23 @@ struct CommandResult {
   std::string err;
 };
 
+// Defaults: the daemon runs as the test user (user mode). The root tests
+// set daemon_as_root, so hpc-batchd runs as root with the real role split.
+struct HarnessOptions {
+  bool daemon_as_root = false;
+  // NAME=VALUE added to the daemon's environment (inherited by its roles).
+  std::vector<std::string> daemon_env;
+  // Daemon binary name -> file copied into the scratch bin dir in its
+  // place (the launcher starts its roles from its own directory).
+  std::map<std::string, std::string> replace_binaries;
+  // Extra files copied into the scratch bin dir (mode 0755).
+  std::vector<std::string> extra_binaries;
+};
+
 class DaemonHarness {
  public:
   DaemonHarness();
+  explicit DaemonHarness(HarnessOptions options);
   ~DaemonHarness();
   DaemonHarness(const DaemonHarness&) = delete;
   DaemonHarness& operator=(const DaemonHarness&) = delete;
@@ -31,6 +46,9 @@ class DaemonHarness {
   // Starts hpc-batchd with the scratch paths plus `extra` flags; returns
   // false (with the log in `log()`) if the socket did not appear.
   bool Start(const std::vector<std::string>& extra = {});
+  // Same, but only waits for the socket to appear (no `dispatch list`):
+  // for a daemon whose broker is not the real one.
+  bool StartNoProbe(const std::vector<std::string>& extra = {});
   // SIGTERM, bounded wait; jobs are left running (that is the contract).
   void Stop();
   // SIGHUP: the launcher re-execs itself.
@@ -41,7 +59,21 @@ class DaemonHarness {
   CommandResult Dispatch(const std::vector<std::string>& args,
                          std::chrono::seconds timeout = std::chrono::seconds(20));
 
+  // Runs `binary args...` as `user` (its uid, primary gid and
+  // initgroups() supplementary groups; "" = the test user) from `cwd`, with
+  // HPC_BATCH_SOCKET set. Only as root for another user.
+  CommandResult RunAs(const std::string& user, const std::string& cwd, const std::string& binary,
+                      const std::vector<std::string>& args,
+                      std::chrono::seconds timeout = std::chrono::seconds(20));
+  // `dispatch args...` as `user` from `cwd`.
+  CommandResult DispatchAs(const std::string& user, const std::string& cwd,
+                           const std::vector<std::string>& args,
+                           std::chrono::seconds timeout = std::chrono::seconds(20));
+
   const std::string& dir() const { return dir_; }
+  std::string bin() const { return dir_ + "/bin"; }
+  std::string state() const { return dir_ + "/state"; }
+  std::string socket() const { return dir_ + "/sock"; }
   std::string work() const { return dir_ + "/work"; }
   std::string log() const;
   std::string ReadWorkFile(const std::string& name) const;
@@ -52,7 +84,10 @@ class DaemonHarness {
 
  private:
   CommandResult Run(const std::string& binary, const std::vector<std::string>& args,
-                    std::chrono::seconds timeout, bool wait);
+                    std::chrono::seconds timeout, bool wait, const std::string& user = "",
+                    const std::string& cwd = "");
+  bool StartDaemon(const std::vector<std::string>& extra, bool probe);
+  HarnessOptions options_;
   std::string dir_;
   uid_t uid_;
   gid_t gid_;

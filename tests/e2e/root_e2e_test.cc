@@ -1,0 +1,754 @@
+// Root-mode end-to-end checks (issue 4): the real hpc-batchd as root with
+// --no-cgroups, real users created here, the real dispatch run as them.
+// Every test skips unless it runs as root. Accounts (created idempotently):
+//   hpcb-alice (supplementary group hpcb-extra), hpcb-bob, hpcb-carol (in
+//   the admin group hpcb-adm), and the broker's service user hpc-batch.
+// The ForgedBroker tests replace hpc-batch-broker with tests/e2e/
+// forged_broker.cc and send the root executor what a compromised broker
+// could.
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <map>
+#include <memory>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "protocol/base/unique_fd.h"
+#include "protocol/client_messages.h"
+#include "protocol/codec.h"
+#include "protocol/executor_messages.h"
+#include "protocol/framing.h"
+#include "tests/e2e/daemon_harness.h"
+
+namespace hpcb::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::seconds;
+
+constexpr const char* kAlice = "hpcb-alice";
+constexpr const char* kBob = "hpcb-bob";
+constexpr const char* kCarol = "hpcb-carol";  // in the admin group
+constexpr const char* kAdminGroup = "hpcb-adm";
+constexpr const char* kExtraGroup = "hpcb-extra";
+constexpr const char* kBrokerUser = "hpc-batch";
+
+struct Account {
+  std::string name;
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+
+int Sh(const std::string& command) {
+  return std::system(("(" + command + ") >/dev/null 2>&1").c_str());
+}
+
+void EnsureAccounts() {
+  for (const char* group : {kExtraGroup, kAdminGroup}) {
+    Sh(std::string("getent group ") + group + " || groupadd " + group);
+  }
+  Sh(std::string("getent passwd ") + kBrokerUser +
+     " || useradd --system --no-create-home --shell /usr/sbin/nologin " + kBrokerUser);
+  const std::vector<std::pair<std::string, std::string>> users = {
+      {kAlice, kExtraGroup}, {kBob, ""}, {kCarol, kAdminGroup}};
+  for (const auto& [name, group] : users) {
+    Sh("getent passwd " + name + " || useradd --no-create-home --shell /usr/sbin/nologin " +
+       (group.empty() ? "" : "-G " + group + " ") + name);
+    if (!group.empty()) Sh("id -nG " + name + " | grep -qw " + group + " || usermod -aG " + group + " " + name);
+  }
+}
+
+Account Lookup(const std::string& name) {
+  Account account;
+  account.name = name;
+  if (struct passwd* pw = ::getpwnam(name.c_str())) {
+    account.uid = pw->pw_uid;
+    account.gid = pw->pw_gid;
+  }
+  return account;
+}
+
+std::set<gid_t> GroupsOf(const Account& who) {
+  std::vector<gid_t> groups(64);
+  int count = static_cast<int>(groups.size());
+  if (::getgrouplist(who.name.c_str(), who.gid, groups.data(), &count) < 0) return {};
+  return std::set<gid_t>(groups.begin(), groups.begin() + count);
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void WriteFile(const std::string& path, const std::string& text, mode_t mode, uid_t uid, gid_t gid) {
+  {
+    std::ofstream out(path, std::ios::trunc);
+    out << text;
+  }
+  ::chmod(path.c_str(), mode);
+  (void)!::chown(path.c_str(), uid, gid);
+}
+
+// "Key:\tvalue" lines of a /proc/PID/status-like text.
+std::map<std::string, std::string> StatusFields(const std::string& text) {
+  std::map<std::string, std::string> fields;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string value = line.substr(colon + 1);
+    value.erase(0, value.find_first_not_of(" \t"));
+    fields[line.substr(0, colon)] = value;
+  }
+  return fields;
+}
+
+std::map<std::string, std::string> ProcStatus(pid_t pid) {
+  return StatusFields(Slurp("/proc/" + std::to_string(pid) + "/status"));
+}
+
+int JobIdIn(const std::string& submit_out) {
+  std::smatch match;
+  if (std::regex_search(submit_out, match, std::regex("job ([0-9]+) "))) return std::stoi(match[1]);
+  return -1;
+}
+
+// The pids the launcher logs once both roles are started.
+bool RolePids(const std::string& log, pid_t* executor, pid_t* broker) {
+  std::smatch match;
+  if (!std::regex_search(log, match, std::regex("executor pid ([0-9]+), broker pid ([0-9]+)"))) {
+    return false;
+  }
+  *executor = std::stoi(match[1]);
+  *broker = std::stoi(match[2]);
+  return true;
+}
+
+std::set<std::string> Words(const std::string& text) {
+  std::istringstream in(text);
+  std::set<std::string> words;
+  std::string word;
+  while (in >> word) words.insert(word);
+  return words;
+}
+
+class RootE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "root-mode e2e tests need root";
+    EnsureAccounts();
+    alice_ = Lookup(kAlice);
+    bob_ = Lookup(kBob);
+    carol_ = Lookup(kCarol);
+    broker_ = Lookup(kBrokerUser);
+    ASSERT_NE(alice_.uid, 0u) << "could not create " << kAlice;
+    ASSERT_NE(bob_.uid, 0u) << "could not create " << kBob;
+    ASSERT_NE(carol_.uid, 0u) << "could not create " << kCarol;
+    ASSERT_NE(broker_.uid, 0u) << "could not create " << kBrokerUser;
+  }
+
+  // A fresh harness (its scratch dir) with a work dir per user.
+  void MakeHarness(HarnessOptions options = {}) {
+    options.daemon_as_root = true;
+    daemon_ = std::make_unique<DaemonHarness>(std::move(options));
+    MakeUserDir(alice_, 0700);
+    MakeUserDir(bob_, 0755);
+    MakeUserDir(carol_, 0755);
+  }
+
+  void Boot(HarnessOptions options = {}) {
+    MakeHarness(std::move(options));
+    ASSERT_TRUE(daemon_->Start({"--admin-group", kAdminGroup})) << daemon_->log();
+    ASSERT_TRUE(RolePids(daemon_->log(), &executor_pid_, &broker_pid_)) << daemon_->log();
+  }
+
+  void MakeUserDir(const Account& who, mode_t mode) {
+    std::string dir = DirOf(who);
+    fs::create_directories(dir);
+    (void)!::chown(dir.c_str(), who.uid, who.gid);
+    ::chmod(dir.c_str(), mode);
+  }
+  std::string DirOf(const Account& who) const { return daemon_->work() + "/" + who.name; }
+
+  CommandResult As(const Account& who, const std::vector<std::string>& args,
+                   seconds timeout = seconds(20)) {
+    return daemon_->DispatchAs(who.name, DirOf(who), args, timeout);
+  }
+
+  // Submits as `who`; the job id, or -1 (with the failure recorded).
+  int Submit(const Account& who, const std::vector<std::string>& args) {
+    std::vector<std::string> full = {"new"};
+    full.insert(full.end(), args.begin(), args.end());
+    CommandResult submit = As(who, full);
+    EXPECT_EQ(submit.exit_code, 0) << submit.out << submit.err << daemon_->log();
+    return JobIdIn(submit.out);
+  }
+
+  // The `list --finished` line of job `id`, as `who` sees it.
+  std::string FinishedRow(const Account& who, int id) {
+    std::istringstream rows(As(who, {"list", "--finished"}).out);
+    std::string line;
+    while (std::getline(rows, line)) {
+      std::istringstream words(line);
+      std::string user, job;
+      words >> user >> job;
+      if (job == std::to_string(id)) return line;
+    }
+    return "";
+  }
+  // The STATE column of that line ("queued", "running", "done", ...).
+  std::string StateOf(const Account& who, int id) {
+    std::istringstream words(FinishedRow(who, id));
+    std::vector<std::string> all;
+    std::string word;
+    while (words >> word) all.push_back(word);
+    return all.size() >= 2 ? all[all.size() - 2] : "";
+  }
+  bool Ended(const Account& who, int id) {
+    std::string state = StateOf(who, id);
+    return !state.empty() && state != "running" && state != "queued";
+  }
+  bool WaitFinished(const Account& who, int id, seconds timeout = seconds(15)) {
+    return DaemonHarness::WaitFor([&] { return Ended(who, id); }, timeout);
+  }
+  bool Running(const Account& who, int id) { return StateOf(who, id) == "running"; }
+
+  Account alice_, bob_, carol_, broker_;
+  std::unique_ptr<DaemonHarness> daemon_;
+  pid_t executor_pid_ = -1;
+  pid_t broker_pid_ = -1;
+};
+
+// 1. Jobs run as the submitter, with the submitter's groups.
+TEST_F(RootE2eTest, JobsRunAsTheSubmitterWithItsGroups) {
+  Boot();
+  int alice_job = Submit(alice_, {"--", "sh", "-c", "id -u; id -g; id -G"});
+  int bob_job = Submit(bob_, {"--", "sh", "-c", "id -u; id -g; id -G"});
+  ASSERT_GT(alice_job, 0);
+  ASSERT_GT(bob_job, 0);
+
+  for (const auto& [who, id] : {std::pair{alice_, alice_job}, std::pair{bob_, bob_job}}) {
+    SCOPED_TRACE(who.name);
+    ASSERT_TRUE(WaitFinished(who, id)) << daemon_->log();
+    std::string path = DirOf(who) + "/output." + std::to_string(id) + ".log";
+    std::istringstream out(Slurp(path));
+    std::string uid, gid, groups;
+    std::getline(out, uid);
+    std::getline(out, gid);
+    std::getline(out, groups);
+    EXPECT_EQ(uid, std::to_string(who.uid)) << Slurp(path);
+    EXPECT_EQ(gid, std::to_string(who.gid)) << Slurp(path);
+    std::set<std::string> expected;
+    for (gid_t g : GroupsOf(who)) expected.insert(std::to_string(g));
+    EXPECT_EQ(Words(groups), expected) << groups;
+    struct stat st {};
+    ASSERT_EQ(::lstat(path.c_str(), &st), 0) << path;
+    EXPECT_TRUE(S_ISREG(st.st_mode));
+    EXPECT_EQ(st.st_uid, who.uid) << "output is not owned by the user";
+    EXPECT_EQ(st.st_gid, who.gid);
+  }
+  struct group* extra = ::getgrnam(kExtraGroup);
+  ASSERT_NE(extra, nullptr);
+  EXPECT_EQ(GroupsOf(alice_).count(extra->gr_gid), 1u) << "alice lacks " << kExtraGroup;
+}
+
+// 2. Another user can neither see, attach to nor kill a job; its owner and
+// the admin group can.
+TEST_F(RootE2eTest, AnotherUserCannotSeeAttachOrKillAJob) {
+  Boot();
+  int id = Submit(alice_, {"--", "sh", "-c", "echo started; sleep 3"});
+  ASSERT_GT(id, 0);
+  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return Running(alice_, id); }, seconds(10)))
+      << As(alice_, {"list"}).out << daemon_->log();
+  const std::string job = std::to_string(id);
+
+  CommandResult list_all = As(bob_, {"list", "--all"});
+  CommandResult bob_list = As(bob_, {"list"});
+  CommandResult attach = As(bob_, {"attach", job}, seconds(10));
+  CommandResult kill = As(bob_, {"kill", job});
+
+  EXPECT_NE(list_all.exit_code, 0) << list_all.out;
+  EXPECT_NE(list_all.err.find(kAdminGroup), std::string::npos) << list_all.err;
+  EXPECT_EQ(list_all.out.find(kAlice), std::string::npos) << list_all.out;
+  EXPECT_EQ(bob_list.out.find(kAlice), std::string::npos) << bob_list.out;
+  EXPECT_NE(attach.exit_code, 0) << attach.out;
+  EXPECT_FALSE(attach.err.empty());
+  EXPECT_EQ(attach.out.find("started"), std::string::npos) << attach.out;
+  EXPECT_NE(kill.exit_code, 0) << kill.out;
+  EXPECT_NE(kill.err.find("belongs to"), std::string::npos) << kill.err;
+  EXPECT_TRUE(Running(alice_, id)) << "bob's requests ended alice's job\n" << As(alice_, {"list"}).out;
+  // Nor can bob read the job's buffer or info behind the daemon's back.
+  for (const std::string& file : {daemon_->state() + "/jobs/" + job + "/output",
+                                  daemon_->state() + "/jobs/" + job + "/info.json",
+                                  daemon_->dir() + "/dev/jobs/" + job + "/output"}) {
+    CommandResult peek = daemon_->RunAs(bob_.name, DirOf(bob_), "/bin/cat", {file});
+    EXPECT_NE(peek.exit_code, 0) << file << ": " << peek.out;
+    EXPECT_EQ(peek.out.find("started"), std::string::npos) << file;
+    CommandResult owner = daemon_->RunAs(alice_.name, DirOf(alice_), "/bin/cat", {file});
+    EXPECT_EQ(owner.exit_code, 0) << file << ": " << owner.err;
+  }
+
+  CommandResult admin = As(carol_, {"list", "--all"});
+  EXPECT_EQ(admin.exit_code, 0) << admin.err;
+  EXPECT_NE(admin.out.find(kAlice), std::string::npos) << admin.out;
+
+  CommandResult own = As(alice_, {"attach", job}, seconds(15));
+  EXPECT_EQ(own.exit_code, 0) << own.err;
+  EXPECT_EQ(own.out, "started\n");
+
+  int second = Submit(alice_, {"--", "sleep", "30"});
+  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return Running(alice_, second); }, seconds(10)));
+  EXPECT_NE(As(bob_, {"kill", std::to_string(second)}).exit_code, 0);
+  EXPECT_TRUE(Running(alice_, second));
+  CommandResult own_kill = As(alice_, {"kill", std::to_string(second)});
+  EXPECT_EQ(own_kill.exit_code, 0) << own_kill.err;
+  EXPECT_TRUE(WaitFinished(alice_, second)) << daemon_->log();
+  EXPECT_NE(FinishedRow(alice_, second).find("killed"), std::string::npos) << FinishedRow(alice_, second);
+}
+
+// 3. A symlink put at the destination while the job runs is not followed:
+// neither a root-owned file nor a file of another user is written.
+TEST_F(RootE2eTest, OutputNeverFollowsASymlinkAtTheDestination) {
+  Boot();
+  MakeUserDir(alice_, 0755);
+  const std::string root_victim = daemon_->dir() + "/root-victim";
+  WriteFile(root_victim, "root victim\n", 0644, 0, 0);
+  const std::string bob_victim = DirOf(bob_) + "/bob-victim";
+  // World-writable: only not following the link can protect it.
+  WriteFile(bob_victim, "bob victim\n", 0666, bob_.uid, bob_.gid);
+
+  struct Case {
+    std::string victim;
+    std::string dest;
+    int id;
+  };
+  std::vector<Case> cases = {{root_victim, DirOf(alice_) + "/to-root.log", -1},
+                             {bob_victim, DirOf(alice_) + "/to-bob.log", -1}};
+  for (Case& c : cases) {
+    c.id = Submit(alice_, {"--output", c.dest, "--", "sh", "-c", "echo secret-output; sleep 2"});
+    ASSERT_GT(c.id, 0);
+    ASSERT_EQ(::symlink(c.victim.c_str(), c.dest.c_str()), 0) << c.dest;
+    (void)!::lchown(c.dest.c_str(), alice_.uid, alice_.gid);
+  }
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.victim);
+    ASSERT_TRUE(WaitFinished(alice_, c.id, seconds(20))) << daemon_->log();
+    EXPECT_EQ(Slurp(c.victim), c.victim == root_victim ? "root victim\n" : "bob victim\n");
+    struct stat st {};
+    ASSERT_EQ(::lstat(c.dest.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISLNK(st.st_mode)) << "the link at the destination was replaced";
+    std::error_code ec;
+    EXPECT_EQ(fs::read_symlink(c.dest, ec).string(), c.victim);
+    std::string buffer = daemon_->state() + "/jobs/" + std::to_string(c.id) + "/output";
+    EXPECT_EQ(Slurp(buffer), "secret-output\n") << "the undelivered output is not kept at " << buffer;
+  }
+  CommandResult finished = As(alice_, {"list", "--finished"});
+  for (const Case& c : cases) {
+    EXPECT_NE(finished.err.find("job " + std::to_string(c.id) + ": could not save output to " + c.dest),
+              std::string::npos) << finished.err;
+  }
+  EXPECT_NE(daemon_->log().find("could not save output to"), std::string::npos) << daemon_->log();
+}
+
+// 4. The executor is confined (seccomp, no_new_privs, four capabilities),
+// the broker unprivileged and filtered; the launcher and jobs are not.
+TEST_F(RootE2eTest, RolesAreConfinedAndJobsAreNot) {
+  HarnessOptions options;
+  Boot(options);
+  auto executor = ProcStatus(executor_pid_);
+  auto broker = ProcStatus(broker_pid_);
+  auto launcher = ProcStatus(daemon_->daemon_pid());
+  ASSERT_FALSE(executor.empty()) << daemon_->log();
+  ASSERT_FALSE(broker.empty()) << daemon_->log();
+  EXPECT_EQ(executor["Seccomp"], "2");
+  EXPECT_EQ(executor["NoNewPrivs"], "1");
+  EXPECT_EQ(executor["CapEff"], "000000000000002b");  // chown, dac_override, fowner, kill
+  EXPECT_EQ(executor["CapPrm"], "000000000000002b");
+  std::string u = std::to_string(broker_.uid);
+  EXPECT_EQ(Words(broker["Uid"]), std::set<std::string>{u}) << broker["Uid"];
+  EXPECT_EQ(broker["CapEff"], "0000000000000000");
+  EXPECT_EQ(broker["CapPrm"], "0000000000000000");
+  EXPECT_EQ(broker["Seccomp"], "2");
+  EXPECT_EQ(launcher["Seccomp"], "0");
+
+  const std::string grep = "grep -E '^(Uid|CapEff|CapPrm|Seccomp|NoNewPrivs):' /proc/self/status";
+  int id = Submit(alice_, {"--", "sh", "-c", grep});
+  ASSERT_GT(id, 0);
+  ASSERT_TRUE(WaitFinished(alice_, id)) << daemon_->log();
+  auto job = StatusFields(Slurp(DirOf(alice_) + "/output." + std::to_string(id) + ".log"));
+  EXPECT_EQ(job["CapEff"], "0000000000000000");
+  EXPECT_EQ(job["Seccomp"], "0");
+  // The same as the user gets outside the daemon.
+  CommandResult direct = daemon_->RunAs(alice_.name, DirOf(alice_), "/bin/sh", {"-c", grep});
+  ASSERT_EQ(direct.exit_code, 0) << direct.err;
+  EXPECT_EQ(job, StatusFields(direct.out));
+}
+
+// 5. A job keeps what a user can do: perf_event_open and ptrace of its
+// own child behave exactly as for the same user outside the daemon.
+TEST_F(RootE2eTest, JobCanUsePerfAndPtraceAsItsUserCan) {
+  HarnessOptions options;
+  options.extra_binaries = {HPCB_PROBE};
+  Boot(options);
+  const std::string probe = daemon_->bin() + "/" + fs::path(HPCB_PROBE).filename().string();
+
+  CommandResult direct = daemon_->RunAs(alice_.name, DirOf(alice_), probe, {});
+  int id = Submit(alice_, {"--", probe});
+  ASSERT_GT(id, 0);
+  ASSERT_TRUE(WaitFinished(alice_, id)) << daemon_->log();
+
+  ASSERT_EQ(direct.exit_code, 0) << direct.err;
+  std::string in_job = Slurp(DirOf(alice_) + "/output." + std::to_string(id) + ".log");
+  EXPECT_EQ(in_job, direct.out) << "perf_event_paranoid=" << Slurp("/proc/sys/kernel/perf_event_paranoid");
+  EXPECT_NE(direct.out.find("uid " + std::to_string(alice_.uid)), std::string::npos) << direct.out;
+  std::cout << "probe as " << kAlice << ":\n" << direct.out;
+}
+
+// 6. A forged broker.
+class ForgedBrokerTest : public RootE2eTest {
+ protected:
+  void SetUp() override {
+    RootE2eTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    char pattern[] = "/tmp/hpcb-forged.XXXXXX";
+    control_dir_ = ::mkdtemp(pattern);
+    replies_ = control_dir_ + "/replies.log";
+    std::string control_path = control_dir_ + "/control";
+    listen_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    struct sockaddr_un addr {};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", control_path.c_str());
+    ASSERT_EQ(::bind(listen_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    ASSERT_EQ(::listen(listen_.get(), 1), 0);
+
+    HarnessOptions options;
+    options.replace_binaries["hpc-batch-broker"] = HPCB_FORGED_BROKER;
+    options.daemon_env = {"HPCB_FORGED_CONTROL=" + control_path, "HPCB_FORGED_REPLIES=" + replies_};
+    MakeHarness(options);
+    rootonly_ = daemon_->dir() + "/rootonly";
+    fs::create_directories(rootonly_);
+    ::chmod(rootonly_.c_str(), 0755);
+    ASSERT_TRUE(daemon_->StartNoProbe({"--admin-group", kAdminGroup})) << daemon_->log();
+    struct pollfd pfd {listen_.get(), POLLIN, 0};
+    ASSERT_EQ(::poll(&pfd, 1, 10000), 1) << "the forged broker did not connect\n" << daemon_->log();
+    control_.reset(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    ASSERT_TRUE(control_.valid());
+    ASSERT_TRUE(DaemonHarness::WaitFor([&] { return RolePids(daemon_->log(), &executor_pid_, &broker_pid_); },
+                                       std::chrono::seconds(10))) << daemon_->log();
+    // Meaningful only if the forged broker runs as the service user.
+    ASSERT_TRUE(DaemonHarness::WaitFor(
+        [&] { return Words(ProcStatus(broker_pid_)["Uid"]) == std::set<std::string>{std::to_string(broker_.uid)}; },
+        std::chrono::seconds(5))) << ProcStatus(broker_pid_)["Uid"] << daemon_->log();
+  }
+
+  void TearDown() override {
+    control_.reset();
+    if (daemon_) daemon_->Stop();
+    listen_.reset();
+    if (!control_dir_.empty()) {
+      std::error_code ignored;
+      fs::remove_all(control_dir_, ignored);
+    }
+  }
+
+  // One command to the forged broker; its one-line answer.
+  std::string Ask(const std::string& line) {
+    std::string text = line + "\n";
+    if (!protocol::WriteAll(control_.get(), text)) return "ERROR control write";
+    std::string answer;
+    auto deadline = std::chrono::steady_clock::now() + seconds(30);
+    while (answer.find('\n') == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+      struct pollfd pfd {control_.get(), POLLIN, 0};
+      if (::poll(&pfd, 1, 200) <= 0) continue;
+      char buf[4096];
+      ssize_t got = ::read(control_.get(), buf, sizeof buf);
+      if (got <= 0) return "ERROR control closed";
+      answer.append(buf, static_cast<std::size_t>(got));
+    }
+    if (answer.find('\n') == std::string::npos) return "ERROR control timeout";
+    return answer.substr(0, answer.find('\n'));
+  }
+
+  void Hello() {
+    std::string reply = Ask("send " + protocol::Encode(protocol::Hello{}));
+    auto type = protocol::PeekTag(reply, "type");
+    ASSERT_TRUE(type && *type == "hello_reply") << reply << daemon_->log();
+  }
+
+  bool ExecutorAlive() { return ::kill(executor_pid_, 0) == 0 && !ProcStatus(executor_pid_).empty(); }
+
+  // A client connection made by `who` (its peer credentials), carrying
+  // `frame` as its first frame, unread.
+  UniqueFd ConnectAs(const Account& who, const std::string& frame) {
+    int pair[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) return UniqueFd();
+    UniqueFd ours(pair[0]);
+    UniqueFd theirs(pair[1]);
+    std::string socket_path = daemon_->socket();
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ours.reset();
+      if (who.uid != 0 && (::initgroups(who.name.c_str(), who.gid) != 0 ||
+                           ::setresgid(who.gid, who.gid, who.gid) != 0 ||
+                           ::setresuid(who.uid, who.uid, who.uid) != 0)) {
+        ::_exit(126);
+      }
+      int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      struct sockaddr_un addr {};
+      addr.sun_family = AF_UNIX;
+      std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", socket_path.c_str());
+      if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) ::_exit(125);
+      if (!protocol::WriteFrame(fd, frame)) ::_exit(124);
+      if (!protocol::SendMessage(theirs.get(), "fd", {fd})) ::_exit(123);
+      ::_exit(0);
+    }
+    theirs.reset();
+    UniqueFd result;
+    struct pollfd pfd {ours.get(), POLLIN, 0};
+    if (pid > 0 && ::poll(&pfd, 1, 10000) == 1) {
+      auto packet = protocol::ReceiveMessage(ours.get());
+      if (packet && packet->fds.size() == 1) result = std::move(packet->fds[0]);
+    }
+    if (pid > 0) {
+      if (!DaemonHarness::WaitFor([&] { return ::waitpid(pid, nullptr, WNOHANG) == pid; }, seconds(5))) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+      }
+    }
+    return result;
+  }
+
+  std::string SubmitFrame(const Account& who, std::vector<std::string> argv,
+                          std::optional<std::string> output) {
+    protocol::SubmitRequest submit;
+    submit.argv = std::move(argv);
+    submit.cwd = who.uid == 0 ? "/" : DirOf(who);
+    submit.output = std::move(output);
+    return protocol::Encode(submit);
+  }
+
+  std::string RegisterJson(int id, const std::string& extra = "") {
+    return "{\"type\":\"register\",\"id\":" + std::to_string(id) + extra + "}";
+  }
+
+  std::string StartJson(int id, std::vector<int> cpus, std::vector<int> mems = {}) {
+    protocol::StartJob start;
+    start.id = static_cast<std::uint64_t>(id);
+    start.cpus = std::move(cpus);
+    start.mems = std::move(mems);
+    return protocol::Encode(start);
+  }
+
+  // Registers a job of `who` whose connection carries `frame`; `extra`
+  // is spliced into the register message. The decoded reply.
+  protocol::RegisterReply Register(int id, const UniqueFd& client, const std::string& extra = "") {
+    EXPECT_TRUE(client.valid()) << "no client connection";
+    std::string reply = Ask("accept " + RegisterJson(id, extra));
+    auto decoded = protocol::Decode<protocol::RegisterReply>(reply);
+    EXPECT_TRUE(decoded) << reply;
+    return decoded ? *decoded : protocol::RegisterReply{};
+  }
+
+  bool LogHas(const std::string& text) { return daemon_->log().find(text) != std::string::npos; }
+
+  // Starts a registered job on cpu 0 and waits for its exited event.
+  void RunToEnd(int id) {
+    std::string reply = Ask("send " + StartJson(id, {0}));
+    auto started = protocol::Decode<protocol::StartReply>(reply);
+    ASSERT_TRUE(started) << reply;
+    ASSERT_FALSE(started->error) << *started->error;
+    std::string event = Ask("event");
+    auto exited = protocol::Decode<protocol::JobExited>(event);
+    ASSERT_TRUE(exited) << event << daemon_->log();
+    EXPECT_EQ(exited->id, static_cast<std::uint64_t>(id));
+  }
+
+  std::string control_dir_;
+  std::string replies_;
+  std::string rootonly_;  // root's, 0755: no user may write in it
+  UniqueFd listen_;
+  UniqueFd control_;
+};
+
+// (a) A message over the internal cap is refused; the executor goes on.
+TEST_F(ForgedBrokerTest, OversizedFrameIsRefusedAndTheExecutorGoesOn) {
+  std::string reply = Ask("oversized " + std::to_string(protocol::kMaxInternalMessage + 200 * 1024));
+  auto ack = protocol::Decode<protocol::Ack>(reply);
+  ASSERT_TRUE(ack) << reply << daemon_->log();
+  ASSERT_TRUE(ack->error);
+  EXPECT_NE(ack->error->find("exceeds"), std::string::npos) << *ack->error;
+  EXPECT_TRUE(LogHas("refused a broker message")) << daemon_->log();
+  EXPECT_TRUE(ExecutorAlive());
+  Hello();
+  EXPECT_NE(Slurp(replies_).find("hello_reply"), std::string::npos) << Slurp(replies_);
+}
+
+// (b) A connection whose peer is root is refused.
+TEST_F(ForgedBrokerTest, RootPeerIsRefused) {
+  Hello();
+  Account root{"root", 0, 0};
+  UniqueFd client = ConnectAs(root, SubmitFrame(root, {"id"}, std::nullopt));
+
+  protocol::RegisterReply reply = Register(2, client);
+
+  ASSERT_TRUE(reply.error) << "a job registered as uid " << reply.uid;
+  EXPECT_NE(reply.error->find("uid 0"), std::string::npos) << *reply.error;
+  EXPECT_TRUE(LogHas("refused register of job 2")) << daemon_->log();
+  EXPECT_TRUE(LogHas("uid 0")) << daemon_->log();
+  EXPECT_FALSE(fs::exists(daemon_->state() + "/jobs/2"));
+  EXPECT_TRUE(ExecutorAlive());
+}
+
+// (c) A socket the broker made itself (peer: the broker's service uid).
+TEST_F(ForgedBrokerTest, BrokersOwnSocketIsRefused) {
+  Hello();
+
+  std::string text = Ask("pair " + RegisterJson(3));
+
+  auto reply = protocol::Decode<protocol::RegisterReply>(text);
+  ASSERT_TRUE(reply) << text;
+  ASSERT_TRUE(reply->error) << "a job registered as the broker's uid " << reply->uid << " (" << reply->user << ")";
+  EXPECT_NE(reply->error->find(std::to_string(broker_.uid)), std::string::npos) << *reply->error;
+  EXPECT_TRUE(LogHas("refused register of job 3")) << daemon_->log();
+  EXPECT_FALSE(fs::exists(daemon_->state() + "/jobs/3"));
+}
+
+// (d) Identity fields the broker adds are ignored: the peer is bob.
+TEST_F(ForgedBrokerTest, ForgedIdentityFieldsAreIgnored) {
+  Hello();
+  const std::string out = DirOf(bob_) + "/d.log";
+  const std::string pwned = DirOf(alice_) + "/pwned";
+  UniqueFd client = ConnectAs(bob_, SubmitFrame(bob_, {"id", "-u"}, out));
+  std::string a = std::to_string(alice_.uid);
+  std::string forged = ",\"uid\":" + a + ",\"gid\":" + std::to_string(alice_.gid) +
+                       ",\"user\":\"" + kAlice + "\",\"argv\":[\"sh\",\"-c\",\"id -u >" + pwned +
+                       "\"],\"cwd\":\"/\",\"output\":\"" + DirOf(alice_) + "/d.log\"";
+
+  protocol::RegisterReply reply = Register(4, client, forged);
+
+  std::cout << "forged identity fields: " << (reply.error ? "refused: " + *reply.error : "ignored") << "\n";
+  if (reply.error) {
+    EXPECT_TRUE(LogHas("refused register of job 4")) << daemon_->log();
+    return;
+  }
+  EXPECT_EQ(reply.uid, bob_.uid);
+  EXPECT_EQ(reply.gid, bob_.gid);
+  EXPECT_EQ(reply.user, kBob);
+  EXPECT_NE(reply.uid, alice_.uid);
+  RunToEnd(4);
+  EXPECT_EQ(Slurp(out), std::to_string(bob_.uid) + "\n");
+  struct stat st {};
+  ASSERT_EQ(::lstat(out.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, bob_.uid);
+  EXPECT_FALSE(fs::exists(pwned));
+  EXPECT_FALSE(fs::exists(DirOf(alice_) + "/d.log"));
+}
+
+// (e) An output path the broker adds, in a directory bob cannot write, is
+// refused (naming it) or ignored (the output never lands there).
+TEST_F(ForgedBrokerTest, ForgedOutputPathIsRefusedOrIgnored) {
+  Hello();
+  const std::vector<std::string> foreign = {DirOf(alice_) + "/stolen.log", rootonly_ + "/stolen.log"};
+  int id = 5;
+  for (const std::string& path : foreign) {
+    SCOPED_TRACE(path);
+    const std::string own = DirOf(bob_) + "/e" + std::to_string(id) + ".log";
+    UniqueFd client = ConnectAs(bob_, SubmitFrame(bob_, {"echo", "forged-e"}, own));
+
+    protocol::RegisterReply reply = Register(id, client, ",\"output\":\"" + path + "\"");
+
+    std::cout << "forged output " << path << ": "
+              << (reply.error ? "refused: " + *reply.error : "ignored") << "\n";
+    if (reply.error) {
+      EXPECT_NE(reply.error->find(fs::path(path).parent_path().string()), std::string::npos) << *reply.error;
+      EXPECT_TRUE(LogHas("refused register of job " + std::to_string(id))) << daemon_->log();
+    } else {
+      EXPECT_NE(reply.output_dest.value_or(""), path);
+      RunToEnd(id);
+      EXPECT_EQ(Slurp(own), "forged-e\n");
+    }
+    EXPECT_FALSE(fs::exists(path)) << "output landed in a directory bob cannot write";
+    ++id;
+  }
+}
+
+// (e, client side) bob's own submission naming a directory he cannot
+// write is refused, naming it.
+TEST_F(ForgedBrokerTest, OutputInADirectoryTheUserCannotWriteIsRefused) {
+  Hello();
+  const std::string path = DirOf(alice_) + "/stolen.log";
+  UniqueFd client = ConnectAs(bob_, SubmitFrame(bob_, {"echo", "x"}, path));
+
+  protocol::RegisterReply reply = Register(8, client);
+
+  ASSERT_TRUE(reply.error) << "registered with output " << reply.output_dest.value_or("-");
+  EXPECT_NE(reply.error->find(DirOf(alice_)), std::string::npos) << *reply.error;
+  EXPECT_TRUE(LogHas("refused register of job 8")) << daemon_->log();
+  EXPECT_FALSE(fs::exists(path));
+}
+
+// (f) Placements outside the machine and wrongly typed fields are refused.
+TEST_F(ForgedBrokerTest, BadPlacementsAndTypesAreRefused) {
+  Hello();
+  UniqueFd client = ConnectAs(bob_, SubmitFrame(bob_, {"true"}, std::nullopt));
+  protocol::RegisterReply registered = Register(7, client);
+  ASSERT_FALSE(registered.error) << *registered.error << daemon_->log();
+
+  struct Case {
+    std::string json;
+    std::string mentions;
+  };
+  const std::vector<Case> cases = {
+      {StartJson(7, {999}), "cpus"},
+      {StartJson(7, {0}, {7}), "mems"},
+      {StartJson(7, {-1}), "cpus"},
+      {"{\"type\":\"start\",\"id\":\"7\",\"cpus\":[0],\"mems\":[],\"memory_max\":[],\"gpus\":[]}", "id"},
+      {"{\"type\":\"start\",\"id\":7,\"cpus\":\"0\",\"mems\":[],\"memory_max\":[],\"gpus\":[]}", "cpus"},
+      {"{\"type\":\"start\",\"id\":7,\"cpus\":[0],\"mems\":[],\"memory_max\":[],\"gpus\":{\"a\":1}}", "gpus"},
+      {"{\"type\":\"signal\",\"id\":7,\"signal\":9,\"note\":\"\",\"limit_s\":0}", "signal"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.json);
+    std::string text = Ask("send " + c.json);
+    auto ack = protocol::Decode<protocol::Ack>(text);
+    ASSERT_TRUE(ack) << text;
+    ASSERT_TRUE(ack->error) << text;
+    EXPECT_NE(ack->error->find(c.mentions), std::string::npos) << *ack->error;
+  }
+  EXPECT_TRUE(LogHas("refused start of job 7")) << daemon_->log();
+  EXPECT_TRUE(LogHas("refused start: ")) << daemon_->log();
+  EXPECT_TRUE(ExecutorAlive());
+  // None of them started it.
+  std::string hello = Ask("send " + protocol::Encode(protocol::Hello{}));
+  auto reply = protocol::Decode<protocol::HelloReply>(hello);
+  ASSERT_TRUE(reply) << hello;
+  EXPECT_NE(std::find(reply->registered.begin(), reply->registered.end(), 7u), reply->registered.end()) << hello;
+}
+
+}  // namespace
+}  // namespace hpcb::e2e
