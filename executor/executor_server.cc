@@ -415,8 +415,13 @@ void ExecutorServer::Finish(std::uint64_t id, std::optional<std::int64_t> exit_c
   event.end_time = Now();
   if (!config_.no_cgroups) {
     event.oom = JobWasOomKilled(config_.cgroup_root, id);
-    auto removed = RemoveJobCgroup(config_.cgroup_root, id);
-    if (!removed) LogWarning("job cgroup stays: " + removed.error().message());
+    // Killed processes may still be exiting: wait a little, then retry from Run.
+    auto removed = RemoveJobCgroup(config_.cgroup_root, id, std::chrono::milliseconds(500));
+    if (!removed) {
+      LogInfo("job " + std::to_string(id) + ": cgroup not removed yet (" +
+              removed.error().message() + "); retrying");
+      cgroups_to_remove_[id] = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+    }
   }
   event.output_error = DeliverOutput(spec);
   if (!config_.no_dev_dir) {
@@ -540,7 +545,27 @@ void ExecutorServer::PollForeign() {
 }
 
 Result<void> ExecutorServer::Run() {
+  if (!config_.no_cgroups) {
+    // Groups a crash left behind; running (adopted or dead-on-arrival) jobs
+    // keep theirs: Finish still reads memory.events there.
+    std::set<std::uint64_t> keep;
+    for (const auto& [id, spec] : jobs_) {
+      if (spec.state == "running") keep.insert(id);
+    }
+    for (std::uint64_t id : PruneEmptyJobCgroups(config_.cgroup_root, keep)) {
+      LogInfo("removed the leftover empty cgroup of job " + std::to_string(id));
+    }
+  }
   for (;;) {
+    for (auto it = cgroups_to_remove_.begin(); it != cgroups_to_remove_.end();) {
+      auto removed = RemoveJobCgroup(config_.cgroup_root, it->first);
+      if (removed || std::chrono::steady_clock::now() > it->second) {
+        if (!removed) LogWarning("job cgroup stays: " + removed.error().message());
+        it = cgroups_to_remove_.erase(it);
+      } else {
+        ++it;
+      }
+    }
     while (!launcher_events_.empty()) {
       std::string text = std::move(launcher_events_.front());
       launcher_events_.pop_front();

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -92,6 +93,9 @@ class ExecutorServer {
   std::set<std::uint64_t> foreign_;  // running, not the launcher's children
   std::vector<std::uint64_t> dead_on_arrival_;
   std::deque<std::string> launcher_events_;
+  // Job cgroups whose rmdir failed in Finish (EBUSY): retried from Run until
+  // removed or past the deadline.
+  std::map<std::uint64_t, std::chrono::steady_clock::time_point> cgroups_to_remove_;
   bool greeted_ = false;
 };
 

@@ -1,11 +1,15 @@
 #include "executor/job_cgroup.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <sstream>
+#include <string_view>
+#include <thread>
 
 #include "executor/sysfacts.h"
 #include "protocol/framing.h"
@@ -60,12 +64,54 @@ Result<void> KillJobCgroup(const std::string& cgroup_root, std::uint64_t id) {
   return WriteControl(JobCgroupPath(cgroup_root, id), "cgroup.kill", "1");
 }
 
-Result<void> RemoveJobCgroup(const std::string& cgroup_root, std::uint64_t id) {
+bool JobCgroupPopulated(const std::string& cgroup_root, std::uint64_t id) {
+  auto text = ReadSmallFile(JobCgroupPath(cgroup_root, id) + "/cgroup.events");
+  if (!text) return false;
+  std::istringstream in(*text);
+  std::string key;
+  long long value = 0;
+  while (in >> key >> value) {
+    if (key == "populated") return value != 0;
+  }
+  return false;
+}
+
+Result<void> RemoveJobCgroup(const std::string& cgroup_root, std::uint64_t id,
+                             std::chrono::milliseconds wait) {
   std::string dir = JobCgroupPath(cgroup_root, id);
   if (::access(dir.c_str(), F_OK) != 0) return Ok();
   (void)KillJobCgroup(cgroup_root, id);
+  auto deadline = std::chrono::steady_clock::now() + wait;
+  while (JobCgroupPopulated(cgroup_root, id) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   if (::rmdir(dir.c_str()) != 0 && errno != ENOENT) return Error::FromErrno(errno, "rmdir " + dir);
   return Ok();
+}
+
+std::vector<std::uint64_t> PruneEmptyJobCgroups(const std::string& cgroup_root,
+                                                const std::set<std::uint64_t>& keep) {
+  std::vector<std::uint64_t> removed;
+  std::vector<std::uint64_t> found;
+  DIR* dir = ::opendir((cgroup_root + "/hpc-batch").c_str());
+  if (dir == nullptr) return removed;
+  while (struct dirent* entry = ::readdir(dir)) {
+    std::string_view name(entry->d_name);
+    if (entry->d_type != DT_DIR && entry->d_type != DT_UNKNOWN) continue;
+    if (name.size() < 5 || name.substr(0, 4) != "job-") continue;
+    name.remove_prefix(4);
+    std::uint64_t id = 0;
+    auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), id);
+    // Exactly the names JobCgroupPath makes: no sign, no leading zero.
+    if (ec != std::errc() || end != name.data() + name.size() || name[0] == '0') continue;
+    if (!keep.contains(id)) found.push_back(id);
+  }
+  ::closedir(dir);
+  for (std::uint64_t id : found) {
+    // EBUSY (populated, or has children) and ENOTEMPTY: not ours to remove.
+    if (::rmdir(JobCgroupPath(cgroup_root, id).c_str()) == 0) removed.push_back(id);
+  }
+  return removed;
 }
 
 }  // namespace hpcb::executor

@@ -3,8 +3,10 @@
 #ifndef HPCB_EXECUTOR_JOB_CGROUP_H_
 #define HPCB_EXECUTOR_JOB_CGROUP_H_
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,8 +32,22 @@ Result<UniqueFd> CreateJobCgroup(const std::string& cgroup_root, std::uint64_t i
 // memory.events has oom_kill > 0. Missing/garbled -> false.
 bool JobWasOomKilled(const std::string& cgroup_root, std::uint64_t id);
 
-// cgroup.kill (if present) then rmdir; absent is fine.
-Result<void> RemoveJobCgroup(const std::string& cgroup_root, std::uint64_t id);
+// cgroup.events says "populated 1". Missing/garbled -> false.
+bool JobCgroupPopulated(const std::string& cgroup_root, std::uint64_t id);
+
+// cgroup.kill (if present), then waits up to `wait` for the killed processes
+// to leave (cgroup.events "populated 0": rmdir fails with EBUSY until the
+// kernel has reaped them), then rmdir; absent is fine. An error (EBUSY) means
+// try again later.
+Result<void> RemoveJobCgroup(const std::string& cgroup_root, std::uint64_t id,
+                             std::chrono::milliseconds wait = std::chrono::milliseconds(0));
+
+// Start-up: rmdirs every CGROUP_ROOT/hpc-batch/job-<id> not in `keep` that is
+// empty, as a crash leaves them. Kills nothing: a populated group (a job that
+// survived the restart) fails rmdir with EBUSY and stays. Returns the ids
+// removed.
+std::vector<std::uint64_t> PruneEmptyJobCgroups(const std::string& cgroup_root,
+                                                const std::set<std::uint64_t>& keep);
 // Writes "1" to cgroup.kill.
 Result<void> KillJobCgroup(const std::string& cgroup_root, std::uint64_t id);
 

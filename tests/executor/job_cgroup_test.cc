@@ -3,6 +3,10 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+
 #include "tests/executor/test_util.h"
 
 namespace hpcb::executor {
@@ -69,6 +73,59 @@ TEST(JobCgroupTest, KillWritesOneAndRemoveToleratesAbsence) {
   EXPECT_TRUE(RemoveJobCgroup(root.path(), 8));
   // A fake dir with files in it cannot be rmdir'd: reported, not hidden.
   EXPECT_FALSE(RemoveJobCgroup(root.path(), 7));
+}
+
+TEST(JobCgroupTest, PopulatedOnlyFromCgroupEvents) {
+  testing::TempDir root;
+  LayOutJob(root.path(), 9);
+  std::string events = JobCgroupPath(root.path(), 9) + "/cgroup.events";
+  EXPECT_FALSE(JobCgroupPopulated(root.path(), 9));  // no file
+  testing::WriteText(events, "populated 1\nfrozen 0\n");
+  EXPECT_TRUE(JobCgroupPopulated(root.path(), 9));
+  testing::WriteText(events, "populated 0\nfrozen 0\n");
+  EXPECT_FALSE(JobCgroupPopulated(root.path(), 9));
+}
+
+TEST(JobCgroupTest, RemoveWaitsBoundedForPopulatedThenReportsBusy) {
+  testing::TempDir root;
+  LayOutJob(root.path(), 10);
+  testing::WriteText(JobCgroupPath(root.path(), 10) + "/cgroup.events", "populated 1\n");
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_FALSE(RemoveJobCgroup(root.path(), 10, std::chrono::milliseconds(100)));
+  auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_GE(waited, std::chrono::milliseconds(100));
+  EXPECT_LT(waited, std::chrono::seconds(5));
+  EXPECT_EQ(testing::ReadText(JobCgroupPath(root.path(), 10) + "/cgroup.kill"), "1");
+  // An empty dir stands for an empty cgroup: removed.
+  std::filesystem::create_directories(JobCgroupPath(root.path(), 11));
+  EXPECT_TRUE(RemoveJobCgroup(root.path(), 11, std::chrono::milliseconds(100)));
+  EXPECT_FALSE(std::filesystem::exists(JobCgroupPath(root.path(), 11)));
+}
+
+TEST(JobCgroupTest, PruneRemovesOnlyEmptyUnkeptJobGroups) {
+  testing::TempDir root;
+  std::string base = root.path() + "/hpc-batch";
+  // Empty dirs stand for empty cgroups; a dir with files for a populated one
+  // (rmdir fails, as EBUSY would in cgroupfs).
+  for (const char* name : {"job-1", "job-2", "job-3", "job-07", "jobs", "other"}) {
+    std::filesystem::create_directories(base + "/" + name);
+  }
+  testing::WriteText(base + "/job-4/cgroup.procs", "123\n");
+  testing::WriteText(base + "/job-5", "not a dir");
+  auto removed = PruneEmptyJobCgroups(root.path(), {2});
+  std::sort(removed.begin(), removed.end());
+  EXPECT_EQ(removed, (std::vector<std::uint64_t>{1, 3}));
+  EXPECT_FALSE(std::filesystem::exists(base + "/job-1"));
+  EXPECT_TRUE(std::filesystem::exists(base + "/job-2"));  // kept: a running job
+  EXPECT_FALSE(std::filesystem::exists(base + "/job-3"));
+  EXPECT_TRUE(std::filesystem::exists(base + "/job-4/cgroup.procs"));  // populated
+  EXPECT_TRUE(std::filesystem::exists(base + "/job-5"));
+  EXPECT_TRUE(std::filesystem::exists(base + "/job-07"));  // not a name we make
+  EXPECT_TRUE(std::filesystem::exists(base + "/jobs"));
+  EXPECT_TRUE(std::filesystem::exists(base + "/other"));
+  // Nothing was killed while pruning.
+  EXPECT_FALSE(std::filesystem::exists(base + "/job-4/cgroup.kill"));
+  EXPECT_TRUE(PruneEmptyJobCgroups(root.path() + "/absent", {}).empty());
 }
 
 }  // namespace
