@@ -62,8 +62,9 @@ Result<void> BrokerCore::Start(QueueFile loaded) {
   LogInfo("restored " + std::to_string(restored) + " queued job(s)");
   ApplyRetention();
   Schedule();
-  dirty_ = true;
-  return Persist();
+  // Always a compaction: it writes what reconciling changed and replaces
+  // a journal that may end in a torn line.
+  return Persist(/*compact=*/true);
 }
 
 std::optional<Response> BrokerCore::Handle(const Peer& peer, const std::string& text) {
@@ -134,7 +135,7 @@ Result<std::string> BrokerCore::Submit(const Peer& peer, const std::string& text
   job.max_time_s = std::min(request.max_time_s.value_or(options_.max_lifetime_s),
                             options_.max_lifetime_s);
   job.id = next_id_++;
-  dirty_ = true;
+  MarkChanged(job.id);
   // The executor reads argv, cwd, env and output from the connection
   // itself (the frame is still queued there; BrokerServer only peeked), so
   // what we keep below is a copy of the very bytes it stores.
@@ -213,7 +214,7 @@ Result<std::string> BrokerCore::Kill(const Peer& peer, std::uint64_t id) {
     SendSignal(*job, "term", "killed");
     job->term_time = now;
     job->kill_at = now + kKillGraceS;
-    dirty_ = true;
+    MarkChanged(id);
     (void)Persist();
   }
   return protocol::Encode(protocol::KillReply{"killing"});
@@ -229,7 +230,7 @@ Result<std::string> BrokerCore::Field(const Peer& peer, const std::string& text)
   if (reply.before) {
     LogInfo("job " + Id(job->id) + ": max-time changed from " + FormatDuration(*reply.before) +
             " to " + FormatDuration(reply.value) + " by uid " + std::to_string(peer.uid));
-    dirty_ = true;
+    MarkChanged(job->id);
     (void)Persist();
   }
   return protocol::Encode(reply);
@@ -265,7 +266,7 @@ void BrokerCore::Schedule() {
           static_cast<std::uint64_t>(std::floor(job.demand.mem_gib * 1073741824.0));
     }
     Result<protocol::StartReply> reply = executor_.Start(request);
-    dirty_ = true;
+    MarkChanged(job.id);
     if (!reply || reply->error) {
       scheduler_.Release(start.placement);
       const std::string why = !reply ? reply.error().message() : *reply->error;
@@ -309,12 +310,12 @@ void BrokerCore::CheckTimers() {
       SendSignal(job, "term", "timeout");
       job.term_time = now;
       job.kill_at = now + kKillGraceS;
-      dirty_ = true;
+      MarkChanged(id);
     } else if (job.kill_at && now >= *job.kill_at) {
       LogInfo("escalating to SIGKILL for job " + Id(id));
       SendSignal(job, "kill", "");
       job.kill_at = now + kKillGraceS;
-      dirty_ = true;
+      MarkChanged(id);
     }
   }
 }
@@ -329,7 +330,7 @@ void BrokerCore::Finish(JobRecord& job, std::optional<std::int64_t> exit_code, d
     scheduler_.Release(job.placement);
     job.holds_placement = false;
   }
-  dirty_ = true;
+  MarkChanged(job.id);
   std::string line = "job " + Id(job.id) + " finished (exit=" +
                      (exit_code ? std::to_string(*exit_code) : std::string("unknown"));
   if (job.reason) line += ", reason=" + *job.reason;
@@ -354,7 +355,7 @@ void BrokerCore::ApplyRetention() {
     Result<protocol::Ack> ack = executor_.Forget(id);
     if (!ack) LogWarning("cannot forget job " + Id(id) + ": " + ack.error().message());
     jobs_.erase(id);
-    dirty_ = true;
+    MarkChanged(id);
   }
 }
 
@@ -363,7 +364,7 @@ void BrokerCore::Tick() {
   CheckTimers();
   Schedule();
   // Exit events that arrived during the calls above are handled next tick.
-  if (dirty_) (void)Persist();
+  if (!changed_.empty()) (void)Persist();
 }
 
 const JobRecord* BrokerCore::Find(std::uint64_t id) const {
@@ -378,17 +379,30 @@ QueueFile BrokerCore::Snapshot() const {
   return file;
 }
 
-Result<void> BrokerCore::Persist() {
+Result<void> BrokerCore::Persist(bool compact) {
   if (store_ == nullptr) {
-    dirty_ = false;
+    changed_.clear();
     return Ok();
   }
-  Result<void> saved = store_->Save(Snapshot());
+  Result<void> saved = Ok();
+  if (compact || store_->WantsCompaction()) {
+    saved = store_->Save(Snapshot());
+  } else if (!changed_.empty()) {
+    std::vector<QueueChange> changes;
+    changes.reserve(changed_.size());
+    for (std::uint64_t id : changed_) {
+      auto it = jobs_.find(id);
+      changes.push_back({id, it == jobs_.end() ? nullptr : &it->second});
+    }
+    saved = store_->Append(next_id_, changes);
+  }
   if (!saved) {
+    // changed_ is kept; the store wants a compaction now, which the next
+    // Persist (at the latest the next Tick) writes with everything.
     LogError("cannot write the queue file: " + saved.error().message());
     return saved;
   }
-  dirty_ = false;
+  changed_.clear();
   return Ok();
 }
 

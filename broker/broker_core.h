@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "broker/clock.h"
@@ -62,7 +63,10 @@ class BrokerCore {
 
   const JobRecord* Find(std::uint64_t id) const;
   Result<UniqueFd> OpenOutput(std::uint64_t id) { return executor_.OpenOutput(id); }
-  Result<void> Persist();
+  // Writes the jobs marked changed since the last Persist (as records, or
+  // as removals when gone) to the journal, or the whole queue as a new
+  // snapshot when `compact` or the store asks for it. Ok means on disk.
+  Result<void> Persist(bool compact = false);
   QueueFile Snapshot() const;
   std::uint64_t next_id() const { return next_id_; }
 
@@ -78,6 +82,9 @@ class BrokerCore {
   void Finish(JobRecord& job, std::optional<std::int64_t> exit_code, double end_time);
   void ApplyRetention();
   void SendSignal(JobRecord& job, const char* signal, const char* note);
+  // `id` changed, or was handed out, or was removed: the next Persist
+  // writes it. Every change to jobs_ or next_id_ goes through here.
+  void MarkChanged(std::uint64_t id) { changed_.insert(id); }
 
   CoreOptions options_;
   Scheduler& scheduler_;
@@ -87,7 +94,7 @@ class BrokerCore {
   QueueStore* store_;
   std::map<std::uint64_t, JobRecord> jobs_;
   std::uint64_t next_id_ = 1;
-  bool dirty_ = false;
+  std::set<std::uint64_t> changed_;  // not yet persisted
 };
 
 }  // namespace hpcb::broker
