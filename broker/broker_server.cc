@@ -20,6 +20,10 @@ constexpr int kStalledPollMs = 20;
 constexpr std::size_t kChunk = 64 * 1024;
 constexpr std::size_t kMaxChunksPerPump = 16;
 constexpr double kStalledRetryS = 0.02;
+// A client that has not sent one whole request by then is dropped: half a
+// frame followed by silence (or by close, which peeking cannot see behind
+// the queued bytes) would otherwise hold a descriptor forever.
+constexpr double kRequestDeadlineS = 10.0;
 
 // Stall back-off runs on the real clock: the policy clock may be a test's.
 double SteadyNow() {
@@ -39,6 +43,7 @@ void BrokerServer::Accept() {
   if (!cred) return;
   Connection connection;
   connection.uid = cred->uid;
+  connection.accepted_at = SteadyNow();
   connection.fd = std::move(fd);
   connections_.emplace(raw, std::move(connection));
 }
@@ -136,8 +141,11 @@ Result<void> BrokerServer::Run(const volatile std::sig_atomic_t* stop) {
       }
       if (fds[0].revents & POLLIN) Accept();
     }
+    const double steady = SteadyNow();
     for (auto it = connections_.begin(); it != connections_.end();) {
-      if (it->second.attach && !PumpAttach(it->second)) {
+      const bool too_slow = !it->second.answered && steady - it->second.accepted_at > kRequestDeadlineS;
+      if (too_slow) LogWarning("dropping a client that sent no whole request in 10 s");
+      if (too_slow || (it->second.attach && !PumpAttach(it->second))) {
         it = connections_.erase(it);
       } else {
         ++it;

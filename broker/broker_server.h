@@ -31,7 +31,8 @@ class BrokerServer {
   struct Connection {
     UniqueFd fd;
     uid_t uid = 0;
-    double retry_at = 0;  // half a request queued: not polled before this
+    double retry_at = 0;     // half a request queued: not polled before this
+    double accepted_at = 0;  // steady clock; the request must be whole soon after
     std::optional<std::uint64_t> attach;  // streaming this job's output
     UniqueFd output;                      // its buffer, once started
     bool answered = false;

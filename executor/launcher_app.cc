@@ -107,7 +107,8 @@ int LauncherMain(int argc, char** argv) {
     LogError(std::string("re-exec failed: ") + std::strerror(errno));
     return 1;
   }
-  return outcome == LauncherServer::Outcome::kStop ? 0 : 1;
+  if (outcome == LauncherServer::Outcome::kStop) return 0;
+  return server.RoleRefusedToStart() ? protocol::kExitConfig : 1;
 }
 
 }  // namespace hpcb::executor

@@ -124,6 +124,7 @@ bool LauncherServer::ReapJobs() {
     if (role->pid > 0 && ::waitpid(role->pid, &status, WNOHANG) == role->pid) {
       LogError(role->name + " (pid " + std::to_string(role->pid) + ") exited with status " +
                std::to_string(status));
+      role->wait_status = status;
       role->pid = -1;
       return false;
     }
@@ -138,6 +139,16 @@ bool LauncherServer::ReapJobs() {
     auto sent = protocol::SendMessage(executor_fd_, Encode(event));
     if (!sent) LogError("lost the exit of pid " + std::to_string(pid) + ": " + sent.error().message());
   }
+}
+
+bool LauncherServer::RoleRefusedToStart() const {
+  for (const Role* role : {&executor_, &broker_}) {
+    if (role->wait_status >= 0 && WIFEXITED(role->wait_status) &&
+        WEXITSTATUS(role->wait_status) == protocol::kExitConfig) {
+      return true;
+    }
+  }
+  return false;
 }
 
 void LauncherServer::StopRoles() {

@@ -29,6 +29,10 @@ class LauncherServer {
   // One executor request -> reply text. Public for tests.
   std::string Handle(const protocol::Packet& packet);
 
+  // After kRoleDied: a role exited 78 (a refusal, e.g. it could not be
+  // confined), so the daemon must exit 78 too rather than be restarted.
+  bool RoleRefusedToStart() const;
+
  private:
   bool ReapJobs();  // false when a role died
   void StopRoles();

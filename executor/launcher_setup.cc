@@ -170,6 +170,7 @@ void StopRole(Role& role, int grace_ms) {
     int status = 0;
     pid_t done = ::waitpid(role.pid, &status, WNOHANG);
     if (done == role.pid || (done < 0 && errno == ECHILD)) {
+      if (done == role.pid) role.wait_status = status;
       role.pid = -1;
       return;
     }

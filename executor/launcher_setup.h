@@ -25,6 +25,7 @@ Result<UniqueFd> ListenClientSocket(const std::string& path);
 struct Role {
   pid_t pid = -1;
   std::string name;
+  int wait_status = -1;  // once reaped
 };
 
 // Forks and execs DIR_OF(/proc/self/exe)/binary with `fd3` and `fd4` as

@@ -228,6 +228,16 @@ void DaemonHarness::Stop() {
   daemon_pid_ = -1;
 }
 
+int DaemonHarness::WaitForExit(std::chrono::seconds timeout) {
+  if (daemon_pid_ <= 0) return -1;
+  int status = 0;
+  bool gone = WaitFor([&] { return ::waitpid(daemon_pid_, &status, WNOHANG) == daemon_pid_; },
+                      timeout);
+  if (!gone) return -1;
+  daemon_pid_ = -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 void DaemonHarness::Reload() {
   if (daemon_pid_ > 0) ::kill(daemon_pid_, SIGHUP);
 }

@@ -51,6 +51,9 @@ class DaemonHarness {
   bool StartNoProbe(const std::vector<std::string>& extra = {});
   // SIGTERM, bounded wait; jobs are left running (that is the contract).
   void Stop();
+  // The daemon's exit code if it exits within `timeout` on its own
+  // (-1: it did not, or died of a signal); it is reaped either way.
+  int WaitForExit(std::chrono::seconds timeout);
   // SIGHUP: the launcher re-execs itself.
   void Reload();
   pid_t daemon_pid() const { return daemon_pid_; }

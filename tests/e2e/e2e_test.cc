@@ -211,6 +211,17 @@ TEST_F(E2eTest, ReloadKeepsARunningJobAndItsExitCode) {
   EXPECT_EQ(RowOf(1).substr(RowOf(1).size() - 2), " 5") << RowOf(1);
 }
 
+// A role that refuses to start (exit 78) makes the whole daemon exit 78,
+// so systemd's RestartPreventExitStatus=78 stops a restart loop.
+TEST_F(E2eTest, AnExecutorRefusalIsTheDaemonsExitStatus) {
+  std::string empty_sys = daemon_.dir() + "/empty-sys";
+  std::filesystem::create_directories(empty_sys);
+  (void)daemon_.StartNoProbe({"--sys-root", empty_sys});
+  EXPECT_EQ(daemon_.WaitForExit(std::chrono::seconds(10)), 78) << daemon_.log();
+  EXPECT_NE(daemon_.log().find("cannot read the cpu/node topology"), std::string::npos)
+      << daemon_.log();
+}
+
 TEST_F(E2eTest, UnknownJobAndBadFlagsAreClearErrors) {
   StartOrFail();
 
