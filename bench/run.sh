@@ -12,6 +12,7 @@ scripts/install-deps.sh
 scripts/build.sh >/dev/null
 N=${BENCH_N:-200}
 FINISHED=${BENCH_FINISHED:-10000}
+QUEUED=${BENCH_QUEUED:-10000}
 
 scratch=$(mktemp -d /tmp/hpc-batch-bench.XXXXXX)
 chmod 0755 "$scratch"
@@ -110,6 +111,35 @@ list_finished() {
   LIST[$name]=$(( (t1 - t0) / 1000 ))
 }
 
+# role_rss_kb PID NAME: VmRSS of the daemon's child whose command line
+# names NAME (our broker or executor); 0 when there is none.
+role_rss_kb() {
+  local p
+  for p in $(pgrep -P "$1" || true); do
+    if tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | grep -q "$2"; then
+      awk '/VmRSS/{print $2}' "/proc/$p/status"; return
+    fi
+  done
+  echo 0
+}
+
+# QUEUED jobs waiting behind one exclusive job that holds the machine; the
+# daemon is stopped right after measuring, so none of them ever runs.
+queue_behind_holder() {
+  local name=$1 dir=$scratch/$1/work
+  client "$name" new --exclusive --no-output -- sh -c "echo \$\$ > $dir/holder.pid; exec sleep 600" >/dev/null
+  for _ in $(seq 200); do [ -s "$dir/holder.pid" ] && break; sleep 0.05; done
+  seq "$QUEUED" |
+    xargs -P 8 -I{} bash -c "cd '$dir' && HPC_BATCH_SOCKET='$scratch/$name/sock' ${as_user[*]} ${CLIENT[*]} new --no-output -- true >/dev/null"
+}
+
+stop_holder() {
+  local name=$1
+  kill -TERM "${pids[-1]}" 2>/dev/null || true
+  sleep 0.5
+  [ -s "$scratch/$name/work/holder.pid" ] && kill -KILL "$(cat "$scratch/$name/work/holder.pid")" 2>/dev/null || true
+}
+
 rss_kb() { # sum of VmRSS over the daemon's process tree
   local root=$1 total=0 p
   for p in $root $(pgrep -P "$root" || true); do
@@ -124,8 +154,14 @@ systems=(ours)
 for s in "${systems[@]}"; do
   start_daemon "$s"
   RSS[$s.idle]=$(rss_kb "${pids[-1]}")
+  RSS[$s.broker.idle]=$(role_rss_kb "${pids[-1]}" hpc-batch-broker)
+  RSS[$s.executor.idle]=$(role_rss_kb "${pids[-1]}" hpc-batch-executor)
   submit_latency "$s"; throughput "$s"; submit_to_exec "$s"; list_finished "$s"
+  queue_behind_holder "$s"
   RSS[$s.busy]=$(rss_kb "${pids[-1]}")
+  RSS[$s.broker.busy]=$(role_rss_kb "${pids[-1]}" hpc-batch-broker)
+  RSS[$s.executor.busy]=$(role_rss_kb "${pids[-1]}" hpc-batch-executor)
+  stop_holder "$s"
 done
 floor_to_exec
 
@@ -138,7 +174,11 @@ row "submit latency p99 (us)" "${P99[ours]}" "$(up "${P99[ours]}" "${P99[upstrea
 row "submissions/s, 8 clients" "${TPUT[ours]}" "$(up "${TPUT[ours]}" "${TPUT[upstream]:-0}")" "-"
 row "submit-to-exec p50 (us)" "${S2E[ours]}" "$(up "${S2E[ours]}" "${S2E[upstream]:-0}")" "$(ratio "${S2E[ours]}" "${S2E[floor]}")"
 row "list --finished, ${FINISHED} jobs (us)" "${LIST[ours]}" "$(up "${LIST[ours]}" "${LIST[upstream]:-0}")" "-"
-row "daemon RSS idle (KiB)" "${RSS[ours.idle]}" "$(up "${RSS[ours.idle]}" "${RSS[upstream.idle]:-0}")" "-"
-row "daemon RSS after load (KiB)" "${RSS[ours.busy]}" "$(up "${RSS[ours.busy]}" "${RSS[upstream.busy]:-0}")" "-"
+row "daemon RSS idle, all roles (KiB)" "${RSS[ours.idle]}" "$(up "${RSS[ours.idle]}" "${RSS[upstream.idle]:-0}")" "-"
+row "  broker RSS idle (KiB)" "${RSS[ours.broker.idle]}" "-" "-"
+row "  executor RSS idle (KiB)" "${RSS[ours.executor.idle]}" "-" "-"
+row "daemon RSS, ${QUEUED} queued (KiB)" "${RSS[ours.busy]}" "$(up "${RSS[ours.busy]}" "${RSS[upstream.busy]:-0}")" "-"
+row "  broker RSS, ${QUEUED} queued (KiB)" "${RSS[ours.broker.busy]}" "-" "-"
+row "  executor RSS, ${QUEUED} queued (KiB)" "${RSS[ours.executor.busy]}" "-" "-"
 echo
 echo "floor: bare fork+exec submit-to-exec p50 ${S2E[floor]} us. Targets: submissions/s >= 10x upstream; submit-to-exec <= 2x floor."
