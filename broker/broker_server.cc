@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -24,6 +25,7 @@ constexpr double kStalledRetryS = 0.02;
 // frame followed by silence (or by close, which peeking cannot see behind
 // the queued bytes) would otherwise hold a descriptor forever.
 constexpr double kRequestDeadlineS = 10.0;
+constexpr int kSendTimeoutS = 5;
 
 // Stall back-off runs on the real clock: the policy clock may be a test's.
 double SteadyNow() {
@@ -44,6 +46,10 @@ void BrokerServer::Accept() {
   Connection connection;
   connection.uid = cred->uid;
   connection.accepted_at = SteadyNow();
+  // Replies are written blocking; a client that stops reading a long list
+  // must not freeze the broker, so a stalled write fails after this.
+  struct timeval send_timeout {kSendTimeoutS, 0};
+  (void)::setsockopt(connection.fd.get(), SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof send_timeout);
   connection.fd = std::move(fd);
   connections_.emplace(raw, std::move(connection));
 }

@@ -98,6 +98,7 @@ Result<void> ApplySeccomp() {
       "poll", "ppoll", "dup", "dup3",
       // sockets: clients, executor, and NSS lookups (nscd/systemd-userdb)
       "accept", "accept4", "recvmsg", "sendmsg", "recvfrom", "sendto", "getsockopt",
+      "setsockopt",
       "socket", "connect", "shutdown", "getsockname", "getpeername",
       // the queue file and /etc/passwd, /etc/group
       "open", "openat", "rename", "renameat", "renameat2", "unlink", "unlinkat",

@@ -29,7 +29,9 @@
 
 namespace hpcb::protocol {
 
-inline constexpr std::size_t kMaxClientFrame = std::size_t{1} << 20;
+// Replies from the broker (a `list --finished` of 10k jobs is a few MiB).
+// Requests to it are capped far lower, by kMaxRequestFrame (queued_frame.h).
+inline constexpr std::size_t kMaxClientFrame = std::size_t{64} << 20;
 inline constexpr std::size_t kMaxInternalMessage = std::size_t{1} << 20;
 inline constexpr std::size_t kMaxPassedFds = 4;
 

@@ -211,6 +211,20 @@ TEST_F(E2eTest, ReloadKeepsARunningJobAndItsExitCode) {
   EXPECT_EQ(RowOf(1).substr(RowOf(1).size() - 2), " 5") << RowOf(1);
 }
 
+// Replies are not bound by the request cap: a list bigger than 1 MiB
+// (here 12 jobs with a 100 KB argument each) still arrives whole.
+TEST_F(E2eTest, ListLargerThanOneMebibyteArrives) {
+  StartOrFail();
+  const std::string word(100 * 1000, 'x');
+  for (int i = 0; i < 12; ++i) {
+    ASSERT_EQ(daemon_.Dispatch({"new", "--no-output", "--", "true", word}).exit_code, 0);
+  }
+  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return Finished(12); }, seconds(20)));
+  CommandResult list = daemon_.Dispatch({"list", "--finished", "--json"});
+  EXPECT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_GT(list.out.size(), std::size_t{1} << 20);
+}
+
 // A role that refuses to start (exit 78) makes the whole daemon exit 78,
 // so systemd's RestartPreventExitStatus=78 stops a restart loop.
 TEST_F(E2eTest, AnExecutorRefusalIsTheDaemonsExitStatus) {

@@ -40,6 +40,7 @@
 #include "protocol/codec.h"
 #include "protocol/daemon_config.h"
 #include "protocol/framing.h"
+#include "protocol/queued_frame.h"
 
 namespace {
 
@@ -133,7 +134,7 @@ std::string SendOversized(std::size_t total) {
 // Waits (peeking only) until a whole length-prefixed frame is queued.
 bool FrameQueued(int fd, int timeout_ms) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  std::string buffer(protocol::kMaxClientFrame + 4, '\0');
+  std::string buffer(protocol::kMaxRequestFrame + 4, '\0');
   while (std::chrono::steady_clock::now() < deadline) {
     ssize_t got = ::recv(fd, buffer.data(), buffer.size(), MSG_PEEK | MSG_DONTWAIT);
     if (got >= 4) {
