@@ -48,16 +48,27 @@ Result<UniqueFd> CreateJobCgroup(const std::string& cgroup_root, std::uint64_t i
   return fd;
 }
 
-bool JobWasOomKilled(const std::string& cgroup_root, std::uint64_t id) {
-  auto text = ReadSmallFile(JobCgroupPath(cgroup_root, id) + "/memory.events");
-  if (!text) return false;
+namespace {
+
+// One counter of a flat-keyed cgroup file ("key value" lines, e.g.
+// memory.events, cgroup.events); 0 when the file or the key is missing.
+long long EventCount(const std::string& cgroup_root, std::uint64_t id, const char* file,
+                     const std::string& wanted) {
+  auto text = ReadSmallFile(JobCgroupPath(cgroup_root, id) + "/" + file);
+  if (!text) return 0;
   std::istringstream in(*text);
   std::string key;
   long long value = 0;
   while (in >> key >> value) {
-    if (key == "oom_kill") return value > 0;
+    if (key == wanted) return value;
   }
-  return false;
+  return 0;
+}
+
+}  // namespace
+
+bool JobWasOomKilled(const std::string& cgroup_root, std::uint64_t id) {
+  return EventCount(cgroup_root, id, "memory.events", "oom_kill") > 0;
 }
 
 Result<void> KillJobCgroup(const std::string& cgroup_root, std::uint64_t id) {
@@ -65,15 +76,7 @@ Result<void> KillJobCgroup(const std::string& cgroup_root, std::uint64_t id) {
 }
 
 bool JobCgroupPopulated(const std::string& cgroup_root, std::uint64_t id) {
-  auto text = ReadSmallFile(JobCgroupPath(cgroup_root, id) + "/cgroup.events");
-  if (!text) return false;
-  std::istringstream in(*text);
-  std::string key;
-  long long value = 0;
-  while (in >> key >> value) {
-    if (key == "populated") return value != 0;
-  }
-  return false;
+  return EventCount(cgroup_root, id, "cgroup.events", "populated") != 0;
 }
 
 Result<void> RemoveJobCgroup(const std::string& cgroup_root, std::uint64_t id,

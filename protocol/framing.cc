@@ -13,20 +13,6 @@ constexpr std::size_t kPacketPayload = std::size_t{64} * 1024;
 constexpr char kMore = '+';
 constexpr char kLast = '.';
 
-std::uint32_t ReadLength(const char* bytes) {
-  const auto* u = reinterpret_cast<const unsigned char*>(bytes);
-  return static_cast<std::uint32_t>(u[0]) |
-         (static_cast<std::uint32_t>(u[1]) << 8) |
-         (static_cast<std::uint32_t>(u[2]) << 16) |
-         (static_cast<std::uint32_t>(u[3]) << 24);
-}
-
-Error TooLarge(std::size_t size, std::size_t cap) {
-  return InvalidArgument("frame of " + std::to_string(size) +
-                         " bytes exceeds the " + std::to_string(cap) +
-                         "-byte limit");
-}
-
 // Reads exactly `want` bytes. Returns the count read before EOF (== want
 // on success).
 Result<std::size_t> ReadExact(int fd, char* out, std::size_t want) {
@@ -43,6 +29,20 @@ Result<std::size_t> ReadExact(int fd, char* out, std::size_t want) {
 
 }  // namespace
 
+std::uint32_t FrameLength(const char* bytes) {
+  const auto* u = reinterpret_cast<const unsigned char*>(bytes);
+  return static_cast<std::uint32_t>(u[0]) |
+         (static_cast<std::uint32_t>(u[1]) << 8) |
+         (static_cast<std::uint32_t>(u[2]) << 16) |
+         (static_cast<std::uint32_t>(u[3]) << 24);
+}
+
+Error FrameTooLarge(std::size_t size, std::size_t cap) {
+  return InvalidArgument("frame of " + std::to_string(size) +
+                         " bytes exceeds the " + std::to_string(cap) +
+                         "-byte limit");
+}
+
 std::string EncodeFrame(std::string_view payload) {
   std::string out(4, '\0');
   auto size = static_cast<std::uint32_t>(payload.size());
@@ -53,8 +53,8 @@ std::string EncodeFrame(std::string_view payload) {
 
 Result<std::optional<std::string>> FrameDecoder::Next() {
   if (buffer_.size() < 4) return std::optional<std::string>();
-  std::uint32_t size = ReadLength(buffer_.data());
-  if (size > cap_) return TooLarge(size, cap_);
+  std::uint32_t size = FrameLength(buffer_.data());
+  if (size > cap_) return FrameTooLarge(size, cap_);
   if (buffer_.size() < 4 + static_cast<std::size_t>(size)) {
     return std::optional<std::string>();
   }
@@ -75,7 +75,7 @@ Result<void> WriteAll(int fd, std::string_view bytes) {
 }
 
 Result<void> WriteFrame(int fd, std::string_view payload) {
-  if (payload.size() > UINT32_MAX) return TooLarge(payload.size(), UINT32_MAX);
+  if (payload.size() > UINT32_MAX) return FrameTooLarge(payload.size(), UINT32_MAX);
   return WriteAll(fd, EncodeFrame(payload));
 }
 
@@ -84,8 +84,8 @@ Result<std::optional<std::string>> ReadFrame(int fd, std::size_t cap) {
   HPCB_ASSIGN_OR_RETURN(std::size_t got, ReadExact(fd, header, 4));
   if (got == 0) return std::optional<std::string>();
   if (got < 4) return Error(ErrorCode::kUnavailable, "connection closed mid-frame");
-  std::uint32_t size = ReadLength(header);
-  if (size > cap) return TooLarge(size, cap);
+  std::uint32_t size = FrameLength(header);
+  if (size > cap) return FrameTooLarge(size, cap);
   std::string body(size, '\0');
   HPCB_ASSIGN_OR_RETURN(std::size_t body_got, ReadExact(fd, body.data(), size));
   if (body_got < size) return Error(ErrorCode::kUnavailable, "connection closed mid-frame");
@@ -168,7 +168,7 @@ Result<Packet> ReceiveMessage(int fd, std::size_t cap) {
     }
     if (flag != kMore) break;
   }
-  if (overflow) return TooLarge(message.bytes.size() + 1, cap);
+  if (overflow) return FrameTooLarge(message.bytes.size() + 1, cap);
   if (bad_control || message.fds.size() > kMaxPassedFds) {
     return InvalidArgument("malformed packet (bad flag, truncation or unexpected control data)");
   }

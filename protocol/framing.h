@@ -52,6 +52,9 @@ class FrameDecoder {
 };
 
 std::string EncodeFrame(std::string_view payload);
+// The length a 4-byte frame header announces, and the error for one over a cap.
+std::uint32_t FrameLength(const char* header);
+Error FrameTooLarge(std::size_t size, std::size_t cap);
 
 // Blocking: writes one frame (retries EINTR and short writes).
 Result<void> WriteFrame(int fd, std::string_view payload);

@@ -5,16 +5,12 @@
 #include <cerrno>
 #include <cstdint>
 
+#include "protocol/framing.h"
+
 namespace hpcb::protocol {
 namespace {
 
 constexpr std::size_t kHeader = 4;
-
-std::uint32_t LengthOf(const char* bytes) {
-  const auto* u = reinterpret_cast<const unsigned char*>(bytes);
-  return static_cast<std::uint32_t>(u[0]) | (static_cast<std::uint32_t>(u[1]) << 8) |
-         (static_cast<std::uint32_t>(u[2]) << 16) | (static_cast<std::uint32_t>(u[3]) << 24);
-}
 
 // recv without blocking; -1 with errno on failure (EINTR retried).
 ssize_t RecvNow(int fd, char* into, std::size_t want, int flags) {
@@ -23,11 +19,6 @@ ssize_t RecvNow(int fd, char* into, std::size_t want, int flags) {
     if (n < 0 && errno == EINTR) continue;
     return n;
   }
-}
-
-Error TooLarge(std::size_t size, std::size_t cap) {
-  return InvalidArgument("request of " + std::to_string(size) + " bytes exceeds the " +
-                         std::to_string(cap) + "-byte limit");
 }
 
 }  // namespace
@@ -41,8 +32,8 @@ Result<std::optional<std::string>> PeekQueuedFrame(int fd, std::size_t cap) {
     return Error::FromErrno(errno, "recv");
   }
   if (static_cast<std::size_t>(n) < kHeader) return std::optional<std::string>();
-  const std::size_t size = LengthOf(header);
-  if (size > cap) return TooLarge(size, cap);
+  const std::size_t size = FrameLength(header);
+  if (size > cap) return FrameTooLarge(size, cap);
   std::string frame(kHeader + size, '\0');
   n = RecvNow(fd, frame.data(), frame.size(), MSG_PEEK);
   if (n < 0) {
@@ -60,8 +51,8 @@ Result<std::string> TakeQueuedFrame(int fd, std::size_t cap) {
   if (n != static_cast<ssize_t>(kHeader)) {
     return Error(ErrorCode::kFailedPrecondition, "no whole request is waiting on the connection");
   }
-  const std::size_t size = LengthOf(header);
-  if (size > cap) return TooLarge(size, cap);
+  const std::size_t size = FrameLength(header);
+  if (size > cap) return FrameTooLarge(size, cap);
   std::string body(size, '\0');
   std::size_t got = 0;
   while (got < size) {
