@@ -228,6 +228,18 @@ void DaemonHarness::Stop() {
   daemon_pid_ = -1;
 }
 
+std::string DaemonHarness::RowOfJob(const std::string& list_text, int id) {
+  std::istringstream rows(list_text);
+  std::string line;
+  while (std::getline(rows, line)) {
+    std::istringstream words(line);
+    std::string user, job;
+    words >> user >> job;
+    if (job == std::to_string(id)) return line;
+  }
+  return "";
+}
+
 int DaemonHarness::WaitForExit(std::chrono::seconds timeout) {
   if (daemon_pid_ <= 0) return -1;
   int status = 0;

@@ -81,6 +81,10 @@ class DaemonHarness {
   std::string log() const;
   std::string ReadWorkFile(const std::string& name) const;
 
+  // The line of `dispatch list` output whose JOB column (the second) is `id`;
+  // "" when there is none.
+  static std::string RowOfJob(const std::string& list_text, int id);
+
   // Polls `done` every 50 ms until it holds or `timeout` passes.
   static bool WaitFor(const std::function<bool()>& done,
                       std::chrono::milliseconds timeout);

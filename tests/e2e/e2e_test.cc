@@ -27,17 +27,7 @@ class E2eTest : public ::testing::Test {
   }
   std::string ListFinished() { return daemon_.Dispatch({"list", "--finished"}).out; }
   // The line of `list --finished` for job `id`.
-  std::string RowOf(int id) {
-    std::istringstream rows(ListFinished());
-    std::string line;
-    while (std::getline(rows, line)) {
-      std::istringstream words(line);
-      std::string user, job;
-      words >> user >> job;
-      if (job == std::to_string(id)) return line;
-    }
-    return "";
-  }
+  std::string RowOf(int id) { return DaemonHarness::RowOfJob(ListFinished(), id); }
   bool Finished(int id) { return RowOf(id).find(" done ") != std::string::npos; }
   DaemonHarness daemon_;
 };

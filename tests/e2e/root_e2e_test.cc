@@ -211,15 +211,7 @@ class RootE2eTest : public ::testing::Test {
 
   // The `list --finished` line of job `id`, as `who` sees it.
   std::string FinishedRow(const Account& who, int id) {
-    std::istringstream rows(As(who, {"list", "--finished"}).out);
-    std::string line;
-    while (std::getline(rows, line)) {
-      std::istringstream words(line);
-      std::string user, job;
-      words >> user >> job;
-      if (job == std::to_string(id)) return line;
-    }
-    return "";
+    return DaemonHarness::RowOfJob(As(who, {"list", "--finished"}).out, id);
   }
   // The STATE column of that line ("queued", "running", "done", ...).
   std::string StateOf(const Account& who, int id) {
