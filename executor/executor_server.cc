@@ -246,8 +246,7 @@ Result<UniqueFd> ExecutorServer::OpenBuffer(const LaunchSpec& spec, int flags) c
 
 Result<void> ExecutorServer::MakeJobDir(const LaunchSpec& spec) {
   std::string dir = job_dir(spec.id);
-  HPCB_ASSIGN_OR_RETURN(UniqueFd dir_fd, CreateJobDir(dir, OwnerOf(spec)));
-  WriteInfo(spec);
+  HPCB_TRY(CreateJobDir(dir, OwnerOf(spec), InfoText(spec)));
   if (!config_.no_dev_dir) {
     std::string link = config_.dev_dir + "/jobs/" + std::to_string(spec.id);
     ::unlink(link.c_str());
@@ -258,11 +257,14 @@ Result<void> ExecutorServer::MakeJobDir(const LaunchSpec& spec) {
   return Ok();
 }
 
+std::string ExecutorServer::InfoText(const LaunchSpec& spec) {
+  return Encode(JobInfo{&spec}) + "\n";
+}
+
 void ExecutorServer::WriteInfo(const LaunchSpec& spec) {
-  JobInfo info{&spec};
   Result<void> written = [&]() -> Result<void> {
     HPCB_ASSIGN_OR_RETURN(UniqueFd dir, OpenJobDir(job_dir(spec.id)));
-    return ReplaceJobFile(dir.get(), "info.json", Encode(info) + "\n", 0640, OwnerOf(spec));
+    return ReplaceJobFile(dir.get(), "info.json", InfoText(spec), 0640, OwnerOf(spec));
   }();
   if (!written) {
     LogWarning("cannot write info.json of job " + std::to_string(spec.id) + ": " +

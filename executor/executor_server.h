@@ -72,6 +72,8 @@ class ExecutorServer {
   Result<protocol::StartReply> StartValidated(const protocol::StartJob& request);
   Result<void> ValidatePlacement(const protocol::StartJob& request) const;
   Result<void> MakeJobDir(const LaunchSpec& spec);
+  // info.json: the job as users see it, never its environment.
+  static std::string InfoText(const LaunchSpec& spec);
   void WriteInfo(const LaunchSpec& spec);
   void AppendLine(const LaunchSpec& spec, const std::string& line);
   // Who owns the job's dir and files (root mode), for job_dir.h.

@@ -20,6 +20,17 @@ Result<void> ChownFd(int fd, std::optional<JobDirOwner> owner, const std::string
   return Ok();
 }
 
+// Creates `name` (0640, `owner`) in a directory only root can write yet.
+Result<UniqueFd> CreateFreshFile(int dir_fd, const std::string& dir, const char* name,
+                                 std::optional<JobDirOwner> owner) {
+  const std::string what = dir + "/" + name;
+  UniqueFd fd(::openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640));
+  if (!fd.valid()) return Error::FromErrno(errno, "create " + what);
+  if (::fchmod(fd.get(), 0640) != 0) return Error::FromErrno(errno, "chmod " + what);
+  HPCB_TRY(ChownFd(fd.get(), owner, what));
+  return fd;
+}
+
 std::vector<std::string> EntryNames(int dir_fd) {
   std::vector<std::string> names;
   int copy = ::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
@@ -58,14 +69,15 @@ Result<void> EmptyDir(int dir_fd, const std::string& where, int depth_left) {
 
 }  // namespace
 
-Result<UniqueFd> CreateJobDir(const std::string& path, std::optional<JobDirOwner> owner) {
+Result<UniqueFd> CreateJobDir(const std::string& path, std::optional<JobDirOwner> owner,
+                              const std::string& info_text) {
   if (::mkdir(path.c_str(), 0700) != 0) return Error::FromErrno(errno, "mkdir " + path);
-  // Still root's 0700 here, so nobody else can have swapped the name yet.
+  // Still root's 0700 here, so nobody else can have swapped a name yet: the
+  // files are created in place, with no temp name and rename.
   HPCB_ASSIGN_OR_RETURN(UniqueFd dir, OpenJobDir(path));
-  UniqueFd buffer(::openat(dir.get(), "output", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640));
-  if (!buffer.valid()) return Error::FromErrno(errno, "create " + path + "/output");
-  if (::fchmod(buffer.get(), 0640) != 0) return Error::FromErrno(errno, "chmod " + path + "/output");
-  HPCB_TRY(ChownFd(buffer.get(), owner, path + "/output"));
+  HPCB_ASSIGN_OR_RETURN(UniqueFd buffer, CreateFreshFile(dir.get(), path, "output", owner));
+  HPCB_ASSIGN_OR_RETURN(UniqueFd info, CreateFreshFile(dir.get(), path, "info.json", owner));
+  HPCB_TRY(protocol::WriteAll(info.get(), info_text));
   HPCB_TRY(ChownFd(dir.get(), owner, path));
   if (::fchmod(dir.get(), 0750) != 0) return Error::FromErrno(errno, "chmod " + path);
   return dir;
@@ -104,7 +116,10 @@ Result<void> ReplaceJobFile(int dir_fd, const std::string& name, const std::stri
   if (::fchmod(fd.get(), mode) != 0) return Error::FromErrno(errno, "chmod " + tmp);
   HPCB_TRY(ChownFd(fd.get(), owner, tmp));
   HPCB_TRY(protocol::WriteAll(fd.get(), text));
-  if (::fsync(fd.get()) != 0) return Error::FromErrno(errno, "fsync " + tmp);
+  // No fsync: these files are views of the spec, which is the durable
+  // record. After a crash ext4 (auto_da_alloc on a rename over a name)
+  // shows the old or the new text; elsewhere the view may be stale or
+  // empty until the job's next change rewrites it.
   if (::renameat(dir_fd, tmp.c_str(), dir_fd, name.c_str()) != 0) {
     return Error::FromErrno(errno, "rename " + tmp + " to " + name);
   }

@@ -26,9 +26,11 @@ struct JobDirOwner {
   gid_t gid = 0;
 };
 
-// Creates `path` (0750) and its empty `output` buffer (0640), both chowned
-// through fds; the parent must be root's. Fails if `path` exists.
-Result<UniqueFd> CreateJobDir(const std::string& path, std::optional<JobDirOwner> owner);
+// Creates `path` (0750) with its empty `output` buffer and `info.json`
+// holding `info_text` (both 0640), all chowned through fds; the parent must
+// be root's. Fails if `path` exists.
+Result<UniqueFd> CreateJobDir(const std::string& path, std::optional<JobDirOwner> owner,
+                              const std::string& info_text);
 
 // Opens an existing job dir: a real directory, never a symlink.
 Result<UniqueFd> OpenJobDir(const std::string& path);
@@ -40,7 +42,8 @@ Result<UniqueFd> OpenJobDir(const std::string& path);
 Result<UniqueFd> OpenJobBuffer(int dir_fd, int flags, std::optional<JobDirOwner> owner);
 
 // Replaces `name` in the dir with `text` (mode, owner set on the temp fd
-// before the rename, so the name never points at a root-owned file).
+// before the rename, so the name never points at a root-owned file). Not
+// fsynced: for derived views such as info.json, never for records.
 Result<void> ReplaceJobFile(int dir_fd, const std::string& name, const std::string& text,
                             mode_t mode, std::optional<JobDirOwner> owner);
 

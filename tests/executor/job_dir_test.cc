@@ -20,7 +20,7 @@ using testing::WriteText;
 TEST(JobDirTest, CreatesDirAndEmptyBufferWithModes) {
   TempDir tmp;
   std::string dir = tmp.path() + "/7";
-  auto made = CreateJobDir(dir, std::nullopt);
+  auto made = CreateJobDir(dir, std::nullopt, "{}\n");
   ASSERT_TRUE(made) << made.error().message();
   struct stat st {};
   ASSERT_EQ(::stat(dir.c_str(), &st), 0);
@@ -28,26 +28,32 @@ TEST(JobDirTest, CreatesDirAndEmptyBufferWithModes) {
   ASSERT_EQ(::stat((dir + "/output").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0640u);
   EXPECT_EQ(st.st_size, 0);
-  EXPECT_FALSE(CreateJobDir(dir, std::nullopt)) << "an existing dir is never reused";
+  ASSERT_EQ(::stat((dir + "/info.json").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0640u);
+  EXPECT_EQ(ReadText(dir + "/info.json"), "{}\n");
+  EXPECT_FALSE(CreateJobDir(dir, std::nullopt, "{}\n")) << "an existing dir is never reused";
 }
 
 TEST(JobDirTest, OwnerIsSetThroughTheFdsWhenRoot) {
   if (::geteuid() != 0) GTEST_SKIP() << "chown needs root";
   TempDir tmp;
   std::string dir = tmp.path() + "/8";
-  ASSERT_TRUE(CreateJobDir(dir, JobDirOwner{4321, 4322}));
+  ASSERT_TRUE(CreateJobDir(dir, JobDirOwner{4321, 4322}, "{}\n"));
   struct stat st {};
   ASSERT_EQ(::stat(dir.c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, 4321u);
   EXPECT_EQ(st.st_gid, 4322u);
   ASSERT_EQ(::stat((dir + "/output").c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, 4321u);
+  ASSERT_EQ(::stat((dir + "/info.json").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 4321u);
+  EXPECT_EQ(st.st_gid, 4322u);
 }
 
 TEST(JobDirTest, BufferOpensWhenItIsTheRealFile) {
   TempDir tmp;
   std::string dir = tmp.path() + "/1";
-  auto made = CreateJobDir(dir, std::nullopt);
+  auto made = CreateJobDir(dir, std::nullopt, "{}\n");
   ASSERT_TRUE(made);
   auto fd = OpenJobBuffer(made->get(), O_WRONLY | O_APPEND, std::nullopt);
   ASSERT_TRUE(fd) << fd.error().message();
@@ -59,7 +65,7 @@ TEST(JobDirTest, BufferOpensWhenItIsTheRealFile) {
 TEST(JobDirTest, BufferSwappedForASymlinkIsRefusedAndTheTargetUntouched) {
   TempDir tmp;
   std::string dir = tmp.path() + "/1";
-  auto made = CreateJobDir(dir, std::nullopt);
+  auto made = CreateJobDir(dir, std::nullopt, "{}\n");
   ASSERT_TRUE(made);
   WriteText(tmp.path() + "/victim", "precious\n");
   ASSERT_EQ(::unlink((dir + "/output").c_str()), 0);
@@ -71,7 +77,7 @@ TEST(JobDirTest, BufferSwappedForASymlinkIsRefusedAndTheTargetUntouched) {
 TEST(JobDirTest, BufferSwappedForAHardLinkIsRefused) {
   TempDir tmp;
   std::string dir = tmp.path() + "/1";
-  auto made = CreateJobDir(dir, std::nullopt);
+  auto made = CreateJobDir(dir, std::nullopt, "{}\n");
   ASSERT_TRUE(made);
   WriteText(tmp.path() + "/victim", "precious\n");
   ASSERT_EQ(::unlink((dir + "/output").c_str()), 0);
@@ -84,7 +90,7 @@ TEST(JobDirTest, BufferSwappedForAHardLinkIsRefused) {
 TEST(JobDirTest, BufferSwappedForAFifoFailsAtOnceInsteadOfBlocking) {
   TempDir tmp;
   std::string dir = tmp.path() + "/1";
-  auto made = CreateJobDir(dir, std::nullopt);
+  auto made = CreateJobDir(dir, std::nullopt, "{}\n");
   ASSERT_TRUE(made);
   ASSERT_EQ(::unlink((dir + "/output").c_str()), 0);
   ASSERT_EQ(::mkfifo((dir + "/output").c_str(), 0600), 0);
@@ -96,7 +102,7 @@ TEST(JobDirTest, BufferSwappedForAFifoFailsAtOnceInsteadOfBlocking) {
 TEST(JobDirTest, BufferOfAnotherOwnerIsRefused) {
   TempDir tmp;
   std::string dir = tmp.path() + "/1";
-  auto made = CreateJobDir(dir, std::nullopt);
+  auto made = CreateJobDir(dir, std::nullopt, "{}\n");
   ASSERT_TRUE(made);
   auto fd = OpenJobBuffer(made->get(), O_RDONLY, JobDirOwner{::getuid() + 1, 0});
   ASSERT_FALSE(fd);
@@ -106,16 +112,17 @@ TEST(JobDirTest, BufferOfAnotherOwnerIsRefused) {
 TEST(JobDirTest, ReplaceFileDoesNotWriteThroughAPlantedSymlink) {
   TempDir tmp;
   std::string dir = tmp.path() + "/1";
-  auto made = CreateJobDir(dir, std::nullopt);
+  auto made = CreateJobDir(dir, std::nullopt, "{}\n");
   ASSERT_TRUE(made);
   WriteText(tmp.path() + "/victim", "precious\n");
   // Both the final name and the temp name planted as links to the victim.
+  ASSERT_EQ(::unlink((dir + "/info.json").c_str()), 0);
   ASSERT_EQ(::symlink((tmp.path() + "/victim").c_str(), (dir + "/info.json").c_str()), 0);
   ASSERT_EQ(::symlink((tmp.path() + "/victim").c_str(), (dir + "/.info.json.tmp").c_str()), 0);
-  auto replaced = ReplaceJobFile(made->get(), "info.json", "{}\n", 0640, std::nullopt);
+  auto replaced = ReplaceJobFile(made->get(), "info.json", "{\"v\":2}\n", 0640, std::nullopt);
   ASSERT_TRUE(replaced) << replaced.error().message();
   EXPECT_EQ(ReadText(tmp.path() + "/victim"), "precious\n");
-  EXPECT_EQ(ReadText(dir + "/info.json"), "{}\n");
+  EXPECT_EQ(ReadText(dir + "/info.json"), "{\"v\":2}\n");
   struct stat st {};
   ASSERT_EQ(::lstat((dir + "/info.json").c_str(), &st), 0);
   EXPECT_TRUE(S_ISREG(st.st_mode));
@@ -124,7 +131,7 @@ TEST(JobDirTest, ReplaceFileDoesNotWriteThroughAPlantedSymlink) {
 TEST(JobDirTest, RemoveDeletesNestedTreesButNeverFollowsLinks) {
   TempDir tmp;
   std::string dir = tmp.path() + "/1";
-  ASSERT_TRUE(CreateJobDir(dir, std::nullopt));
+  ASSERT_TRUE(CreateJobDir(dir, std::nullopt, "{}\n"));
   std::string outside = tmp.path() + "/outside";
   WriteText(outside + "/keep", "keep\n");
   WriteText(dir + "/a/b/c", "x");
@@ -151,7 +158,7 @@ TEST(JobDirTest, RemoveOfASymlinkInPlaceOfTheDirRemovesOnlyTheLink) {
 TEST(JobDirTest, RemoveRefusesTreesDeeperThanTheBound) {
   TempDir tmp;
   std::string dir = tmp.path() + "/1";
-  ASSERT_TRUE(CreateJobDir(dir, std::nullopt));
+  ASSERT_TRUE(CreateJobDir(dir, std::nullopt, "{}\n"));
   WriteText(dir + "/a/b/c/d/e", "x");
   auto removed = RemoveJobDir(dir, 2);
   ASSERT_FALSE(removed);
