@@ -334,6 +334,10 @@ Result<protocol::StartReply> ExecutorServer::StartValidated(const protocol::Star
   UniqueFd cgroup_dir;
   if (!config_.no_cgroups) {
     CgroupLimits limits{request.cpus, request.mems, request.memory_max};
+    // Read at each start: swapon can add swap while we run. Unreadable
+    // counts as swap present, which only makes memory.swap.max required.
+    Result<bool> swap = HostHasSwap(facts_.proc_root);
+    limits.host_has_swap = !swap || *swap;
     auto made = CreateJobCgroup(config_.cgroup_root, spec.id, limits);
     if (!made) return fail_job("failed to start job: " + made.error().message());
     cgroup_dir = std::move(*made);

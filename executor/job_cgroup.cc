@@ -41,8 +41,11 @@ Result<UniqueFd> CreateJobCgroup(const std::string& cgroup_root, std::uint64_t i
   if (limits.memory_max) {
     HPCB_TRY(WriteControl(dir, "memory.max", std::to_string(*limits.memory_max)));
   }
-  (void)WriteControl(dir, "memory.swap.max", "0");
-  (void)WriteControl(dir, "memory.oom.group", "1");
+  Result<void> swap_off = WriteControl(dir, "memory.swap.max", "0");
+  if (!swap_off && (limits.host_has_swap || swap_off.error().code() != ErrorCode::kNotFound)) {
+    return swap_off.error().WithContext("cannot turn swap off for the job");
+  }
+  HPCB_TRY(WriteControl(dir, "memory.oom.group", "1"));
   UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
   if (!fd.valid()) return Error::FromErrno(errno, "open " + dir);
   return fd;

@@ -19,12 +19,18 @@ struct CgroupLimits {
   std::vector<int> cpus;
   std::vector<int> mems;
   std::optional<std::uint64_t> memory_max;
+  // Swap is configured on the host (HostHasSwap), so memory.swap.max must
+  // exist; without swap a kernel lacking swap accounting is fine.
+  bool host_has_swap = true;
 };
 
 std::string JobCgroupPath(const std::string& cgroup_root, std::uint64_t id);
 
 // mkdir (existing is fine) and write cpuset.cpus, cpuset.mems, memory.max,
-// memory.swap.max=0 (errors ignored), memory.oom.group=1 (errors ignored).
+// memory.swap.max=0 and memory.oom.group=1. Every failure is an error: a job
+// that could swap, or lose one process to the OOM killer and run on, would
+// time something else than what the user asked for. The one exception is a
+// missing memory.swap.max on a host without swap.
 // Returns an O_DIRECTORY fd of the job cgroup for the launcher.
 Result<UniqueFd> CreateJobCgroup(const std::string& cgroup_root, std::uint64_t id,
                                  const CgroupLimits& limits);

@@ -5,6 +5,8 @@
 
 #include <cerrno>
 #include <charconv>
+#include <limits>
+#include <sstream>
 
 #include "protocol/base/unique_fd.h"
 
@@ -38,6 +40,19 @@ Result<std::string> ReadSmallFile(const std::string& path, std::size_t cap) {
     if (out.size() > cap) return Error(ErrorCode::kResourceExhausted, path + " is too large");
   }
   return out;
+}
+
+Result<bool> HostHasSwap(const std::string& proc_root) {
+  const std::string path = proc_root + "/meminfo";
+  HPCB_ASSIGN_OR_RETURN(std::string text, ReadSmallFile(path));
+  std::istringstream lines(text);
+  std::string key;
+  std::uint64_t kb = 0;
+  while (lines >> key >> kb) {
+    if (key == "SwapTotal:") return kb > 0;
+    lines.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return InvalidArgument(path + " has no SwapTotal line");
 }
 
 Result<std::set<int>> ParseCpuList(std::string_view text) {

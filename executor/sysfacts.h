@@ -42,6 +42,9 @@ Result<void> CheckSubmitter(const struct ucred& peer, bool daemon_is_root,
 // `proc_root`. kNotFound when the process is gone.
 Result<std::uint64_t> ProcStartTime(int pid, const std::string& proc_root = "/proc");
 
+// PROC/meminfo has a SwapTotal above 0 (swap is configured right now).
+Result<bool> HostHasSwap(const std::string& proc_root = "/proc");
+
 // Whole file, bounded by `cap` bytes.
 Result<std::string> ReadSmallFile(const std::string& path, std::size_t cap = 65536);
 

@@ -52,6 +52,35 @@ TEST(JobCgroupTest, MissingCpusetFileIsAnError) {
   EXPECT_FALSE(CreateJobCgroup(root.path(), 5, {{0}, {0}, std::nullopt}));
 }
 
+TEST(JobCgroupTest, SwapThatCannotBeTurnedOffRefusesTheJob) {
+  testing::TempDir root;
+  LayOutJob(root.path(), 10);
+  std::filesystem::remove(JobCgroupPath(root.path(), 10) + "/memory.swap.max");
+  auto made = CreateJobCgroup(root.path(), 10, {{0}, {0}, std::nullopt, /*host_has_swap=*/true});
+  ASSERT_FALSE(made);
+  EXPECT_NE(made.error().message().find("cannot turn swap off"), std::string::npos)
+      << made.error().message();
+}
+
+TEST(JobCgroupTest, NoSwapAccountingIsFineOnAHostWithoutSwap) {
+  testing::TempDir root;
+  LayOutJob(root.path(), 11);
+  std::filesystem::remove(JobCgroupPath(root.path(), 11) + "/memory.swap.max");
+  auto made = CreateJobCgroup(root.path(), 11, {{0}, {0}, std::nullopt, /*host_has_swap=*/false});
+  ASSERT_TRUE(made) << made.error().message();
+  EXPECT_EQ(testing::ReadText(JobCgroupPath(root.path(), 11) + "/memory.oom.group"), "1");
+}
+
+TEST(JobCgroupTest, MissingOomGroupRefusesTheJob) {
+  testing::TempDir root;
+  LayOutJob(root.path(), 12);
+  std::filesystem::remove(JobCgroupPath(root.path(), 12) + "/memory.oom.group");
+  auto made = CreateJobCgroup(root.path(), 12, {{0}, {0}, std::nullopt, /*host_has_swap=*/false});
+  ASSERT_FALSE(made);
+  EXPECT_NE(made.error().message().find("memory.oom.group"), std::string::npos)
+      << made.error().message();
+}
+
 TEST(JobCgroupTest, OomOnlyFromOomKill) {
   testing::TempDir root;
   LayOutJob(root.path(), 6);

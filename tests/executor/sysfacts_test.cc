@@ -49,6 +49,23 @@ TEST(SysfsTest, NoNodeDirMeansNodeZero) {
   EXPECT_FALSE(ReadOnlineCpus(empty.path()));
 }
 
+TEST(HostHasSwapTest, ReadsSwapTotalFromAFakeProc) {
+  testing::TempDir proc;
+  testing::WriteText(proc.path() + "/meminfo",
+                     "MemTotal:       24683568 kB\nHugePages_Total:       0\n"
+                     "SwapTotal:             0 kB\nSwapFree:              0 kB\n");
+  auto none = HostHasSwap(proc.path());
+  ASSERT_TRUE(none) << none.error().message();
+  EXPECT_FALSE(*none);
+  testing::WriteText(proc.path() + "/meminfo", "MemTotal: 1024 kB\nSwapTotal: 2097148 kB\n");
+  auto some = HostHasSwap(proc.path());
+  ASSERT_TRUE(some) << some.error().message();
+  EXPECT_TRUE(*some);
+  testing::WriteText(proc.path() + "/meminfo", "MemTotal: 1024 kB\n");
+  EXPECT_FALSE(HostHasSwap(proc.path()));
+  EXPECT_FALSE(HostHasSwap(proc.path() + "/absent"));
+}
+
 TEST(CheckSubsetTest, RejectsForeignAndDuplicateIds) {
   std::set<int> online{0, 1, 2, 3};
   EXPECT_TRUE(CheckSubset({0, 3}, online, "cpus"));
