@@ -161,9 +161,20 @@ Result<std::string> BrokerCore::Submit(const Peer& peer, const std::string& text
   job.submit_time = clock_.Now();
   const std::uint64_t id = job.id;
   jobs_.emplace(id, std::move(job));
-  LogInfo("job " + Id(id) + " submitted by uid " + std::to_string(peer.uid));
   Schedule();
-  (void)Persist();
+  if (Result<void> saved = Persist(); !saved && jobs_.at(id).queued()) {
+    // An acknowledged job must survive a restart, and this one would not:
+    // take it back, and the user still holds their only copy.
+    Result<protocol::Ack> ack = executor_.Forget(id);
+    if (!ack) LogWarning("cannot forget job " + Id(id) + ": " + ack.error().message());
+    jobs_.erase(id);  // still in changed_: the next write records the removal
+    return Error(ErrorCode::kUnavailable, "the queue could not be saved (" +
+                                              saved.error().message() +
+                                              "); the job was not submitted");
+  }
+  // A job that already started runs on: the executor holds it, and Persist
+  // keeps its change until a later write (at the latest each Tick) lands.
+  LogInfo("job " + Id(id) + " submitted by uid " + std::to_string(peer.uid));
   const JobRecord& stored = jobs_.at(id);
   protocol::SubmitReply reply{id,
                               stored.state,

@@ -41,6 +41,10 @@ class QueueStore {
   static constexpr std::size_t kMinJournalBytes = std::size_t{1} << 20;
 
   explicit QueueStore(std::string dir) : dir_(std::move(dir)) {}
+  // Virtual only so tests can make the disk fail under the broker core.
+  virtual ~QueueStore() = default;
+  QueueStore(const QueueStore&) = delete;
+  QueueStore& operator=(const QueueStore&) = delete;
 
   std::string path() const { return dir_ + "/queue.json"; }
   std::string journal_path() const { return dir_ + "/queue.journal"; }
@@ -61,17 +65,17 @@ class QueueStore {
   // journal with an empty one. `file` must hold every change appended so
   // far. A crash between the two leaves the old journal, whose lines the
   // new snapshot's journal_seq makes Load skip.
-  Result<void> Save(const QueueFile& file);
+  virtual Result<void> Save(const QueueFile& file);
 
   // Appends one line per change and fdatasync()s them: on disk when this
   // returns Ok. Refused while WantsCompaction(). On failure the journal is
   // closed (it may end in a partial line), so the caller's next write must
   // be a Save().
-  Result<void> Append(std::uint64_t next_id, const std::vector<QueueChange>& changes);
+  virtual Result<void> Append(std::uint64_t next_id, const std::vector<QueueChange>& changes);
 
   // No journal is open (before the first Save, after a failed write) or it
   // has outgrown kJournalFactor snapshots.
-  bool WantsCompaction() const;
+  virtual bool WantsCompaction() const;
 
   std::size_t journal_bytes() const { return journal_bytes_; }
 

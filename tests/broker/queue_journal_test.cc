@@ -313,6 +313,21 @@ TEST(QueueJournalTest, CompactionIsAskedForOnceTheJournalOutgrowsTheSnapshot) {
   EXPECT_FALSE(store.WantsCompaction());
 }
 
+// A disk that starts failing on command, under the broker core.
+class FailingStore : public QueueStore {
+ public:
+  using QueueStore::QueueStore;
+  bool failing = false;
+  Result<void> Save(const QueueFile& file) override {
+    if (failing) return Error(ErrorCode::kInternal, "disk full (test)");
+    return QueueStore::Save(file);
+  }
+  Result<void> Append(std::uint64_t next_id, const std::vector<QueueChange>& changes) override {
+    if (failing) return Error(ErrorCode::kInternal, "disk full (test)");
+    return QueueStore::Append(next_id, changes);
+  }
+};
+
 // The broker core with a real store: each change appends, a restart
 // replays, and nothing is rewritten wholesale between compactions.
 class QueueJournalCoreTest : public ::testing::Test {
@@ -405,6 +420,41 @@ TEST_F(QueueJournalCoreTest, FinishedAndForgottenJobsAreJournalled) {
   EXPECT_TRUE(core->Find(second)->running());
   EXPECT_TRUE(core->Find(second)->env.empty());
   EXPECT_EQ(core->next_id(), second + 1);
+}
+
+TEST_F(QueueJournalCoreTest, ASubmitThatCannotBeSavedIsRefusedAndTakenBack) {
+  TempDir dir;
+  FailingStore store(dir.path());
+  std::unique_ptr<BrokerCore> core = StartCore(store);
+  const std::uint64_t running = Submit(*core);  // takes the one cpu
+  ASSERT_TRUE(core->Find(running)->running());
+
+  store.failing = true;
+  protocol::SubmitRequest request;
+  request.argv = {"sleep", "100"};
+  request.cwd = "/tmp";
+  std::optional<Response> response = core->Handle(Peer{1000, -1}, protocol::Encode(request));
+  ASSERT_TRUE(response);
+  Result<protocol::ErrorReply> refused = protocol::Decode<protocol::ErrorReply>(response->frame);
+  ASSERT_TRUE(refused) << response->frame;
+  EXPECT_NE(refused->error.find("could not be saved"), std::string::npos) << refused->error;
+  EXPECT_NE(refused->error.find("disk full (test)"), std::string::npos) << refused->error;
+  const std::uint64_t refused_id = running + 1;
+  EXPECT_EQ(core->Find(refused_id), nullptr);
+  ASSERT_FALSE(executor_.forgotten.empty());
+  EXPECT_EQ(executor_.forgotten.back(), refused_id);
+
+  // Once the disk is back, the next write is a compaction without the job,
+  // and a restart knows nothing of it.
+  store.failing = false;
+  core->Tick();
+  core.reset();
+  executor_.hello.running = {running};
+  executor_.hello.registered = {running};
+  QueueStore reopened(dir.path());
+  core = StartCore(reopened);
+  EXPECT_NE(core->Find(running), nullptr);
+  EXPECT_EQ(core->Find(refused_id), nullptr);
 }
 
 }  // namespace
