@@ -120,8 +120,13 @@ Result<void> ApplySeccomp() {
   }
   // NSS modules loaded lazily after confinement (libnss_systemd pulls in
   // libcap, whose constructor reads the bounding set) need this one prctl.
-  if (seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1,
-                       SCMP_A0(SCMP_CMP_EQ, PR_CAPBSET_READ)) != 0) {
+  // Spelled out: SCMP_A0() is a C compound literal, which clang refuses in C++.
+  scmp_arg_cmp only_capbset_read{};
+  only_capbset_read.arg = 0;
+  only_capbset_read.op = SCMP_CMP_EQ;
+  only_capbset_read.datum_a = PR_CAPBSET_READ;
+  if (seccomp_rule_add_array(ctx.get(), SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1,
+                             &only_capbset_read) != 0) {
     return Error(ErrorCode::kInternal, "seccomp rule for prctl(PR_CAPBSET_READ) failed");
   }
   int rc = seccomp_load(ctx.get());

@@ -5,9 +5,14 @@
 #include <cstdint>
 #include <string_view>
 
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include "protocol/client_messages.h"
 #include "protocol/codec.h"
 #include "protocol/executor_messages.h"
+#include "protocol/launcher_messages.h"
+#include "protocol/queued_frame.h"
 
 namespace {
 using namespace hpcb::protocol;
@@ -21,25 +26,61 @@ void Try(std::string_view text) {
     if (!again) __builtin_trap();
   }
 }
+// The executor takes a submission straight off the user's socket: the
+// bytes are queued on a socketpair, peeked as the broker does, then taken.
+void QueuedFrame(std::string_view bytes) {
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) return;
+  if (::send(pair[0], bytes.data(), bytes.size(), MSG_DONTWAIT) >= 0) {
+    ::shutdown(pair[0], SHUT_WR);
+    (void)PeekQueuedFrame(pair[1], 4096);
+    (void)TakeQueuedFrame(pair[1], 4096);
+  }
+  ::close(pair[0]);
+  ::close(pair[1]);
+}
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 14) {
+  switch (data[0] % 34) {
+    // client -> broker, and the replies a client decodes
     case 0: Try<SubmitRequest>(text); break;
     case 1: Try<ListRequest>(text); break;
     case 2: Try<JobIdRequest>(text); break;
     case 3: Try<JobFieldRequest>(text); break;
     case 4: Try<ListReply>(text); break;
     case 5: Try<SubmitReply>(text); break;
-    case 6: Try<Hello>(text); break;
-    case 7: Try<RegisterJob>(text); break;
-    case 8: Try<StartJob>(text); break;
-    case 9: Try<SignalJob>(text); break;
-    case 10: Try<JobExited>(text); break;
-    case 11: Try<RegisterReply>(text); break;
-    case 12: (void)PeekTag(text, "type"); break;
+    case 6: Try<KillReply>(text); break;
+    case 7: Try<AttachReply>(text); break;
+    case 8: Try<JobFieldReply>(text); break;
+    case 9: Try<ErrorReply>(text); break;
+    case 10: Try<JobRow>(text); break;
+    // broker -> executor, and the executor's answers the broker decodes
+    case 11: Try<Hello>(text); break;
+    case 12: Try<RegisterJob>(text); break;
+    case 13: Try<StartJob>(text); break;
+    case 14: Try<SignalJob>(text); break;
+    case 15: Try<ForgetJob>(text); break;
+    case 16: Try<OpenOutput>(text); break;
+    case 17: Try<HelloReply>(text); break;
+    case 18: Try<RegisterReply>(text); break;
+    case 19: Try<StartReply>(text); break;
+    case 20: Try<Ack>(text); break;
+    case 21: Try<JobExited>(text); break;
+    // executor <-> launcher
+    case 22: Try<UserIdentity>(text); break;
+    case 23: Try<SpawnRequest>(text); break;
+    case 24: Try<SpawnReply>(text); break;
+    case 25: Try<CheckDestRequest>(text); break;
+    case 26: Try<CheckDestReply>(text); break;
+    case 27: Try<DeliverRequest>(text); break;
+    case 28: Try<DeliverReply>(text); break;
+    case 29: Try<ChildExited>(text); break;
+    case 30: (void)PeekTag(text, "type"); break;
+    case 31: (void)PeekTag(text, "cmd"); break;
+    case 32: QueuedFrame(text); break;
     default: (void)PeekOk(text); break;
   }
   return 0;

@@ -16,9 +16,9 @@ if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then export VM_REQUIRE
 scripts/vm-test.sh
 
 CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DHPCB_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
-ninja -C build-fuzz
+ninja -C build-fuzz decode_fuzzer text_fuzzer state_fuzzer
 seconds="${FUZZ_SECONDS:-30}"
-for fuzzer in decode text; do
+for fuzzer in decode text state; do
   work=$(mktemp -d)
   echo "fuzzing ${fuzzer} decoders for ${seconds}s"
   "build-fuzz/fuzz/${fuzzer}_fuzzer" -max_total_time="$seconds" -max_len=8192 \

@@ -1,0 +1,70 @@
+// libFuzzer target: the state files the daemon reads back at start-up
+// (STATE/specs/<id>.json, the broker's queue.json and queue.journal). A
+// file may be torn, corrupt or hand-edited; loading must report it, never
+// crash, and never hand out an id the bytes mention as taken.
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "broker/queue_journal.h"
+#include "broker/queue_store.h"
+#include "executor/launch_spec.h"
+#include "protocol/base/log.h"
+#include "protocol/codec.h"
+
+namespace {
+using namespace hpcb;
+
+void Write(const std::string& path, std::string_view bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// The whole Load path on real files: snapshot and journal split at the
+// first NUL byte of the input.
+void LoadQueue(std::string_view bytes) {
+  static const std::string dir = [] {
+    char tmpl[] = "/tmp/hpcb-state-fuzz.XXXXXX";
+    const char* made = ::mkdtemp(tmpl);
+    if (made == nullptr) std::abort();
+    return std::string(made);
+  }();
+  const std::size_t cut = bytes.find('\0');
+  broker::QueueStore store(dir);
+  Write(store.path(), bytes.substr(0, cut));
+  Write(store.journal_path(), cut == std::string_view::npos ? "" : bytes.substr(cut + 1));
+  Result<broker::QueueFile> loaded = store.Load();
+  const std::string_view journal = cut == std::string_view::npos ? "" : bytes.substr(cut + 1);
+  if (loaded && (loaded->next_id < broker::HighestIdMentioned(bytes.substr(0, cut)) ||
+                 loaded->next_id < broker::HighestIdMentioned(journal))) {
+    __builtin_trap();  // an id the files mention could be handed out again
+  }
+}
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  static const bool quiet = (SetLogLevel(LogLevel::kError), true);
+  (void)quiet;
+  if (size == 0) return 0;
+  std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
+  switch (data[0] % 3) {
+    case 0: {
+      auto spec = protocol::Decode<executor::LaunchSpec>(text);
+      if (spec && !protocol::Decode<executor::LaunchSpec>(protocol::Encode(*spec))) __builtin_trap();
+      break;
+    }
+    case 1: {
+      std::map<std::uint64_t, broker::JobRecord> jobs;
+      (void)broker::ReplayJournal(text, 0, jobs);
+      break;
+    }
+    default: LoadQueue(text); break;
+  }
+  return 0;
+}
