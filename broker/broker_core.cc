@@ -138,16 +138,26 @@ Result<std::string> BrokerCore::Submit(const Peer& peer, const std::string& text
   MarkChanged(job.id);
   // The executor reads argv, cwd, env and output from the connection
   // itself (the frame is still queued there; BrokerServer only peeked), so
-  // what we keep below is a copy of the very bytes it stores.
+  // what we keep below is a copy of the very bytes it stores. A job that
+  // can start at once is started by the same message.
   protocol::RegisterJob registration{job.id};
+  std::optional<broker::Start> placed = PlaceNewJob(job);
+  if (placed) registration.start = StartRequest(job, placed->placement);
   Result<protocol::RegisterReply> registered = executor_.Register(registration, peer.fd);
-  if (!registered) {
+  if (!registered || registered->error) {
+    if (placed) scheduler_.Release(placed->placement);
+    if (registered) return InvalidArgument(*registered->error);
     LogError("cannot register job " + Id(job.id) + ": " + registered.error().message());
     return Error(ErrorCode::kUnavailable, "the executor did not take the job: " +
                                               registered.error().message());
   }
-  if (registered->error) return InvalidArgument(*registered->error);
   if (registered->uid != peer.uid) {
+    if (placed) {
+      scheduler_.Release(placed->placement);
+      if (registered->start && !registered->start->error) {
+        (void)executor_.Signal(protocol::SignalJob{job.id, "kill", "killed", job.max_time_s});
+      }
+    }
     (void)executor_.Forget(job.id);
     return Error(ErrorCode::kInternal, "the executor saw another uid on this connection");
   }
@@ -160,7 +170,13 @@ Result<std::string> BrokerCore::Submit(const Peer& peer, const std::string& text
   job.output_dest = registered->output_dest;
   job.submit_time = clock_.Now();
   const std::uint64_t id = job.id;
-  jobs_.emplace(id, std::move(job));
+  JobRecord& stored_job = jobs_.emplace(id, std::move(job)).first->second;
+  if (placed) {
+    Result<protocol::StartReply> started =
+        registered->start ? Result<protocol::StartReply>(*registered->start)
+                          : Error(ErrorCode::kInternal, "the executor did not say whether it started");
+    ApplyStart(stored_job, *placed, started, clock_.Now());
+  }
   Schedule();
   if (Result<void> saved = Persist(); !saved && jobs_.at(id).queued()) {
     // An acknowledged job must survive a restart, and this one would not:
@@ -247,9 +263,8 @@ Result<std::string> BrokerCore::Field(const Peer& peer, const std::string& text)
   return protocol::Encode(reply);
 }
 
-void BrokerCore::Schedule() {
-  std::vector<QueuedJob> queue;
-  std::vector<RunningJob> running;
+void BrokerCore::CollectForScheduler(std::vector<QueuedJob>& queue,
+                                     std::vector<RunningJob>& running) const {
   for (const auto& [id, job] : jobs_) {
     if (job.queued()) {
       queue.push_back({id, job.demand, job.max_time_s});
@@ -258,6 +273,65 @@ void BrokerCore::Schedule() {
                          job.start_time.value_or(0) + static_cast<double>(job.max_time_s)});
     }
   }
+}
+
+std::optional<broker::Start> BrokerCore::PlaceNewJob(const JobRecord& job) {
+  std::vector<QueuedJob> queue;
+  std::vector<RunningJob> running;
+  CollectForScheduler(queue, running);
+  queue.push_back({job.id, job.demand, job.max_time_s});
+  std::optional<broker::Start> mine;
+  for (broker::Start& start : scheduler_.Schedule(queue, running, clock_.Now())) {
+    if (start.id == job.id) {
+      mine = std::move(start);
+    } else {
+      // Placed beside ours in one plan, so what we keep leaves room for it.
+      scheduler_.Release(start.placement);
+    }
+  }
+  return mine;
+}
+
+protocol::StartJob BrokerCore::StartRequest(const JobRecord& job,
+                                            const Placement& placement) const {
+  protocol::StartJob request;
+  request.id = job.id;
+  request.cpus = placement.cpus;
+  request.mems = placement.mems;
+  request.gpus = placement.gpus;
+  if (job.demand.mem_gib > 0) {
+    request.memory_max =
+        static_cast<std::uint64_t>(std::floor(job.demand.mem_gib * 1073741824.0));
+  }
+  return request;
+}
+
+void BrokerCore::ApplyStart(JobRecord& job, broker::Start& start,
+                            const Result<protocol::StartReply>& reply, double now) {
+  MarkChanged(job.id);
+  if (!reply || reply->error) {
+    scheduler_.Release(start.placement);
+    const std::string why = !reply ? reply.error().message() : *reply->error;
+    LogWarning("job " + Id(job.id) + " failed to start: " + why);
+    job.reason = "error";
+    if (reply) job.output_error = reply->output_error;
+    Finish(job, std::nullopt, now);
+    return;
+  }
+  job.state = kRunning;
+  job.start_time = reply->start_time > 0 ? reply->start_time : now;
+  job.placement = std::move(start.placement);
+  job.holds_placement = true;
+  job.env.clear();
+  LogInfo("job " + Id(job.id) + " started (pid " + std::to_string(reply->pid) + ", cpus " +
+          FormatCommaList(job.placement.cpus) + ", mem nodes " +
+          FormatCommaList(job.placement.mems) + ")");
+}
+
+void BrokerCore::Schedule() {
+  std::vector<QueuedJob> queue;
+  std::vector<RunningJob> running;
+  CollectForScheduler(queue, running);
   if (queue.empty()) return;
   const double now = clock_.Now();
   for (broker::Start& start : scheduler_.Schedule(queue, running, now)) {
@@ -267,34 +341,7 @@ void BrokerCore::Schedule() {
       continue;
     }
     JobRecord& job = it->second;
-    protocol::StartJob request;
-    request.id = job.id;
-    request.cpus = start.placement.cpus;
-    request.mems = start.placement.mems;
-    request.gpus = start.placement.gpus;
-    if (job.demand.mem_gib > 0) {
-      request.memory_max =
-          static_cast<std::uint64_t>(std::floor(job.demand.mem_gib * 1073741824.0));
-    }
-    Result<protocol::StartReply> reply = executor_.Start(request);
-    MarkChanged(job.id);
-    if (!reply || reply->error) {
-      scheduler_.Release(start.placement);
-      const std::string why = !reply ? reply.error().message() : *reply->error;
-      LogWarning("job " + Id(job.id) + " failed to start: " + why);
-      job.reason = "error";
-      if (reply) job.output_error = reply->output_error;
-      Finish(job, std::nullopt, now);
-      continue;
-    }
-    job.state = kRunning;
-    job.start_time = reply->start_time > 0 ? reply->start_time : now;
-    job.placement = std::move(start.placement);
-    job.holds_placement = true;
-    job.env.clear();
-    LogInfo("job " + Id(job.id) + " started (pid " + std::to_string(reply->pid) + ", cpus " +
-            FormatCommaList(job.placement.cpus) + ", mem nodes " +
-            FormatCommaList(job.placement.mems) + ")");
+    ApplyStart(job, start, executor_.Start(StartRequest(job, start.placement)), now);
   }
   ApplyRetention();
 }

@@ -78,6 +78,18 @@ class BrokerCore {
   Result<JobRecord*> Lookup(const Peer& peer, std::uint64_t id);
 
   void Schedule();
+  // Queued jobs in id order and the running jobs holding a placement, as
+  // the scheduler wants them.
+  void CollectForScheduler(std::vector<QueuedJob>& queue, std::vector<RunningJob>& running) const;
+  // The placement `job` (not yet in jobs_, newest of all) would get right
+  // now, already reserved; nullopt when it has to wait. Starts the policy
+  // hands out to older jobs are released again: Schedule() makes them.
+  std::optional<broker::Start> PlaceNewJob(const JobRecord& job);
+  protocol::StartJob StartRequest(const JobRecord& job, const Placement& placement) const;
+  // Books the executor's answer to starting `job` on `start`: running, or
+  // finished with an error and its placement released.
+  void ApplyStart(JobRecord& job, broker::Start& start, const Result<protocol::StartReply>& reply,
+                  double now);
   void CheckTimers();
   void Finish(JobRecord& job, std::optional<std::int64_t> exit_code, double end_time);
   void ApplyRetention();

@@ -223,15 +223,38 @@ ExecutorServer::Reply ExecutorServer::OnRegister(const std::string& text,
   }
   auto made = MakeJobDir(spec);
   if (!made) return fail(made.error());
-  auto saved = SaveSpec(specs_dir(), spec);
+  // With a start to follow, the spec reaches the disk when the start saves
+  // it (as running, or as exited if it fails), before the reply below.
+  auto saved = SaveSpec(specs_dir(), spec, request->start ? Sync::kDeferred : Sync::kNow);
   if (!saved) return fail(saved.error());
   out.uid = spec.who.uid;
   out.gid = spec.who.gid;
   out.user = spec.who.user;
   out.output_dest = spec.output_dest;
   jobs_[id] = std::move(spec);
+  if (request->start) out.start = StartAfterRegistering(*request->start);
   reply.text = Encode(out);
   return reply;
+}
+
+protocol::StartReply ExecutorServer::StartAfterRegistering(const protocol::StartJob& request) {
+  Result<protocol::StartReply> started = StartValidated(request);
+  if (started) return *started;
+  // Refused before anything ran (a placement outside the machine, say): the
+  // job stays registered, so its spec must still be made durable here.
+  LogWarning("refused start of job " + std::to_string(request.id) + ": " +
+             started.error().message());
+  auto it = jobs_.find(request.id);
+  if (it != jobs_.end()) {
+    if (auto saved = SaveSpec(specs_dir(), it->second); !saved) {
+      LogWarning("cannot save spec of job " + std::to_string(request.id) + ": " +
+                 saved.error().message());
+    }
+  }
+  protocol::StartReply refused;
+  refused.id = request.id;
+  refused.error = started.error().message();
+  return refused;
 }
 
 std::optional<JobDirOwner> ExecutorServer::OwnerOf(const LaunchSpec& spec) const {

@@ -70,6 +70,9 @@ class ExecutorServer {
   Reply OnOpenOutput(const std::string& text);
 
   Result<protocol::StartReply> StartValidated(const protocol::StartJob& request);
+  // RegisterJob::start: StartValidated, with a refusal turned into the
+  // reply's error and the still-registered spec saved durably.
+  protocol::StartReply StartAfterRegistering(const protocol::StartJob& request);
   Result<void> ValidatePlacement(const protocol::StartJob& request) const;
   Result<void> MakeJobDir(const LaunchSpec& spec);
   // info.json: the job as users see it, never its environment.

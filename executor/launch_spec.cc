@@ -27,14 +27,15 @@ Result<void> LaunchSpec::Validate() const {
   return Ok();
 }
 
-Result<void> WriteFileAtomic(const std::string& path, const std::string& text, unsigned mode) {
+Result<void> WriteFileAtomic(const std::string& path, const std::string& text, unsigned mode,
+                             Sync sync) {
   std::string tmp = path + ".tmp";
   ::unlink(tmp.c_str());
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode));
   if (!fd.valid()) return Error::FromErrno(errno, "create " + tmp);
   if (::fchmod(fd.get(), mode) != 0) return Error::FromErrno(errno, "chmod " + tmp);
   HPCB_TRY(protocol::WriteAll(fd.get(), text));
-  if (::fsync(fd.get()) != 0) return Error::FromErrno(errno, "fsync " + tmp);
+  if (sync == Sync::kNow && ::fsync(fd.get()) != 0) return Error::FromErrno(errno, "fsync " + tmp);
   if (::rename(tmp.c_str(), path.c_str()) != 0) return Error::FromErrno(errno, "rename " + tmp);
   return Ok();
 }
@@ -43,8 +44,8 @@ static std::string SpecPath(const std::string& dir, std::uint64_t id) {
   return dir + "/" + std::to_string(id) + ".json";
 }
 
-Result<void> SaveSpec(const std::string& specs_dir, const LaunchSpec& spec) {
-  return WriteFileAtomic(SpecPath(specs_dir, spec.id), protocol::Encode(spec), 0600);
+Result<void> SaveSpec(const std::string& specs_dir, const LaunchSpec& spec, Sync sync) {
+  return WriteFileAtomic(SpecPath(specs_dir, spec.id), protocol::Encode(spec), 0600, sync);
 }
 
 Result<LaunchSpec> LoadSpec(const std::string& specs_dir, std::uint64_t id) {

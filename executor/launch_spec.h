@@ -46,15 +46,22 @@ struct LaunchSpec {
   Result<void> Validate() const;
 };
 
-// STATE/specs/<id>.json, written atomically (tmp, fsync, rename), 0600.
-Result<void> SaveSpec(const std::string& specs_dir, const LaunchSpec& spec);
+// Whether a write must be on disk before it returns. kDeferred is only for
+// a write that another durable one follows before anyone is told.
+enum class Sync { kNow, kDeferred };
+
+// STATE/specs/<id>.json, written atomically (tmp, fsync unless deferred,
+// rename), 0600.
+Result<void> SaveSpec(const std::string& specs_dir, const LaunchSpec& spec,
+                      Sync sync = Sync::kNow);
 Result<LaunchSpec> LoadSpec(const std::string& specs_dir, std::uint64_t id);
 void RemoveSpec(const std::string& specs_dir, std::uint64_t id);
 // Ids of every well-named spec file (others are ignored).
 std::vector<std::uint64_t> ListSpecs(const std::string& specs_dir);
 
 // Writes `text` to `path` atomically with `mode`.
-Result<void> WriteFileAtomic(const std::string& path, const std::string& text, unsigned mode);
+Result<void> WriteFileAtomic(const std::string& path, const std::string& text, unsigned mode,
+                             Sync sync = Sync::kNow);
 
 }  // namespace hpcb::executor
 

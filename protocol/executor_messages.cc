@@ -25,6 +25,10 @@ Result<void> Hello::Validate() const {
 
 Result<void> RegisterJob::Validate() const {
   if (id == 0) return InvalidArgument("job id must be positive");
+  if (start) {
+    if (start->id != id) return InvalidArgument("start.id must be the registered job's id");
+    if (Result<void> valid = start->Validate(); !valid) return valid.error().WithContext("start");
+  }
   return Ok();
 }
 

@@ -49,41 +49,6 @@ struct HelloReply {
   Result<void> Validate() const { return Ok(); }
 };
 
-// broker -> executor, with the client's connected socket as the only fd,
-// on which the client's submission frame is still queued, unread (the
-// broker only peeked at it; see queued_frame.h). The executor takes uid/gid
-// from SO_PEERCRED on that socket and reads argv, cwd, env and output from
-// the frame itself, so none of them passes through the broker's hands;
-// checks the output destination as that user, and stores the launch spec
-// root-only. Reply: RegisterReply.
-struct RegisterJob {
-  std::uint64_t id = 0;
-  template <class A> void save(A& ar) const {
-    Put(ar, "type", std::string("register")); Put(ar, "id", id);
-  }
-  template <class A> void load(A& ar) { Get(ar, "id", id); }
-  Result<void> Validate() const;
-};
-
-struct RegisterReply {
-  std::uint64_t id = 0;
-  std::optional<std::string> error;  // e.g. "cannot save output there: ..."
-  std::uint32_t uid = 0;
-  std::uint32_t gid = 0;
-  std::string user;
-  std::optional<std::string> output_dest;  // resolved file path
-  template <class A> void save(A& ar) const {
-    Put(ar, "type", std::string("register_reply")); Put(ar, "id", id);
-    Put(ar, "error", error); Put(ar, "uid", uid); Put(ar, "gid", gid);
-    Put(ar, "user", user); Put(ar, "output_dest", output_dest);
-  }
-  template <class A> void load(A& ar) {
-    Get(ar, "id", id); Get(ar, "error", error); Get(ar, "uid", uid);
-    Get(ar, "gid", gid); Get(ar, "user", user); Get(ar, "output_dest", output_dest);
-  }
-  Result<void> Validate() const { return Ok(); }
-};
-
 // broker -> executor: run a registered job on this placement. Reply:
 // StartReply. On failure the executor has already written the reason into
 // the job's buffer and delivered it; no JobExited follows.
@@ -119,6 +84,52 @@ struct StartReply {
   template <class A> void load(A& ar) {
     Get(ar, "id", id); Get(ar, "error", error); Get(ar, "output_error", output_error);
     Get(ar, "pid", pid); Get(ar, "start_time", start_time);
+  }
+  Result<void> Validate() const { return Ok(); }
+};
+
+// broker -> executor, with the client's connected socket as the only fd,
+// on which the client's submission frame is still queued, unread (the
+// broker only peeked at it; see queued_frame.h). The executor takes uid/gid
+// from SO_PEERCRED on that socket and reads argv, cwd, env and output from
+// the frame itself, so none of them passes through the broker's hands;
+// checks the output destination as that user, and stores the launch spec
+// root-only. Reply: RegisterReply.
+//
+// `start`, when the broker has already placed the job, starts it right
+// after registering, exactly as a StartJob would (same checks); the spec is
+// then fsynced once, as running, instead of once per step. This is the
+// common submit of an idle machine, and it saves a round trip and a disk
+// flush before the job's first instruction.
+struct RegisterJob {
+  std::uint64_t id = 0;
+  std::optional<StartJob> start;  // its id must be `id`
+  template <class A> void save(A& ar) const {
+    Put(ar, "type", std::string("register")); Put(ar, "id", id); Put(ar, "start", start);
+  }
+  template <class A> void load(A& ar) { Get(ar, "id", id); Get(ar, "start", start); }
+  Result<void> Validate() const;
+};
+
+struct RegisterReply {
+  std::uint64_t id = 0;
+  std::optional<std::string> error;  // e.g. "cannot save output there: ..."
+  std::uint32_t uid = 0;
+  std::uint32_t gid = 0;
+  std::string user;
+  std::optional<std::string> output_dest;  // resolved file path
+  // The outcome of RegisterJob::start, when one was asked for and the
+  // registration itself succeeded.
+  std::optional<StartReply> start;
+  template <class A> void save(A& ar) const {
+    Put(ar, "type", std::string("register_reply")); Put(ar, "id", id);
+    Put(ar, "error", error); Put(ar, "uid", uid); Put(ar, "gid", gid);
+    Put(ar, "user", user); Put(ar, "output_dest", output_dest); Put(ar, "start", start);
+  }
+  template <class A> void load(A& ar) {
+    Get(ar, "id", id); Get(ar, "error", error); Get(ar, "uid", uid);
+    Get(ar, "gid", gid); Get(ar, "user", user); Get(ar, "output_dest", output_dest);
+    Get(ar, "start", start);
   }
   Result<void> Validate() const { return Ok(); }
 };

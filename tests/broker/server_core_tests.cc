@@ -85,6 +85,32 @@ TEST_F(ServerCoreTest, SubmitRegistersDefaultsAndStarts) {
   EXPECT_TRUE(core_->Find(1)->env.empty());
 }
 
+TEST_F(ServerCoreTest, AJobThatFitsIsStartedByItsRegistration) {
+  StartCore();
+  EXPECT_EQ(Submit(1000, 2).state, "running");
+  EXPECT_EQ(Submit(1000, 1).state, "queued");
+  ASSERT_EQ(executor_.registered.size(), 2u);
+  ASSERT_TRUE(executor_.registered[0].start) << "placed at once: one message registers and starts";
+  EXPECT_EQ(executor_.registered[0].start->id, 1u);
+  EXPECT_EQ(executor_.registered[0].start->cpus, (std::vector<int>{0, 1}));
+  EXPECT_FALSE(executor_.registered[1].start) << "a job that must wait is only registered";
+  EXPECT_EQ(executor_.started.size(), 1u);
+}
+
+TEST_F(ServerCoreTest, ARefusedRegistrationGivesItsPlacementBack) {
+  StartCore();
+  executor_.register_error = "cannot save output there: no";
+  protocol::SubmitRequest request;
+  request.argv = {"true"};
+  request.cwd = "/";
+  request.cpu = 2;
+  EXPECT_EQ(ErrorOf(Call(1000, protocol::Encode(request))), "cannot save output there: no");
+  ASSERT_TRUE(executor_.registered.back().start);
+  EXPECT_EQ(scheduler_.free_cpus(), 2);
+  executor_.register_error.reset();
+  EXPECT_EQ(Submit(1000, 2).state, "running");
+}
+
 TEST_F(ServerCoreTest, MaxTimeIsClampedToLifetime) {
   StartCore();
   EXPECT_EQ(Submit(1000, 1, 7200).max_time_s, 3600);

@@ -61,6 +61,12 @@ class FakeExecutor : public ExecutorChannel {
     // The real executor reads the destination from the client's frame; the
     // core tests always submit with --output /tmp.
     if (output_dir) reply.output_dest = *output_dir + "/output." + std::to_string(job.id) + ".log";
+    // Like the real executor: a start that comes with the registration is
+    // made exactly as a StartJob would be.
+    if (job.start && !register_error) {
+      Result<protocol::StartReply> outcome = Start(*job.start);
+      if (outcome) reply.start = *outcome;
+    }
     return reply;
   }
   Result<protocol::StartReply> Start(const protocol::StartJob& start) override {

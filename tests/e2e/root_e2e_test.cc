@@ -545,7 +545,7 @@ class ForgedBrokerTest : public RootE2eTest {
   }
 
   std::string RegisterJson(int id, const std::string& extra = "") {
-    return "{\"type\":\"register\",\"id\":" + std::to_string(id) + extra + "}";
+    return "{\"type\":\"register\",\"id\":" + std::to_string(id) + ",\"start\":[]" + extra + "}";
   }
 
   std::string StartJson(int id, std::vector<int> cpus, std::vector<int> mems = {}) {

@@ -103,7 +103,7 @@ TEST_F(ExecutorServerTest, RegisterReadsWhatRunsFromTheClientNotTheBroker) {
   // A broker adding its own command, cwd and identity gets none of them in.
   std::string reply = Register(
       3, a.get(), b.get(),
-      R"({"type":"register","id":3,"argv":["/bin/evil"],"cwd":"/forged-cwd","uid":0,"output":["/etc"]})");
+      R"({"type":"register","id":3,"start":[],"argv":["/bin/evil"],"cwd":"/forged-cwd","uid":0,"output":["/etc"]})");
   ASSERT_FALSE(IsError(reply)) << reply;
   std::string spec = testing::ReadText(config_.state_dir + "/specs/3.json");
   EXPECT_NE(spec.find(R"("argv":["true"])"), std::string::npos) << spec;
@@ -111,6 +111,27 @@ TEST_F(ExecutorServerTest, RegisterReadsWhatRunsFromTheClientNotTheBroker) {
   EXPECT_EQ(spec.find("forged-cwd"), std::string::npos);
   char left;
   EXPECT_LT(::recv(a.get(), &left, 1, MSG_DONTWAIT), 0) << "the frame was taken off the socket";
+}
+
+TEST_F(ExecutorServerTest, ARegistrationsRefusedStartLeavesTheJobRegisteredAndOnDisk) {
+  Send(protocol::Encode(protocol::Hello{}));
+  int pair[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
+  UniqueFd a(pair[0]), b(pair[1]);
+  protocol::RegisterJob job{6};
+  job.start = protocol::StartJob{.id = 6, .cpus = {7}, .mems = {0}};  // not a cpu here
+  std::string text = Register(6, a.get(), b.get(), protocol::Encode(job));
+  auto reply = protocol::Decode<protocol::RegisterReply>(text);
+  ASSERT_TRUE(reply) << text;
+  EXPECT_FALSE(reply->error) << text;
+  ASSERT_TRUE(reply->start) << text;
+  ASSERT_TRUE(reply->start->error) << text;
+  EXPECT_NE(reply->start->error->find("cpus"), std::string::npos) << *reply->start->error;
+  std::string spec = testing::ReadText(config_.state_dir + "/specs/6.json");
+  EXPECT_NE(spec.find(R"("state":"registered")"), std::string::npos) << spec;
+  // The job is known: registering the id again is refused as before.
+  std::string again = Register(6, a.get(), b.get());
+  EXPECT_TRUE(IsError(again)) << again;
 }
 
 TEST_F(ExecutorServerTest, RegisterWithoutAQueuedSubmissionIsRefusedWithoutWaiting) {

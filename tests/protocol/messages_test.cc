@@ -80,15 +80,35 @@ TEST(ExecutorMessagesTest, SignalJobChecksTheSignalName) {
 
 TEST(ExecutorMessagesTest, RegisterJobCarriesNothingToRun) {
   // Fields a broker might add are ignored, never stored (trust rule 2).
-  auto r = Decode<RegisterJob>(R"({"type":"register","id":4,"argv":["rm","-rf","/"],"uid":0})");
-  ASSERT_TRUE(r);
-  EXPECT_EQ(Encode(*r), R"({"type":"register","id":4})");
+  auto r = Decode<RegisterJob>(
+      R"({"type":"register","id":4,"start":[],"argv":["rm","-rf","/"],"uid":0})");
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(Encode(*r), R"({"type":"register","id":4,"start":[]})");
 }
 
 TEST(ExecutorMessagesTest, HelloRefusesAnotherVersion) {
   Hello hello{.version = 99};
   EXPECT_FALSE(Decode<Hello>(Encode(hello)));
   EXPECT_EQ(*PeekTag(Encode(Hello{}), "type"), "hello");
+}
+
+TEST(ExecutorMessagesTest, RegisterJobsStartIsAStartJobForTheSameId) {
+  RegisterJob r{.id = 5};
+  r.start = StartJob{.id = 5, .cpus = {0}, .mems = {0}};
+  auto decoded = Decode<RegisterJob>(Encode(r));
+  ASSERT_TRUE(decoded) << decoded.error().message();
+  ASSERT_TRUE(decoded->start);
+  EXPECT_EQ(decoded->start->cpus, std::vector<int>{0});
+  r.start->id = 6;
+  auto other = Decode<RegisterJob>(Encode(r));
+  ASSERT_FALSE(other);
+  EXPECT_NE(other.error().message().find("start.id"), std::string::npos) << other.error().message();
+  r.start->id = 5;
+  r.start->cpus = {};
+  auto empty = Decode<RegisterJob>(Encode(r));
+  ASSERT_FALSE(empty);
+  EXPECT_NE(empty.error().message().find("start"), std::string::npos) << empty.error().message();
+  EXPECT_FALSE(Decode<RegisterJob>(R"({"type":"register","id":5,"start":[{},{}]})"));
 }
 
 TEST(ExecutorMessagesTest, RegisterJobNeedsAnId) {
