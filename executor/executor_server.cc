@@ -342,13 +342,16 @@ Result<protocol::StartReply> ExecutorServer::StartValidated(const protocol::Star
   HPCB_TRY(ValidatePlacement(request));
   protocol::StartReply out;
   out.id = request.id;
+  bool cgroup_is_someone_elses = false;  // a populated leftover: never killed here
   auto fail_job = [&](const std::string& message) {
     // The job will never run: say why in its output and deliver it.
     AppendLine(spec, "hpc-batch: " + message);
     spec.state = "exited";
     spec.env.clear();
     (void)SaveSpec(specs_dir(), spec);
-    if (!config_.no_cgroups) (void)RemoveJobCgroup(config_.cgroup_root, spec.id);
+    if (!config_.no_cgroups && !cgroup_is_someone_elses) {
+      (void)RemoveJobCgroup(config_.cgroup_root, spec.id);
+    }
     out.error = message;
     out.output_error = DeliverOutput(spec);
     WriteInfo(spec);
@@ -362,7 +365,10 @@ Result<protocol::StartReply> ExecutorServer::StartValidated(const protocol::Star
     Result<bool> swap = HostHasSwap(facts_.proc_root);
     limits.host_has_swap = !swap || *swap;
     auto made = CreateJobCgroup(config_.cgroup_root, spec.id, limits);
-    if (!made) return fail_job("failed to start job: " + made.error().message());
+    if (!made) {
+      cgroup_is_someone_elses = made.error().code() == ErrorCode::kAlreadyExists;
+      return fail_job("failed to start job: " + made.error().message());
+    }
     cgroup_dir = std::move(*made);
   }
   PasswdFacts who{spec.who.user, spec.home, spec.shell};

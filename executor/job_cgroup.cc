@@ -33,8 +33,14 @@ Result<void> WriteControl(const std::string& dir, const std::string& name,
 Result<UniqueFd> CreateJobCgroup(const std::string& cgroup_root, std::uint64_t id,
                                  const CgroupLimits& limits) {
   std::string dir = JobCgroupPath(cgroup_root, id);
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return Error::FromErrno(errno, "mkdir " + dir);
+  if (::mkdir(dir.c_str(), 0755) != 0) {
+    if (errno != EEXIST) return Error::FromErrno(errno, "mkdir " + dir);
+    // A leftover of an earlier daemon (ids restart after a lost queue):
+    // empty, it is reused; with processes in it, the job would share its
+    // cpus, memory budget and OOM kills with strangers.
+    if (JobCgroupPopulated(cgroup_root, id)) {
+      return Error(ErrorCode::kAlreadyExists, dir + " already holds processes");
+    }
   }
   HPCB_TRY(WriteControl(dir, "cpuset.cpus", FormatIdList(limits.cpus)));
   HPCB_TRY(WriteControl(dir, "cpuset.mems", FormatIdList(limits.mems)));

@@ -26,7 +26,8 @@ struct CgroupLimits {
 
 std::string JobCgroupPath(const std::string& cgroup_root, std::uint64_t id);
 
-// mkdir (existing is fine) and write cpuset.cpus, cpuset.mems, memory.max,
+// mkdir (an existing, empty one is reused; one holding processes is
+// refused) and write cpuset.cpus, cpuset.mems, memory.max,
 // memory.swap.max=0 and memory.oom.group=1. Every failure is an error: a job
 // that could swap, or lose one process to the OOM killer and run on, would
 // time something else than what the user asked for. The one exception is a

@@ -81,6 +81,19 @@ TEST(JobCgroupTest, MissingOomGroupRefusesTheJob) {
       << made.error().message();
 }
 
+TEST(JobCgroupTest, ALeftoverGroupIsReusedOnlyWhenEmpty) {
+  testing::TempDir root;
+  LayOutJob(root.path(), 13);
+  std::string events = JobCgroupPath(root.path(), 13) + "/cgroup.events";
+  testing::WriteText(events, "populated 0\nfrozen 0\n");
+  EXPECT_TRUE(CreateJobCgroup(root.path(), 13, {{0}, {0}, std::nullopt, false}));
+  testing::WriteText(events, "populated 1\nfrozen 0\n");
+  auto made = CreateJobCgroup(root.path(), 13, {{0}, {0}, std::nullopt, false});
+  ASSERT_FALSE(made);
+  EXPECT_NE(made.error().message().find("already holds processes"), std::string::npos)
+      << made.error().message();
+}
+
 TEST(JobCgroupTest, OomOnlyFromOomKill) {
   testing::TempDir root;
   LayOutJob(root.path(), 6);
