@@ -5,12 +5,15 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <string>
 #include <vector>
 
 #include "protocol/base/log.h"
+#include "protocol/client_messages.h"
+#include "protocol/codec.h"
 #include "protocol/queued_frame.h"
 
 namespace hpcb::broker {
@@ -26,6 +29,12 @@ constexpr double kStalledRetryS = 0.02;
 // the queued bytes) would otherwise hold a descriptor forever.
 constexpr double kRequestDeadlineS = 10.0;
 constexpr int kSendTimeoutS = 5;
+// Each connection holds a descriptor until it is answered (or for as long
+// as an attach streams): without a cap one user could take every
+// descriptor the broker has. The per-user cap leaves room for the others.
+constexpr std::size_t kMaxConnections = 512;
+constexpr std::size_t kMaxConnectionsPerUid = 64;
+constexpr double kRefusalLogEveryS = 10.0;
 
 // Stall back-off runs on the real clock: the policy clock may be a test's.
 double SteadyNow() {
@@ -43,15 +52,42 @@ void BrokerServer::Accept() {
   UniqueFd fd(raw);
   Result<struct ucred> cred = protocol::PeerCredentials(fd.get());
   if (!cred) return;
+  const auto from_uid = static_cast<std::size_t>(
+      std::count_if(connections_.begin(), connections_.end(),
+                    [&](const auto& entry) { return entry.second.uid == cred->uid; }));
+  if (connections_.size() >= kMaxConnections || from_uid >= kMaxConnectionsPerUid) {
+    RefuseConnection(fd.get(), cred->uid, from_uid);
+    return;
+  }
   Connection connection;
   connection.uid = cred->uid;
   connection.accepted_at = SteadyNow();
   // Replies are written blocking; a client that stops reading a long list
   // must not freeze the broker, so a stalled write fails after this.
   struct timeval send_timeout {kSendTimeoutS, 0};
-  (void)::setsockopt(connection.fd.get(), SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof send_timeout);
+  (void)::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof send_timeout);
   connection.fd = std::move(fd);
   connections_.emplace(raw, std::move(connection));
+}
+
+void BrokerServer::RefuseConnection(int fd, uid_t uid, std::size_t from_uid) {
+  const std::string why =
+      from_uid >= kMaxConnectionsPerUid
+          ? "too many open connections from uid " + std::to_string(uid) + " (" +
+                std::to_string(kMaxConnectionsPerUid) + "); try again when some have finished"
+          : "the daemon has too many open connections (" + std::to_string(kMaxConnections) +
+                "); try again shortly";
+  // A fresh socket's send buffer is empty, so this small frame never waits.
+  const std::string frame = protocol::EncodeFrame(
+      protocol::Encode(protocol::ErrorReply::From(Error(ErrorCode::kResourceExhausted, why))));
+  (void)::send(fd, frame.data(), frame.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  ++refused_connections_;
+  const double now = SteadyNow();
+  if (now - last_refusal_log_ >= kRefusalLogEveryS) {
+    LogWarning("refused " + std::to_string(refused_connections_) + " connection(s): " + why);
+    refused_connections_ = 0;
+    last_refusal_log_ = now;
+  }
 }
 
 bool BrokerServer::OnReadable(Connection& connection) {

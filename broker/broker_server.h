@@ -39,6 +39,9 @@ class BrokerServer {
   };
 
   void Accept();
+  // Over the connection caps: tells the client why (best effort) and logs,
+  // at most every few seconds, how many were refused.
+  void RefuseConnection(int fd, uid_t uid, std::size_t from_uid);
   // false: close the connection.
   bool OnReadable(Connection& connection);
   // false: the stream ended (or the client went away).
@@ -49,6 +52,8 @@ class BrokerServer {
   const Clock& clock_;
   UniqueFd listener_;
   std::map<int, Connection> connections_;
+  std::size_t refused_connections_ = 0;
+  double last_refusal_log_ = -1e9;
 };
 
 }  // namespace hpcb::broker

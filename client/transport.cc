@@ -60,11 +60,13 @@ Result<std::string> Exchange(int fd, std::string_view request) {
                            " bytes (command, environment and paths); at most " +
                            std::to_string(protocol::kMaxRequestFrame) + " fit in one submission");
   }
-  Result<void> sent = protocol::WriteFrame(fd, request);
-  if (!sent) {
+  // A daemon that turns a connection away (too many open) says why and
+  // closes before reading, so a failed send may still have a reply queued.
+  const bool sent = static_cast<bool>(protocol::WriteFrame(fd, request));
+  auto frame = protocol::ReadFrame(fd, protocol::kMaxClientFrame);
+  if (!sent && (!frame || !frame->has_value())) {
     return Error(ErrorCode::kUnavailable, "daemon closed the connection unexpectedly");
   }
-  auto frame = protocol::ReadFrame(fd, protocol::kMaxClientFrame);
   if (!frame) return ReadFailure(frame.error());
   if (!frame->has_value()) {
     return Error(ErrorCode::kUnavailable, "daemon closed the connection unexpectedly");

@@ -77,6 +77,9 @@ class DaemonHarness {
   std::string bin() const { return dir_ + "/bin"; }
   std::string state() const { return dir_ + "/state"; }
   std::string socket() const { return dir_ + "/sock"; }
+  // Who the daemon and `dispatch` run as (the test user as root, else us).
+  uid_t client_uid() const { return uid_; }
+  gid_t client_gid() const { return gid_; }
   std::string work() const { return dir_ + "/work"; }
   std::string log() const;
   std::string ReadWorkFile(const std::string& name) const;

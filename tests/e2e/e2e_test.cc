@@ -1,6 +1,13 @@
 // End-to-end behaviour of the real daemon and the real client.
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -10,6 +17,7 @@
 #include <thread>
 #include <fstream>
 
+#include "protocol/base/unique_fd.h"
 #include "tests/e2e/daemon_harness.h"
 
 namespace hpcb::e2e {
@@ -242,6 +250,64 @@ TEST_F(E2eTest, UnknownJobAndBadFlagsAreClearErrors) {
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.err.find("no such job 99"), std::string::npos) << missing.err;
   EXPECT_EQ(bad_flag.exit_code, 2) << bad_flag.err;
+}
+
+TEST_F(E2eTest, OneUserCannotHoldEveryConnection) {
+  StartOrFail();
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const std::string path = daemon_.socket();
+  ASSERT_LT(path.size(), sizeof addr.sun_path);
+  std::copy(path.begin(), path.end(), addr.sun_path);
+  int ready[2], hold[2];
+  ASSERT_EQ(::pipe2(ready, O_CLOEXEC), 0);
+  ASSERT_EQ(::pipe2(hold, O_CLOEXEC), 0);
+  // A child, as the same user as `dispatch`, opens 64 connections that
+  // never send a request (a user hoarding descriptors) and holds them.
+  const pid_t hoarder = ::fork();
+  ASSERT_GE(hoarder, 0);
+  if (hoarder == 0) {
+    ::close(ready[0]);
+    ::close(hold[1]);
+    if (::geteuid() == 0 && (::setgroups(0, nullptr) != 0 || ::setgid(daemon_.client_gid()) != 0 ||
+                             ::setuid(daemon_.client_uid()) != 0)) {
+      ::_exit(1);
+    }
+    for (int i = 0; i < 64; ++i) {
+      int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) ::_exit(2);
+    }
+    (void)!::write(ready[1], "r", 1);
+    char byte;
+    (void)!::read(hold[0], &byte, 1);  // returns when the test closes its end
+    ::_exit(0);
+  }
+  ::close(ready[1]);
+  ::close(hold[0]);
+  UniqueFd ready_end(ready[0]), hold_end(hold[1]);
+  struct pollfd wait_ready {ready_end.get(), POLLIN, 0};
+  ASSERT_EQ(::poll(&wait_ready, 1, 10000), 1);
+  char byte = 0;
+  ASSERT_EQ(::read(ready_end.get(), &byte, 1), 1) << "the hoarder could not connect";
+
+  // connect() returns before the broker accepts: once it has taken all 64,
+  // the next client of that user must be turned away with a reason.
+  CommandResult refused;
+  const bool turned_away = DaemonHarness::WaitFor([&] {
+    refused = daemon_.Dispatch({"list"});
+    return refused.exit_code != 0;
+  }, std::chrono::seconds(5));
+  hold_end.reset();
+  int status = 0;
+  ASSERT_EQ(::waitpid(hoarder, &status, 0), hoarder);
+  ASSERT_TRUE(turned_away) << refused.out << daemon_.log();
+  EXPECT_NE(refused.err.find("too many open connections from uid"), std::string::npos)
+      << refused.err;
+  EXPECT_TRUE(DaemonHarness::WaitFor([&] { return daemon_.Dispatch({"list"}).exit_code == 0; },
+                                     std::chrono::seconds(5)))
+      << daemon_.log();
+  EXPECT_NE(daemon_.log().find("connection(s): too many open connections from uid"),
+            std::string::npos) << daemon_.log();
 }
 
 }  // namespace
