@@ -38,6 +38,18 @@ Result<void> BrokerCore::Start(QueueFile loaded) {
   HPCB_ASSIGN_OR_RETURN(protocol::HelloReply hello, executor_.Hello());
   const std::set<std::uint64_t> running(hello.running.begin(), hello.running.end());
   const std::set<std::uint64_t> registered(hello.registered.begin(), hello.registered.end());
+  // Ids the executor holds were handed out even if the queue file lost them.
+  for (std::uint64_t id : running) next_id_ = std::max(next_id_, id + 1);
+  for (std::uint64_t id : registered) next_id_ = std::max(next_id_, id + 1);
+  for (std::uint64_t id : running) {
+    if (jobs_.contains(id)) continue;
+    // Started, then the queue write was lost: nothing here would enforce its
+    // time limit or keep its cpus from being handed out again. It is
+    // killed; its exit event then lets the executor forget it.
+    LogWarning("job " + Id(id) + " is running but not in the queue file; killing it");
+    Result<protocol::Ack> ack = executor_.Signal(protocol::SignalJob{id, "kill", "killed", 0});
+    if (!ack) LogWarning("cannot kill job " + Id(id) + ": " + ack.error().message());
+  }
   const double now = clock_.Now();
   std::size_t restored = 0;
   for (auto& [id, job] : jobs_) {
@@ -177,8 +189,16 @@ Result<std::string> BrokerCore::Submit(const Peer& peer, const std::string& text
                           : Error(ErrorCode::kInternal, "the executor did not say whether it started");
     ApplyStart(stored_job, *placed, started, clock_.Now());
   }
+  // The reply's copy: with --keep-finished 0 a job whose start failed is
+  // dropped by the retention that Schedule() applies.
+  JobRecord stored = stored_job;
   Schedule();
-  if (Result<void> saved = Persist(); !saved && jobs_.at(id).queued()) {
+  if (auto it = jobs_.find(id); it != jobs_.end()) {
+    stored = it->second;
+  } else {
+    stored.state = kDone;
+  }
+  if (Result<void> saved = Persist(); !saved && stored.queued()) {
     // An acknowledged job must survive a restart, and this one would not:
     // take it back, and the user still holds their only copy.
     Result<protocol::Ack> ack = executor_.Forget(id);
@@ -191,7 +211,6 @@ Result<std::string> BrokerCore::Submit(const Peer& peer, const std::string& text
   // A job that already started runs on: the executor holds it, and Persist
   // keeps its change until a later write (at the latest each Tick) lands.
   LogInfo("job " + Id(id) + " submitted by uid " + std::to_string(peer.uid));
-  const JobRecord& stored = jobs_.at(id);
   protocol::SubmitReply reply{id,
                               stored.state,
                               stored.max_time_s,
@@ -397,7 +416,14 @@ void BrokerCore::Finish(JobRecord& job, std::optional<std::int64_t> exit_code, d
 
 void BrokerCore::OnExited(const protocol::JobExited& event) {
   auto it = jobs_.find(event.id);
-  if (it == jobs_.end() || !it->second.running()) {
+  if (it == jobs_.end()) {
+    // One killed at start-up for missing from the queue file (Start).
+    LogWarning("exit event for job " + Id(event.id) + ", which is not in the queue; forgetting it");
+    Result<protocol::Ack> ack = executor_.Forget(event.id);
+    if (!ack) LogWarning("cannot forget job " + Id(event.id) + ": " + ack.error().message());
+    return;
+  }
+  if (!it->second.running()) {
     LogWarning("exit event for job " + Id(event.id) + ", which is not running here");
     return;
   }

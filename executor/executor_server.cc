@@ -394,7 +394,14 @@ Result<protocol::StartReply> ExecutorServer::StartValidated(const protocol::Star
   spec.env.clear();  // forwarded secrets are gone once the job runs
   auto start = ProcStartTime(static_cast<int>(spec.pid), facts_.proc_root);
   spec.proc_start = start ? *start : 0;
-  HPCB_TRY(SaveSpec(specs_dir(), spec));
+  if (Result<void> saved = SaveSpec(specs_dir(), spec); !saved) {
+    // Running but unrecorded: after a restart nobody could find, limit or
+    // account for it, so it does not run at all.
+    (void)::kill(-static_cast<pid_t>(spec.pid), SIGKILL);
+    if (cgroup_dir.valid()) (void)KillJobCgroup(config_.cgroup_root, spec.id);
+    return fail_job("failed to start job: cannot record it as running: " +
+                    saved.error().message());
+  }
   WriteInfo(spec);
   LogInfo("job " + std::to_string(spec.id) + " started (pid " + std::to_string(spec.pid) +
           ", cpus " + FormatIdList(request.cpus) + ")");

@@ -24,7 +24,9 @@
 
 namespace hpcb::protocol {
 
-inline constexpr std::int64_t kProtocolVersion = 1;
+// 2: RegisterJob and RegisterReply carry `start` (both roles are always
+// started together, but a mismatch should be a refusal, not a field error).
+inline constexpr std::int64_t kProtocolVersion = 2;
 
 // broker -> executor, first message. Reply: HelloReply.
 struct Hello {

@@ -111,6 +111,20 @@ TEST_F(ServerCoreTest, ARefusedRegistrationGivesItsPlacementBack) {
   EXPECT_EQ(Submit(1000, 2).state, "running");
 }
 
+TEST_F(ServerCoreTest, AFailedStartDroppedByRetentionStillGetsItsReply) {
+  options_.keep_finished = 0;
+  scheduler_.backfill = true;
+  StartCore();
+  EXPECT_EQ(Submit(1000, 1).state, "running");
+  EXPECT_EQ(Submit(1000, 2).state, "queued");  // waits behind the first
+  executor_.start_error = "cannot enter the working directory";
+  protocol::SubmitReply reply = Submit(1000, 1);  // backfilled, fails, dropped at once
+  EXPECT_EQ(reply.id, 3u);
+  EXPECT_EQ(reply.state, "done");
+  EXPECT_EQ(core_->Find(3), nullptr);
+  EXPECT_EQ(scheduler_.free_cpus(), 1);
+}
+
 TEST_F(ServerCoreTest, MaxTimeIsClampedToLifetime) {
   StartCore();
   EXPECT_EQ(Submit(1000, 1, 7200).max_time_s, 3600);
@@ -292,6 +306,24 @@ TEST_F(ServerCoreTest, RetentionForgetsOldFinishedJobs) {
   EXPECT_EQ(core_->Find(2), nullptr);
   EXPECT_NE(core_->Find(3), nullptr);
   EXPECT_EQ(executor_.forgotten, (std::vector<std::uint64_t>{1, 2}));
+}
+
+TEST_F(ServerCoreTest, AJobRunningWithoutAQueueRecordIsKilledAndItsIdNotReused) {
+  // The executor started job 7, then the broker's queue write was lost.
+  QueueFile loaded;
+  loaded.next_id = 3;
+  executor_.hello.running = {7};
+  executor_.hello.registered = {9};
+  StartCore(loaded);
+  ASSERT_FALSE(executor_.signals.empty());
+  EXPECT_EQ(executor_.signals[0].id, 7u);
+  EXPECT_EQ(executor_.signals[0].signal, "kill");
+  EXPECT_EQ(core_->next_id(), 10u) << "ids the executor holds are never handed out again";
+  EXPECT_EQ(Submit(1000).id, 10u);
+  executor_.forgotten.clear();
+  core_->OnExited(protocol::JobExited{7, std::nullopt, false, 1001, std::nullopt});
+  ASSERT_EQ(executor_.forgotten.size(), 1u);
+  EXPECT_EQ(executor_.forgotten[0], 7u);
 }
 
 TEST_F(ServerCoreTest, HelloReconcilesTheLoadedQueue) {

@@ -103,6 +103,7 @@ class FakeScheduler : public Scheduler {
     for (int i = 0; i < cpus; ++i) free_.insert(i);
   }
   std::optional<double> budget = 2.5;
+  bool backfill = false;  // skip a job that does not fit instead of stopping
 
   Result<void> Validate(const JobDemand& demand) const override {
     if (demand.cpu > total_) {
@@ -120,7 +121,10 @@ class FakeScheduler : public Scheduler {
                               const std::vector<RunningJob>&, double) override {
     std::vector<Start> out;
     for (const QueuedJob& job : queue) {
-      if (static_cast<int>(free_.size()) < job.demand.cpu) break;
+      if (static_cast<int>(free_.size()) < job.demand.cpu) {
+        if (backfill) continue;
+        break;
+      }
       Start start;
       start.id = job.id;
       for (int i = 0; i < job.demand.cpu; ++i) start.placement.cpus.push_back(*std::next(free_.begin(), i));
