@@ -20,13 +20,13 @@ Result<void> ChownFd(int fd, std::optional<JobDirOwner> owner, const std::string
   return Ok();
 }
 
-// Creates `name` (0640, `owner`) in a directory only root can write yet.
-Result<UniqueFd> CreateFreshFile(int dir_fd, const std::string& dir, const char* name,
-                                 std::optional<JobDirOwner> owner) {
-  const std::string what = dir + "/" + name;
-  UniqueFd fd(::openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640));
+// Creates `name` in the dir with exactly `mode` (umask aside) and `owner`,
+// never through an existing name or link. `what` names it in errors.
+Result<UniqueFd> CreateFreshFile(int dir_fd, const std::string& name, mode_t mode,
+                                 std::optional<JobDirOwner> owner, const std::string& what) {
+  UniqueFd fd(::openat(dir_fd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
   if (!fd.valid()) return Error::FromErrno(errno, "create " + what);
-  if (::fchmod(fd.get(), 0640) != 0) return Error::FromErrno(errno, "chmod " + what);
+  if (::fchmod(fd.get(), mode) != 0) return Error::FromErrno(errno, "chmod " + what);
   HPCB_TRY(ChownFd(fd.get(), owner, what));
   return fd;
 }
@@ -75,8 +75,10 @@ Result<UniqueFd> CreateJobDir(const std::string& path, std::optional<JobDirOwner
   // Still root's 0700 here, so nobody else can have swapped a name yet: the
   // files are created in place, with no temp name and rename.
   HPCB_ASSIGN_OR_RETURN(UniqueFd dir, OpenJobDir(path));
-  HPCB_ASSIGN_OR_RETURN(UniqueFd buffer, CreateFreshFile(dir.get(), path, "output", owner));
-  HPCB_ASSIGN_OR_RETURN(UniqueFd info, CreateFreshFile(dir.get(), path, "info.json", owner));
+  HPCB_ASSIGN_OR_RETURN(UniqueFd buffer,
+                        CreateFreshFile(dir.get(), "output", 0640, owner, path + "/output"));
+  HPCB_ASSIGN_OR_RETURN(UniqueFd info,
+                        CreateFreshFile(dir.get(), "info.json", 0640, owner, path + "/info.json"));
   HPCB_TRY(protocol::WriteAll(info.get(), info_text));
   HPCB_TRY(ChownFd(dir.get(), owner, path));
   if (::fchmod(dir.get(), 0750) != 0) return Error::FromErrno(errno, "chmod " + path);
@@ -111,10 +113,7 @@ Result<void> ReplaceJobFile(int dir_fd, const std::string& name, const std::stri
                             mode_t mode, std::optional<JobDirOwner> owner) {
   const std::string tmp = "." + name + ".tmp";
   (void)::unlinkat(dir_fd, tmp.c_str(), 0);  // a leftover, or something the user put there
-  UniqueFd fd(::openat(dir_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
-  if (!fd.valid()) return Error::FromErrno(errno, "create " + tmp);
-  if (::fchmod(fd.get(), mode) != 0) return Error::FromErrno(errno, "chmod " + tmp);
-  HPCB_TRY(ChownFd(fd.get(), owner, tmp));
+  HPCB_ASSIGN_OR_RETURN(UniqueFd fd, CreateFreshFile(dir_fd, tmp, mode, owner, tmp));
   HPCB_TRY(protocol::WriteAll(fd.get(), text));
   // No fsync: these files are views of the spec, which is the durable
   // record. After a crash ext4 (auto_da_alloc on a rename over a name)
