@@ -300,13 +300,21 @@ std::optional<broker::Start> BrokerCore::PlaceNewJob(const JobRecord& job) {
   CollectForScheduler(queue, running);
   queue.push_back({job.id, job.demand, job.max_time_s});
   std::optional<broker::Start> mine;
-  for (broker::Start& start : scheduler_.Schedule(queue, running, clock_.Now())) {
+  const double now = clock_.Now();
+  for (broker::Start& start : scheduler_.Schedule(queue, running, now)) {
     if (start.id == job.id) {
       mine = std::move(start);
-    } else {
-      // Placed beside ours in one plan, so what we keep leaves room for it.
-      scheduler_.Release(start.placement);
+      continue;
     }
+    // An older job the same plan starts is started now, not released and
+    // planned again: a stateful policy (easy-backfill's budget) would
+    // count it twice.
+    auto it = jobs_.find(start.id);
+    if (it == jobs_.end() || !it->second.queued()) {
+      scheduler_.Release(start.placement);
+      continue;
+    }
+    ApplyStart(it->second, start, executor_.Start(StartRequest(it->second, start.placement)), now);
   }
   return mine;
 }

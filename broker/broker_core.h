@@ -82,8 +82,8 @@ class BrokerCore {
   // the scheduler wants them.
   void CollectForScheduler(std::vector<QueuedJob>& queue, std::vector<RunningJob>& running) const;
   // The placement `job` (not yet in jobs_, newest of all) would get right
-  // now, already reserved; nullopt when it has to wait. Starts the policy
-  // hands out to older jobs are released again: Schedule() makes them.
+  // now, already reserved; nullopt when it has to wait. Older jobs the
+  // same pass places are started on the spot.
   std::optional<broker::Start> PlaceNewJob(const JobRecord& job);
   protocol::StartJob StartRequest(const JobRecord& job, const Placement& placement) const;
   // Books the executor's answer to starting `job` on `start`: running, or

@@ -97,6 +97,19 @@ TEST_F(ServerCoreTest, AJobThatFitsIsStartedByItsRegistration) {
   EXPECT_EQ(executor_.started.size(), 1u);
 }
 
+TEST_F(ServerCoreTest, AnOlderJobTheSamePassPlacesIsStartedFirst) {
+  StartCore();
+  EXPECT_EQ(Submit(1000, 2).state, "running");
+  EXPECT_EQ(Submit(1000, 1).state, "queued");
+  core_->OnExited({1, 0, false, 1005, std::nullopt});  // frees both cpus; no pass yet
+  EXPECT_EQ(Submit(1000, 1).state, "running");
+  EXPECT_EQ(core_->Find(2)->state, "running");
+  ASSERT_EQ(executor_.started.size(), 3u);
+  EXPECT_EQ(executor_.started[1].id, 2u) << "the older job starts before the new one";
+  EXPECT_EQ(executor_.started[2].id, 3u);
+  EXPECT_EQ(scheduler_.free_cpus(), 0);
+}
+
 TEST_F(ServerCoreTest, ARefusedRegistrationGivesItsPlacementBack) {
   StartCore();
   executor_.register_error = "cannot save output there: no";
