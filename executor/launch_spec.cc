@@ -37,6 +37,16 @@ Result<void> WriteFileAtomic(const std::string& path, const std::string& text, u
   HPCB_TRY(protocol::WriteAll(fd.get(), text));
   if (sync == Sync::kNow && ::fsync(fd.get()) != 0) return Error::FromErrno(errno, "fsync " + tmp);
   if (::rename(tmp.c_str(), path.c_str()) != 0) return Error::FromErrno(errno, "rename " + tmp);
+  if (sync == Sync::kNow) {
+    // The rename is only durable once the directory is: without this a
+    // crash can leave just the temp file, and a fresh spec (a queued job
+    // the user was told about) would be gone.
+    const std::size_t slash = path.rfind('/');
+    const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+    UniqueFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!dir_fd.valid()) return Error::FromErrno(errno, "open " + dir);
+    if (::fsync(dir_fd.get()) != 0) return Error::FromErrno(errno, "fsync " + dir);
+  }
   return Ok();
 }
 

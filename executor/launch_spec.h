@@ -50,8 +50,8 @@ struct LaunchSpec {
 // a write that another durable one follows before anyone is told.
 enum class Sync { kNow, kDeferred };
 
-// STATE/specs/<id>.json, written atomically (tmp, fsync unless deferred,
-// rename), 0600.
+// STATE/specs/<id>.json, written atomically (tmp, fsync, rename, fsync of
+// the specs dir; both fsyncs skipped when deferred), 0600.
 Result<void> SaveSpec(const std::string& specs_dir, const LaunchSpec& spec,
                       Sync sync = Sync::kNow);
 Result<LaunchSpec> LoadSpec(const std::string& specs_dir, std::uint64_t id);
