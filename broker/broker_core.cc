@@ -309,12 +309,7 @@ std::optional<broker::Start> BrokerCore::PlaceNewJob(const JobRecord& job) {
     // An older job the same plan starts is started now, not released and
     // planned again: a stateful policy (easy-backfill's budget) would
     // count it twice.
-    auto it = jobs_.find(start.id);
-    if (it == jobs_.end() || !it->second.queued()) {
-      scheduler_.Release(start.placement);
-      continue;
-    }
-    ApplyStart(it->second, start, executor_.Start(StartRequest(it->second, start.placement)), now);
+    StartPlanned(start, now);
   }
   return mine;
 }
@@ -361,16 +356,18 @@ void BrokerCore::Schedule() {
   CollectForScheduler(queue, running);
   if (queue.empty()) return;
   const double now = clock_.Now();
-  for (broker::Start& start : scheduler_.Schedule(queue, running, now)) {
-    auto it = jobs_.find(start.id);
-    if (it == jobs_.end() || !it->second.queued()) {
-      scheduler_.Release(start.placement);
-      continue;
-    }
-    JobRecord& job = it->second;
-    ApplyStart(job, start, executor_.Start(StartRequest(job, start.placement)), now);
-  }
+  for (broker::Start& start : scheduler_.Schedule(queue, running, now)) StartPlanned(start, now);
   ApplyRetention();
+}
+
+void BrokerCore::StartPlanned(broker::Start& start, double now) {
+  auto it = jobs_.find(start.id);
+  if (it == jobs_.end() || !it->second.queued()) {
+    scheduler_.Release(start.placement);
+    return;
+  }
+  JobRecord& job = it->second;
+  ApplyStart(job, start, executor_.Start(StartRequest(job, start.placement)), now);
 }
 
 void BrokerCore::SendSignal(JobRecord& job, const char* signal, const char* note) {

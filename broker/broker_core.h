@@ -86,6 +86,9 @@ class BrokerCore {
   // same pass places are started on the spot.
   std::optional<broker::Start> PlaceNewJob(const JobRecord& job);
   protocol::StartJob StartRequest(const JobRecord& job, const Placement& placement) const;
+  // Asks the executor to start the queued job the policy placed on `start`
+  // (a job gone or no longer queued gets its placement released).
+  void StartPlanned(broker::Start& start, double now);
   // Books the executor's answer to starting `job` on `start`: running, or
   // finished with an error and its placement released.
   void ApplyStart(JobRecord& job, broker::Start& start, const Result<protocol::StartReply>& reply,
