@@ -77,11 +77,6 @@ Result<void> MoveAside(const std::string& path) {
   return Ok();
 }
 
-void SyncDir(const std::string& dir) {
-  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (fd.valid()) (void)::fsync(fd.get());
-}
-
 // Writes `text` to `path`.tmp (mode 0600), fsyncs it and renames it over
 // `path`, then fsyncs `dir`. Returns the new file, still open, when
 // `keep_open` (for appending).
@@ -97,7 +92,7 @@ Result<UniqueFd> ReplaceFile(const std::string& dir, const std::string& path,
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     return Error::FromErrno(errno, "cannot rename " + tmp + " to " + path);
   }
-  SyncDir(dir);
+  (void)protocol::SyncDirectory(dir);
   if (!keep_open) fd.reset();
   return fd;
 }

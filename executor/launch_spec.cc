@@ -42,10 +42,7 @@ Result<void> WriteFileAtomic(const std::string& path, const std::string& text, u
     // crash can leave just the temp file, and a fresh spec (a queued job
     // the user was told about) would be gone.
     const std::size_t slash = path.rfind('/');
-    const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
-    UniqueFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!dir_fd.valid()) return Error::FromErrno(errno, "open " + dir);
-    if (::fsync(dir_fd.get()) != 0) return Error::FromErrno(errno, "fsync " + dir);
+    HPCB_TRY(protocol::SyncDirectory(slash == std::string::npos ? "." : path.substr(0, slash + 1)));
   }
   return Ok();
 }

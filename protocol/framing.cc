@@ -1,5 +1,6 @@
 #include "protocol/framing.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -71,6 +72,13 @@ Result<void> WriteAll(int fd, std::string_view bytes) {
     if (put < 0) return Error::FromErrno(errno, "write");
     bytes.remove_prefix(static_cast<std::size_t>(put));
   }
+  return Ok();
+}
+
+Result<void> SyncDirectory(const std::string& dir) {
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid()) return Error::FromErrno(errno, "open " + dir);
+  if (::fsync(fd.get()) != 0) return Error::FromErrno(errno, "fsync " + dir);
   return Ok();
 }
 

@@ -83,6 +83,9 @@ Result<struct ucred> PeerCredentials(int fd);
 // Writes all of `bytes`, retrying EINTR and short writes.
 Result<void> WriteAll(int fd, std::string_view bytes);
 
+// fsync of the directory `dir`, which makes a rename into it durable.
+Result<void> SyncDirectory(const std::string& dir);
+
 }  // namespace hpcb::protocol
 
 #endif  // HPCB_PROTOCOL_FRAMING_H_
