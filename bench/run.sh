@@ -17,8 +17,8 @@ QUEUED=${BENCH_QUEUED:-10000}
 scratch=$(mktemp -d /tmp/hpc-batch-bench.XXXXXX)
 chmod 0755 "$scratch"
 mkdir -p "$scratch/bin"
-cp build/executor/hpc-batchd build/executor/hpc-batch-executor build/broker/hpc-batch-broker \
-   build/client/dispatch "$scratch/bin/"
+cp build/bin/hpc-batchd build/bin/hpc-batch-executor build/bin/hpc-batch-broker \
+   build/bin/dispatch "$scratch/bin/"
 as_user=()
 if [ "$(id -u)" -eq 0 ]; then
   chown -R nobody:nogroup "$scratch"

@@ -4,3 +4,4 @@ target_link_libraries(dispatch PRIVATE hpcb_client_lib)
 # dispatch runs once per submission, so its start-up is part of every
 # submit: binding libstdc++'s symbols at load (-z now) cost ~0.8 ms here.
 target_link_options(dispatch PRIVATE -static-libstdc++ -static-libgcc)
+set_target_properties(dispatch PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${HPCB_BIN_DIR})

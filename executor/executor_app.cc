@@ -12,7 +12,8 @@
 #include "executor/confine.h"
 #include "executor/executor_server.h"
 #include "executor/host_facts.h"
-#include "executor/sysfacts.h"
+#include "protocol/host/accounts.h"
+#include "protocol/host/host_files.h"
 #include "protocol/base/log.h"
 #include "protocol/daemon_config.h"
 
@@ -67,7 +68,7 @@ int ExecutorMain(int argc, char** argv) {
   facts.as_root = ::geteuid() == 0;
   facts.self_uid = ::getuid();
   if (facts.as_root) {
-    auto admin = ResolveAdminGroup(config.admin_group);
+    auto admin = host::ResolveAdminGroup(config.admin_group);
     if (!admin) {
       LogError(admin.error().message());
       return protocol::kExitConfig;
@@ -76,8 +77,8 @@ int ExecutorMain(int argc, char** argv) {
     // The broker may never pass off a socket of its own as a submitter's.
     if (const struct passwd* pw = ::getpwnam(config.broker_user.c_str())) facts.broker_uid = pw->pw_uid;
   }
-  auto cpus = ReadOnlineCpus(config.sys_root);
-  auto nodes = ReadNumaNodes(config.sys_root);
+  auto cpus = host::ReadOnlineCpus(config.sys_root);
+  auto nodes = host::ReadNumaNodes(config.sys_root);
   if (!cpus || !nodes) {
     LogError("cannot read the cpu/node topology under " + config.sys_root);
     return protocol::kExitConfig;

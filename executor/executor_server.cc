@@ -16,6 +16,8 @@
 #include "executor/job_cgroup.h"
 #include "executor/job_env.h"
 #include "executor/sysfacts.h"
+#include "protocol/host/accounts.h"
+#include "protocol/host/host_files.h"
 #include "protocol/base/log.h"
 #include "protocol/client_messages.h"
 #include "protocol/queued_frame.h"
@@ -76,9 +78,9 @@ void ExecutorServer::Recover() {
       continue;
     }
     if (spec->state == "running") {
-      auto start = ProcStartTime(static_cast<int>(spec->pid), facts_.proc_root);
+      auto start = host::ProcStartTime(static_cast<int>(spec->pid), facts_.proc_root);
       if (start && *start == spec->proc_start) {
-        auto ppid_text = ReadSmallFile(facts_.proc_root + "/" + std::to_string(spec->pid) + "/stat");
+        auto ppid_text = host::ReadSmallFile(facts_.proc_root + "/" + std::to_string(spec->pid) + "/stat");
         bool ours = false;
         if (ppid_text) {
           auto close = ppid_text->rfind(')');
@@ -190,7 +192,7 @@ ExecutorServer::Reply ExecutorServer::OnRegister(const std::string& text,
   if (!peer) return fail(peer.error());
   auto allowed = CheckSubmitter(*peer, facts_.as_root, facts_.self_uid, facts_.broker_uid);
   if (!allowed) return fail(allowed.error());
-  auto user = LookUpUser(peer->uid);
+  auto user = host::LookUpUser(peer->uid);
   if (!user) return fail(user.error());
   if (facts_.as_root) user->who.gid = peer->gid;  // the submitter's current gid
   // What runs comes from the user's own bytes on their connection, never
@@ -362,7 +364,7 @@ Result<protocol::StartReply> ExecutorServer::StartValidated(const protocol::Star
     CgroupLimits limits{request.cpus, request.mems, request.memory_max};
     // Read at each start: swapon can add swap while we run. Unreadable
     // counts as swap present, which only makes memory.swap.max required.
-    Result<bool> swap = HostHasSwap(facts_.proc_root);
+    Result<bool> swap = host::HostHasSwap(facts_.proc_root);
     limits.host_has_swap = !swap || *swap;
     auto made = CreateJobCgroup(config_.cgroup_root, spec.id, limits);
     if (!made) {
@@ -371,7 +373,7 @@ Result<protocol::StartReply> ExecutorServer::StartValidated(const protocol::Star
     }
     cgroup_dir = std::move(*made);
   }
-  PasswdFacts who{spec.who.user, spec.home, spec.shell};
+  host::PasswdFacts who{spec.who.user, spec.home, spec.shell};
   protocol::SpawnRequest spawn;
   spawn.id = spec.id;
   spawn.who = spec.who;
@@ -392,7 +394,7 @@ Result<protocol::StartReply> ExecutorServer::StartValidated(const protocol::Star
   spec.pid = decoded->pid;
   spec.start_time = Now();
   spec.env.clear();  // forwarded secrets are gone once the job runs
-  auto start = ProcStartTime(static_cast<int>(spec.pid), facts_.proc_root);
+  auto start = host::ProcStartTime(static_cast<int>(spec.pid), facts_.proc_root);
   spec.proc_start = start ? *start : 0;
   if (Result<void> saved = SaveSpec(specs_dir(), spec); !saved) {
     // Running but unrecorded: after a restart nobody could find, limit or
@@ -404,7 +406,7 @@ Result<protocol::StartReply> ExecutorServer::StartValidated(const protocol::Star
   }
   WriteInfo(spec);
   LogInfo("job " + std::to_string(spec.id) + " started (pid " + std::to_string(spec.pid) +
-          ", cpus " + FormatIdList(request.cpus) + ")");
+          ", cpus " + host::FormatIdList(request.cpus) + ")");
   out.pid = spec.pid;
   out.start_time = spec.start_time;
   return out;
@@ -492,7 +494,7 @@ ExecutorServer::Reply ExecutorServer::OnSignal(const std::string& text) {
     return reply;
   }
   const LaunchSpec& spec = it->second;
-  auto start = ProcStartTime(static_cast<int>(spec.pid), facts_.proc_root);
+  auto start = host::ProcStartTime(static_cast<int>(spec.pid), facts_.proc_root);
   if (!start || *start != spec.proc_start || spec.pid <= 1) {
     reply.text = Refuse(request->id, "signal",
                         Error(ErrorCode::kNotFound, "the job's process is gone"));
@@ -580,7 +582,7 @@ void ExecutorServer::PollForeign() {
   std::vector<std::uint64_t> gone;
   for (std::uint64_t id : foreign_) {
     const LaunchSpec& spec = jobs_[id];
-    auto start = ProcStartTime(static_cast<int>(spec.pid), facts_.proc_root);
+    auto start = host::ProcStartTime(static_cast<int>(spec.pid), facts_.proc_root);
     if (!start || *start != spec.proc_start) gone.push_back(id);
   }
   for (std::uint64_t id : gone) Finish(id, std::nullopt);

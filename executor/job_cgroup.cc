@@ -11,7 +11,7 @@
 #include <string_view>
 #include <thread>
 
-#include "executor/sysfacts.h"
+#include "protocol/host/host_files.h"
 #include "protocol/framing.h"
 
 namespace hpcb::executor {
@@ -42,8 +42,8 @@ Result<UniqueFd> CreateJobCgroup(const std::string& cgroup_root, std::uint64_t i
       return Error(ErrorCode::kAlreadyExists, dir + " already holds processes");
     }
   }
-  HPCB_TRY(WriteControl(dir, "cpuset.cpus", FormatIdList(limits.cpus)));
-  HPCB_TRY(WriteControl(dir, "cpuset.mems", FormatIdList(limits.mems)));
+  HPCB_TRY(WriteControl(dir, "cpuset.cpus", host::FormatIdList(limits.cpus)));
+  HPCB_TRY(WriteControl(dir, "cpuset.mems", host::FormatIdList(limits.mems)));
   if (limits.memory_max) {
     HPCB_TRY(WriteControl(dir, "memory.max", std::to_string(*limits.memory_max)));
   }
@@ -63,7 +63,7 @@ namespace {
 // memory.events, cgroup.events); 0 when the file or the key is missing.
 long long EventCount(const std::string& cgroup_root, std::uint64_t id, const char* file,
                      const std::string& wanted) {
-  auto text = ReadSmallFile(JobCgroupPath(cgroup_root, id) + "/" + file);
+  auto text = host::ReadSmallFile(JobCgroupPath(cgroup_root, id) + "/" + file);
   if (!text) return 0;
   std::istringstream in(*text);
   std::string key;

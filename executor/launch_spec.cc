@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <charconv>
 
-#include "executor/sysfacts.h"
+#include "protocol/host/host_files.h"
 #include "protocol/base/unique_fd.h"
 #include "protocol/client_messages.h"
 #include "protocol/framing.h"
@@ -56,7 +56,7 @@ Result<void> SaveSpec(const std::string& specs_dir, const LaunchSpec& spec, Sync
 }
 
 Result<LaunchSpec> LoadSpec(const std::string& specs_dir, std::uint64_t id) {
-  HPCB_ASSIGN_OR_RETURN(std::string text, ReadSmallFile(SpecPath(specs_dir, id), 2u << 20));
+  HPCB_ASSIGN_OR_RETURN(std::string text, host::ReadSmallFile(SpecPath(specs_dir, id), 2u << 20));
   HPCB_ASSIGN_OR_RETURN(LaunchSpec spec, protocol::Decode<LaunchSpec>(text));
   if (spec.id != id) return InvalidArgument("spec file id mismatch");
   return spec;

@@ -18,6 +18,9 @@
 
 namespace hpcb::protocol {
 
+// The PATH a job gets when neither it nor its environment names one.
+inline constexpr const char* kCleanPath = "/usr/local/bin:/usr/bin:/bin";
+
 // The identity a launcher child takes before doing anything for a user.
 struct UserIdentity {
   std::uint32_t uid = 0;

@@ -11,8 +11,8 @@ scripts/build.sh >/dev/null
 scratch=$(mktemp -d /tmp/hpc-batch-quickstart.XXXXXX)
 chmod 0755 "$scratch"
 mkdir -p "$scratch/bin" "$scratch/work"
-cp build/executor/hpc-batchd build/executor/hpc-batch-executor \
-   build/broker/hpc-batch-broker build/client/dispatch "$scratch/bin/"
+cp build/bin/hpc-batchd build/bin/hpc-batch-executor \
+   build/bin/hpc-batch-broker build/bin/dispatch "$scratch/bin/"
 
 as_user=()
 if [ "$(id -u)" -eq 0 ]; then

@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t0=$(date +%s)
-for b in executor/hpc-batchd executor/hpc-batch-executor broker/hpc-batch-broker client/dispatch; do
+for b in bin/hpc-batchd bin/hpc-batch-executor bin/hpc-batch-broker bin/dispatch; do
   [ -x "build/$b" ] || { echo "vm-test: build/$b is missing; run scripts/build.sh first" >&2; exit 1; }
 done
 set +e

@@ -21,22 +21,12 @@
 #include "protocol/client_messages.h"
 #include "protocol/codec.h"
 #include "tests/broker/server_fakes.h"
+#include "tests/testing/temp_dir.h"
 
 namespace hpcb::broker {
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    char pattern[] = "/tmp/hpcb_journal_test.XXXXXX";
-    path_ = ::mkdtemp(pattern);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testing::TempDir;
 
 JobRecord Job(std::uint64_t id, const char* state = kQueued) {
   JobRecord job;

@@ -11,22 +11,12 @@
 #include "broker/job_record.h"
 #include "broker/queue_store.h"
 #include "protocol/codec.h"
+#include "tests/testing/temp_dir.h"
 
 namespace hpcb::broker {
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    char pattern[] = "/tmp/hpcb_broker_test.XXXXXX";
-    path_ = ::mkdtemp(pattern);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testing::TempDir;
 
 JobRecord SampleJob() {
   JobRecord job;

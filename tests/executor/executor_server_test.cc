@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "protocol/client_messages.h"
-#include "tests/executor/test_util.h"
+#include "tests/testing/temp_dir.h"
 
 namespace hpcb::executor {
 namespace {

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <filesystem>
 
-#include "tests/executor/test_util.h"
+#include "tests/testing/temp_dir.h"
 
 namespace hpcb::executor {
 namespace {

@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/executor/test_util.h"
+#include "tests/testing/temp_dir.h"
 
 namespace hpcb::executor {
 namespace {

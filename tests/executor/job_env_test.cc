@@ -2,14 +2,18 @@
 
 #include <gtest/gtest.h>
 
+#include "launcher/exec_path.h"
+
 namespace hpcb::executor {
 namespace {
 
-PasswdFacts Alice() { return {"alice", "/home/alice", "/bin/bash"}; }
+using launcher::EnvValue;
+
+host::PasswdFacts Alice() { return {"alice", "/home/alice", "/bin/bash"}; }
 
 TEST(BuildJobEnvTest, CleanDefaults) {
   auto env = BuildJobEnv(Alice(), {}, 7, {}, false, "");
-  EXPECT_EQ(EnvValue(env, "PATH"), std::string(kCleanPath));
+  EXPECT_EQ(EnvValue(env, "PATH"), std::string(protocol::kCleanPath));
   EXPECT_EQ(EnvValue(env, "LANG"), "C.UTF-8");
   EXPECT_EQ(EnvValue(env, "HOME"), "/home/alice");
   EXPECT_EQ(EnvValue(env, "USER"), "alice");
@@ -42,13 +46,6 @@ TEST(BuildJobEnvTest, NoGpusDropsForwardedCudaMask) {
 TEST(BuildJobEnvTest, EmptyShellIsBinSh) {
   auto env = BuildJobEnv({"bob", "/", ""}, {}, 1, {}, false, "C");
   EXPECT_EQ(EnvValue(env, "SHELL"), "/bin/sh");
-}
-
-TEST(ExecCandidatesTest, SearchesTheJobsPath) {
-  EXPECT_EQ(ExecCandidates("ls", "/a:/b"), (std::vector<std::string>{"/a/ls", "/b/ls"}));
-  EXPECT_EQ(ExecCandidates("./run.sh", "/a"), (std::vector<std::string>{"./run.sh"}));
-  EXPECT_EQ(ExecCandidates("x", "/a::/b"),
-            (std::vector<std::string>{"/a/x", "./x", "/b/x"}));
 }
 
 }  // namespace

@@ -1,12 +1,20 @@
 #include "executor/sysfacts.h"
+#include "protocol/host/host_files.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include "tests/executor/test_util.h"
+#include "tests/testing/temp_dir.h"
 
 namespace hpcb::executor {
 namespace {
+
+using host::FormatIdList;
+using host::HostHasSwap;
+using host::ParseCpuList;
+using host::ProcStartTime;
+using host::ReadNumaNodes;
+using host::ReadOnlineCpus;
 
 TEST(ParseCpuListTest, RangesAndSingles) {
   auto cpus = ParseCpuList("0-3,5,7-8\n");

@@ -1,4 +1,4 @@
-#include "executor/user_ops.h"
+#include "launcher/user_ops.h"
 
 #include <fcntl.h>
 #include <grp.h>
@@ -15,7 +15,7 @@
 #include "protocol/base/unique_fd.h"
 #include "protocol/framing.h"
 
-namespace hpcb::executor {
+namespace hpcb::launcher {
 
 int DropIdentity(bool change, uid_t uid, gid_t gid, const gid_t* groups, int ngroups) {
   if (!change) return 0;
@@ -147,4 +147,4 @@ Result<std::string> RunAsUser(const protocol::UserIdentity& who, bool change,
   return Error(ErrorCode::kFailedPrecondition, text.substr(1));
 }
 
-}  // namespace hpcb::executor
+}  // namespace hpcb::launcher

@@ -2,15 +2,15 @@
 // no logging): setsid, join the cgroup or set affinity, oom_score_adj 0,
 // drop identity, chdir, stdio, close_range, reset signals, execve over the
 // job's PATH. Failures travel back through a CLOEXEC pipe.
-#ifndef HPCB_EXECUTOR_JOB_SPAWN_H_
-#define HPCB_EXECUTOR_JOB_SPAWN_H_
+#ifndef HPCB_LAUNCHER_JOB_SPAWN_H_
+#define HPCB_LAUNCHER_JOB_SPAWN_H_
 
 #include <sys/types.h>
 
 #include "protocol/base/result.h"
 #include "protocol/launcher_messages.h"
 
-namespace hpcb::executor {
+namespace hpcb::launcher {
 
 struct SpawnFds {
   int buffer = -1;      // stdout + stderr
@@ -21,6 +21,6 @@ struct SpawnFds {
 Result<pid_t> SpawnJob(const protocol::SpawnRequest& request, const SpawnFds& fds,
                        bool change_identity);
 
-}  // namespace hpcb::executor
+}  // namespace hpcb::launcher
 
-#endif  // HPCB_EXECUTOR_JOB_SPAWN_H_
+#endif  // HPCB_LAUNCHER_JOB_SPAWN_H_

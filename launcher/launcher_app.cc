@@ -1,4 +1,4 @@
-#include "executor/launcher_app.h"
+#include "launcher/launcher_app.h"
 
 #include <signal.h>
 #include <sys/signalfd.h>
@@ -12,13 +12,13 @@
 #include <string>
 #include <vector>
 
-#include "executor/launcher_server.h"
-#include "executor/launcher_setup.h"
-#include "executor/sysfacts.h"
+#include "launcher/launcher_server.h"
+#include "launcher/launcher_setup.h"
+#include "protocol/host/host_files.h"
 #include "protocol/base/log.h"
 #include "protocol/daemon_config.h"
 
-namespace hpcb::executor {
+namespace hpcb::launcher {
 namespace {
 
 Result<std::pair<UniqueFd, UniqueFd>> SeqPacketPair() {
@@ -89,7 +89,7 @@ int LauncherMain(int argc, char** argv) {
   broker_pair->second.reset();
   listener->reset();
 
-  auto cpus = ReadOnlineCpus(config.sys_root);
+  auto cpus = host::ReadOnlineCpus(config.sys_root);
   LogInfo(std::string("hpc-batchd ") + protocol::kVersion + " ready on " + config.socket +
           " (" + std::to_string(cpus ? cpus->size() : 0) + " cpus; " +
           (config.no_cgroups ? "--no-cgroups: affinity only, one memory pool"
@@ -111,4 +111,4 @@ int LauncherMain(int argc, char** argv) {
   return server.RoleRefusedToStart() ? protocol::kExitConfig : 1;
 }
 
-}  // namespace hpcb::executor
+}  // namespace hpcb::launcher

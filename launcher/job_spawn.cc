@@ -1,4 +1,4 @@
-#include "executor/job_spawn.h"
+#include "launcher/job_spawn.h"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "executor/job_env.h"
-#include "executor/user_ops.h"
+#include "launcher/exec_path.h"
+#include "launcher/user_ops.h"
 #include "protocol/base/unique_fd.h"
 
-namespace hpcb::executor {
+namespace hpcb::launcher {
 namespace {
 
 enum Stage : int {
@@ -123,7 +123,7 @@ Result<pid_t> SpawnJob(const protocol::SpawnRequest& req, const SpawnFds& fds,
   p.argv.push_back(nullptr);
   for (auto& e : env) p.envp.push_back(e.data());
   p.envp.push_back(nullptr);
-  p.candidates = ExecCandidates(req.argv[0], EnvValue(req.env, "PATH").value_or(kCleanPath));
+  p.candidates = ExecCandidates(req.argv[0], EnvValue(req.env, "PATH").value_or(protocol::kCleanPath));
   p.groups.assign(req.who.groups.begin(), req.who.groups.end());
   p.cwd = req.cwd;
   int max_cpu = 0;
@@ -166,4 +166,4 @@ Result<pid_t> SpawnJob(const protocol::SpawnRequest& req, const SpawnFds& fds,
   return pid;
 }
 
-}  // namespace hpcb::executor
+}  // namespace hpcb::launcher

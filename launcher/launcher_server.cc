@@ -1,4 +1,4 @@
-#include "executor/launcher_server.h"
+#include "launcher/launcher_server.h"
 
 #include <poll.h>
 #include <signal.h>
@@ -8,12 +8,12 @@
 
 #include <cerrno>
 
-#include "executor/job_spawn.h"
-#include "executor/user_ops.h"
+#include "launcher/job_spawn.h"
+#include "launcher/user_ops.h"
 #include "protocol/base/log.h"
 #include "protocol/launcher_messages.h"
 
-namespace hpcb::executor {
+namespace hpcb::launcher {
 namespace {
 
 using protocol::Decode;
@@ -205,4 +205,4 @@ LauncherServer::Outcome LauncherServer::Run() {
   }
 }
 
-}  // namespace hpcb::executor
+}  // namespace hpcb::launcher

@@ -1,8 +1,8 @@
 // What the launcher does as a user: identity drop (fork-safe), destination
 // check and output delivery. Each runs in a forked child that has dropped
 // to the user first; root never opens a user-chosen path.
-#ifndef HPCB_EXECUTOR_USER_OPS_H_
-#define HPCB_EXECUTOR_USER_OPS_H_
+#ifndef HPCB_LAUNCHER_USER_OPS_H_
+#define HPCB_LAUNCHER_USER_OPS_H_
 
 #include <sys/types.h>
 
@@ -13,7 +13,7 @@
 #include "protocol/base/result.h"
 #include "protocol/launcher_messages.h"
 
-namespace hpcb::executor {
+namespace hpcb::launcher {
 
 // Async-signal-safe: setgroups, setresgid, setresuid, each checked (and
 // read back). Returns 0 or an errno. With `change` false does nothing.
@@ -39,6 +39,6 @@ Result<std::string> RunAsUser(const protocol::UserIdentity& who, bool change,
                               Result<std::string> (*body)(void*), void* arg,
                               int timeout_s = 60);
 
-}  // namespace hpcb::executor
+}  // namespace hpcb::launcher
 
-#endif  // HPCB_EXECUTOR_USER_OPS_H_
+#endif  // HPCB_LAUNCHER_USER_OPS_H_

@@ -1,18 +1,18 @@
 // The launcher's service loop: takes spawn / check-destination / deliver
 // requests from the executor only, reaps children and reports them, and
 // handles SIGTERM (stop roles, leave jobs) and SIGHUP (stop roles, re-exec).
-#ifndef HPCB_EXECUTOR_LAUNCHER_SERVER_H_
-#define HPCB_EXECUTOR_LAUNCHER_SERVER_H_
+#ifndef HPCB_LAUNCHER_LAUNCHER_SERVER_H_
+#define HPCB_LAUNCHER_LAUNCHER_SERVER_H_
 
 #include <string>
 #include <vector>
 
-#include "executor/launcher_setup.h"
+#include "launcher/launcher_setup.h"
 #include "protocol/base/result.h"
 #include "protocol/base/unique_fd.h"
 #include "protocol/framing.h"
 
-namespace hpcb::executor {
+namespace hpcb::launcher {
 
 class LauncherServer {
  public:
@@ -44,6 +44,6 @@ class LauncherServer {
   Role broker_;
 };
 
-}  // namespace hpcb::executor
+}  // namespace hpcb::launcher
 
-#endif  // HPCB_EXECUTOR_LAUNCHER_SERVER_H_
+#endif  // HPCB_LAUNCHER_LAUNCHER_SERVER_H_

@@ -1,4 +1,4 @@
-#include "executor/launcher_setup.h"
+#include "launcher/launcher_setup.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -14,10 +14,10 @@
 #include <cstring>
 #include <filesystem>
 
-#include "executor/host_facts.h"
-#include "executor/sysfacts.h"
+#include "protocol/host/accounts.h"
+#include "protocol/host/host_files.h"
 
-namespace hpcb::executor {
+namespace hpcb::launcher {
 namespace {
 
 Error Refusal(const std::string& message) {
@@ -49,7 +49,7 @@ Result<void> CheckCgroups(const protocol::DaemonConfig& config, bool as_root) {
     return Refusal("cannot create the job cgroup " + ours + " (" + std::strerror(errno) +
                    "). The daemon must run as root" + kCgroupHint);
   }
-  auto controllers = ReadSmallFile(ours + "/cgroup.controllers");
+  auto controllers = host::ReadSmallFile(ours + "/cgroup.controllers");
   std::string text = controllers ? *controllers : "";
   std::string missing;
   for (const char* name : {"cpuset", "memory"}) {
@@ -62,7 +62,7 @@ Result<void> CheckCgroups(const protocol::DaemonConfig& config, bool as_root) {
                    ", so jobs cannot be confined to a NUMA node. Check that the unit still has "
                    "'Delegate=cpuset memory pids'" + kCgroupHint);
   }
-  auto enabled = ReadSmallFile(ours + "/cgroup.subtree_control");
+  auto enabled = host::ReadSmallFile(ours + "/cgroup.subtree_control");
   for (const char* name : {"cpuset", "memory"}) {
     if (enabled && enabled->find(name) != std::string::npos) continue;
     int fd = ::open((ours + "/cgroup.subtree_control").c_str(), O_WRONLY | O_CLOEXEC);
@@ -112,7 +112,7 @@ Result<void> RunStartupChecks(const protocol::DaemonConfig& config, bool as_root
   HPCB_TRY(PrepareDirs(config, as_root));
   HPCB_TRY(CheckCgroups(config, as_root));
   if (as_root) {
-    auto admin = ResolveAdminGroup(config.admin_group);
+    auto admin = host::ResolveAdminGroup(config.admin_group);
     if (!admin) return Refusal(admin.error().message());
   }
   return Ok();
@@ -183,4 +183,4 @@ void StopRole(Role& role, int grace_ms) {
   role.pid = -1;
 }
 
-}  // namespace hpcb::executor
+}  // namespace hpcb::launcher

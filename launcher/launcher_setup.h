@@ -1,7 +1,7 @@
 // Start-up of hpc-batchd (the launcher): refusals (exit 78, naming the
 // opt-out flag), directories, the client socket, and the two child roles.
-#ifndef HPCB_EXECUTOR_LAUNCHER_SETUP_H_
-#define HPCB_EXECUTOR_LAUNCHER_SETUP_H_
+#ifndef HPCB_LAUNCHER_LAUNCHER_SETUP_H_
+#define HPCB_LAUNCHER_LAUNCHER_SETUP_H_
 
 #include <sys/types.h>
 
@@ -12,7 +12,7 @@
 #include "protocol/base/unique_fd.h"
 #include "protocol/daemon_config.h"
 
-namespace hpcb::executor {
+namespace hpcb::launcher {
 
 // Every check that ends in a refusal. The error text is the log line.
 Result<void> CheckCgroups(const protocol::DaemonConfig& config, bool as_root);
@@ -36,6 +36,6 @@ Result<Role> StartRole(const std::string& binary, int fd3, int fd4,
 // SIGTERM, then SIGKILL after `grace_ms`, waiting for that pid only.
 void StopRole(Role& role, int grace_ms = 5000);
 
-}  // namespace hpcb::executor
+}  // namespace hpcb::launcher
 
-#endif  // HPCB_EXECUTOR_LAUNCHER_SETUP_H_
+#endif  // HPCB_LAUNCHER_LAUNCHER_SETUP_H_

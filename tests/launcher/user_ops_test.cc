@@ -1,13 +1,13 @@
-#include "executor/user_ops.h"
+#include "launcher/user_ops.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include "protocol/base/unique_fd.h"
-#include "tests/executor/test_util.h"
+#include "tests/testing/temp_dir.h"
 
-namespace hpcb::executor {
+namespace hpcb::launcher {
 namespace {
 
 TEST(ResolveDestinationTest, DirectoryGetsOutputIdLog) {
@@ -91,4 +91,4 @@ TEST(RunAsUserTest, ReportsBodyResultWithoutChange) {
 }
 
 }  // namespace
-}  // namespace hpcb::executor
+}  // namespace hpcb::launcher

@@ -1,0 +1,35 @@
+// Accounts as the roles look them up before they are confined: a job
+// owner's passwd entry and groups, and the admin group.
+#ifndef HPCB_PROTOCOL_HOST_ACCOUNTS_H_
+#define HPCB_PROTOCOL_HOST_ACCOUNTS_H_
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "protocol/base/result.h"
+#include "protocol/launcher_messages.h"
+
+namespace hpcb::host {
+
+// What a job's environment takes from the passwd entry.
+struct PasswdFacts {
+  std::string user;
+  std::string home;
+  std::string shell;  // empty -> /bin/sh
+};
+
+// --admin-group: the named group, or (empty) the first existing candidate.
+// The error lists the existing candidates.
+Result<gid_t> ResolveAdminGroup(const std::string& name);
+
+// passwd entry of `uid` plus its group list (getgrouplist).
+struct UserRecord {
+  protocol::UserIdentity who;
+  PasswdFacts facts;
+};
+Result<UserRecord> LookUpUser(uid_t uid);
+
+}  // namespace hpcb::host
+
+#endif  // HPCB_PROTOCOL_HOST_ACCOUNTS_H_

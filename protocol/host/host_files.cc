@@ -1,0 +1,138 @@
+#include "protocol/host/host_files.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <limits>
+#include <sstream>
+
+#include "protocol/base/unique_fd.h"
+
+namespace hpcb::host {
+namespace {
+constexpr int kMaxId = 1 << 20;
+
+Result<int> ParseId(std::string_view text) {
+  int value = -1;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < 0 || value >= kMaxId) {
+    return InvalidArgument("bad id '" + std::string(text) + "' in list");
+  }
+  return value;
+}
+}  // namespace
+
+Result<std::string> ReadSmallFile(const std::string& path, std::size_t cap) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return Error::FromErrno(errno, "open " + path);
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Error::FromErrno(errno, "read " + path);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+    if (out.size() > cap) return Error(ErrorCode::kResourceExhausted, path + " is too large");
+  }
+  return out;
+}
+
+Result<bool> HostHasSwap(const std::string& proc_root) {
+  const std::string path = proc_root + "/meminfo";
+  HPCB_ASSIGN_OR_RETURN(std::string text, ReadSmallFile(path));
+  std::istringstream lines(text);
+  std::string key;
+  std::uint64_t kb = 0;
+  while (lines >> key >> kb) {
+    if (key == "SwapTotal:") return kb > 0;
+    lines.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return InvalidArgument(path + " has no SwapTotal line");
+}
+
+Result<std::set<int>> ParseCpuList(std::string_view text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  std::set<int> out;
+  if (text.empty()) return out;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    std::size_t comma = text.find(',', pos);
+    if (comma == std::string_view::npos) comma = text.size();
+    std::string_view item = text.substr(pos, comma - pos);
+    std::size_t dash = item.find('-');
+    if (dash == std::string_view::npos) {
+      HPCB_ASSIGN_OR_RETURN(int id, ParseId(item));
+      out.insert(id);
+    } else {
+      HPCB_ASSIGN_OR_RETURN(int lo, ParseId(item.substr(0, dash)));
+      HPCB_ASSIGN_OR_RETURN(int hi, ParseId(item.substr(dash + 1)));
+      if (hi < lo) return InvalidArgument("bad range in list");
+      for (int i = lo; i <= hi; ++i) out.insert(i);
+    }
+    pos = comma + 1;
+  }
+  return out;
+}
+
+std::string FormatIdList(const std::vector<int>& ids) {
+  std::string out;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(ids[i]);
+  }
+  return out;
+}
+
+Result<std::set<int>> ReadOnlineCpus(const std::string& sys_root) {
+  HPCB_ASSIGN_OR_RETURN(std::string text,
+                        ReadSmallFile(sys_root + "/devices/system/cpu/online"));
+  HPCB_ASSIGN_OR_RETURN(std::set<int> cpus, ParseCpuList(text));
+  if (cpus.empty()) return Error(ErrorCode::kInternal, "no online cpus under " + sys_root);
+  return cpus;
+}
+
+Result<std::set<int>> ReadNumaNodes(const std::string& sys_root) {
+  std::string path = sys_root + "/devices/system/node/online";
+  if (::access(path.c_str(), F_OK) != 0) return std::set<int>{0};
+  HPCB_ASSIGN_OR_RETURN(std::string text, ReadSmallFile(path));
+  HPCB_ASSIGN_OR_RETURN(std::set<int> nodes, ParseCpuList(text));
+  if (nodes.empty()) nodes.insert(0);
+  return nodes;
+}
+
+
+
+Result<std::uint64_t> ProcStartTime(int pid, const std::string& proc_root) {
+  if (pid <= 0) return InvalidArgument("pid must be positive");
+  auto text = ReadSmallFile(proc_root + "/" + std::to_string(pid) + "/stat");
+  if (!text) return Error(ErrorCode::kNotFound, "process " + std::to_string(pid) + " is gone");
+  // comm may hold spaces and parens: fields start after the last ')'.
+  std::size_t close = text->rfind(')');
+  if (close == std::string::npos) return Error(ErrorCode::kInternal, "garbled stat");
+  std::string_view rest(*text);
+  rest.remove_prefix(close + 1);
+  // rest: " S ppid ..." -> field 3 is first token; we want field 22.
+  int field = 2;
+  std::size_t pos = 0;
+  while (pos < rest.size()) {
+    while (pos < rest.size() && rest[pos] == ' ') ++pos;
+    std::size_t end = rest.find(' ', pos);
+    if (end == std::string_view::npos) end = rest.size();
+    ++field;
+    if (field == 22) {
+      std::uint64_t value = 0;
+      auto [p, ec] = std::from_chars(rest.data() + pos, rest.data() + end, value);
+      if (ec != std::errc() || p != rest.data() + end) break;
+      return value;
+    }
+    pos = end;
+  }
+  return Error(ErrorCode::kInternal, "garbled /proc stat for pid " + std::to_string(pid));
+}
+
+}  // namespace hpcb::host

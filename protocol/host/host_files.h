@@ -1,0 +1,40 @@
+// Facts every role reads from the kernel's files: online cpus and NUMA
+// nodes, a process's start time, swap. Each takes the root it reads under
+// (sysfs, /proc) so tests can point it at a fake tree in a temp directory.
+#ifndef HPCB_PROTOCOL_HOST_HOST_FILES_H_
+#define HPCB_PROTOCOL_HOST_HOST_FILES_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "protocol/base/result.h"
+
+namespace hpcb::host {
+
+// Parses a kernel cpu list ("0-3,5,7-8"); rejects junk and huge ranges.
+Result<std::set<int>> ParseCpuList(std::string_view text);
+// "0,1,2" (never ranges) as cpuset files and the launch spec want.
+std::string FormatIdList(const std::vector<int>& ids);
+
+// SYS/devices/system/cpu/online.
+Result<std::set<int>> ReadOnlineCpus(const std::string& sys_root);
+// SYS/devices/system/node/online; {0} when the node dir is absent.
+Result<std::set<int>> ReadNumaNodes(const std::string& sys_root);
+
+// Field 22 of /proc/<pid>/stat (start time in clock ticks), read under
+// `proc_root`. kNotFound when the process is gone.
+Result<std::uint64_t> ProcStartTime(int pid, const std::string& proc_root = "/proc");
+
+// PROC/meminfo has a SwapTotal above 0 (swap is configured right now).
+Result<bool> HostHasSwap(const std::string& proc_root = "/proc");
+
+// Whole file, bounded by `cap` bytes.
+Result<std::string> ReadSmallFile(const std::string& path, std::size_t cap = 65536);
+
+}  // namespace hpcb::host
+
+#endif  // HPCB_PROTOCOL_HOST_HOST_FILES_H_
