@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -72,6 +73,15 @@ int RunBroker(const protocol::DaemonConfig& config) {
     return Refuse(dir.error());
   }
 
+  // Every client connection holds a descriptor (an attach two): the soft
+  // limit (1024 under systemd) would cap connections below what the
+  // per-uid shares assume.
+  struct rlimit files {};
+  if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    (void)::setrlimit(RLIMIT_NOFILE, &files);
+  }
+
   // Discovery runs nvidia-smi, so it happens before the seccomp filter.
   Result<Machine> machine = DiscoverMachine(config, !config.no_cgroups);
   if (!machine) return Refuse(machine.error());
@@ -106,6 +116,7 @@ int RunBroker(const protocol::DaemonConfig& config) {
   options.max_lifetime_s = config.max_lifetime_s;
   options.keep_finished = config.keep_finished;
   options.list_is_public = config.list_is_public;
+  options.max_queued_per_user = config.max_queued_per_user;
   if (!as_root) options.only_uid = ::getuid();
   BrokerCore core(options, scheduler, executor, clock, permissions, &store);
   if (Result<void> started = core.Start(std::move(loaded).value()); !started) {

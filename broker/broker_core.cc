@@ -15,11 +15,26 @@
 namespace hpcb::broker {
 namespace {
 
+using protocol::SignalKind;
+using protocol::SignalNote;
+using protocol::SpecState;
+
 std::string ErrorFrame(const Error& error) {
   return protocol::Encode(protocol::ErrorReply::From(error));
 }
 
 std::string Id(std::uint64_t id) { return std::to_string(id); }
+
+// Logs what the executor said to a call whose answer changes nothing here.
+ExecutorChannel::Done<protocol::Ack> LogRefusal(std::string what) {
+  return [what = std::move(what)](Result<protocol::Ack> ack) {
+    if (!ack) {
+      LogWarning(what + ": " + ack.error().message());
+    } else if (ack->error) {
+      LogWarning(what + " refused: " + ack->error->message);
+    }
+  };
+}
 
 }  // namespace
 
@@ -28,6 +43,7 @@ Result<void> BrokerCore::Start(QueueFile loaded) {
   for (JobRecord& job : loaded.jobs) {
     next_id_ = std::max(next_id_, job.id + 1);
     job.holds_placement = false;
+    job.phase = JobPhase::kIdle;
     if (job.running()) {
       scheduler_.Reserve(job.placement);
       job.holds_placement = true;
@@ -36,40 +52,59 @@ Result<void> BrokerCore::Start(QueueFile loaded) {
     jobs_.emplace(id, std::move(job));
   }
   HPCB_ASSIGN_OR_RETURN(protocol::HelloReply hello, executor_.Hello());
-  const std::set<std::uint64_t> running(hello.running.begin(), hello.running.end());
-  const std::set<std::uint64_t> registered(hello.registered.begin(), hello.registered.end());
+  (void)hello;
+  // Paged: the executor may hold any number of jobs.
+  std::map<std::uint64_t, protocol::JobSummary> held;
+  for (std::uint64_t after = 0;;) {
+    HPCB_ASSIGN_OR_RETURN(protocol::ListJobsReply page,
+                          executor_.ListJobs(after, protocol::ListJobs::kMaxLimit));
+    for (protocol::JobSummary& summary : page.jobs) {
+      after = std::max(after, summary.id);
+      held.emplace(summary.id, std::move(summary));
+    }
+    if (!page.more || page.jobs.empty()) break;
+  }
   // Ids the executor holds were handed out even if the queue file lost them.
-  for (std::uint64_t id : running) next_id_ = std::max(next_id_, id + 1);
-  for (std::uint64_t id : registered) next_id_ = std::max(next_id_, id + 1);
-  for (std::uint64_t id : running) {
-    if (jobs_.contains(id)) continue;
+  if (!held.empty()) next_id_ = std::max(next_id_, held.rbegin()->first + 1);
+  for (const auto& [id, summary] : held) {
+    if (summary.state != SpecState::kRunning || jobs_.contains(id)) continue;
     // Started, then the queue write was lost: nothing here would enforce its
     // time limit or keep its cpus from being handed out again. It is
     // killed; its exit event then lets the executor forget it.
     LogWarning("job " + Id(id) + " is running but not in the queue file; killing it");
-    Result<protocol::Ack> ack = executor_.Signal(protocol::SignalJob{id, "kill", "killed", 0});
-    if (!ack) LogWarning("cannot kill job " + Id(id) + ": " + ack.error().message());
+    executor_.Signal(protocol::SignalJob{0, id, SignalKind::kKill, SignalNote::kKilled, 0},
+                     LogRefusal("killing job " + Id(id)));
   }
   const double now = clock_.Now();
   std::size_t restored = 0;
   for (auto& [id, job] : jobs_) {
-    if (job.running() && !running.contains(id)) {
-      LogWarning("job " + Id(id) + " died while the broker was away");
-      Finish(job, std::nullopt, now);
-    } else if (job.queued() && !registered.contains(id)) {
+    auto found = held.find(id);
+    const std::optional<SpecState> there =
+        found == held.end() ? std::nullopt : std::optional<SpecState>(found->second.state);
+    if (job.running() && there != SpecState::kRunning) {
+      if (there == SpecState::kExited) {
+        // It ended while we were away; the executor kept how.
+        const protocol::JobSummary& summary = found->second;
+        LogInfo("job " + Id(id) + " ended while the broker was away");
+        if (summary.oom && !job.reason) job.reason = JobReason::kOom;
+        job.output_error = summary.output_error;
+        Finish(job, summary.exit_code, summary.end_time > 0 ? summary.end_time : now);
+      } else {
+        LogWarning("job " + Id(id) + " died while the broker was away");
+        Finish(job, std::nullopt, now);
+      }
+    } else if (job.queued() && there != SpecState::kRegistered) {
       LogWarning("job " + Id(id) + " is not registered with the executor; dropping it");
-      job.reason = "error";
+      job.reason = JobReason::kError;
       Finish(job, std::nullopt, now);
     } else if (job.queued()) {
       ++restored;
     }
   }
-  for (std::uint64_t id : registered) {
+  for (const auto& [id, summary] : held) {
+    if (summary.state == SpecState::kRunning) continue;
     auto it = jobs_.find(id);
-    if (it == jobs_.end() || it->second.done()) {
-      Result<protocol::Ack> ack = executor_.Forget(id);
-      if (!ack) LogWarning("cannot forget job " + Id(id) + ": " + ack.error().message());
-    }
+    if (it == jobs_.end() || it->second.done()) ForgetOnExecutor(id);
   }
   LogInfo("restored " + std::to_string(restored) + " queued job(s)");
   ApplyRetention();
@@ -79,146 +114,195 @@ Result<void> BrokerCore::Start(QueueFile loaded) {
   return Persist(/*compact=*/true);
 }
 
-std::optional<Response> BrokerCore::Handle(const Peer& peer, const std::string& text) {
-  Result<std::string> cmd = protocol::PeekTag(text, "cmd");
-  if (!cmd) return std::nullopt;
-  Response response;
-  Result<std::string> frame = Error(ErrorCode::kInternal, "internal daemon error");
-  if (*cmd == "new") {
-    frame = Submit(peer, text);
-  } else if (*cmd == "list") {
-    frame = List(peer, text);
-  } else if (*cmd == "kill" || *cmd == "attach") {
-    Result<protocol::JobIdRequest> request = protocol::Decode<protocol::JobIdRequest>(text);
-    if (!request) {
-      frame = request.error();
-    } else if (*cmd == "kill") {
-      frame = Kill(peer, request->id);
-    } else {
-      Result<JobRecord*> job = Lookup(peer, request->id);
-      if (!job) {
-        frame = job.error();
-      } else {
-        protocol::AttachReply reply{(*job)->state, (*job)->output_dest, (*job)->output_error};
-        if (!(*job)->done()) response.attach = (*job)->id;
-        frame = protocol::Encode(reply);
+void BrokerCore::Handle(const Peer& peer, const std::string& text, Respond respond) {
+  Result<std::string> tag = protocol::PeekTag(text, "cmd");
+  if (!tag) return respond(Response{});
+  auto answer = [&](const Result<std::string>& frame) {
+    respond(Response{frame ? *frame : ErrorFrame(frame.error()), std::nullopt});
+  };
+  std::optional<protocol::ClientCommand> command = protocol::FromName<protocol::ClientCommand>(*tag);
+  if (!command) return answer(InvalidArgument("unknown command '" + tag->substr(0, 40) + "'"));
+  switch (*command) {
+    case protocol::ClientCommand::kNew:
+      return Submit(peer, text, std::move(respond));
+    case protocol::ClientCommand::kList:
+      return answer(List(peer, text));
+    case protocol::ClientCommand::kKill:
+    case protocol::ClientCommand::kAttach: {
+      Result<protocol::JobIdRequest> request = protocol::Decode<protocol::JobIdRequest>(text);
+      if (!request) return answer(request.error());
+      if (*command == protocol::ClientCommand::kKill) {
+        return Kill(peer, request->id, std::move(respond));
       }
+      Response response;
+      Result<std::string> frame = Attach(peer, request->id, response);
+      if (!frame) return answer(frame.error());
+      response.frame = *frame;
+      return respond(std::move(response));
     }
-  } else if (*cmd == "job") {
-    frame = Field(peer, text);
-  } else {
-    frame = InvalidArgument("unknown command '" + *cmd + "'");
+    case protocol::ClientCommand::kJob:
+      return Field(peer, text, std::move(respond));
   }
-  response.frame = frame ? *frame : ErrorFrame(frame.error());
-  if (!frame) response.attach.reset();
-  return response;
 }
 
 Result<JobRecord*> BrokerCore::Lookup(const Peer& peer, std::uint64_t id) {
   auto it = jobs_.find(id);
-  if (it == jobs_.end()) return Error(ErrorCode::kNotFound, "no such job " + Id(id));
+  if (it == jobs_.end() || it->second.phase == JobPhase::kRegistering) {
+    return Error(ErrorCode::kNotFound, "no such job " + Id(id));
+  }
   HPCB_TRY(permissions_.OwnerOrAdmin(peer.uid, it->second));
   return &it->second;
 }
 
-Result<std::string> BrokerCore::Submit(const Peer& peer, const std::string& text) {
+void BrokerCore::AnswerWhenWritten(Respond respond, Response response,
+                                   std::function<Response(const Error&)> if_lost) {
+  awaiting_write_.push_back({std::move(respond), std::move(response), std::move(if_lost)});
+}
+
+std::size_t BrokerCore::QueuedJobsOf(uid_t uid) const {
+  return static_cast<std::size_t>(std::count_if(jobs_.begin(), jobs_.end(), [&](const auto& entry) {
+    return entry.second.uid == uid && entry.second.queued();
+  }));
+}
+
+void BrokerCore::Submit(const Peer& peer, const std::string& text, Respond respond) {
+  auto refuse = [&](const Error& error) { respond(Response{ErrorFrame(error), std::nullopt}); };
   if (options_.only_uid && peer.uid != *options_.only_uid) {
-    return Error(ErrorCode::kPermissionDenied,
-                 "daemon is not running as root; it can only run your own jobs");
+    return refuse(Error(ErrorCode::kPermissionDenied,
+                        "daemon is not running as root; it can only run your own jobs"));
   }
-  HPCB_ASSIGN_OR_RETURN(protocol::SubmitRequest request,
-                        protocol::Decode<protocol::SubmitRequest>(text));
+  Result<protocol::SubmitRequest> request = protocol::Decode<protocol::SubmitRequest>(text);
+  if (!request) return refuse(request.error());
+  const std::size_t queued = QueuedJobsOf(peer.uid);
+  if (static_cast<std::int64_t>(queued) >= options_.max_queued_per_user) {
+    return refuse(Error(ErrorCode::kResourceExhausted,
+                        "you have " + std::to_string(queued) +
+                            " queued jobs, the most one user may have (--max-queued-per-user); "
+                            "submit more once some have started"));
+  }
   JobRecord job;
-  job.demand.exclusive = request.exclusive;
-  job.demand.cpu = request.cpu ? static_cast<int>(*request.cpu)
-                               : (request.exclusive ? scheduler_.TotalCpus() : 1);
-  job.demand.gpus = static_cast<int>(request.gpu_cores);
-  job.demand.numa_local_mem = request.numa_local_mem;
-  job.demand.numa_local_gpu = request.numa_local_gpu;
-  job.demand.min_gpu_link = request.min_gpu_link;
-  if (request.max_mem_gb) {
-    job.max_mem_gb = request.max_mem_gb;
+  job.demand.exclusive = request->exclusive;
+  job.demand.cpu = request->cpu ? static_cast<int>(*request->cpu)
+                                : (request->exclusive ? scheduler_.TotalCpus() : 1);
+  job.demand.gpus = static_cast<int>(request->gpu_cores);
+  job.demand.numa_local_mem = request->numa_local_mem;
+  job.demand.numa_local_gpu = request->numa_local_gpu;
+  job.demand.min_gpu_link = request->min_gpu_link;
+  if (request->max_mem_gb) {
+    job.max_mem_gb = request->max_mem_gb;
   } else {
     job.max_mem_gb = scheduler_.DefaultBudget(job.demand.cpu, job.demand.exclusive);
     job.mem_defaulted = job.max_mem_gb.has_value();
   }
   job.demand.mem_gib = job.max_mem_gb.value_or(0);
-  HPCB_TRY(scheduler_.Validate(job.demand));
-  job.max_time_s = std::min(request.max_time_s.value_or(options_.max_lifetime_s),
+  if (Result<void> valid = scheduler_.Validate(job.demand); !valid) return refuse(valid.error());
+  job.max_time_s = std::min(request->max_time_s.value_or(options_.max_lifetime_s),
                             options_.max_lifetime_s);
   job.id = next_id_++;
-  MarkChanged(job.id);
+  job.uid = peer.uid;
+  job.submit_time = clock_.Now();
+  job.phase = JobPhase::kRegistering;
+  const std::uint64_t id = job.id;
+  // In the queue from now on, so later submissions wait behind it, but not
+  // listed, persisted or startable until the executor has registered it.
+  JobRecord& stored = jobs_.emplace(id, std::move(job)).first->second;
   // The executor reads argv, cwd, env and output from the connection
-  // itself (the frame is still queued there; BrokerServer only peeked), so
-  // what we keep below is a copy of the very bytes it stores. A job that
-  // can start at once is started by the same message.
-  protocol::RegisterJob registration{job.id};
-  std::optional<broker::Start> placed = PlaceNewJob(job);
-  if (placed) registration.start = StartRequest(job, placed->placement);
-  Result<protocol::RegisterReply> registered = executor_.Register(registration, peer.fd);
-  if (!registered || registered->error) {
-    if (placed) scheduler_.Release(placed->placement);
-    if (registered) return InvalidArgument(*registered->error);
-    LogError("cannot register job " + Id(job.id) + ": " + registered.error().message());
-    return Error(ErrorCode::kUnavailable, "the executor did not take the job: " +
-                                              registered.error().message());
+  // itself (the frame is still queued there; BrokerServer only peeked). A
+  // job that can start at once is started by the same message.
+  protocol::RegisterJob registration;
+  registration.id = id;
+  if (std::optional<broker::Start> placed = PlaceNewJob(stored)) {
+    registration.start = StartRequest(stored, placed->placement);
+    stored.placement = std::move(placed->placement);
+    stored.holds_placement = true;
   }
-  if (registered->uid != peer.uid) {
-    if (placed) {
-      scheduler_.Release(placed->placement);
-      if (registered->start && !registered->start->error) {
-        (void)executor_.Signal(protocol::SignalJob{job.id, "kill", "killed", job.max_time_s});
-      }
+  executor_.Register(registration, peer.fd,
+                     [this, id, request = std::move(*request), respond = std::move(respond)](
+                         Result<protocol::RegisterReply> reply) mutable {
+                       CompleteSubmit(id, std::move(request), std::move(reply), std::move(respond));
+                     });
+}
+
+void BrokerCore::CompleteSubmit(std::uint64_t id, protocol::SubmitRequest request,
+                                Result<protocol::RegisterReply> reply, Respond respond) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) {
+    return respond(Response{ErrorFrame(Error(ErrorCode::kInternal, "the job vanished")), {}});
+  }
+  JobRecord& job = it->second;
+  job.phase = JobPhase::kIdle;
+  const bool start_sent = job.holds_placement && reply && reply->start.has_value();
+  auto fail = [&](const Error& error) {
+    if (job.holds_placement) scheduler_.Release(job.placement);
+    jobs_.erase(it);
+    MarkChanged(id);  // journals the removal, and with it next_id
+    respond(Response{ErrorFrame(error), std::nullopt});
+    Schedule();
+  };
+  if (!reply) {
+    // No answer in time: the user is told it was not submitted, and the
+    // executor is made to agree (a registration that did happen is dropped,
+    // a start that did happen is killed and dropped when it ends).
+    LogError("cannot register job " + Id(id) + ": " + reply.error().message());
+    executor_.Signal(protocol::SignalJob{0, id, SignalKind::kKill, SignalNote::kKilled, 0},
+                     [](Result<protocol::Ack>) {});
+    ForgetOnExecutor(id);
+    return fail(Error(ErrorCode::kUnavailable,
+                      "the executor did not take the job (" + reply.error().message() +
+                          "); it was not submitted"));
+  }
+  if (reply->error) return fail(reply->error->ToError());
+  if (reply->uid != job.uid) {
+    if (reply->start && !reply->start->error) {
+      executor_.Signal(protocol::SignalJob{0, id, SignalKind::kKill, SignalNote::kKilled, 0},
+                       LogRefusal("killing job " + Id(id)));
     }
-    (void)executor_.Forget(job.id);
-    return Error(ErrorCode::kInternal, "the executor saw another uid on this connection");
+    ForgetOnExecutor(id);
+    return fail(Error(ErrorCode::kInternal, "the executor saw another uid on this connection"));
   }
-  job.user = registered->user;
-  job.uid = registered->uid;
-  job.gid = registered->gid;
+  job.user = reply->user;
+  job.gid = reply->gid;
   job.argv = std::move(request.argv);
   job.cwd = std::move(request.cwd);
   job.env = std::move(request.env);
-  job.output_dest = registered->output_dest;
-  job.submit_time = clock_.Now();
-  const std::uint64_t id = job.id;
-  JobRecord& stored_job = jobs_.emplace(id, std::move(job)).first->second;
-  if (placed) {
-    Result<protocol::StartReply> started =
-        registered->start ? Result<protocol::StartReply>(*registered->start)
-                          : Error(ErrorCode::kInternal, "the executor did not say whether it started");
-    ApplyStart(stored_job, *placed, started, clock_.Now());
+  job.output_dest = reply->output_dest;
+  MarkChanged(id);
+  if (start_sent) {
+    ApplyStart(job, *reply->start);
+  } else if (job.holds_placement) {
+    SendStart(job);  // the policy placed it while it was registering
   }
-  // The reply's copy: with --keep-finished 0 a job whose start failed is
-  // dropped by the retention that Schedule() applies.
-  JobRecord stored = stored_job;
+  protocol::SubmitReply answer{id,
+                               job.state,
+                               job.max_time_s,
+                               job.demand.cpu,
+                               job.max_mem_gb,
+                               job.mem_defaulted,
+                               job.output_dest};
+  LogInfo("job " + Id(id) + " submitted by uid " + std::to_string(job.uid));
+  AnswerWhenWritten(std::move(respond), Response{protocol::Encode(answer), std::nullopt},
+                    [this, id](const Error& error) -> Response {
+                      auto found = jobs_.find(id);
+                      if (found == jobs_.end() || !found->second.queued() ||
+                          found->second.phase != JobPhase::kIdle) {
+                        // It started: the executor holds it, and a later
+                        // write (at the latest each Tick) records it.
+                        return Response{};
+                      }
+                      // An acknowledged job must survive a restart, and this
+                      // one would not: take it back; the user still holds
+                      // their only copy.
+                      ForgetOnExecutor(id);
+                      if (found->second.holds_placement) scheduler_.Release(found->second.placement);
+                      jobs_.erase(found);
+                      MarkChanged(id);
+                      return Response{ErrorFrame(Error(ErrorCode::kUnavailable,
+                                                       "the queue could not be saved (" +
+                                                           error.message() +
+                                                           "); the job was not submitted")),
+                                      std::nullopt};
+                    });
   Schedule();
-  if (auto it = jobs_.find(id); it != jobs_.end()) {
-    stored = it->second;
-  } else {
-    stored.state = kDone;
-  }
-  if (Result<void> saved = Persist(); !saved && stored.queued()) {
-    // An acknowledged job must survive a restart, and this one would not:
-    // take it back, and the user still holds their only copy.
-    Result<protocol::Ack> ack = executor_.Forget(id);
-    if (!ack) LogWarning("cannot forget job " + Id(id) + ": " + ack.error().message());
-    jobs_.erase(id);  // still in changed_: the next write records the removal
-    return Error(ErrorCode::kUnavailable, "the queue could not be saved (" +
-                                              saved.error().message() +
-                                              "); the job was not submitted");
-  }
-  // A job that already started runs on: the executor holds it, and Persist
-  // keeps its change until a later write (at the latest each Tick) lands.
-  LogInfo("job " + Id(id) + " submitted by uid " + std::to_string(peer.uid));
-  protocol::SubmitReply reply{id,
-                              stored.state,
-                              stored.max_time_s,
-                              stored.demand.cpu,
-                              stored.max_mem_gb,
-                              stored.mem_defaulted,
-                              stored.output_dest};
-  return protocol::Encode(reply);
 }
 
 Result<std::string> BrokerCore::List(const Peer& peer, const std::string& text) {
@@ -230,6 +314,7 @@ Result<std::string> BrokerCore::List(const Peer& peer, const std::string& text) 
   protocol::ListReply reply;
   reply.now = clock_.Now();
   for (const auto& [id, job] : jobs_) {
+    if (job.phase == JobPhase::kRegistering) continue;
     if (!request.all && job.uid != peer.uid) continue;
     if (!request.finished && job.done()) continue;
     reply.jobs.push_back(BuildRow(job, reply.now));
@@ -237,59 +322,77 @@ Result<std::string> BrokerCore::List(const Peer& peer, const std::string& text) 
   return protocol::Encode(reply);
 }
 
-Result<std::string> BrokerCore::Kill(const Peer& peer, std::uint64_t id) {
+Result<std::string> BrokerCore::Attach(const Peer& peer, std::uint64_t id, Response& response) {
   HPCB_ASSIGN_OR_RETURN(JobRecord * job, Lookup(peer, id));
+  protocol::AttachReply reply{job->state, job->output_dest, job->output_error};
+  if (!job->done()) response.attach = job->id;
+  return protocol::Encode(reply);
+}
+
+void BrokerCore::Kill(const Peer& peer, std::uint64_t id, Respond respond) {
+  Result<JobRecord*> found = Lookup(peer, id);
+  if (!found) return respond(Response{ErrorFrame(found.error()), std::nullopt});
+  JobRecord* job = *found;
   const double now = clock_.Now();
   if (job->done()) {
-    return Error(ErrorCode::kFailedPrecondition, "job " + Id(id) + " already finished");
+    return respond(Response{
+        ErrorFrame(Error(ErrorCode::kFailedPrecondition, "job " + Id(id) + " already finished")),
+        std::nullopt});
   }
-  if (job->queued()) {
-    Result<protocol::Ack> ack = executor_.Forget(id);
-    if (!ack) LogWarning("cannot forget job " + Id(id) + ": " + ack.error().message());
-    job->reason = "killed";
+  if (job->queued() && job->phase == JobPhase::kIdle) {
+    ForgetOnExecutor(id);
+    if (job->holds_placement) scheduler_.Release(job->placement);
+    job->holds_placement = false;
+    job->reason = JobReason::kKilled;
     Finish(*job, std::nullopt, now);
     LogInfo("job " + Id(id) + " removed from the queue by uid " + std::to_string(peer.uid));
     ApplyRetention();
     Schedule();
-    (void)Persist();
-    return protocol::Encode(protocol::KillReply{"removed"});
+    return AnswerWhenWritten(std::move(respond),
+                             Response{protocol::Encode(protocol::KillReply{
+                                          protocol::KillOutcome::kRemoved}),
+                                      std::nullopt});
   }
   if (!job->term_time) {
-    // A repeated kill neither relabels a timeout nor postpones SIGKILL.
-    job->reason = "killed";
-    SendSignal(*job, "term", "killed");
+    // A repeated kill neither relabels a timeout nor postpones SIGKILL. A
+    // job still starting gets its SIGTERM once it runs (ApplyStart).
+    job->reason = JobReason::kKilled;
+    if (job->running()) SendSignal(*job, SignalKind::kTerm, SignalNote::kKilled);
     job->term_time = now;
     job->kill_at = now + kKillGraceS;
     MarkChanged(id);
-    (void)Persist();
   }
-  return protocol::Encode(protocol::KillReply{"killing"});
+  AnswerWhenWritten(std::move(respond),
+                    Response{protocol::Encode(protocol::KillReply{protocol::KillOutcome::kKilling}),
+                             std::nullopt});
 }
 
-Result<std::string> BrokerCore::Field(const Peer& peer, const std::string& text) {
-  HPCB_ASSIGN_OR_RETURN(protocol::JobFieldRequest request,
-                        protocol::Decode<protocol::JobFieldRequest>(text));
-  HPCB_ASSIGN_OR_RETURN(JobRecord * job, Lookup(peer, request.id));
-  HPCB_ASSIGN_OR_RETURN(protocol::JobFieldReply reply,
-                        ApplyJobField(*job, request, permissions_.IsAdmin(peer.uid),
-                                      permissions_.admin_group()));
-  if (reply.before) {
-    LogInfo("job " + Id(job->id) + ": max-time changed from " + FormatDuration(*reply.before) +
-            " to " + FormatDuration(reply.value) + " by uid " + std::to_string(peer.uid));
-    MarkChanged(job->id);
-    (void)Persist();
-  }
-  return protocol::Encode(reply);
+void BrokerCore::Field(const Peer& peer, const std::string& text, Respond respond) {
+  auto answer = [&](const Error& error) { respond(Response{ErrorFrame(error), std::nullopt}); };
+  Result<protocol::JobFieldRequest> request = protocol::Decode<protocol::JobFieldRequest>(text);
+  if (!request) return answer(request.error());
+  Result<JobRecord*> job = Lookup(peer, request->id);
+  if (!job) return answer(job.error());
+  Result<protocol::JobFieldReply> reply = ApplyJobField(
+      **job, *request, permissions_.IsAdmin(peer.uid), permissions_.admin_group());
+  if (!reply) return answer(reply.error());
+  if (!reply->before) return respond(Response{protocol::Encode(*reply), std::nullopt});
+  LogInfo("job " + Id((*job)->id) + ": max-time changed from " + FormatDuration(*reply->before) +
+          " to " + FormatDuration(reply->value) + " by uid " + std::to_string(peer.uid));
+  MarkChanged((*job)->id);
+  AnswerWhenWritten(std::move(respond), Response{protocol::Encode(*reply), std::nullopt});
 }
 
 void BrokerCore::CollectForScheduler(std::vector<QueuedJob>& queue,
                                      std::vector<RunningJob>& running) const {
+  const double now = clock_.Now();
   for (const auto& [id, job] : jobs_) {
-    if (job.queued()) {
+    if (job.holds_placement) {
+      // Running, or placed and starting: its resources are taken.
+      const double start = job.start_time.value_or(now);
+      running.push_back({id, job.placement, start + static_cast<double>(job.max_time_s)});
+    } else if (job.queued()) {
       queue.push_back({id, job.demand, job.max_time_s});
-    } else if (job.running() && job.holds_placement) {
-      running.push_back({id, job.placement,
-                         job.start_time.value_or(0) + static_cast<double>(job.max_time_s)});
     }
   }
 }
@@ -298,10 +401,8 @@ std::optional<broker::Start> BrokerCore::PlaceNewJob(const JobRecord& job) {
   std::vector<QueuedJob> queue;
   std::vector<RunningJob> running;
   CollectForScheduler(queue, running);
-  queue.push_back({job.id, job.demand, job.max_time_s});
   std::optional<broker::Start> mine;
-  const double now = clock_.Now();
-  for (broker::Start& start : scheduler_.Schedule(queue, running, now)) {
+  for (broker::Start& start : scheduler_.Schedule(queue, running, clock_.Now())) {
     if (start.id == job.id) {
       mine = std::move(start);
       continue;
@@ -309,7 +410,7 @@ std::optional<broker::Start> BrokerCore::PlaceNewJob(const JobRecord& job) {
     // An older job the same plan starts is started now, not released and
     // planned again: a stateful policy (easy-backfill's budget) would
     // count it twice.
-    StartPlanned(start, now);
+    StartPlanned(start);
   }
   return mine;
 }
@@ -328,26 +429,94 @@ protocol::StartJob BrokerCore::StartRequest(const JobRecord& job,
   return request;
 }
 
-void BrokerCore::ApplyStart(JobRecord& job, broker::Start& start,
-                            const Result<protocol::StartReply>& reply, double now) {
-  MarkChanged(job.id);
-  if (!reply || reply->error) {
+void BrokerCore::StartPlanned(broker::Start& start) {
+  auto it = jobs_.find(start.id);
+  if (it == jobs_.end() || !it->second.queued() || it->second.holds_placement) {
     scheduler_.Release(start.placement);
-    const std::string why = !reply ? reply.error().message() : *reply->error;
-    LogWarning("job " + Id(job.id) + " failed to start: " + why);
-    job.reason = "error";
-    if (reply) job.output_error = reply->output_error;
-    Finish(job, std::nullopt, now);
     return;
   }
-  job.state = kRunning;
-  job.start_time = reply->start_time > 0 ? reply->start_time : now;
+  JobRecord& job = it->second;
   job.placement = std::move(start.placement);
   job.holds_placement = true;
+  // A job still registering is started when its registration completes.
+  if (job.phase == JobPhase::kIdle) SendStart(job);
+}
+
+void BrokerCore::SendStart(JobRecord& job) {
+  job.phase = JobPhase::kStarting;
+  const std::uint64_t id = job.id;
+  executor_.Start(StartRequest(job, job.placement), [this, id](Result<protocol::StartReply> reply) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end() || it->second.phase != JobPhase::kStarting) return;
+    ApplyStart(it->second, reply);
+    Schedule();
+  });
+}
+
+void BrokerCore::ApplyStart(JobRecord& job, const Result<protocol::StartReply>& reply) {
+  job.phase = JobPhase::kIdle;
+  MarkChanged(job.id);
+  if (!reply) return ReconcileStart(job.id, reply.error());
+  const double now = clock_.Now();
+  if (reply->error) {
+    scheduler_.Release(job.placement);
+    job.holds_placement = false;
+    LogWarning("job " + Id(job.id) + " failed to start: " + reply->error->message);
+    if (!job.reason) job.reason = JobReason::kError;
+    job.output_error = reply->output_error;
+    Finish(job, std::nullopt, now);
+    ApplyRetention();
+    return;
+  }
+  job.state = JobState::kRunning;
+  job.start_time = reply->start_time > 0 ? reply->start_time : now;
   job.env.clear();
   LogInfo("job " + Id(job.id) + " started (pid " + std::to_string(reply->pid) + ", cpus " +
           FormatCommaList(job.placement.cpus) + ", mem nodes " +
           FormatCommaList(job.placement.mems) + ")");
+  // Killed while it was starting: its SIGTERM is due now.
+  if (job.term_time) SendSignal(job, SignalKind::kTerm, SignalNote::kKilled);
+}
+
+void BrokerCore::ReconcileStart(std::uint64_t id, const Error& why) {
+  LogError("no answer to the start of job " + Id(id) + " (" + why.message() +
+           "); asking the executor what became of it");
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return;
+  it->second.phase = JobPhase::kStarting;
+  executor_.Query(id, [this, id](Result<std::optional<protocol::JobSummary>> summary) {
+    auto found = jobs_.find(id);
+    if (found == jobs_.end()) return;
+    JobRecord& job = found->second;
+    job.phase = JobPhase::kIdle;
+    MarkChanged(id);
+    const double now = clock_.Now();
+    if (!summary) {
+      // Nothing the executor says can be trusted to arrive: the job's
+      // placement stays held (it may be running) and the queue stops
+      // growing on a broker that cannot start anything. Restarting the
+      // roles asks again from scratch.
+      LogError("the executor does not answer; job " + Id(id) + " keeps its placement");
+      executor_lost_ = true;
+      return;
+    }
+    if (*summary && (*summary)->state == SpecState::kRunning) {
+      job.state = JobState::kRunning;
+      job.start_time = (*summary)->start_time > 0 ? (*summary)->start_time : now;
+      job.env.clear();
+      if (job.term_time) SendSignal(job, SignalKind::kTerm, SignalNote::kKilled);
+      return;
+    }
+    scheduler_.Release(job.placement);
+    job.holds_placement = false;
+    if (*summary && (*summary)->state == SpecState::kRegistered) {
+      return;  // never started: queued again, the next pass places it
+    }
+    job.reason = JobReason::kError;
+    if (*summary) job.output_error = (*summary)->output_error;
+    Finish(job, *summary ? (*summary)->exit_code : std::nullopt, now);
+    ApplyRetention();
+  });
 }
 
 void BrokerCore::Schedule() {
@@ -355,29 +524,19 @@ void BrokerCore::Schedule() {
   std::vector<RunningJob> running;
   CollectForScheduler(queue, running);
   if (queue.empty()) return;
-  const double now = clock_.Now();
-  for (broker::Start& start : scheduler_.Schedule(queue, running, now)) StartPlanned(start, now);
+  for (broker::Start& start : scheduler_.Schedule(queue, running, clock_.Now())) {
+    StartPlanned(start);
+  }
   ApplyRetention();
 }
 
-void BrokerCore::StartPlanned(broker::Start& start, double now) {
-  auto it = jobs_.find(start.id);
-  if (it == jobs_.end() || !it->second.queued()) {
-    scheduler_.Release(start.placement);
-    return;
-  }
-  JobRecord& job = it->second;
-  ApplyStart(job, start, executor_.Start(StartRequest(job, start.placement)), now);
+void BrokerCore::SendSignal(JobRecord& job, SignalKind signal, SignalNote note) {
+  executor_.Signal(protocol::SignalJob{0, job.id, signal, note, job.max_time_s},
+                   LogRefusal("signal to job " + Id(job.id)));
 }
 
-void BrokerCore::SendSignal(JobRecord& job, const char* signal, const char* note) {
-  protocol::SignalJob request{job.id, signal, note, job.max_time_s};
-  Result<protocol::Ack> ack = executor_.Signal(request);
-  if (!ack) {
-    LogError("cannot signal job " + Id(job.id) + ": " + ack.error().message());
-  } else if (ack->error) {
-    LogWarning("signal to job " + Id(job.id) + " refused: " + *ack->error);
-  }
+void BrokerCore::ForgetOnExecutor(std::uint64_t id) {
+  executor_.Forget(id, LogRefusal("forgetting job " + Id(id)));
 }
 
 void BrokerCore::CheckTimers() {
@@ -388,14 +547,14 @@ void BrokerCore::CheckTimers() {
     if (!job.term_time && now - start > static_cast<double>(job.max_time_s)) {
       LogInfo("job " + Id(id) + " exceeded its time limit (" + FormatDuration(job.max_time_s) +
               "); killing");
-      job.reason = "timeout";
-      SendSignal(job, "term", "timeout");
+      job.reason = JobReason::kTimeout;
+      SendSignal(job, SignalKind::kTerm, SignalNote::kTimeout);
       job.term_time = now;
       job.kill_at = now + kKillGraceS;
       MarkChanged(id);
     } else if (job.kill_at && now >= *job.kill_at) {
       LogInfo("escalating to SIGKILL for job " + Id(id));
-      SendSignal(job, "kill", "");
+      SendSignal(job, SignalKind::kKill, SignalNote::kNone);
       job.kill_at = now + kKillGraceS;
       MarkChanged(id);
     }
@@ -403,7 +562,7 @@ void BrokerCore::CheckTimers() {
 }
 
 void BrokerCore::Finish(JobRecord& job, std::optional<std::int64_t> exit_code, double end_time) {
-  job.state = kDone;
+  job.state = JobState::kDone;
   job.end_time = end_time;
   job.exit_code = exit_code;
   job.kill_at.reset();
@@ -415,17 +574,17 @@ void BrokerCore::Finish(JobRecord& job, std::optional<std::int64_t> exit_code, d
   MarkChanged(job.id);
   std::string line = "job " + Id(job.id) + " finished (exit=" +
                      (exit_code ? std::to_string(*exit_code) : std::string("unknown"));
-  if (job.reason) line += ", reason=" + *job.reason;
+  if (job.reason) line += ", reason=" + std::string(protocol::NameOf(*job.reason));
   LogInfo(line + ")");
 }
 
 void BrokerCore::OnExited(const protocol::JobExited& event) {
   auto it = jobs_.find(event.id);
   if (it == jobs_.end()) {
-    // One killed at start-up for missing from the queue file (Start).
+    // One killed at start-up for missing from the queue file (Start), or
+    // one whose registration timed out.
     LogWarning("exit event for job " + Id(event.id) + ", which is not in the queue; forgetting it");
-    Result<protocol::Ack> ack = executor_.Forget(event.id);
-    if (!ack) LogWarning("cannot forget job " + Id(event.id) + ": " + ack.error().message());
+    ForgetOnExecutor(event.id);
     return;
   }
   if (!it->second.running()) {
@@ -433,7 +592,7 @@ void BrokerCore::OnExited(const protocol::JobExited& event) {
     return;
   }
   JobRecord& job = it->second;
-  if (event.oom && !job.reason) job.reason = "oom";
+  if (event.oom && !job.reason) job.reason = JobReason::kOom;
   job.output_error = event.output_error;
   Finish(job, event.exit_code, event.end_time > 0 ? event.end_time : clock_.Now());
   ApplyRetention();
@@ -441,8 +600,7 @@ void BrokerCore::OnExited(const protocol::JobExited& event) {
 
 void BrokerCore::ApplyRetention() {
   for (std::uint64_t id : RetentionVictims(jobs_, options_.keep_finished)) {
-    Result<protocol::Ack> ack = executor_.Forget(id);
-    if (!ack) LogWarning("cannot forget job " + Id(id) + ": " + ack.error().message());
+    ForgetOnExecutor(id);
     jobs_.erase(id);
     MarkChanged(id);
   }
@@ -452,8 +610,21 @@ void BrokerCore::Tick() {
   for (const protocol::JobExited& event : executor_.TakeEvents()) OnExited(event);
   CheckTimers();
   Schedule();
-  // Exit events that arrived during the calls above are handled next tick.
-  if (!changed_.empty()) (void)Persist();
+}
+
+void BrokerCore::Flush() {
+  if (changed_.empty() && awaiting_write_.empty()) return;
+  Result<void> saved = changed_.empty() ? Ok() : Persist();
+  std::vector<DurableAnswer> answers;
+  answers.swap(awaiting_write_);
+  for (DurableAnswer& answer : answers) {
+    if (!saved && answer.if_lost) {
+      Response instead = answer.if_lost(saved.error());
+      answer.respond(instead.frame.empty() ? std::move(answer.response) : std::move(instead));
+    } else {
+      answer.respond(std::move(answer.response));
+    }
+  }
 }
 
 const JobRecord* BrokerCore::Find(std::uint64_t id) const {
@@ -464,7 +635,10 @@ const JobRecord* BrokerCore::Find(std::uint64_t id) const {
 QueueFile BrokerCore::Snapshot() const {
   QueueFile file;
   file.next_id = next_id_;
-  for (const auto& [id, job] : jobs_) file.jobs.push_back(job);
+  for (const auto& [id, job] : jobs_) {
+    // Not acknowledged yet: a restart must not find it.
+    if (job.phase != JobPhase::kRegistering) file.jobs.push_back(job);
+  }
   return file;
 }
 
@@ -481,13 +655,14 @@ Result<void> BrokerCore::Persist(bool compact) {
     changes.reserve(changed_.size());
     for (std::uint64_t id : changed_) {
       auto it = jobs_.find(id);
+      if (it != jobs_.end() && it->second.phase == JobPhase::kRegistering) continue;
       changes.push_back({id, it == jobs_.end() ? nullptr : &it->second});
     }
     saved = store_->Append(next_id_, changes);
   }
   if (!saved) {
     // changed_ is kept; the store wants a compaction now, which the next
-    // Persist (at the latest the next Tick) writes with everything.
+    // Persist (at the latest the next Flush) writes with everything.
     LogError("cannot write the queue file: " + saved.error().message());
     return saved;
   }

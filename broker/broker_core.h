@@ -2,16 +2,31 @@
 // decoded client request at a time, runs the policy, keeps the max-time
 // and kill timers, and applies executor events. The event loop
 // (broker_server.h) owns the sockets and attach streams.
+//
+// Nothing here waits for the executor. A request that needs it (a submit,
+// a start the policy planned) sends its call and returns; the call's
+// completion continues the work and answers the client. While a job's call
+// is in flight its JobRecord says so (JobPhase), so the job keeps its place
+// in the queue, and a request that would overlap the call waits for it or
+// is refused.
+//
+// Answers that acknowledge a change (a submission, a removal, a new
+// max-time) wait for the change to be on disk: Flush() writes everything
+// that changed since the last Flush with one journal append and one
+// fdatasync, then sends them. The event loop calls Flush once per turn, so
+// one flush covers every acknowledgment of that turn (group commit).
 #ifndef HPCB_BROKER_BROKER_CORE_H_
 #define HPCB_BROKER_BROKER_CORE_H_
 
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "broker/clock.h"
 #include "broker/executor_channel.h"
@@ -20,6 +35,7 @@
 #include "broker/queue_store.h"
 #include "broker/scheduler.h"
 #include "protocol/daemon_config.h"
+#include "protocol/client_messages.h"
 #include "protocol/executor_messages.h"
 
 namespace hpcb::broker {
@@ -32,6 +48,8 @@ struct CoreOptions {
   bool list_is_public = false;
   // Non-root daemon: only this uid may submit.
   std::optional<uid_t> only_uid;
+  // Queued jobs one uid may have; further submissions are refused.
+  std::int64_t max_queued_per_user = 10000;
 };
 
 struct Peer {
@@ -40,9 +58,13 @@ struct Peer {
 };
 
 struct Response {
-  std::string frame;                      // the JSON reply
-  std::optional<std::uint64_t> attach;    // stream this job's output next
+  std::string frame;                    // the JSON reply; empty: close, no reply
+  std::optional<std::uint64_t> attach;  // stream this job's output next
 };
+
+// Where the answer to one request goes. Called exactly once, at once or
+// later (after the executor answered, or after the journal write).
+using Respond = std::function<void(Response)>;
 
 class BrokerCore {
  public:
@@ -51,52 +73,80 @@ class BrokerCore {
       : options_(options), scheduler_(scheduler), executor_(executor), clock_(clock),
         permissions_(permissions), store_(store) {}
 
-  // Adopts a loaded queue file, says Hello and reconciles.
+  // Adopts a loaded queue file, says Hello, reads what the executor holds
+  // (page by page) and reconciles the two.
   Result<void> Start(QueueFile loaded);
 
-  // `text` is one whole frame. nullopt: close without a reply.
-  std::optional<Response> Handle(const Peer& peer, const std::string& text);
+  // `text` is one whole frame.
+  void Handle(const Peer& peer, const std::string& text, Respond respond);
 
-  // Timers, executor events, scheduling; call at least once a second.
+  // Executor events, timers and scheduling; call at least once a second.
   void Tick();
   void OnExited(const protocol::JobExited& event);
+  // Persists what changed since the last call, then sends the answers that
+  // waited for it (or, if the write failed, what each says instead).
+  void Flush();
 
   const JobRecord* Find(std::uint64_t id) const;
-  Result<UniqueFd> OpenOutput(std::uint64_t id) { return executor_.OpenOutput(id); }
+  void OpenOutput(std::uint64_t id, ExecutorChannel::Done<UniqueFd> done) {
+    executor_.OpenOutput(id, std::move(done));
+  }
   // Writes the jobs marked changed since the last Persist (as records, or
   // as removals when gone) to the journal, or the whole queue as a new
   // snapshot when `compact` or the store asks for it. Ok means on disk.
   Result<void> Persist(bool compact = false);
   QueueFile Snapshot() const;
   std::uint64_t next_id() const { return next_id_; }
+  std::size_t awaiting_write() const { return awaiting_write_.size(); }
+  // The executor stopped answering even the question of what became of a
+  // job: the broker cannot trust its books and must be restarted.
+  bool executor_lost() const { return executor_lost_; }
 
  private:
-  Result<std::string> Submit(const Peer& peer, const std::string& text);
+  // An answer that may only go out once the change it acknowledges is on
+  // disk; `if_lost` builds the answer (and undoes what it must) when the
+  // write failed.
+  struct DurableAnswer {
+    Respond respond;
+    Response response;
+    std::function<Response(const Error&)> if_lost;
+  };
+
+  void Submit(const Peer& peer, const std::string& text, Respond respond);
+  void CompleteSubmit(std::uint64_t id, protocol::SubmitRequest request,
+                      Result<protocol::RegisterReply> reply, Respond respond);
   Result<std::string> List(const Peer& peer, const std::string& text);
-  Result<std::string> Kill(const Peer& peer, std::uint64_t id);
-  Result<std::string> Field(const Peer& peer, const std::string& text);
+  void Kill(const Peer& peer, std::uint64_t id, Respond respond);
+  Result<std::string> Attach(const Peer& peer, std::uint64_t id, Response& response);
+  void Field(const Peer& peer, const std::string& text, Respond respond);
   Result<JobRecord*> Lookup(const Peer& peer, std::uint64_t id);
+  void AnswerWhenWritten(Respond respond, Response response,
+                         std::function<Response(const Error&)> if_lost = nullptr);
 
   void Schedule();
-  // Queued jobs in id order and the running jobs holding a placement, as
-  // the scheduler wants them.
+  // Queued jobs in id order and the jobs holding a placement, as the
+  // scheduler wants them.
   void CollectForScheduler(std::vector<QueuedJob>& queue, std::vector<RunningJob>& running) const;
-  // The placement `job` (not yet in jobs_, newest of all) would get right
-  // now, already reserved; nullopt when it has to wait. Older jobs the
-  // same pass places are started on the spot.
+  // The placement `job` (just added, newest of all) gets right now, already
+  // reserved; nullopt when it has to wait. Older jobs the same pass places
+  // are started on the spot.
   std::optional<broker::Start> PlaceNewJob(const JobRecord& job);
   protocol::StartJob StartRequest(const JobRecord& job, const Placement& placement) const;
-  // Asks the executor to start the queued job the policy placed on `start`
-  // (a job gone or no longer queued gets its placement released).
-  void StartPlanned(broker::Start& start, double now);
-  // Books the executor's answer to starting `job` on `start`: running, or
-  // finished with an error and its placement released.
-  void ApplyStart(JobRecord& job, broker::Start& start, const Result<protocol::StartReply>& reply,
-                  double now);
+  // The policy placed queued job `start.id`: its placement is held, and its
+  // start sent (or, while it is still registering, sent once it is).
+  void StartPlanned(broker::Start& start);
+  void SendStart(JobRecord& job);
+  // Books the executor's answer to starting `job`: running, or finished
+  // with an error and its placement released.
+  void ApplyStart(JobRecord& job, const Result<protocol::StartReply>& reply);
+  // A start whose answer never came: asks the executor what became of it.
+  void ReconcileStart(std::uint64_t id, const Error& why);
   void CheckTimers();
   void Finish(JobRecord& job, std::optional<std::int64_t> exit_code, double end_time);
   void ApplyRetention();
-  void SendSignal(JobRecord& job, const char* signal, const char* note);
+  void SendSignal(JobRecord& job, protocol::SignalKind signal, protocol::SignalNote note);
+  void ForgetOnExecutor(std::uint64_t id);
+  std::size_t QueuedJobsOf(uid_t uid) const;
   // `id` changed, or was handed out, or was removed: the next Persist
   // writes it. Every change to jobs_ or next_id_ goes through here.
   void MarkChanged(std::uint64_t id) { changed_.insert(id); }
@@ -110,6 +160,8 @@ class BrokerCore {
   std::map<std::uint64_t, JobRecord> jobs_;
   std::uint64_t next_id_ = 1;
   std::set<std::uint64_t> changed_;  // not yet persisted
+  std::vector<DurableAnswer> awaiting_write_;
+  bool executor_lost_ = false;
 };
 
 }  // namespace hpcb::broker

@@ -3,96 +3,167 @@
 #include <poll.h>
 
 #include <cerrno>
+#include <utility>
 
+#include "protocol/base/log.h"
 #include "protocol/codec.h"
 #include "protocol/framing.h"
 
 namespace hpcb::broker {
 namespace {
 
-constexpr int kReplyTimeoutMs = 60000;
+using protocol::ExecutorKind;
 
-template <class T>
-Result<T> DecodeAs(const std::string& text) {
-  return protocol::Decode<T>(text);
+// The reply as the `Reply` the call expects. An Ack in its place is the
+// executor refusing the request outright: its error is the result.
+template <class Reply>
+Result<Reply> DecodeReply(const Result<protocol::Packet>& packet) {
+  if (!packet) return packet.error();
+  HPCB_ASSIGN_OR_RETURN(protocol::Envelope envelope, protocol::PeekEnvelope(packet->bytes));
+  HPCB_ASSIGN_OR_RETURN(ExecutorKind kind, protocol::KindOf<ExecutorKind>(envelope));
+  if (kind == ExecutorKind::kAck && Reply::kKind != ExecutorKind::kAck) {
+    HPCB_ASSIGN_OR_RETURN(protocol::Ack ack, protocol::Decode<protocol::Ack>(packet->bytes));
+    if (ack.error) return ack.error->ToError();
+    return Error(ErrorCode::kInternal, "the executor acknowledged a request that needs a reply");
+  }
+  if (kind != Reply::kKind) {
+    return Error(ErrorCode::kInternal, "the executor sent '" + envelope.type + "' where '" +
+                                           std::string(protocol::NameOf(Reply::kKind)) +
+                                           "' was expected");
+  }
+  return protocol::Decode<Reply>(packet->bytes);
 }
 
 }  // namespace
 
-Result<bool> SocketExecutorChannel::TakeIfEvent(const std::string& text) {
-  HPCB_ASSIGN_OR_RETURN(std::string type, protocol::PeekTag(text, "type"));
-  if (type != "exited") return false;
-  HPCB_ASSIGN_OR_RETURN(protocol::JobExited event, DecodeAs<protocol::JobExited>(text));
-  events_.push_back(std::move(event));
-  return true;
+template <class Request>
+void SocketExecutorChannel::Call(Request request, const std::vector<int>& fds,
+                                 const std::string& what, std::chrono::milliseconds timeout,
+                                 protocol::PendingCalls::Done done) {
+  request.req = calls_.Add(timeout, what, std::move(done));
+  Result<void> sent = protocol::SendMessage(fd_.get(), protocol::Encode(request), fds);
+  if (!sent) calls_.FailLater(request.req, sent.error().WithContext("cannot reach the executor"));
 }
 
-Result<SocketExecutorChannel::Reply> SocketExecutorChannel::Call(const std::string& payload,
-                                                                 const char* reply_type,
-                                                                 const std::vector<int>& fds) {
-  HPCB_TRY(protocol::SendMessage(fd_.get(), payload, fds));
-  for (;;) {
+template <class Reply, class Request>
+Result<Reply> SocketExecutorChannel::CallAndWait(Request request, const std::string& what) {
+  std::optional<Result<Reply>> outcome;
+  Call(std::move(request), {}, what, kStartupTimeout,
+       [&outcome](Result<protocol::Packet> packet) { outcome = DecodeReply<Reply>(packet); });
+  while (!outcome) {
+    calls_.ExpireOverdue();
+    if (outcome) break;
     struct pollfd p {fd_.get(), POLLIN, 0};
-    int ready = ::poll(&p, 1, kReplyTimeoutMs);
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready < 0) return Error::FromErrno(errno, "poll on the executor channel");
-    if (ready == 0) {
-      return Error(ErrorCode::kUnavailable, "the executor did not answer within 60 s");
-    }
-    HPCB_ASSIGN_OR_RETURN(protocol::Packet packet, protocol::ReceiveMessage(fd_.get()));
-    HPCB_ASSIGN_OR_RETURN(bool was_event, TakeIfEvent(packet.bytes));
-    if (was_event) continue;
-    HPCB_ASSIGN_OR_RETURN(std::string type, protocol::PeekTag(packet.bytes, "type"));
-    if (type != reply_type) {
-      return Error(ErrorCode::kInternal, "executor sent '" + type + "' where '" +
-                                             reply_type + "' was expected");
-    }
-    return Reply{std::move(packet.bytes), std::move(packet.fds)};
+    int ready = ::poll(&p, 1, 1000);
+    if (ready < 0 && errno != EINTR) return Error::FromErrno(errno, "poll on the executor channel");
+    if (ready > 0) HPCB_TRY(Pump());
   }
+  return std::move(*outcome);
 }
 
 Result<protocol::HelloReply> SocketExecutorChannel::Hello() {
-  HPCB_ASSIGN_OR_RETURN(Reply reply, Call(protocol::Encode(protocol::Hello{}), "hello_reply"));
-  return DecodeAs<protocol::HelloReply>(reply.text);
+  return CallAndWait<protocol::HelloReply>(protocol::Hello{}, "the executor's hello");
 }
 
-Result<protocol::RegisterReply> SocketExecutorChannel::Register(const protocol::RegisterJob& job,
-                                                                int client_fd) {
-  HPCB_ASSIGN_OR_RETURN(Reply reply,
-                        Call(protocol::Encode(job), "register_reply", {client_fd}));
-  return DecodeAs<protocol::RegisterReply>(reply.text);
+Result<protocol::ListJobsReply> SocketExecutorChannel::ListJobs(std::uint64_t after,
+                                                                std::uint32_t limit) {
+  protocol::ListJobs request;
+  request.after = after;
+  request.limit = limit;
+  return CallAndWait<protocol::ListJobsReply>(request, "the executor's job list");
 }
 
-Result<protocol::StartReply> SocketExecutorChannel::Start(const protocol::StartJob& start) {
-  HPCB_ASSIGN_OR_RETURN(Reply reply, Call(protocol::Encode(start), "start_reply"));
-  return DecodeAs<protocol::StartReply>(reply.text);
+void SocketExecutorChannel::Register(const protocol::RegisterJob& job, int client_fd,
+                                     Done<protocol::RegisterReply> done) {
+  Call(job, {client_fd}, "the executor (registering job " + std::to_string(job.id) + ")",
+       kCallTimeout, [done = std::move(done)](Result<protocol::Packet> packet) {
+         done(DecodeReply<protocol::RegisterReply>(packet));
+       });
 }
 
-Result<protocol::Ack> SocketExecutorChannel::Signal(const protocol::SignalJob& signal) {
-  HPCB_ASSIGN_OR_RETURN(Reply reply, Call(protocol::Encode(signal), "ack"));
-  return DecodeAs<protocol::Ack>(reply.text);
+void SocketExecutorChannel::Start(const protocol::StartJob& start,
+                                  Done<protocol::StartReply> done) {
+  Call(start, {}, "the executor (starting job " + std::to_string(start.id) + ")", kCallTimeout,
+       [done = std::move(done)](Result<protocol::Packet> packet) {
+         done(DecodeReply<protocol::StartReply>(packet));
+       });
 }
 
-Result<protocol::Ack> SocketExecutorChannel::Forget(std::uint64_t id) {
-  HPCB_ASSIGN_OR_RETURN(Reply reply, Call(protocol::Encode(protocol::ForgetJob{id}), "ack"));
-  return DecodeAs<protocol::Ack>(reply.text);
+void SocketExecutorChannel::Signal(const protocol::SignalJob& signal, Done<protocol::Ack> done) {
+  Call(signal, {}, "the executor (signalling job " + std::to_string(signal.id) + ")",
+       kCallTimeout, [done = std::move(done)](Result<protocol::Packet> packet) {
+         done(DecodeReply<protocol::Ack>(packet));
+       });
 }
 
-Result<UniqueFd> SocketExecutorChannel::OpenOutput(std::uint64_t id) {
-  HPCB_ASSIGN_OR_RETURN(Reply reply, Call(protocol::Encode(protocol::OpenOutput{id}), "ack"));
-  HPCB_ASSIGN_OR_RETURN(protocol::Ack ack, DecodeAs<protocol::Ack>(reply.text));
-  if (ack.error) return Error(ErrorCode::kFailedPrecondition, *ack.error);
-  if (reply.fds.size() != 1) {
-    return Error(ErrorCode::kInternal, "executor sent no output descriptor");
+void SocketExecutorChannel::Forget(std::uint64_t id, Done<protocol::Ack> done) {
+  protocol::ForgetJob forget;
+  forget.id = id;
+  Call(forget, {}, "the executor (forgetting job " + std::to_string(id) + ")", kCallTimeout,
+       [done = std::move(done)](Result<protocol::Packet> packet) {
+         done(DecodeReply<protocol::Ack>(packet));
+       });
+}
+
+void SocketExecutorChannel::OpenOutput(std::uint64_t id, Done<UniqueFd> done) {
+  protocol::OpenOutput open;
+  open.id = id;
+  Call(open, {}, "the executor (opening the output of job " + std::to_string(id) + ")",
+       kCallTimeout, [done = std::move(done)](Result<protocol::Packet> packet) {
+         Result<protocol::Ack> ack = DecodeReply<protocol::Ack>(packet);
+         if (!ack) return done(ack.error());
+         if (ack->error) return done(ack->error->ToError());
+         if (packet->fds.size() != 1) {
+           return done(Error(ErrorCode::kInternal, "the executor sent no output descriptor"));
+         }
+         done(std::move(packet->fds[0]));
+       });
+}
+
+void SocketExecutorChannel::Query(std::uint64_t id,
+                                  Done<std::optional<protocol::JobSummary>> done) {
+  protocol::ListJobs request;
+  request.after = id - 1;
+  request.limit = 1;
+  Call(request, {}, "the executor (asked about job " + std::to_string(id) + ")", kCallTimeout,
+       [id, done = std::move(done)](Result<protocol::Packet> packet) {
+         Result<protocol::ListJobsReply> page = DecodeReply<protocol::ListJobsReply>(packet);
+         if (!page) return done(page.error());
+         if (page->jobs.empty() || page->jobs[0].id != id) {
+           return done(std::optional<protocol::JobSummary>());
+         }
+         done(std::optional<protocol::JobSummary>(page->jobs[0]));
+       });
+}
+
+void SocketExecutorChannel::OnEvent(const protocol::Packet& packet) {
+  Result<protocol::JobExited> event = protocol::Decode<protocol::JobExited>(packet.bytes);
+  if (!event) {
+    LogWarning("dropped a malformed event from the executor: " + event.error().message());
+    return;
   }
-  return std::move(reply.fds[0]);
+  events_.push_back(std::move(*event));
 }
 
 Result<void> SocketExecutorChannel::Pump() {
   HPCB_ASSIGN_OR_RETURN(protocol::Packet packet, protocol::ReceiveMessage(fd_.get()));
-  HPCB_ASSIGN_OR_RETURN(bool was_event, TakeIfEvent(packet.bytes));
-  if (!was_event) {
-    return Error(ErrorCode::kInternal, "executor sent an unsolicited reply");
+  Result<protocol::Envelope> envelope = protocol::PeekEnvelope(packet.bytes);
+  if (!envelope) {
+    LogWarning("dropped a malformed message from the executor: " + envelope.error().message());
+    return Ok();
+  }
+  if (envelope->req == 0) {
+    if (envelope->type == protocol::NameOf(ExecutorKind::kExited)) {
+      OnEvent(packet);
+    } else {
+      LogWarning("dropped an executor message of type '" + envelope->type + "' without a req");
+    }
+    return Ok();
+  }
+  const std::uint64_t req = envelope->req;
+  if (!calls_.Complete(req, std::move(packet))) {
+    LogWarning("dropped an executor reply to req " + std::to_string(req) +
+               ", which no longer waits (it timed out)");
   }
   return Ok();
 }

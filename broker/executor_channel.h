@@ -1,34 +1,58 @@
 // ExecutorChannel: the broker's side of the SOCK_SEQPACKET link to the
-// executor. Each call sends one request and waits for its reply; JobExited
-// events that arrive meanwhile are queued for TakeEvents().
+// executor (protocol/executor_messages.h).
+//
+// At start-up (Hello, ListJobs) calls wait for their reply, bounded. While
+// serving, every call is asynchronous: it returns at once and its `done`
+// runs later, from Pump() when the reply (matched by req id) arrives, or
+// from Expire() with kUnavailable once its deadline passed. `done` never
+// runs inside the call that made it. JobExited events are queued for
+// TakeEvents(). A reply nobody waits for (its call timed out) is logged and
+// dropped; it never reaches another caller and never stops the broker.
 #ifndef HPCB_BROKER_EXECUTOR_CHANNEL_H_
 #define HPCB_BROKER_EXECUTOR_CHANNEL_H_
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "protocol/base/result.h"
 #include "protocol/base/unique_fd.h"
 #include "protocol/executor_messages.h"
+#include "protocol/pending_calls.h"
 
 namespace hpcb::broker {
 
 class ExecutorChannel {
  public:
+  template <class T>
+  using Done = std::function<void(Result<T>)>;
+
   virtual ~ExecutorChannel() = default;
   virtual Result<protocol::HelloReply> Hello() = 0;
+  virtual Result<protocol::ListJobsReply> ListJobs(std::uint64_t after, std::uint32_t limit) = 0;
+
   // `client_fd` (borrowed) is passed with SCM_RIGHTS.
-  virtual Result<protocol::RegisterReply> Register(const protocol::RegisterJob& job,
-                                                   int client_fd) = 0;
-  virtual Result<protocol::StartReply> Start(const protocol::StartJob& start) = 0;
-  virtual Result<protocol::Ack> Signal(const protocol::SignalJob& signal) = 0;
-  virtual Result<protocol::Ack> Forget(std::uint64_t id) = 0;
-  // The read-only output buffer of a started job.
-  virtual Result<UniqueFd> OpenOutput(std::uint64_t id) = 0;
-  // Reads what is ready on the socket (call when poll says readable).
+  virtual void Register(const protocol::RegisterJob& job, int client_fd,
+                        Done<protocol::RegisterReply> done) = 0;
+  virtual void Start(const protocol::StartJob& start, Done<protocol::StartReply> done) = 0;
+  virtual void Signal(const protocol::SignalJob& signal, Done<protocol::Ack> done) = 0;
+  virtual void Forget(std::uint64_t id, Done<protocol::Ack> done) = 0;
+  // The read-only output buffer of a job.
+  virtual void OpenOutput(std::uint64_t id, Done<UniqueFd> done) = 0;
+  // What the executor holds about one job (nullopt: nothing), for after a
+  // call about it timed out.
+  virtual void Query(std::uint64_t id, Done<std::optional<protocol::JobSummary>> done) = 0;
+
+  // Reads one message (call when poll says readable). An error means the
+  // executor is gone.
   virtual Result<void> Pump() = 0;
+  // Completes the calls whose deadline passed.
+  virtual void Expire() = 0;
+  virtual std::optional<std::chrono::steady_clock::time_point> NextDeadline() const = 0;
   virtual std::vector<protocol::JobExited> TakeEvents() = 0;
   // For poll(); -1 when there is nothing to poll.
   virtual int fd() const = 0;
@@ -36,32 +60,44 @@ class ExecutorChannel {
 
 class SocketExecutorChannel : public ExecutorChannel {
  public:
+  // Calls the executor must answer within this (it never waits on users,
+  // so only a wedged executor misses it).
+  static constexpr std::chrono::milliseconds kCallTimeout{30000};
+  // Start-up calls: the executor may be reading 200k specs.
+  static constexpr std::chrono::milliseconds kStartupTimeout{120000};
+
   explicit SocketExecutorChannel(UniqueFd fd) : fd_(std::move(fd)) {}
 
   Result<protocol::HelloReply> Hello() override;
-  Result<protocol::RegisterReply> Register(const protocol::RegisterJob& job,
-                                           int client_fd) override;
-  Result<protocol::StartReply> Start(const protocol::StartJob& start) override;
-  Result<protocol::Ack> Signal(const protocol::SignalJob& signal) override;
-  Result<protocol::Ack> Forget(std::uint64_t id) override;
-  Result<UniqueFd> OpenOutput(std::uint64_t id) override;
+  Result<protocol::ListJobsReply> ListJobs(std::uint64_t after, std::uint32_t limit) override;
+  void Register(const protocol::RegisterJob& job, int client_fd,
+                Done<protocol::RegisterReply> done) override;
+  void Start(const protocol::StartJob& start, Done<protocol::StartReply> done) override;
+  void Signal(const protocol::SignalJob& signal, Done<protocol::Ack> done) override;
+  void Forget(std::uint64_t id, Done<protocol::Ack> done) override;
+  void OpenOutput(std::uint64_t id, Done<UniqueFd> done) override;
+  void Query(std::uint64_t id, Done<std::optional<protocol::JobSummary>> done) override;
   Result<void> Pump() override;
+  void Expire() override { calls_.ExpireOverdue(); }
+  std::optional<std::chrono::steady_clock::time_point> NextDeadline() const override {
+    return calls_.NextDeadline();
+  }
   std::vector<protocol::JobExited> TakeEvents() override;
   int fd() const override { return fd_.get(); }
 
  private:
-  struct Reply {
-    std::string text;
-    std::vector<UniqueFd> fds;
-  };
-  // Sends `payload` and returns the next message of type `reply_type`,
-  // queueing JobExited events read before it.
-  Result<Reply> Call(const std::string& payload, const char* reply_type,
-                     const std::vector<int>& fds = {});
-  // Handles one received message if it is an event; false otherwise.
-  Result<bool> TakeIfEvent(const std::string& text);
+  // Sends `request` with a fresh req; `done` gets the reply packet, or the
+  // executor's Ack error when it refused the request outright.
+  template <class Request>
+  void Call(Request request, const std::vector<int>& fds, const std::string& what,
+            std::chrono::milliseconds timeout, protocol::PendingCalls::Done done);
+  // Blocking, for start-up: Call, then Pump until it completed.
+  template <class Reply, class Request>
+  Result<Reply> CallAndWait(Request request, const std::string& what);
+  void OnEvent(const protocol::Packet& packet);
 
   UniqueFd fd_;
+  protocol::PendingCalls calls_;
   std::deque<protocol::JobExited> events_;
 };
 

@@ -6,9 +6,6 @@ namespace hpcb::broker {
 
 Result<void> JobRecord::Validate() const {
   if (id == 0) return InvalidArgument("job id must be positive");
-  if (state != kQueued && state != kRunning && state != kDone) {
-    return InvalidArgument("job " + std::to_string(id) + " has unknown state '" + state + "'");
-  }
   if (demand.cpu < 1 || demand.gpus < 0) {
     return InvalidArgument("job " + std::to_string(id) + " has a bad resource demand");
   }

@@ -12,12 +12,20 @@
 #include "broker/placement.h"
 #include "protocol/base/result.h"
 #include "protocol/codec.h"
+#include "protocol/job_state.h"
 
 namespace hpcb::broker {
 
-inline constexpr const char* kQueued = "queued";
-inline constexpr const char* kRunning = "running";
-inline constexpr const char* kDone = "done";
+using protocol::JobReason;
+using protocol::JobState;
+
+// A call to the executor in flight for a job (kept in memory only: a
+// restart asks the executor what became of it).
+enum class JobPhase {
+  kIdle,
+  kRegistering,  // its RegisterJob (maybe with a start) is unanswered
+  kStarting,     // its StartJob is unanswered
+};
 
 struct JobRecord {
   std::uint64_t id = 0;
@@ -31,22 +39,23 @@ struct JobRecord {
   bool mem_defaulted = false;
   std::int64_t max_time_s = 0;
   std::map<std::string, std::string> env;  // forwarded; cleared at start
-  std::string state = kQueued;
+  JobState state = JobState::kQueued;
   double submit_time = 0;
   std::optional<double> start_time;
   std::optional<double> end_time;
   std::optional<std::int64_t> exit_code;
-  std::optional<std::string> reason;  // killed, timeout, error, oom
+  std::optional<JobReason> reason;
   Placement placement;                // valid while running (and after)
   bool holds_placement = false;       // reserved in the pool right now
+  JobPhase phase = JobPhase::kIdle;   // not persisted
   std::optional<double> term_time;    // SIGTERM sent
   std::optional<double> kill_at;      // next SIGKILL due
   std::optional<std::string> output_dest;
   std::optional<std::string> output_error;
 
-  bool queued() const { return state == kQueued; }
-  bool running() const { return state == kRunning; }
-  bool done() const { return state == kDone; }
+  bool queued() const { return state == JobState::kQueued; }
+  bool running() const { return state == JobState::kRunning; }
+  bool done() const { return state == JobState::kDone; }
 
   template <class A> void Fields(A& ar);
   template <class A> void save(A& ar) const { const_cast<JobRecord*>(this)->Fields(ar); }

@@ -51,7 +51,7 @@ int RunList(const std::string& socket, const protocol::ListRequest& request, boo
 
 int RunAttach(const std::string& socket, std::uint64_t id, Io io) {
   UniqueFd fd;
-  auto reply = Call<protocol::AttachReply>(socket, protocol::JobIdRequest{"attach", id}, &fd);
+  auto reply = Call<protocol::AttachReply>(socket, protocol::JobIdRequest{protocol::ClientCommand::kAttach, id}, &fd);
   if (!reply) return ReportError(reply.error(), io);
   std::string notice = RenderAttachNotice(id, *reply);
   if (!notice.empty()) {
@@ -85,7 +85,7 @@ int RunAttach(const std::string& socket, std::uint64_t id, Io io) {
 }
 
 int RunKill(const std::string& socket, std::uint64_t id, Io io) {
-  auto reply = Call<protocol::KillReply>(socket, protocol::JobIdRequest{"kill", id});
+  auto reply = Call<protocol::KillReply>(socket, protocol::JobIdRequest{protocol::ClientCommand::kKill, id});
   if (!reply) return ReportError(reply.error(), io);
   io.out << RenderKill(id, *reply);
   return kExitOk;

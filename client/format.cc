@@ -112,7 +112,7 @@ std::string FormatStartTime(std::optional<double> start, double now) {
 }
 
 std::string UptimeCell(const protocol::JobRow& row) {
-  if (row.state == "queued") return "queued";
+  if (row.state == protocol::JobState::kQueued) return "queued";
   if (!row.start_time) return "-";
   return FormatDuration(WholeSeconds(row.uptime_s));
 }
@@ -137,8 +137,8 @@ std::string GpuCell(const protocol::JobRow& row) {
 }
 
 std::string ExitCell(const protocol::JobRow& row) {
-  if (row.state != "done") return "-";
-  if (row.reason && !row.reason->empty()) return *row.reason;
+  if (row.state != protocol::JobState::kDone) return "-";
+  if (row.reason) return std::string(protocol::NameOf(*row.reason));
   if (row.exit_code) return std::to_string(*row.exit_code);
   return "-";
 }
@@ -171,7 +171,7 @@ Rendered RenderList(const protocol::ListReply& reply, bool finished) {
     if (show_gpu) cells.push_back(GpuCell(row));
     cells.push_back(row.exclusive ? "yes" : "no");
     if (finished) {
-      cells.push_back(row.state);
+      cells.push_back(std::string(protocol::NameOf(row.state)));
       cells.push_back(ExitCell(row));
     }
     any_span = any_span || (row.max_mem_gb && row.mem_spans_nodes);
@@ -183,7 +183,7 @@ Rendered RenderList(const protocol::ListReply& reply, bool finished) {
   if (any_slow) rendered.out += std::string("\n") + kLinkNote + "\n";
   for (const auto& row : reply.jobs) {
     std::string prefix = "job " + std::to_string(row.id) + ": ";
-    if (row.reason && *row.reason == "oom") {
+    if (row.reason == protocol::JobReason::kOom) {
       rendered.err += prefix + "killed for exceeding its " + FormatGiB(row.max_mem_gb) +
                       " memory budget (" +
                       (row.mem_defaulted ? "assigned by default" : "requested") +
@@ -199,7 +199,8 @@ Rendered RenderList(const protocol::ListReply& reply, bool finished) {
 
 std::string RenderSubmit(const protocol::SubmitReply& reply, bool no_output,
                          const std::optional<std::string>& requested_output) {
-  std::string text = "job " + std::to_string(reply.id) + " " + reply.state + " (" +
+  std::string text = "job " + std::to_string(reply.id) + " " +
+                     std::string(protocol::NameOf(reply.state)) + " (" +
                      std::to_string(reply.cpu) + " cpu, max time " +
                      FormatDuration(reply.max_time_s);
   if (reply.max_mem_gb) {
@@ -216,8 +217,8 @@ std::string RenderSubmit(const protocol::SubmitReply& reply, bool no_output,
 
 std::string RenderAttachNotice(std::uint64_t id, const protocol::AttachReply& reply) {
   std::string job = "job " + std::to_string(id);
-  if (reply.state == "queued") return job + " is queued; waiting for it to start...\n";
-  if (reply.state == "done") {
+  if (reply.state == protocol::JobState::kQueued) return job + " is queued; waiting for it to start...\n";
+  if (reply.state == protocol::JobState::kDone) {
     if (reply.output_dest) return job + " has finished; its output is at " + *reply.output_dest + "\n";
     return job + " has finished; it ran with --no-output, so nothing was kept\n";
   }
@@ -225,7 +226,7 @@ std::string RenderAttachNotice(std::uint64_t id, const protocol::AttachReply& re
 }
 
 std::string RenderKill(std::uint64_t id, const protocol::KillReply& reply) {
-  if (reply.state == "removed") return "job " + std::to_string(id) + " removed from the queue\n";
+  if (reply.state == protocol::KillOutcome::kRemoved) return "job " + std::to_string(id) + " removed from the queue\n";
   return "job " + std::to_string(id) + ": kill signal sent\n";
 }
 

@@ -1,6 +1,18 @@
-// The executor: the only reader of broker messages. Validates every field
-// against facts it checks itself, keeps the root-only launch specs, makes
-// job cgroups/dirs/links, and asks the launcher to act as users.
+// The executor: the only reader of broker messages. It checks every field
+// against facts it read itself, keeps the root-only launch specs, makes job
+// cgroups, dirs and links, and asks the launcher to act as users.
+//
+// It never waits. A request that needs the launcher (checking an output
+// path, spawning, delivering output) becomes a pending call with a
+// deadline, and its reply to the broker goes out when that call completes;
+// meanwhile every other request is served. Each job has at most one such
+// operation in flight (registering, starting or finishing); a request that
+// would overlap it is refused.
+//
+// The methods are split by job across files: executor_server.cc (the loop
+// and the broker's requests), job_register.cc, job_start.cc, job_finish.cc
+// (ending a job and delivering its output) and job_recovery.cc (what a
+// restart finds).
 #ifndef HPCB_EXECUTOR_EXECUTOR_SERVER_H_
 #define HPCB_EXECUTOR_EXECUTOR_SERVER_H_
 
@@ -8,7 +20,7 @@
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -23,6 +35,7 @@
 #include "protocol/executor_messages.h"
 #include "protocol/framing.h"
 #include "protocol/launcher_messages.h"
+#include "protocol/pending_calls.h"
 
 namespace hpcb::executor {
 
@@ -38,74 +51,154 @@ struct ExecutorFacts {
   std::string proc_root = "/proc";
 };
 
+// How long the executor gives the launcher. The launcher bounds each of
+// these itself (a shorter deadline, after which it kills the child and
+// answers); these only catch a launcher that stopped answering at all.
+struct LauncherDeadlines {
+  std::chrono::milliseconds check{30000};
+  std::chrono::milliseconds spawn{60000};
+  std::chrono::milliseconds deliver_base{120000};
+  std::uint64_t deliver_bytes_per_s = 4u << 20;
+};
+
 class ExecutorServer {
  public:
   ExecutorServer(protocol::DaemonConfig config, ExecutorFacts facts, int launcher_fd,
                  int broker_fd);
 
-  // Reads STATE/specs: registered, still-running and dead-on-arrival jobs.
+  // Reads STATE/specs and STATE/run: registered, still-running and
+  // dead-on-arrival jobs.
   void Recover();
-  // Serves until the broker or launcher goes away.
+  // Serves until the broker goes away (Ok) or the launcher does (error).
   Result<void> Run();
 
-  // One broker message -> the reply text and any fds to pass with it.
-  // Public for tests; never throws, never aborts on bad input.
-  struct Reply {
-    std::string text;
-    std::vector<UniqueFd> fds;
-  };
-  Reply Handle(const protocol::Packet& packet);
+  // One broker message. Replies go to the broker's fd: at once, or when
+  // the launcher call it waits on completes. Public for tests.
+  void Handle(const protocol::Packet& packet);
+  // One launcher message (a reply, or an event). Public for tests.
+  void OnLauncherMessage(const protocol::Packet& packet);
+  // Times out overdue launcher calls and retries cgroup removals.
+  void Tick();
 
   std::string specs_dir() const { return config_.state_dir + "/specs"; }
+  std::string run_dir() const { return config_.state_dir + "/run"; }
   std::string job_dir(std::uint64_t id) const {
     return config_.state_dir + "/jobs/" + std::to_string(id);
   }
+  void set_launcher_deadlines(const LauncherDeadlines& deadlines) { deadlines_ = deadlines; }
 
  private:
-  Reply OnHello(const std::string& text);
-  Reply OnRegister(const std::string& text, const protocol::Packet& packet);
-  Reply OnStart(const std::string& text);
-  Reply OnSignal(const std::string& text);
-  Reply OnForget(const std::string& text);
-  Reply OnOpenOutput(const std::string& text);
+  using StartDone = std::function<void(protocol::StartReply)>;
 
-  Result<protocol::StartReply> StartValidated(const protocol::StartJob& request);
-  // RegisterJob::start: StartValidated, with a refusal turned into the
-  // reply's error and the still-registered spec saved durably.
-  protocol::StartReply StartAfterRegistering(const protocol::StartJob& request);
+  // executor_server.cc: the broker's requests that finish at once.
+  void OnHello(std::uint64_t req, const std::string& text);
+  void OnListJobs(std::uint64_t req, const std::string& text);
+  void OnSignal(std::uint64_t req, const std::string& text);
+  void OnForget(std::uint64_t req, const std::string& text);
+  void OnOpenOutput(std::uint64_t req, const std::string& text);
+  void SendToBroker(const std::string& text, const std::vector<int>& fds = {});
+  void Refuse(std::uint64_t req, std::uint64_t id, const std::string& what, const Error& error);
+  bool Busy(std::uint64_t id) const;
+
+  // job_register.cc
+  void OnRegister(std::uint64_t req, const protocol::Packet& packet);
+  // After the destination check (or without one): dir, spec, optional start.
+  void FinishRegister(protocol::RegisterJob request, LaunchSpec spec,
+                      Result<std::optional<std::string>> dest);
+
+  // job_start.cc
+  void OnStart(std::uint64_t req, const std::string& text);
+  // Starts a registered job; `done` gets the StartReply (always exactly
+  // once, possibly before this returns).
+  void BeginStart(const protocol::StartJob& request, StartDone done);
   Result<void> ValidatePlacement(const protocol::StartJob& request) const;
+  void OnSpawned(std::uint64_t id, const protocol::StartJob& request,
+                 Result<protocol::SpawnReply> reply, StartDone done);
+  // The job will never run: its reason goes into its output, which is
+  // delivered, then `done` gets the failed StartReply.
+  void FailStart(std::uint64_t id, const std::string& message, bool remove_cgroup,
+                 StartDone done);
+
+  // job_finish.cc
+  void OnChildExited(const protocol::ChildExited& event);
+  // The job ended (exit code, or unknown): cgroup, output, spec, event.
+  void Finish(std::uint64_t id, std::optional<std::int64_t> exit_code);
+  // Asks the launcher to deliver the buffer as the user; `done` gets the
+  // output error (nullopt: delivered, or nothing to deliver).
+  void DeliverOutput(const LaunchSpec& spec,
+                     std::function<void(std::optional<std::string>)> done);
+  void AppendLine(const LaunchSpec& spec, const std::string& line);
+  Result<UniqueFd> OpenBuffer(const LaunchSpec& spec, int flags) const;
   Result<void> MakeJobDir(const LaunchSpec& spec);
+  std::optional<JobDirOwner> OwnerOf(const LaunchSpec& spec) const;
   // info.json: the job as users see it, never its environment.
   static std::string InfoText(const LaunchSpec& spec);
   void WriteInfo(const LaunchSpec& spec);
-  void AppendLine(const LaunchSpec& spec, const std::string& line);
-  // Who owns the job's dir and files (root mode), for job_dir.h.
-  std::optional<JobDirOwner> OwnerOf(const LaunchSpec& spec) const;
-  // The job's output buffer, opened and checked through its dir's fd.
-  Result<UniqueFd> OpenBuffer(const LaunchSpec& spec, int flags) const;
-  std::optional<std::string> DeliverOutput(const LaunchSpec& spec);
-  void Finish(std::uint64_t id, std::optional<std::int64_t> exit_code);
+  void RetryCgroupRemovals();
+
+  // job_recovery.cc
+  // Jobs whose shepherd is not the current launcher's child (a restart of
+  // the launcher left it behind): polled for their end.
   void PollForeign();
-  void OnLauncherEvent(const std::string& text);
-  Result<protocol::Packet> AskLauncher(const std::string& text, const std::vector<int>& fds);
-  void SendToBroker(const std::string& text);
+  // The exit code a run record holds for `id`, if the job ended.
+  std::optional<std::int64_t> RecordedExit(std::uint64_t id) const;
+
+  // Sends a launcher request; `done` gets the decoded reply or the error.
+  template <class Reply, class Request>
+  void AskLauncher(Request request, const std::vector<int>& fds,
+                   std::chrono::milliseconds timeout, const std::string& what,
+                   std::function<void(Result<Reply>)> done);
 
   protocol::DaemonConfig config_;
   ExecutorFacts facts_;
+  LauncherDeadlines deadlines_;
   int launcher_fd_;
   int broker_fd_;
+  protocol::PendingCalls launcher_calls_;
   std::map<std::uint64_t, LaunchSpec> jobs_;
-  std::set<std::uint64_t> foreign_;  // running, not the launcher's children
+  std::set<std::uint64_t> registering_;  // destination check in flight
+  std::set<std::uint64_t> starting_;     // spawn in flight
+  std::set<std::uint64_t> finishing_;    // delivery in flight
+  std::set<std::uint64_t> foreign_;      // running, shepherd not our launcher's child
   std::vector<std::uint64_t> dead_on_arrival_;
-  std::deque<std::string> launcher_events_;
-  // Job cgroups whose rmdir failed in Finish (EBUSY): retried from Run until
-  // removed or past the deadline.
+  std::vector<protocol::Packet> launcher_events_;  // held until the broker says hello
+  // Job cgroups whose rmdir failed in Finish (EBUSY): retried from Tick
+  // until removed or past the deadline.
   std::map<std::uint64_t, std::chrono::steady_clock::time_point> cgroups_to_remove_;
   bool greeted_ = false;
 };
 
 // Exit code for the wire: status >= 0, negative signal.
 std::int64_t ExitCodeFromStatus(int status);
+
+template <class Reply, class Request>
+void ExecutorServer::AskLauncher(Request request, const std::vector<int>& fds,
+                                 std::chrono::milliseconds timeout, const std::string& what,
+                                 std::function<void(Result<Reply>)> done) {
+  // The reply is decoded as what we asked for; a Refused (the launcher
+  // could not take the request) carries the error instead.
+  request.req = launcher_calls_.Add(
+      timeout, what, [done](Result<protocol::Packet> packet) {
+        if (!packet) return done(packet.error());
+        Result<protocol::Envelope> envelope = protocol::PeekEnvelope(packet->bytes);
+        if (envelope && envelope->type == protocol::NameOf(protocol::LauncherKind::kRefused)) {
+          Result<protocol::Refused> refused = protocol::Decode<protocol::Refused>(packet->bytes);
+          return done(refused ? refused->error.ToError() : refused.error());
+        }
+        if (envelope && envelope->type != protocol::NameOf(Reply::kKind)) {
+          return done(Error(ErrorCode::kInternal, "the launcher answered '" + envelope->type +
+                                                      "' to a request for '" +
+                                                      std::string(protocol::NameOf(Reply::kKind)) +
+                                                      "'"));
+        }
+        done(protocol::Decode<Reply>(packet->bytes));
+      });
+  Result<void> sent = protocol::SendMessage(launcher_fd_, protocol::Encode(request), fds);
+  if (!sent) {
+    // Answered with the error from Tick; the launcher never saw it.
+    launcher_calls_.FailLater(request.req, sent.error().WithContext("cannot reach the launcher"));
+  }
+}
 
 }  // namespace hpcb::executor
 

@@ -21,38 +21,16 @@ Result<void> LaunchSpec::Validate() const {
   HPCB_TRY(who.Validate());
   HPCB_TRY(protocol::CheckArgv(argv));
   HPCB_TRY(protocol::CheckPath(cwd, "cwd"));
-  if (state != "registered" && state != "running" && state != "exited") {
-    return InvalidArgument("bad spec state");
-  }
   return Ok();
 }
 
-Result<void> WriteFileAtomic(const std::string& path, const std::string& text, unsigned mode,
-                             Sync sync) {
-  std::string tmp = path + ".tmp";
-  ::unlink(tmp.c_str());
-  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode));
-  if (!fd.valid()) return Error::FromErrno(errno, "create " + tmp);
-  if (::fchmod(fd.get(), mode) != 0) return Error::FromErrno(errno, "chmod " + tmp);
-  HPCB_TRY(protocol::WriteAll(fd.get(), text));
-  if (sync == Sync::kNow && ::fsync(fd.get()) != 0) return Error::FromErrno(errno, "fsync " + tmp);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return Error::FromErrno(errno, "rename " + tmp);
-  if (sync == Sync::kNow) {
-    // The rename is only durable once the directory is: without this a
-    // crash can leave just the temp file, and a fresh spec (a queued job
-    // the user was told about) would be gone.
-    const std::size_t slash = path.rfind('/');
-    HPCB_TRY(protocol::SyncDirectory(slash == std::string::npos ? "." : path.substr(0, slash + 1)));
-  }
-  return Ok();
-}
 
 static std::string SpecPath(const std::string& dir, std::uint64_t id) {
   return dir + "/" + std::to_string(id) + ".json";
 }
 
 Result<void> SaveSpec(const std::string& specs_dir, const LaunchSpec& spec, Sync sync) {
-  return WriteFileAtomic(SpecPath(specs_dir, spec.id), protocol::Encode(spec), 0600, sync);
+  return host::WriteFileAtomic(SpecPath(specs_dir, spec.id), protocol::Encode(spec), 0600, sync);
 }
 
 Result<LaunchSpec> LoadSpec(const std::string& specs_dir, std::uint64_t id) {

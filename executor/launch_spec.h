@@ -12,9 +12,13 @@
 
 #include "protocol/base/result.h"
 #include "protocol/codec.h"
+#include "protocol/host/host_files.h"
 #include "protocol/launcher_messages.h"
+#include "protocol/executor_messages.h"
 
 namespace hpcb::executor {
+
+using host::Sync;
 
 struct LaunchSpec {
   std::uint64_t id = 0;
@@ -25,30 +29,39 @@ struct LaunchSpec {
   std::string cwd;
   std::map<std::string, std::string> env;  // dropped once started
   std::optional<std::string> output_dest;
-  std::string state = "registered";        // registered | running | exited
-  std::int64_t pid = 0;
-  std::uint64_t proc_start = 0;
+  protocol::SpecState state = protocol::SpecState::kRegistered;
+  std::int64_t pid = 0;            // the job, its process group leader
+  std::uint64_t proc_start = 0;    // its /proc start time (a pid reuse guard)
+  std::int64_t shepherd = 0;       // its parent (launcher/job_shepherd.h)
+  std::uint64_t shepherd_start = 0;
   double start_time = 0;
+  // Once exited: as JobExited said it.
+  std::optional<std::int64_t> exit_code;
+  bool oom = false;
+  double end_time = 0;
+  std::optional<std::string> output_error;
   template <class A> void save(A& ar) const {
     using protocol::Put;
     Put(ar, "id", id); Put(ar, "who", who); Put(ar, "home", home); Put(ar, "shell", shell);
     Put(ar, "argv", argv); Put(ar, "cwd", cwd); Put(ar, "env", env);
     Put(ar, "output_dest", output_dest); Put(ar, "state", state); Put(ar, "pid", pid);
-    Put(ar, "proc_start", proc_start); Put(ar, "start_time", start_time);
+    Put(ar, "proc_start", proc_start); Put(ar, "shepherd", shepherd);
+    Put(ar, "shepherd_start", shepherd_start); Put(ar, "start_time", start_time);
+    Put(ar, "exit_code", exit_code); Put(ar, "oom", oom); Put(ar, "end_time", end_time);
+    Put(ar, "output_error", output_error);
   }
   template <class A> void load(A& ar) {
     using protocol::Get;
     Get(ar, "id", id); Get(ar, "who", who); Get(ar, "home", home); Get(ar, "shell", shell);
     Get(ar, "argv", argv); Get(ar, "cwd", cwd); Get(ar, "env", env);
     Get(ar, "output_dest", output_dest); Get(ar, "state", state); Get(ar, "pid", pid);
-    Get(ar, "proc_start", proc_start); Get(ar, "start_time", start_time);
+    Get(ar, "proc_start", proc_start); Get(ar, "shepherd", shepherd);
+    Get(ar, "shepherd_start", shepherd_start); Get(ar, "start_time", start_time);
+    Get(ar, "exit_code", exit_code); Get(ar, "oom", oom); Get(ar, "end_time", end_time);
+    Get(ar, "output_error", output_error);
   }
   Result<void> Validate() const;
 };
-
-// Whether a write must be on disk before it returns. kDeferred is only for
-// a write that another durable one follows before anyone is told.
-enum class Sync { kNow, kDeferred };
 
 // STATE/specs/<id>.json, written atomically (tmp, fsync, rename, fsync of
 // the specs dir; both fsyncs skipped when deferred), 0600.
@@ -58,10 +71,6 @@ Result<LaunchSpec> LoadSpec(const std::string& specs_dir, std::uint64_t id);
 void RemoveSpec(const std::string& specs_dir, std::uint64_t id);
 // Ids of every well-named spec file (others are ignored).
 std::vector<std::uint64_t> ListSpecs(const std::string& specs_dir);
-
-// Writes `text` to `path` atomically with `mode`.
-Result<void> WriteFileAtomic(const std::string& path, const std::string& text, unsigned mode,
-                             Sync sync = Sync::kNow);
 
 }  // namespace hpcb::executor
 

@@ -44,7 +44,7 @@ void QueuedFrame(std::string_view bytes) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 34) {
+  switch (data[0] % 40) {
     // client -> broker, and the replies a client decodes
     case 0: Try<SubmitRequest>(text); break;
     case 1: Try<ListRequest>(text); break;
@@ -81,6 +81,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case 30: (void)PeekTag(text, "type"); break;
     case 31: (void)PeekTag(text, "cmd"); break;
     case 32: QueuedFrame(text); break;
+    // the typed envelope both internal channels dispatch on, and the
+    // newer messages (paged job list, coded refusals)
+    case 33: (void)PeekEnvelope(text); break;
+    case 34: Try<ListJobs>(text); break;
+    case 35: Try<ListJobsReply>(text); break;
+    case 36: Try<JobSummary>(text); break;
+    case 37: Try<Refused>(text); break;
+    case 38: Try<WireError>(text); break;
     default: (void)PeekOk(text); break;
   }
   return 0;

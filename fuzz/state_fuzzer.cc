@@ -15,6 +15,7 @@
 #include "broker/queue_journal.h"
 #include "broker/queue_store.h"
 #include "executor/launch_spec.h"
+#include "protocol/host/run_record.h"
 #include "protocol/base/log.h"
 #include "protocol/codec.h"
 
@@ -56,7 +57,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   (void)quiet;
   if (size == 0) return 0;
   std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 3) {
+  switch (data[0] % 4) {
     case 0: {
       auto spec = protocol::Decode<executor::LaunchSpec>(text);
       if (spec && !protocol::Decode<executor::LaunchSpec>(protocol::Encode(*spec))) __builtin_trap();
@@ -67,7 +68,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       (void)broker::ReplayJournal(text, 0, jobs);
       break;
     }
-    default: LoadQueue(text); break;
+    case 2: LoadQueue(text); break;
+    default: {
+      // Written by a root shepherd, read back by the executor.
+      auto record = protocol::Decode<host::RunRecord>(text);
+      if (record && !protocol::Decode<host::RunRecord>(protocol::Encode(*record))) __builtin_trap();
+      break;
+    }
   }
   return 0;
 }

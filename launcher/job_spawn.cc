@@ -4,18 +4,17 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "launcher/exec_path.h"
 #include "launcher/user_ops.h"
-#include "protocol/base/unique_fd.h"
 
 namespace hpcb::launcher {
 namespace {
@@ -38,31 +37,66 @@ const char* StageName(int stage) {
   }
 }
 
-struct ChildReport {
-  int stage;
-  int err;
-};
-
 [[noreturn]] void Fail(int pipe_fd, int stage, int err) {
-  ChildReport report{stage, err};
+  JobChildReport report{stage, err};
   (void)!::write(pipe_fd, &report, sizeof report);
   ::_exit(127);
 }
 
-// Everything the child needs, built before fork.
-struct Prepared {
-  std::vector<std::string> candidates;
-  std::vector<char*> argv;
-  std::vector<char*> envp;
-  std::vector<gid_t> groups;
-  cpu_set_t* mask = nullptr;
-  size_t mask_size = 0;
-  std::string cwd;
-  char pid_text[32] = {0};
-};
+std::vector<char*> Pointers(std::vector<std::string>& texts) {
+  std::vector<char*> out;
+  out.reserve(texts.size() + 1);
+  for (auto& text : texts) out.push_back(text.data());
+  out.push_back(nullptr);
+  return out;
+}
 
-[[noreturn]] void RunChild(const Prepared& p, const SpawnFds& fds, int report_fd,
-                           const protocol::SpawnRequest& req, bool change) {
+}  // namespace
+
+Result<PreparedJob> PreparedJob::Build(const protocol::SpawnRequest& request) {
+  PreparedJob p;
+  p.argv_text_ = request.argv;
+  p.env_text_ = request.env;
+  p.argv_ = Pointers(p.argv_text_);
+  p.envp_ = Pointers(p.env_text_);
+  p.candidates_ = ExecCandidates(request.argv[0],
+                                 EnvValue(request.env, "PATH").value_or(protocol::kCleanPath));
+  p.groups_.assign(request.who.groups.begin(), request.who.groups.end());
+  p.uid_ = request.who.uid;
+  p.gid_ = request.who.gid;
+  p.cwd_ = request.cwd;
+  int max_cpu = 0;
+  for (int cpu : request.cpus) max_cpu = std::max(max_cpu, cpu);
+  p.mask_ = CPU_ALLOC(max_cpu + 1);
+  if (p.mask_ == nullptr) return Error(ErrorCode::kResourceExhausted, "CPU_ALLOC");
+  p.mask_size_ = CPU_ALLOC_SIZE(max_cpu + 1);
+  CPU_ZERO_S(p.mask_size_, p.mask_);
+  for (int cpu : request.cpus) CPU_SET_S(static_cast<size_t>(cpu), p.mask_size_, p.mask_);
+  return p;
+}
+
+PreparedJob::~PreparedJob() {
+  if (mask_ != nullptr) CPU_FREE(mask_);
+}
+
+// The char* arrays point into the strings, and a short string keeps its
+// characters inside the string object itself: a move would leave them
+// pointing into the moved-from strings, so they are rebuilt.
+PreparedJob::PreparedJob(PreparedJob&& other) noexcept
+    : argv_text_(std::move(other.argv_text_)),
+      env_text_(std::move(other.env_text_)),
+      candidates_(std::move(other.candidates_)),
+      groups_(std::move(other.groups_)),
+      uid_(other.uid_),
+      gid_(other.gid_),
+      mask_(std::exchange(other.mask_, nullptr)),
+      mask_size_(other.mask_size_),
+      cwd_(std::move(other.cwd_)) {
+  argv_ = Pointers(argv_text_);
+  envp_ = Pointers(env_text_);
+}
+
+void PreparedJob::Exec(const SpawnFds& fds, int report_fd, bool change_identity) const {
   if (::setsid() < 0) Fail(report_fd, kSetsid, errno);
   if (fds.cgroup_dir >= 0) {
     int procs = ::openat(fds.cgroup_dir, "cgroup.procs", O_WRONLY | O_CLOEXEC);
@@ -70,7 +104,7 @@ struct Prepared {
     if (::write(procs, "0", 1) != 1) Fail(report_fd, kCgroup, errno);
     ::close(procs);
   }
-  if (p.mask != nullptr && ::sched_setaffinity(0, p.mask_size, p.mask) != 0) {
+  if (mask_ != nullptr && ::sched_setaffinity(0, mask_size_, mask_) != 0) {
     Fail(report_fd, kAffinity, errno);
   }
   int oom = ::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
@@ -78,22 +112,20 @@ struct Prepared {
     if (::write(oom, "0", 1) != 1) Fail(report_fd, kOomScore, errno);
     ::close(oom);
   }
-  int err = DropIdentity(change, req.who.uid, req.who.gid, p.groups.data(),
-                         static_cast<int>(p.groups.size()));
+  int err = DropIdentity(change_identity, uid_, gid_, groups_.data(),
+                         static_cast<int>(groups_.size()));
   if (err != 0) Fail(report_fd, kIdentity, err);
-  if (::chdir(p.cwd.c_str()) != 0) Fail(report_fd, kChdir, errno);
+  if (::chdir(cwd_.c_str()) != 0) Fail(report_fd, kChdir, errno);
   int devnull = ::open("/dev/null", O_RDONLY);
   if (devnull < 0 || ::dup2(devnull, 0) < 0) Fail(report_fd, kStdio, errno);
   if (::dup2(fds.buffer, 1) < 0 || ::dup2(fds.buffer, 2) < 0) Fail(report_fd, kStdio, errno);
-  // Keep only stdio and the report pipe (CLOEXEC) open.
+  // Keep only stdio and the report pipe (CLOEXEC, at 3) open.
   int keep = report_fd;
-  if (keep > 3) {
-    if (::dup2(keep, 3) < 0) Fail(report_fd, kStdio, errno);
-    ::fcntl(3, F_SETFD, FD_CLOEXEC);
+  if (keep != 3) {
+    if (::dup3(keep, 3, O_CLOEXEC) < 0) Fail(report_fd, kStdio, errno);
     keep = 3;
   }
-  ::syscall(SYS_close_range, keep == 3 ? 4u : 3u, ~0u, 0u);
-  if (keep != 3) ::syscall(SYS_close_range, 4u, ~0u, 0u);
+  ::syscall(SYS_close_range, 4u, ~0u, 0u);
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   for (int sig = 1; sig < NSIG; ++sig) (void)::sigaction(sig, &dfl, nullptr);
@@ -101,69 +133,19 @@ struct Prepared {
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   int last = ENOENT;
-  for (const auto& candidate : p.candidates) {
-    ::execve(candidate.c_str(), p.argv.data(), p.envp.data());
+  for (const auto& candidate : candidates_) {
+    ::execve(candidate.c_str(), argv_.data(), envp_.data());
     if (errno != ENOENT && errno != ENOTDIR) last = errno;
     if (errno == ENOEXEC || errno == E2BIG || errno == ENOMEM) break;
   }
   Fail(keep, kExec, last);
 }
 
-}  // namespace
-
-Result<pid_t> SpawnJob(const protocol::SpawnRequest& req, const SpawnFds& fds,
-                       bool change_identity) {
-  if (change_identity && (req.who.uid == 0 || req.who.gid == 0)) {
-    return Error(ErrorCode::kPermissionDenied, "refusing to run a job as uid 0 or gid 0");
-  }
-  Prepared p;
-  std::vector<std::string> argv = req.argv;
-  std::vector<std::string> env = req.env;
-  for (auto& a : argv) p.argv.push_back(a.data());
-  p.argv.push_back(nullptr);
-  for (auto& e : env) p.envp.push_back(e.data());
-  p.envp.push_back(nullptr);
-  p.candidates = ExecCandidates(req.argv[0], EnvValue(req.env, "PATH").value_or(protocol::kCleanPath));
-  p.groups.assign(req.who.groups.begin(), req.who.groups.end());
-  p.cwd = req.cwd;
-  int max_cpu = 0;
-  for (int cpu : req.cpus) max_cpu = std::max(max_cpu, cpu);
-  p.mask = CPU_ALLOC(max_cpu + 1);
-  if (p.mask == nullptr) return Error(ErrorCode::kResourceExhausted, "CPU_ALLOC");
-  p.mask_size = CPU_ALLOC_SIZE(max_cpu + 1);
-  CPU_ZERO_S(p.mask_size, p.mask);
-  for (int cpu : req.cpus) CPU_SET_S(static_cast<size_t>(cpu), p.mask_size, p.mask);
-
-  int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
-    CPU_FREE(p.mask);
-    return Error::FromErrno(errno, "pipe2");
-  }
-  UniqueFd read_end(pipe_fds[0]);
-  UniqueFd write_end(pipe_fds[1]);
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    CPU_FREE(p.mask);
-    return Error::FromErrno(errno, "failed to start job: fork");
-  }
-  if (pid == 0) RunChild(p, fds, write_end.get(), req, change_identity);
-  CPU_FREE(p.mask);
-  write_end.reset();
-  ChildReport report{};
-  ssize_t n;
-  do {
-    n = ::read(read_end.get(), &report, sizeof report);
-  } while (n < 0 && errno == EINTR);
-  if (n == static_cast<ssize_t>(sizeof report)) {
-    // The child failed before exec and exits 127; leave it for the normal
-    // reaper, which reports it to the executor like any other child.
-    std::string what = StageName(report.stage);
-    if (report.stage == kExec) what += " " + req.argv[0];
-    if (report.stage == kChdir) what += " " + req.cwd;
-    return Error(ErrorCode::kFailedPrecondition,
-                 "failed to start job: " + what + ": " + std::strerror(report.err));
-  }
-  return pid;
+std::string PreparedJob::Describe(const JobChildReport& report) const {
+  std::string what = StageName(report.stage);
+  if (report.stage == kExec) what += " " + argv_text_[0];
+  if (report.stage == kChdir) what += " " + cwd_;
+  return "failed to start job: " + what + ": " + std::strerror(report.err);
 }
 
 }  // namespace hpcb::launcher

@@ -1,11 +1,17 @@
-// Spawning a job from the launcher: fork, then in the child (no allocation,
-// no logging): setsid, join the cgroup or set affinity, oom_score_adj 0,
-// drop identity, chdir, stdio, close_range, reset signals, execve over the
-// job's PATH. Failures travel back through a CLOEXEC pipe.
+// The job child: what runs between the shepherd's fork and the job's
+// execve (no allocation, no logging): setsid, join the cgroup or set
+// affinity, oom_score_adj 0, drop identity, chdir, stdio, close every other
+// descriptor, reset signals, execve over the job's PATH. A failure travels
+// back through a CLOEXEC pipe as a JobChildReport; a successful execve
+// closes the pipe, which is how the shepherd learns the job started.
 #ifndef HPCB_LAUNCHER_JOB_SPAWN_H_
 #define HPCB_LAUNCHER_JOB_SPAWN_H_
 
+#include <sched.h>
 #include <sys/types.h>
+
+#include <string>
+#include <vector>
 
 #include "protocol/base/result.h"
 #include "protocol/launcher_messages.h"
@@ -17,9 +23,44 @@ struct SpawnFds {
   int cgroup_dir = -1;  // -1: no cgroups (affinity only)
 };
 
-// Returns the job's pid, or "failed to start job: <stage>: <strerror>".
-Result<pid_t> SpawnJob(const protocol::SpawnRequest& request, const SpawnFds& fds,
-                       bool change_identity);
+// The stage a job child failed at, and its errno.
+struct JobChildReport {
+  int stage = 0;
+  int err = 0;
+};
+
+// Everything the child needs, built before fork so the child allocates
+// nothing.
+class PreparedJob {
+ public:
+  static Result<PreparedJob> Build(const protocol::SpawnRequest& request);
+  ~PreparedJob();
+  PreparedJob(PreparedJob&& other) noexcept;
+  PreparedJob(const PreparedJob&) = delete;
+  PreparedJob& operator=(const PreparedJob&) = delete;
+  PreparedJob& operator=(PreparedJob&&) = delete;
+
+  // In the forked child. Never returns: execs the job, or writes a
+  // JobChildReport to `report_fd` and exits 127.
+  [[noreturn]] void Exec(const SpawnFds& fds, int report_fd, bool change_identity) const;
+
+  // "failed to start job: <what>: <strerror>".
+  std::string Describe(const JobChildReport& report) const;
+
+ private:
+  PreparedJob() = default;
+  std::vector<std::string> argv_text_;
+  std::vector<std::string> env_text_;
+  std::vector<std::string> candidates_;
+  std::vector<char*> argv_;
+  std::vector<char*> envp_;
+  std::vector<gid_t> groups_;
+  uid_t uid_ = 0;
+  gid_t gid_ = 0;
+  cpu_set_t* mask_ = nullptr;
+  size_t mask_size_ = 0;
+  std::string cwd_;
+};
 
 }  // namespace hpcb::launcher
 

@@ -97,7 +97,10 @@ int LauncherMain(int argc, char** argv) {
           "; executor pid " + std::to_string(executor->pid) + ", broker pid " +
           std::to_string(broker->pid) + ")");
 
-  LauncherServer server(as_root, exec_pair->first.get(), signal_fd.get(), *executor, *broker);
+  LauncherOptions options;
+  options.as_root = as_root;
+  options.run_dir = config.state_dir + "/run";
+  LauncherServer server(options, exec_pair->first.get(), signal_fd.get(), *executor, *broker);
   LauncherServer::Outcome outcome = server.Run();
   if (outcome == LauncherServer::Outcome::kReload) {
     signal_fd.reset();

@@ -3,141 +3,326 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
+#include <vector>
 
-#include "launcher/job_spawn.h"
+#include "launcher/user_helper.h"
 #include "launcher/user_ops.h"
 #include "protocol/base/log.h"
-#include "protocol/launcher_messages.h"
 
 namespace hpcb::launcher {
 namespace {
 
 using protocol::Decode;
 using protocol::Encode;
+using protocol::LauncherKind;
+using protocol::WireError;
+using Clock = std::chrono::steady_clock;
 
-struct DestArg {
-  std::string path;
-  std::uint64_t id;
-};
-Result<std::string> CheckBody(void* arg) {
-  auto* a = static_cast<DestArg*>(arg);
-  return CheckDestinationHere(a->path, a->id);
-}
+constexpr std::chrono::milliseconds kShepherdSlack{5000};
+constexpr int kMaxPollMs = 1000;
 
-struct DeliverArg {
-  int fd;
-  std::string dest;
-};
-Result<std::string> DeliverBody(void* arg) {
-  auto* a = static_cast<DeliverArg*>(arg);
-  auto done = DeliverHere(a->fd, a->dest);
-  if (!done) return done.error();
-  return std::string();
+std::string Seconds(std::chrono::milliseconds ms) {
+  return std::to_string((ms.count() + 999) / 1000) + " s";
 }
 
 }  // namespace
 
-std::string LauncherServer::Handle(const protocol::Packet& packet) {
-  auto type = protocol::PeekTag(packet.bytes, "type");
-  std::string kind = type ? *type : "";
-  if (kind == "spawn") {
-    protocol::SpawnReply reply;
-    auto request = Decode<protocol::SpawnRequest>(packet.bytes);
-    if (!request) {
-      reply.error = "failed to start job: " + request.error().message();
-      return Encode(reply);
-    }
-    reply.id = request->id;
-    auto allowed = CheckIdentityAllowed(request->who, as_root_);
-    if (!allowed) {
-      reply.error = "failed to start job: " + allowed.error().message();
-      return Encode(reply);
-    }
-    if (packet.fds.empty() || packet.fds.size() > 2) {
-      reply.error = "failed to start job: spawn needs the buffer (and cgroup) fds";
-      return Encode(reply);
-    }
-    SpawnFds fds;
-    fds.buffer = packet.fds[0].get();
-    if (packet.fds.size() == 2) fds.cgroup_dir = packet.fds[1].get();
-    auto pid = SpawnJob(*request, fds, as_root_);
-    if (!pid) {
-      reply.error = pid.error().message();
-    } else {
-      reply.pid = *pid;
-    }
-    return Encode(reply);
-  }
-  if (kind == "check_dest") {
-    protocol::CheckDestReply reply;
-    auto request = Decode<protocol::CheckDestRequest>(packet.bytes);
-    if (!request) {
-      reply.error = request.error().message();
-      return Encode(reply);
-    }
-    reply.id = request->id;
-    auto allowed = CheckIdentityAllowed(request->who, as_root_);
-    if (!allowed) {
-      reply.error = allowed.error().message();
-      return Encode(reply);
-    }
-    DestArg arg{request->path, request->id};
-    auto dest = RunAsUser(request->who, as_root_, &CheckBody, &arg);
-    if (dest) {
-      reply.dest = *dest;
-    } else {
-      reply.error = dest.error().message();
-    }
-    return Encode(reply);
-  }
-  if (kind == "deliver") {
-    protocol::DeliverReply reply;
-    auto request = Decode<protocol::DeliverRequest>(packet.bytes);
-    if (!request || packet.fds.size() != 1) {
-      reply.error = request ? "deliver needs the buffer fd" : request.error().message();
-      return Encode(reply);
-    }
-    reply.id = request->id;
-    auto allowed = CheckIdentityAllowed(request->who, as_root_);
-    if (!allowed) {
-      reply.error = allowed.error().message();
-      return Encode(reply);
-    }
-    DeliverArg arg{packet.fds[0].get(), request->dest};
-    auto done = RunAsUser(request->who, as_root_, &DeliverBody, &arg, 600);
-    if (!done) reply.error = done.error().message();
-    return Encode(reply);
-  }
-  LogWarning("refused an executor message of type '" + kind + "'");
-  protocol::DeliverReply reply;
-  reply.error = "unknown request type '" + kind + "'";
-  return Encode(reply);
+void LauncherServer::Send(const std::string& text) {
+  Result<void> sent = protocol::SendMessage(executor_fd_, text);
+  if (!sent) LogError("cannot answer the executor: " + sent.error().message());
 }
 
-bool LauncherServer::ReapJobs() {
-  for (Role* role : {&executor_, &broker_}) {
-    int status = 0;
-    if (role->pid > 0 && ::waitpid(role->pid, &status, WNOHANG) == role->pid) {
-      LogError(role->name + " (pid " + std::to_string(role->pid) + ") exited with status " +
-               std::to_string(status));
-      role->wait_status = status;
-      role->pid = -1;
-      return false;
-    }
+void LauncherServer::OnRequest(const protocol::Packet& packet) {
+  Result<protocol::Envelope> envelope = protocol::PeekEnvelope(packet.bytes);
+  if (!envelope) {
+    LogWarning("refused an executor message: " + envelope.error().message());
+    Send(Encode(protocol::Refused{0, WireError::From(envelope.error())}));
+    return;
   }
+  const std::uint64_t req = envelope->req;
+  Result<LauncherKind> kind = protocol::KindOf<LauncherKind>(*envelope);
+  if (!kind) {
+    LogWarning("refused an executor message: " + kind.error().message());
+    Send(Encode(protocol::Refused{req, WireError::From(kind.error())}));
+    return;
+  }
+  switch (*kind) {
+    case LauncherKind::kSpawn: {
+      // Safe: runs the job as the uid/gid the executor's root-only spec
+      // holds, never 0, from a shepherd that bounds the time to exec.
+      Result<protocol::SpawnRequest> request = Decode<protocol::SpawnRequest>(packet.bytes);
+      if (!request) {
+        protocol::SpawnReply reply;
+        reply.req = req;
+        reply.error = WireError::From(request.error().WithContext("failed to start job"));
+        Send(Encode(reply));
+        return;
+      }
+      StartSpawn(*request, packet);
+      return;
+    }
+    case LauncherKind::kCheckDest: {
+      // Safe: the path is only ever touched by a helper that has become
+      // the user, so it can reach nothing the user could not.
+      Result<protocol::CheckDestRequest> request = Decode<protocol::CheckDestRequest>(packet.bytes);
+      if (!request) {
+        Send(Encode(protocol::CheckDestReply{req, "", WireError::From(request.error())}));
+        return;
+      }
+      StartCheckDest(*request);
+      return;
+    }
+    case LauncherKind::kDeliver: {
+      // Safe: as check_dest, and it writes only a fresh file of the user's
+      // own, from a buffer fd the executor opened and checked.
+      Result<protocol::DeliverRequest> request = Decode<protocol::DeliverRequest>(packet.bytes);
+      if (!request) {
+        Send(Encode(protocol::DeliverReply{req, WireError::From(request.error())}));
+        return;
+      }
+      StartDeliver(*request, packet);
+      return;
+    }
+    case LauncherKind::kSpawnReply:
+    case LauncherKind::kCheckDestReply:
+    case LauncherKind::kDeliverReply:
+    case LauncherKind::kChildExited:
+    case LauncherKind::kRefused:
+      // Kinds only the launcher sends: refused, never acted on.
+      LogWarning("refused an executor message of type '" + envelope->type + "'");
+      Send(Encode(protocol::Refused{
+          req, WireError::From(InvalidArgument("'" + envelope->type + "' is not a request"))}));
+      return;
+  }
+}
+
+void LauncherServer::StartSpawn(const protocol::SpawnRequest& request,
+                                const protocol::Packet& packet) {
+  protocol::SpawnReply reply;
+  reply.req = request.req;
+  reply.id = request.id;
+  auto refuse = [&](const Error& error) {
+    reply.error = WireError::From(error);
+    Send(Encode(reply));
+  };
+  if (Result<void> allowed = CheckIdentityAllowed(request.who, options_.as_root); !allowed) {
+    return refuse(allowed.error().WithContext("failed to start job"));
+  }
+  if (packet.fds.empty() || packet.fds.size() > 2) {
+    return refuse(InvalidArgument("failed to start job: spawn needs the buffer (and cgroup) fds"));
+  }
+  Result<PreparedJob> job = PreparedJob::Build(request);
+  if (!job) return refuse(job.error().WithContext("failed to start job"));
+  SpawnFds fds;
+  fds.buffer = packet.fds[0].get();
+  if (packet.fds.size() == 2) fds.cgroup_dir = packet.fds[1].get();
+  ShepherdOptions shepherd_options;
+  shepherd_options.change_identity = options_.as_root;
+  shepherd_options.run_dir = options_.run_dir;
+  shepherd_options.exec_deadline = options_.exec_deadline;
+  Result<ShepherdChild> shepherd = StartShepherd(request, *job, fds, shepherd_options);
+  if (!shepherd) return refuse(shepherd.error().WithContext("failed to start job"));
+  Task task;
+  task.kind = LauncherKind::kSpawn;
+  task.req = request.req;
+  task.id = request.id;
+  task.answer = std::move(shepherd->report);
+  task.allowed = options_.exec_deadline + kShepherdSlack;
+  task.deadline = Clock::now() + task.allowed;
+  task.job.emplace(std::move(*job));
+  tasks_.emplace(shepherd->pid, std::move(task));
+}
+
+void LauncherServer::StartCheckDest(const protocol::CheckDestRequest& request) {
+  auto refuse = [&](const Error& error) {
+    Send(Encode(protocol::CheckDestReply{request.req, "", WireError::From(error)}));
+  };
+  if (Result<void> allowed = CheckIdentityAllowed(request.who, options_.as_root); !allowed) {
+    return refuse(allowed.error());
+  }
+  const std::string path = request.path;
+  const std::uint64_t id = request.id;
+  Result<HelperChild> helper = StartUserHelper(
+      request.who, options_.as_root, {},
+      [&](const std::vector<int>&) { return CheckDestinationHere(path, id); });
+  if (!helper) return refuse(helper.error());
+  Task task;
+  task.kind = LauncherKind::kCheckDest;
+  task.req = request.req;
+  task.id = request.id;
+  task.answer = std::move(helper->answer);
+  task.allowed = options_.check_deadline;
+  task.deadline = Clock::now() + task.allowed;
+  tasks_.emplace(helper->pid, std::move(task));
+}
+
+void LauncherServer::StartDeliver(const protocol::DeliverRequest& request,
+                                  const protocol::Packet& packet) {
+  auto refuse = [&](const Error& error) {
+    Send(Encode(protocol::DeliverReply{request.req, WireError::From(error)}));
+  };
+  if (Result<void> allowed = CheckIdentityAllowed(request.who, options_.as_root); !allowed) {
+    return refuse(allowed.error());
+  }
+  if (packet.fds.size() != 1) return refuse(InvalidArgument("deliver needs the buffer fd"));
+  struct stat buffer {};
+  if (::fstat(packet.fds[0].get(), &buffer) != 0 || !S_ISREG(buffer.st_mode)) {
+    return refuse(InvalidArgument("the output buffer is not a regular file"));
+  }
+  // The copy may take as long as the bytes it may copy need, and no longer.
+  const std::uint64_t bytes =
+      std::min<std::uint64_t>(static_cast<std::uint64_t>(buffer.st_size), request.max_bytes);
+  const auto allowed_time = options_.deliver_base_deadline +
+                            std::chrono::seconds(bytes / options_.deliver_bytes_per_s);
+  const std::string dest = request.dest;
+  const std::uint64_t max_bytes = request.max_bytes;
+  Result<HelperChild> helper = StartUserHelper(
+      request.who, options_.as_root, {packet.fds[0].get()},
+      [&](const std::vector<int>& kept) -> Result<std::string> {
+        HPCB_TRY(DeliverHere(kept[0], dest, max_bytes));
+        return std::string();
+      });
+  if (!helper) return refuse(helper.error());
+  Task task;
+  task.kind = LauncherKind::kDeliver;
+  task.req = request.req;
+  task.id = request.id;
+  task.answer = std::move(helper->answer);
+  task.allowed = std::chrono::duration_cast<std::chrono::milliseconds>(allowed_time);
+  task.deadline = Clock::now() + task.allowed;
+  tasks_.emplace(helper->pid, std::move(task));
+}
+
+void LauncherServer::OnAnswerReadable(pid_t pid, Task& task) {
+  char buf[4096];
+  ssize_t n = ::read(task.answer.get(), buf, sizeof buf);
+  if (n < 0) {
+    if (errno == EINTR || errno == EAGAIN) return;
+    Answer(pid, task, Error::FromErrno(errno, "read the child's answer"));
+    return;
+  }
+  task.text.append(buf, static_cast<std::size_t>(n));
+  if (task.text.size() > kMaxHelperAnswer) {
+    Answer(pid, task, Error(ErrorCode::kInternal, "the child's answer is too long"));
+    return;
+  }
+  const bool report_whole = task.kind == LauncherKind::kSpawn &&
+                            task.text.size() >= sizeof(ShepherdReport);
+  if (n == 0 || report_whole) Answer(pid, task, std::nullopt);
+}
+
+void LauncherServer::Answer(pid_t pid, Task& task, const std::optional<Error>& failure) {
+  if (task.answered) return;
+  task.answered = true;
+  task.answer.reset();
+  switch (task.kind) {
+    case LauncherKind::kSpawn: {
+      protocol::SpawnReply reply;
+      reply.req = task.req;
+      reply.id = task.id;
+      ShepherdReport report;
+      if (!failure && task.text.size() >= sizeof report) {
+        std::memcpy(&report, task.text.data(), sizeof report);
+      } else {
+        report.stage = kTimedOutStage;
+      }
+      if (failure) {
+        reply.error = WireError::From(failure->WithContext("failed to start job"));
+      } else if (task.text.size() < sizeof report) {
+        reply.error = WireError::From(
+            Error(ErrorCode::kInternal, "failed to start job: the shepherd died without a report"));
+      } else if (report.stage != 0) {
+        reply.error = WireError::From(Error(
+            ErrorCode::kFailedPrecondition,
+            DescribeShepherdReport(report, *task.job, options_.exec_deadline)));
+      } else {
+        reply.pid = report.pid;
+        reply.shepherd = pid;
+      }
+      Send(Encode(reply));
+      if (!reply.error) {
+        // From here on the shepherd is a job's parent: its end is an event
+        // for the executor, like any child the launcher does not track.
+        const bool reaped = task.reaped;
+        const std::int64_t status = task.status;
+        tasks_.erase(pid);
+        if (reaped) Send(Encode(protocol::ChildExited{0, pid, status}));
+        return;
+      }
+      break;
+    }
+    case LauncherKind::kCheckDest: {
+      Result<std::string> dest =
+          failure ? Result<std::string>(*failure) : ParseHelperAnswer(task.text);
+      protocol::CheckDestReply reply{task.req, dest ? *dest : "", protocol::ErrorOf(dest)};
+      Send(Encode(reply));
+      break;
+    }
+    case LauncherKind::kDeliver: {
+      Result<std::string> done =
+          failure ? Result<std::string>(*failure) : ParseHelperAnswer(task.text);
+      Send(Encode(protocol::DeliverReply{task.req, protocol::ErrorOf(done)}));
+      break;
+    }
+    case LauncherKind::kSpawnReply:
+    case LauncherKind::kCheckDestReply:
+    case LauncherKind::kDeliverReply:
+    case LauncherKind::kChildExited:
+    case LauncherKind::kRefused:
+      break;  // never a task
+  }
+  if (task.reaped) tasks_.erase(pid);
+}
+
+void LauncherServer::ExpireTasks() {
+  const auto now = Clock::now();
+  std::vector<pid_t> late;
+  for (auto& [pid, task] : tasks_) {
+    if (!task.answered && now >= task.deadline) late.push_back(pid);
+  }
+  for (pid_t pid : late) {
+    Task& task = tasks_.at(pid);
+    // Not reaped yet, so the pid is still this child's.
+    if (!task.reaped) (void)::kill(pid, SIGKILL);
+    const char* what = task.kind == LauncherKind::kSpawn       ? "starting the job"
+                       : task.kind == LauncherKind::kCheckDest ? "checking the output path"
+                                                               : "delivering the output";
+    LogWarning(std::string(what) + " for job " + std::to_string(task.id) +
+               " timed out; its child (pid " + std::to_string(pid) + ") was killed");
+    Answer(pid, task, Error(ErrorCode::kUnavailable, std::string(what) + " timed out after " +
+                                                         Seconds(task.allowed)));
+  }
+}
+
+bool LauncherServer::ReapChildren() {
   for (;;) {
     int status = 0;
-    pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
     if (pid <= 0) return true;
-    protocol::ChildExited event;
-    event.pid = pid;
-    event.status = status;
-    auto sent = protocol::SendMessage(executor_fd_, Encode(event));
-    if (!sent) LogError("lost the exit of pid " + std::to_string(pid) + ": " + sent.error().message());
+    for (Role* role : {&executor_, &broker_}) {
+      if (pid == role->pid) {
+        LogError(role->name + " (pid " + std::to_string(pid) + ") exited with status " +
+                 std::to_string(status));
+        role->wait_status = status;
+        role->pid = -1;
+        return false;
+      }
+    }
+    auto it = tasks_.find(pid);
+    if (it == tasks_.end()) {
+      Send(Encode(protocol::ChildExited{0, pid, status}));
+      continue;
+    }
+    it->second.reaped = true;
+    it->second.status = status;
+    if (it->second.answered) tasks_.erase(it);
   }
 }
 
@@ -156,12 +341,39 @@ void LauncherServer::StopRoles() {
   StopRole(executor_);
 }
 
+bool LauncherServer::PollChildren(int wait_ms) {
+  std::vector<struct pollfd> fds;
+  std::vector<pid_t> owners;
+  for (auto& [pid, task] : tasks_) {
+    if (!task.answer.valid()) continue;
+    fds.push_back({task.answer.get(), POLLIN, 0});
+    owners.push_back(pid);
+  }
+  if (::poll(fds.data(), fds.size(), wait_ms) < 0 && errno != EINTR) return true;
+  for (std::size_t i = 0; i < fds.size(); ++i) {
+    if (fds[i].revents == 0) continue;
+    auto it = tasks_.find(owners[i]);
+    if (it != tasks_.end() && !it->second.answered) OnAnswerReadable(owners[i], it->second);
+  }
+  ExpireTasks();
+  return ReapChildren();
+}
+
 LauncherServer::Outcome LauncherServer::Run() {
   for (;;) {
-    struct pollfd fds[2] = {{signal_fd_, POLLIN, 0}, {executor_fd_, POLLIN, 0}};
-    int ready = ::poll(fds, 2, -1);
-    if (ready < 0) {
-      if (errno == EINTR) continue;
+    std::vector<struct pollfd> fds{{signal_fd_, POLLIN, 0}, {executor_fd_, POLLIN, 0}};
+    std::vector<pid_t> owners;
+    auto wake = Clock::now() + std::chrono::milliseconds(kMaxPollMs);
+    for (auto& [pid, task] : tasks_) {
+      if (!task.answered) wake = std::min(wake, task.deadline);
+      if (!task.answer.valid()) continue;
+      fds.push_back({task.answer.get(), POLLIN, 0});
+      owners.push_back(pid);
+    }
+    const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(wake - Clock::now());
+    const int ready = ::poll(fds.data(), fds.size(), std::max<int>(0, static_cast<int>(wait.count())));
+    if (ready < 0 && errno != EINTR) {
+      LogError(std::string("poll failed: ") + std::strerror(errno));
       StopRoles();
       return Outcome::kStop;
     }
@@ -178,14 +390,16 @@ LauncherServer::Outcome LauncherServer::Run() {
           StopRoles();
           return Outcome::kReload;
         }
-        if (info.ssi_signo == SIGCHLD && !ReapJobs()) {
-          StopRoles();
-          return Outcome::kRoleDied;
-        }
       }
     }
+    // Children first: an answer read now goes out before a later request.
+    for (std::size_t i = 2; i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      auto it = tasks_.find(owners[i - 2]);
+      if (it != tasks_.end() && !it->second.answered) OnAnswerReadable(owners[i - 2], it->second);
+    }
     if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
-      auto packet = protocol::ReceiveMessage(executor_fd_);
+      Result<protocol::Packet> packet = protocol::ReceiveMessage(executor_fd_);
       if (!packet) {
         if (packet.error().code() == ErrorCode::kUnavailable) {
           LogError("the executor went away");
@@ -193,14 +407,15 @@ LauncherServer::Outcome LauncherServer::Run() {
           return Outcome::kRoleDied;
         }
         LogWarning("bad executor message: " + packet.error().message());
-        protocol::DeliverReply reply;
-        reply.error = packet.error().message();
-        (void)protocol::SendMessage(executor_fd_, Encode(reply));
-        continue;
+        Send(Encode(protocol::Refused{0, WireError::From(packet.error())}));
+      } else {
+        OnRequest(*packet);
       }
-      std::string reply = Handle(*packet);
-      auto sent = protocol::SendMessage(executor_fd_, reply);
-      if (!sent) LogError("cannot answer the executor: " + sent.error().message());
+    }
+    ExpireTasks();
+    if (!ReapChildren()) {
+      StopRoles();
+      return Outcome::kRoleDied;
     }
   }
 }

@@ -1,47 +1,103 @@
-// The launcher's service loop: takes spawn / check-destination / deliver
-// requests from the executor only, reaps children and reports them, and
-// handles SIGTERM (stop roles, leave jobs) and SIGHUP (stop roles, re-exec).
+// The launcher's service loop. It takes requests from the executor only
+// (spawn a job, check an output path as a user, deliver output as a user),
+// runs each in a child of its own (a shepherd or a user helper) and answers
+// when that child does, so no request waits behind another. It reaps its
+// children, reports the end of each shepherd to the executor, and handles
+// SIGTERM (stop the roles, leave the jobs) and SIGHUP (stop the roles,
+// re-exec in place).
+//
+// Nothing here waits on anything a user controls: every child has a
+// deadline, after which it is killed (it is never reaped before that, so
+// its pid cannot have been reused) and its request answered with why.
 #ifndef HPCB_LAUNCHER_LAUNCHER_SERVER_H_
 #define HPCB_LAUNCHER_LAUNCHER_SERVER_H_
 
-#include <string>
-#include <vector>
+#include <sys/types.h>
 
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "launcher/job_shepherd.h"
+#include "launcher/job_spawn.h"
 #include "launcher/launcher_setup.h"
 #include "protocol/base/result.h"
 #include "protocol/base/unique_fd.h"
 #include "protocol/framing.h"
+#include "protocol/launcher_messages.h"
 
 namespace hpcb::launcher {
+
+struct LauncherOptions {
+  bool as_root = false;
+  std::string run_dir;  // STATE/run
+  std::chrono::milliseconds exec_deadline{10000};
+  std::chrono::milliseconds check_deadline{10000};
+  // A delivery may take this long plus one second per kDeliverBytesPerS.
+  std::chrono::milliseconds deliver_base_deadline{60000};
+  std::uint64_t deliver_bytes_per_s = 8u << 20;
+};
 
 class LauncherServer {
  public:
   enum class Outcome { kStop, kReload, kRoleDied };
 
-  LauncherServer(bool as_root, int executor_fd, int signal_fd, Role executor, Role broker)
-      : as_root_(as_root), executor_fd_(executor_fd), signal_fd_(signal_fd),
+  LauncherServer(LauncherOptions options, int executor_fd, int signal_fd, Role executor,
+                 Role broker)
+      : options_(std::move(options)), executor_fd_(executor_fd), signal_fd_(signal_fd),
         executor_(std::move(executor)), broker_(std::move(broker)) {}
 
   // Serves until a signal or a role's death; stops both roles before it
-  // returns. Jobs are left running (and unreaped) in every case.
+  // returns. Jobs are left running (their shepherds unreaped) in every case.
   Outcome Run();
 
-  // One executor request -> reply text. Public for tests.
-  std::string Handle(const protocol::Packet& packet);
+  // One executor request: answered at once when it cannot start, else when
+  // its child answers (from Run, or PollChildren in tests).
+  void OnRequest(const protocol::Packet& packet);
+  // Reads children's answers, kills those past their deadline, reaps.
+  // Returns false when a role died. `wait_ms` bounds the poll.
+  bool PollChildren(int wait_ms);
+  std::size_t tasks_in_flight() const { return tasks_.size(); }
 
   // After kRoleDied: a role exited 78 (a refusal, e.g. it could not be
   // confined), so the daemon must exit 78 too rather than be restarted.
   bool RoleRefusedToStart() const;
 
  private:
-  bool ReapJobs();  // false when a role died
+  // A child working on one request, until it is reaped.
+  struct Task {
+    protocol::LauncherKind kind = protocol::LauncherKind::kSpawn;
+    std::uint64_t req = 0;
+    std::uint64_t id = 0;
+    UniqueFd answer;  // closed once read to EOF or given up on
+    std::string text;
+    std::chrono::milliseconds allowed{0};
+    std::chrono::steady_clock::time_point deadline;
+    bool answered = false;  // the reply has gone to the executor
+    bool reaped = false;
+    std::int64_t status = 0;  // the wait status, once reaped
+    std::optional<PreparedJob> job;  // spawns: for describing a failure
+  };
+
+  void StartSpawn(const protocol::SpawnRequest& request, const protocol::Packet& packet);
+  void StartCheckDest(const protocol::CheckDestRequest& request);
+  void StartDeliver(const protocol::DeliverRequest& request, const protocol::Packet& packet);
+  void OnAnswerReadable(pid_t pid, Task& task);
+  // Sends the reply for `task` from what its child said, or `failure`.
+  void Answer(pid_t pid, Task& task, const std::optional<Error>& failure);
+  void ExpireTasks();
+  bool ReapChildren();  // false when a role died
+  void Send(const std::string& text);
   void StopRoles();
 
-  bool as_root_;
+  LauncherOptions options_;
   int executor_fd_;
   int signal_fd_;
   Role executor_;
   Role broker_;
+  std::map<pid_t, Task> tasks_;
 };
 
 }  // namespace hpcb::launcher

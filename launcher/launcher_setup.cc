@@ -86,8 +86,12 @@ Result<void> PrepareDirs(const protocol::DaemonConfig& config, bool as_root) {
   if (::access(config.state_dir.c_str(), W_OK | X_OK) != 0) {
     return Refusal("the state directory " + config.state_dir + " is not writable");
   }
-  if (as_root && ::chown((config.state_dir + "/specs").c_str(), 0, 0) != 0) {
-    return Refusal("cannot chown " + config.state_dir + "/specs");
+  auto run = MakeDirs(config.state_dir + "/run", 0700);
+  if (!run) return Refusal("cannot use the state directory " + config.state_dir + ": " + run.error().message());
+  for (const char* root_only : {"/specs", "/run"}) {
+    if (as_root && ::chown((config.state_dir + root_only).c_str(), 0, 0) != 0) {
+      return Refusal("cannot chown " + config.state_dir + root_only);
+    }
   }
   std::string socket_dir = std::filesystem::path(config.socket).parent_path();
   if (!socket_dir.empty()) {
@@ -131,7 +135,7 @@ Result<UniqueFd> ListenClientSocket(const std::string& path) {
     return Error::FromErrno(errno, "bind " + path);
   }
   if (::chmod(path.c_str(), 0666) != 0) return Error::FromErrno(errno, "chmod " + path);
-  if (::listen(fd.get(), 128) != 0) return Error::FromErrno(errno, "listen " + path);
+  if (::listen(fd.get(), SOMAXCONN) != 0) return Error::FromErrno(errno, "listen " + path);
   return fd;
 }
 

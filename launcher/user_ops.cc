@@ -6,9 +6,12 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <ctime>
 #include <cstring>
 #include <string_view>
 
@@ -74,77 +77,97 @@ Result<std::string> CheckDestinationHere(const std::string& path, std::uint64_t 
   return dest;
 }
 
-Result<void> DeliverHere(int buffer_fd, const std::string& dest) {
-  UniqueFd out(::open(dest.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0640));
-  if (!out.valid()) return Error::FromErrno(errno, "could not save output to " + dest);
+namespace {
+
+// Why `st`, found at the destination, must not be replaced; "" if it may.
+std::string InTheWay(const struct stat& st) {
+  if (S_ISLNK(st.st_mode)) return "it is a symbolic link, which is never followed or replaced";
+  if (S_ISDIR(st.st_mode)) return "it is a directory";
+  if (!S_ISREG(st.st_mode)) return "it is not a regular file (a FIFO, socket or device)";
+  if (st.st_uid != ::geteuid()) return "it belongs to another user";
+  if (st.st_nlink != 1) return "it has other hard links";
+  return "";
+}
+
+// ".NAME.hpcb-XXXXXXXXXXXXXXXX": unguessable, so another user cannot plant
+// the temp name in a shared directory ahead of us (O_EXCL would refuse it).
+std::string TempNameFor(const std::string& name) {
+  std::uint64_t random = 0;
+  if (::getrandom(&random, sizeof random, 0) != static_cast<ssize_t>(sizeof random)) {
+    random = static_cast<std::uint64_t>(::getpid()) * 2654435761u ^
+             static_cast<std::uint64_t>(::time(nullptr));
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(random));
+  return "." + name + ".hpcb-" + hex;
+}
+
+Result<void> CopyAll(int from, int to, std::uint64_t size) {
   char buf[65536];
   off_t offset = 0;
   for (;;) {
-    ssize_t n = ::pread(buffer_fd, buf, sizeof buf, offset);
+    ssize_t n = ::pread(from, buf, sizeof buf, offset);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return Error::FromErrno(errno, "read output buffer");
+      return Error::FromErrno(errno, "read the output buffer");
     }
     if (n == 0) break;
     offset += n;
-    auto written = protocol::WriteAll(out.get(), std::string_view(buf, static_cast<size_t>(n)));
-    if (!written) return written.error().WithContext("could not save output to " + dest);
-  }
-  if (::fsync(out.get()) != 0 && errno != EINVAL) {
-    return Error::FromErrno(errno, "could not save output to " + dest);
+    // A job still writing (a background child outlived it) could grow the
+    // buffer past what was checked: stop at the size we agreed to copy.
+    if (static_cast<std::uint64_t>(offset) > size) {
+      n -= static_cast<ssize_t>(static_cast<std::uint64_t>(offset) - size);
+      offset = static_cast<off_t>(size);
+    }
+    HPCB_TRY(protocol::WriteAll(to, std::string_view(buf, static_cast<size_t>(n))));
+    if (static_cast<std::uint64_t>(offset) >= size) break;
   }
   return Ok();
 }
 
-Result<std::string> RunAsUser(const protocol::UserIdentity& who, bool change,
-                              Result<std::string> (*body)(void*), void* arg, int timeout_s) {
-  std::vector<gid_t> groups(who.groups.begin(), who.groups.end());
-  int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return Error::FromErrno(errno, "pipe2");
-  UniqueFd read_end(pipe_fds[0]);
-  UniqueFd write_end(pipe_fds[1]);
-  pid_t pid = ::fork();
-  if (pid < 0) return Error::FromErrno(errno, "fork");
-  if (pid == 0) {
-    // Single-threaded parent: allocation in this child is safe; it never execs.
-    read_end.reset();
-    int err = DropIdentity(change, who.uid, who.gid, groups.data(), static_cast<int>(groups.size()));
-    std::string message;
-    if (err != 0) {
-      message = std::string("E") + "cannot switch to user " + who.user + ": " + std::strerror(err);
-    } else {
-      Result<std::string> out = body(arg);
-      message = out ? "O" + *out : "E" + out.error().message();
-    }
-    (void)protocol::WriteAll(write_end.get(), message);
-    ::_exit(0);
+}  // namespace
+
+Result<void> DeliverHere(int buffer_fd, const std::string& dest, std::uint64_t max_bytes) {
+  const std::size_t slash = dest.rfind('/');
+  if (dest.empty() || dest[0] != '/' || slash + 1 >= dest.size()) {
+    return InvalidArgument(dest + " is not an absolute file path");
   }
-  write_end.reset();
-  std::string text;
-  bool timed_out = false;
-  for (;;) {
-    struct pollfd pfd {read_end.get(), POLLIN, 0};
-    int ready = ::poll(&pfd, 1, timeout_s * 1000);
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) {
-      timed_out = true;
-      break;
-    }
-    char buf[4096];
-    ssize_t n = ::read(read_end.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    text.append(buf, static_cast<size_t>(n));
-    if (text.size() > 65536) break;
+  const std::string dir = slash == 0 ? "/" : dest.substr(0, slash);
+  const std::string name = dest.substr(slash + 1);
+  UniqueFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir_fd.valid()) return Error::FromErrno(errno, "open " + dir);
+  struct stat existing {};
+  if (::fstatat(dir_fd.get(), name.c_str(), &existing, AT_SYMLINK_NOFOLLOW) == 0) {
+    std::string why = InTheWay(existing);
+    if (!why.empty()) return Error(ErrorCode::kFailedPrecondition, dest + " is in the way: " + why);
+  } else if (errno != ENOENT) {
+    return Error::FromErrno(errno, "stat " + dest);
   }
-  if (timed_out) ::kill(pid, SIGKILL);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  struct stat buffer {};
+  if (::fstat(buffer_fd, &buffer) != 0) return Error::FromErrno(errno, "stat the output buffer");
+  const auto size = static_cast<std::uint64_t>(buffer.st_size);
+  if (size > max_bytes) {
+    return Error(ErrorCode::kResourceExhausted,
+                 "the output is " + std::to_string(size) + " bytes, over the delivery limit of " +
+                     std::to_string(max_bytes) + " bytes");
   }
-  if (timed_out) return Error(ErrorCode::kUnavailable, "user helper timed out");
-  if (text.empty()) return Error(ErrorCode::kInternal, "user helper died without an answer");
-  if (text[0] == 'O') return text.substr(1);
-  return Error(ErrorCode::kFailedPrecondition, text.substr(1));
+  const std::string temp = TempNameFor(name);
+  UniqueFd out(::openat(dir_fd.get(), temp.c_str(),
+                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640));
+  if (!out.valid()) return Error::FromErrno(errno, "create a file in " + dir);
+  Result<void> written = CopyAll(buffer_fd, out.get(), size);
+  if (written && ::fsync(out.get()) != 0) written = Error::FromErrno(errno, "fsync");
+  if (written && ::renameat(dir_fd.get(), temp.c_str(), dir_fd.get(), name.c_str()) != 0) {
+    written = Error::FromErrno(errno, "rename into place");
+  }
+  if (!written) {
+    (void)::unlinkat(dir_fd.get(), temp.c_str(), 0);
+    return written;
+  }
+  // The rename is durable only once the directory is; the buffer is
+  // dropped as soon as we answer.
+  (void)::fsync(dir_fd.get());
+  return Ok();
 }
 
 }  // namespace hpcb::launcher

@@ -1,6 +1,7 @@
-// What the launcher does as a user: identity drop (fork-safe), destination
-// check and output delivery. Each runs in a forked child that has dropped
-// to the user first; root never opens a user-chosen path.
+// What the launcher does as a user: the identity drop (fork-safe), and the
+// two file operations a helper child runs after it: checking an output
+// destination and delivering a job's output there. Root never opens a
+// user-chosen path; these run only in a child that has become the user.
 #ifndef HPCB_LAUNCHER_USER_OPS_H_
 #define HPCB_LAUNCHER_USER_OPS_H_
 
@@ -8,7 +9,6 @@
 
 #include <cstdint>
 #include <string>
-#include <vector>
 
 #include "protocol/base/result.h"
 #include "protocol/launcher_messages.h"
@@ -29,15 +29,15 @@ std::string ResolveDestination(const std::string& path, bool is_dir, std::uint64
 // parent is a directory we can write and search. Returns the destination.
 Result<std::string> CheckDestinationHere(const std::string& path, std::uint64_t id);
 
-// In the current process (already the user): open dest O_WRONLY|O_CREAT|
-// O_TRUNC|O_NOFOLLOW 0640 and copy all of `buffer_fd` from offset 0.
-Result<void> DeliverHere(int buffer_fd, const std::string& dest);
-
-// Forks, drops to `who` (when `change`), runs `body`, reports its error
-// text through a pipe. Bounded: the child is killed after `timeout_s`.
-Result<std::string> RunAsUser(const protocol::UserIdentity& who, bool change,
-                              Result<std::string> (*body)(void*), void* arg,
-                              int timeout_s = 60);
+// In the current process (already the user): copies all of `buffer_fd`
+// (from offset 0) to `dest`, whole or not at all. The bytes go to a fresh
+// file (O_EXCL, never following a link) beside `dest`, which is fsynced and
+// renamed over it: nothing is ever written into an existing file, and a
+// copy cut short leaves no truncated file at `dest`. Refused, with `dest`
+// untouched, when the buffer is over `max_bytes` or when `dest` exists and
+// is not a regular file of ours with one link (a symlink, a FIFO, another
+// user's file planted there).
+Result<void> DeliverHere(int buffer_fd, const std::string& dest, std::uint64_t max_bytes);
 
 }  // namespace hpcb::launcher
 

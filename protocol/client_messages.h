@@ -9,15 +9,33 @@
 #define HPCB_PROTOCOL_CLIENT_MESSAGES_H_
 
 #include <cstdint>
+#include <array>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "protocol/base/result.h"
 #include "protocol/codec.h"
+#include "protocol/job_state.h"
 
 namespace hpcb::protocol {
+
+// The "cmd" of a request: a wire enum, dispatched by one switch.
+enum class ClientCommand { kNew, kList, kKill, kAttach, kJob };
+
+template <>
+struct EnumNames<ClientCommand> {
+  static constexpr std::array<std::pair<ClientCommand, std::string_view>, 5> kNames{{
+      {ClientCommand::kNew, "new"},
+      {ClientCommand::kList, "list"},
+      {ClientCommand::kKill, "kill"},
+      {ClientCommand::kAttach, "attach"},
+      {ClientCommand::kJob, "job"},
+  }};
+};
 
 // Limits checked by Validate() on every decoded request.
 inline constexpr std::size_t kMaxArgs = 4096;
@@ -68,7 +86,7 @@ struct SubmitRequest {
 
 struct SubmitReply {
   std::uint64_t id = 0;
-  std::string state;  // queued, running or done
+  JobState state = JobState::kQueued;
   std::int64_t max_time_s = 0;
   std::int64_t cpu = 0;
   std::optional<double> max_mem_gb;
@@ -116,9 +134,9 @@ struct JobRow {
   std::int64_t cpu = 0;
   std::int64_t gpus = 0;
   std::optional<std::string> gpu_link;  // raw worst-pair label
-  std::string state;                    // queued, running, done
+  JobState state = JobState::kQueued;
   std::optional<std::int64_t> exit_code;
-  std::optional<std::string> reason;  // killed, timeout, error, oom
+  std::optional<JobReason> reason;
   std::optional<std::string> output_dest;
   std::optional<std::string> output_error;
 
@@ -160,7 +178,7 @@ struct ListReply {
 
 // kill and attach address one job.
 struct JobIdRequest {
-  std::string cmd;  // "kill" or "attach"
+  ClientCommand cmd = ClientCommand::kKill;  // kill or attach
   std::uint64_t id = 0;
   template <class A> void save(A& ar) const { Put(ar, "cmd", cmd); Put(ar, "id", id); }
   template <class A> void load(A& ar) { Get(ar, "cmd", cmd); Get(ar, "id", id); }
@@ -168,14 +186,14 @@ struct JobIdRequest {
 };
 
 struct KillReply {
-  std::string state;  // "removed" (was queued) or "killing"
+  KillOutcome state = KillOutcome::kRemoved;
   template <class A> void save(A& ar) const { Put(ar, "ok", true); Put(ar, "state", state); }
   template <class A> void load(A& ar) { Get(ar, "state", state); }
   Result<void> Validate() const { return Ok(); }
 };
 
 struct AttachReply {
-  std::string state;
+  JobState state = JobState::kQueued;
   std::optional<std::string> output_dest;
   std::optional<std::string> output_error;
   template <class A> void save(A& ar) const {

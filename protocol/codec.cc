@@ -28,6 +28,25 @@ bool NestingWithin(std::string_view text, int max_depth) {
   return true;
 }
 
+Result<void> PrescanJson(std::string_view text) {
+  if (!NestingWithin(text, kMaxJsonDepth)) {
+    return InvalidArgument("message nests deeper than " + std::to_string(kMaxJsonDepth) +
+                           " levels");
+  }
+  if (text.find('\0') != std::string_view::npos) {
+    return InvalidArgument("message holds a NUL byte");
+  }
+  // An escaped backslash followed by "u0000" is text, not a NUL: count the
+  // backslashes before each match.
+  for (std::size_t at = text.find("u0000"); at != std::string_view::npos;
+       at = text.find("u0000", at + 1)) {
+    std::size_t slashes = 0;
+    while (slashes < at && text[at - 1 - slashes] == '\\') ++slashes;
+    if (slashes % 2 == 1) return InvalidArgument("a string holds a NUL (\\u0000)");
+  }
+  return Ok();
+}
+
 std::string CompactJson(std::string_view text) {
   std::string out;
   out.reserve(text.size());
@@ -63,10 +82,7 @@ struct TagOnly {
 }  // namespace
 
 Result<std::string> PeekTag(std::string_view text, const char* tag) {
-  if (!NestingWithin(text, kMaxJsonDepth)) {
-    return InvalidArgument("message nests deeper than " +
-                           std::to_string(kMaxJsonDepth) + " levels");
-  }
+  if (Result<void> scanned = PrescanJson(text); !scanned) return scanned.error();
   TagOnly only;
   only.tag = tag;
   try {

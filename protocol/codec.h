@@ -15,6 +15,7 @@
 #ifndef HPCB_PROTOCOL_CODEC_H_
 #define HPCB_PROTOCOL_CODEC_H_
 
+#include <array>
 #include <cereal/archives/json.hpp>
 #include <cereal/types/map.hpp>
 #include <cereal/types/string.hpp>
@@ -27,6 +28,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "protocol/base/result.h"
@@ -93,6 +95,47 @@ std::string DescribeType() {
   }
 }
 
+// A wire enum is an enum class with a specialisation of EnumNames listing
+// every value with its name:
+//   template <> struct EnumNames<JobState> {
+//     static constexpr std::array<std::pair<JobState, std::string_view>, 3> kNames{...};
+//   };
+// It is written as its name and read back only if the name is one of them,
+// so an unknown state or kind fails at the field that holds it.
+template <class E>
+struct EnumNames;
+
+template <class E>
+concept WireEnum = std::is_enum_v<E> && requires { EnumNames<E>::kNames; };
+
+template <WireEnum E>
+std::string_view NameOf(E value) {
+  for (const auto& [candidate, name] : EnumNames<E>::kNames) {
+    if (candidate == value) return name;
+  }
+  return "?";
+}
+
+template <WireEnum E>
+std::optional<E> FromName(std::string_view text) {
+  for (const auto& [candidate, name] : EnumNames<E>::kNames) {
+    if (name == text) return candidate;
+  }
+  return std::nullopt;
+}
+
+// "a, b or c": the names, for error messages.
+template <WireEnum E>
+std::string NameList() {
+  std::string out;
+  const auto& names = EnumNames<E>::kNames;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) out += i + 1 == names.size() ? " or " : ", ";
+    out += names[i].second;
+  }
+  return out;
+}
+
 template <class Archive, class T>
 void Put(Archive& ar, const char* name, const T& value) {
   ar(cereal::make_nvp(name, value));
@@ -121,12 +164,55 @@ void Get(Archive& ar, const char* name, T& value) {
   }
 }
 
+template <class Archive, WireEnum E>
+void Put(Archive& ar, const char* name, const E& value) {
+  Put(ar, name, std::string(NameOf(value)));
+}
+
+template <class Archive, WireEnum E>
+void Put(Archive& ar, const char* name, const std::optional<E>& value) {
+  std::optional<std::string> text;
+  if (value) text = std::string(NameOf(*value));
+  Put(ar, name, text);
+}
+
+template <WireEnum E>
+E EnumFromField(const char* name, const std::string& text) {
+  std::optional<E> value = FromName<E>(text);
+  if (!value) {
+    throw FieldError(std::string("field '") + name + "' must be one of " + NameList<E>() +
+                     " (not '" + text.substr(0, 40) + "')");
+  }
+  return *value;
+}
+
+template <class Archive, WireEnum E>
+void Get(Archive& ar, const char* name, E& value) {
+  std::string text;
+  Get(ar, name, text);
+  value = EnumFromField<E>(name, text);
+}
+
+template <class Archive, WireEnum E>
+void Get(Archive& ar, const char* name, std::optional<E>& value) {
+  std::optional<std::string> text;
+  Get(ar, name, text);
+  value.reset();
+  if (text) value = EnumFromField<E>(name, *text);
+}
+
 // Deepest array/object nesting allowed in any frame; our messages need 4.
 inline constexpr int kMaxJsonDepth = 16;
 
-// Returns false if `text` nests brackets deeper than kMaxJsonDepth (strings
+// Returns false if `text` nests brackets deeper than `max_depth` (strings
 // are skipped, escapes honoured).
 bool NestingWithin(std::string_view text, int max_depth);
+
+// What every frame must pass before RapidJSON sees it: nesting within
+// kMaxJsonDepth (its parser recurses), and no NUL, raw or escaped as
+// \u0000 (cereal hands strings over as C strings, so a NUL would silently
+// cut a value short and every later check would see the shorter one).
+Result<void> PrescanJson(std::string_view text);
 
 // Drops the whitespace cereal puts between tokens (it always breaks lines).
 std::string CompactJson(std::string_view text);
@@ -144,10 +230,7 @@ std::string Encode(const T& message) {
 // Decodes one T from `text`. Never throws. Errors are kInvalidArgument.
 template <class T>
 Result<T> Decode(std::string_view text) {
-  if (!NestingWithin(text, kMaxJsonDepth)) {
-    return InvalidArgument("message nests deeper than " +
-                           std::to_string(kMaxJsonDepth) + " levels");
-  }
+  if (Result<void> scanned = PrescanJson(text); !scanned) return scanned.error();
   T message{};
   try {
     std::istringstream in{std::string(text)};

@@ -66,6 +66,15 @@ ParsedFlags ParseDaemonFlags(const std::vector<std::string>& args) {
       ->capture_default_str();
   app.add_option("--broker-user", c.broker_user, "service user the broker runs as (root mode)")
       ->capture_default_str();
+  app.add_option("--max-queued-per-user", c.max_queued_per_user,
+                 "queued jobs one user may have; more submissions are refused")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--max-user-state-mib", c.max_user_state_mib,
+                 "MiB of launch specs and undelivered output one user may hold")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--max-output-mib", c.max_output_mib,
+                 "largest output delivered, MiB (larger output is kept and reported)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
     app.parse(reversed);
@@ -101,7 +110,10 @@ std::vector<std::string> ToFlags(const DaemonConfig& c) {
       "--min-job-mem", number(c.min_job_mem_gib),
       "--schedule", c.schedule, "--log-level", c.log_level,
       "--sys-root", c.sys_root, "--cgroup-root", c.cgroup_root,
-      "--nvidia-smi", c.nvidia_smi, "--broker-user", c.broker_user};
+      "--nvidia-smi", c.nvidia_smi, "--broker-user", c.broker_user,
+      "--max-queued-per-user", std::to_string(c.max_queued_per_user),
+      "--max-user-state-mib", std::to_string(c.max_user_state_mib),
+      "--max-output-mib", std::to_string(c.max_output_mib)};
   if (!c.admin_group.empty()) {
     out.push_back("--admin-group");
     out.push_back(c.admin_group);

@@ -36,6 +36,14 @@ struct DaemonConfig {
   std::string cgroup_root = "/sys/fs/cgroup";
   std::string nvidia_smi = "nvidia-smi";
   std::string broker_user = "hpc-batch";  // ignored in user mode
+  // Per-user limits, so that one user cannot fill the queue or the state
+  // directory for everyone: queued jobs, and MiB of launch specs plus
+  // undelivered output held for them.
+  std::int64_t max_queued_per_user = 10000;
+  std::int64_t max_user_state_mib = 1024;
+  // Output larger than this is not delivered (it is kept, and the job says
+  // so): a sparse multi-GiB buffer would otherwise fill the destination.
+  std::int64_t max_output_mib = 8192;
 };
 
 struct ParsedFlags {

@@ -23,6 +23,18 @@ Result<void> Hello::Validate() const {
   return Ok();
 }
 
+Result<void> ListJobs::Validate() const {
+  if (limit == 0 || limit > kMaxLimit) {
+    return InvalidArgument("limit must be 1.." + std::to_string(kMaxLimit));
+  }
+  return Ok();
+}
+
+Result<void> ListJobsReply::Validate() const {
+  if (jobs.size() > ListJobs::kMaxLimit) return InvalidArgument("a page holds too many jobs");
+  return Ok();
+}
+
 Result<void> RegisterJob::Validate() const {
   if (id == 0) return InvalidArgument("job id must be positive");
   if (start) {
@@ -42,12 +54,5 @@ Result<void> StartJob::Validate() const {
   return Ok();
 }
 
-Result<void> SignalJob::Validate() const {
-  if (signal != "term" && signal != "kill") return InvalidArgument("signal must be 'term' or 'kill'");
-  if (!note.empty() && note != "timeout" && note != "killed") {
-    return InvalidArgument("note must be '', 'timeout' or 'killed'");
-  }
-  return Ok();
-}
 
 }  // namespace hpcb::protocol

@@ -1,9 +1,13 @@
-// Messages between the broker and the executor (SOCK_SEQPACKET, framing.h).
+// Messages between the broker and the executor (SOCK_SEQPACKET, framing.h;
+// type/req envelope and coded errors, envelope.h).
 //
-// Every message is a JSON object with a "type". The broker sends requests
-// and waits for the reply to each before sending the next; the executor may
-// send JobExited events at any time, including while a request is pending,
-// so the broker's channel queues events it reads while waiting.
+// Both sides are asynchronous: the broker may have many requests
+// outstanding and the executor answers each when its work is done, in any
+// order (a registration that must wait for the launcher to check an output
+// path does not hold up another user's). Every request is answered exactly
+// once, by its reply kind or by an Ack carrying the error when it could not
+// even be decoded. JobExited is an event (req 0), sent whenever a started
+// job has ended and its output has been dealt with.
 //
 // The broker never sends a path the executor acts on as root, nor a uid,
 // nor what a job runs: RegisterJob carries the client's connected socket
@@ -13,79 +17,219 @@
 #ifndef HPCB_PROTOCOL_EXECUTOR_MESSAGES_H_
 #define HPCB_PROTOCOL_EXECUTOR_MESSAGES_H_
 
+#include <array>
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "protocol/base/result.h"
 #include "protocol/codec.h"
+#include "protocol/envelope.h"
 
 namespace hpcb::protocol {
 
-// 2: RegisterJob and RegisterReply carry `start` (both roles are always
-// started together, but a mismatch should be a refusal, not a field error).
-inline constexpr std::int64_t kProtocolVersion = 2;
+// 3: every message carries a req id and a typed kind; errors are coded.
+inline constexpr std::int64_t kProtocolVersion = 3;
+
+enum class ExecutorKind {
+  kHello,
+  kHelloReply,
+  kListJobs,
+  kListJobsReply,
+  kRegister,
+  kRegisterReply,
+  kStart,
+  kStartReply,
+  kSignal,
+  kForget,
+  kOpenOutput,
+  kAck,
+  kExited,
+};
+
+template <>
+struct EnumNames<ExecutorKind> {
+  static constexpr std::array<std::pair<ExecutorKind, std::string_view>, 13> kNames{{
+      {ExecutorKind::kHello, "hello"},
+      {ExecutorKind::kHelloReply, "hello_reply"},
+      {ExecutorKind::kListJobs, "list_jobs"},
+      {ExecutorKind::kListJobsReply, "list_jobs_reply"},
+      {ExecutorKind::kRegister, "register"},
+      {ExecutorKind::kRegisterReply, "register_reply"},
+      {ExecutorKind::kStart, "start"},
+      {ExecutorKind::kStartReply, "start_reply"},
+      {ExecutorKind::kSignal, "signal"},
+      {ExecutorKind::kForget, "forget"},
+      {ExecutorKind::kOpenOutput, "open_output"},
+      {ExecutorKind::kAck, "ack"},
+      {ExecutorKind::kExited, "exited"},
+  }};
+};
+
+// Where the root side's record of a job stands (its launch spec).
+enum class SpecState { kRegistered, kRunning, kExited };
+
+template <>
+struct EnumNames<SpecState> {
+  static constexpr std::array<std::pair<SpecState, std::string_view>, 3> kNames{{
+      {SpecState::kRegistered, "registered"},
+      {SpecState::kRunning, "running"},
+      {SpecState::kExited, "exited"},
+  }};
+};
+
+enum class SignalKind { kTerm, kKill };
+
+template <>
+struct EnumNames<SignalKind> {
+  static constexpr std::array<std::pair<SignalKind, std::string_view>, 2> kNames{{
+      {SignalKind::kTerm, "term"},
+      {SignalKind::kKill, "kill"},
+  }};
+};
+
+// The fixed line the executor appends to a job's output before signalling
+// it: none, or the time-limit line (which quotes SignalJob::limit_s).
+enum class SignalNote { kNone, kTimeout, kKilled };
+
+template <>
+struct EnumNames<SignalNote> {
+  static constexpr std::array<std::pair<SignalNote, std::string_view>, 3> kNames{{
+      {SignalNote::kNone, ""},
+      {SignalNote::kTimeout, "timeout"},
+      {SignalNote::kKilled, "killed"},
+  }};
+};
 
 // broker -> executor, first message. Reply: HelloReply.
 struct Hello {
+  static constexpr ExecutorKind kKind = ExecutorKind::kHello;
+  std::uint64_t req = 0;
   std::int64_t version = kProtocolVersion;
-  template <class A> void save(A& ar) const { Put(ar, "type", std::string("hello")); Put(ar, "version", version); }
-  template <class A> void load(A& ar) { Get(ar, "version", version); }
+  template <class A> void save(A& ar) const { PutHeader(ar, kKind, req); Put(ar, "version", version); }
+  template <class A> void load(A& ar) { Get(ar, "req", req); Get(ar, "version", version); }
   Result<void> Validate() const;
 };
 
 struct HelloReply {
-  std::vector<std::uint64_t> registered;  // launch specs held, not started
-  std::vector<std::uint64_t> running;     // started and still alive
+  static constexpr ExecutorKind kKind = ExecutorKind::kHelloReply;
+  std::uint64_t req = 0;
   bool machine_has_gpus = false;
+  std::uint64_t jobs = 0;  // launch specs held; ListJobs pages through them
   template <class A> void save(A& ar) const {
-    Put(ar, "type", std::string("hello_reply")); Put(ar, "registered", registered);
-    Put(ar, "running", running); Put(ar, "machine_has_gpus", machine_has_gpus);
+    PutHeader(ar, kKind, req);
+    Put(ar, "machine_has_gpus", machine_has_gpus); Put(ar, "jobs", jobs);
   }
   template <class A> void load(A& ar) {
-    Get(ar, "registered", registered); Get(ar, "running", running);
-    Get(ar, "machine_has_gpus", machine_has_gpus);
+    Get(ar, "req", req); Get(ar, "machine_has_gpus", machine_has_gpus); Get(ar, "jobs", jobs);
   }
   Result<void> Validate() const { return Ok(); }
+};
+
+// One job the root side holds, as the broker needs it to reconcile.
+struct JobSummary {
+  std::uint64_t id = 0;
+  SpecState state = SpecState::kRegistered;
+  std::uint32_t uid = 0;
+  std::uint32_t gid = 0;
+  std::string user;
+  std::optional<std::string> output_dest;
+  double start_time = 0;  // once running
+  // Once exited: how it ended (exit_code as in JobExited), as the root side
+  // recorded it, so an end the broker missed is not lost.
+  std::optional<std::int64_t> exit_code;
+  bool oom = false;
+  double end_time = 0;
+  std::optional<std::string> output_error;
+  template <class A> void save(A& ar) const {
+    Put(ar, "id", id); Put(ar, "state", state); Put(ar, "uid", uid); Put(ar, "gid", gid);
+    Put(ar, "user", user); Put(ar, "output_dest", output_dest); Put(ar, "start_time", start_time);
+    Put(ar, "exit_code", exit_code); Put(ar, "oom", oom); Put(ar, "end_time", end_time);
+    Put(ar, "output_error", output_error);
+  }
+  template <class A> void load(A& ar) {
+    Get(ar, "id", id); Get(ar, "state", state); Get(ar, "uid", uid); Get(ar, "gid", gid);
+    Get(ar, "user", user); Get(ar, "output_dest", output_dest); Get(ar, "start_time", start_time);
+    Get(ar, "exit_code", exit_code); Get(ar, "oom", oom); Get(ar, "end_time", end_time);
+    Get(ar, "output_error", output_error);
+  }
+  Result<void> Validate() const { return Ok(); }
+};
+
+// broker -> executor: the jobs with ids above `after`, at most `limit` of
+// them, in id order. Paged so that no number of jobs outgrows one message.
+// Also how the broker learns the truth about one job after a call about it
+// timed out (after = id - 1, limit = 1).
+// Reply: ListJobsReply (`more`: ask again after the last id).
+struct ListJobs {
+  static constexpr ExecutorKind kKind = ExecutorKind::kListJobs;
+  static constexpr std::uint32_t kMaxLimit = 4096;
+  std::uint64_t req = 0;
+  std::uint64_t after = 0;
+  std::uint32_t limit = kMaxLimit;
+  template <class A> void save(A& ar) const {
+    PutHeader(ar, kKind, req); Put(ar, "after", after); Put(ar, "limit", limit);
+  }
+  template <class A> void load(A& ar) {
+    Get(ar, "req", req); Get(ar, "after", after); Get(ar, "limit", limit);
+  }
+  Result<void> Validate() const;
+};
+
+struct ListJobsReply {
+  static constexpr ExecutorKind kKind = ExecutorKind::kListJobsReply;
+  std::uint64_t req = 0;
+  std::vector<JobSummary> jobs;
+  bool more = false;
+  template <class A> void save(A& ar) const {
+    PutHeader(ar, kKind, req); Put(ar, "jobs", jobs); Put(ar, "more", more);
+  }
+  template <class A> void load(A& ar) { Get(ar, "req", req); Get(ar, "jobs", jobs); Get(ar, "more", more); }
+  Result<void> Validate() const;
 };
 
 // broker -> executor: run a registered job on this placement. Reply:
 // StartReply. On failure the executor has already written the reason into
 // the job's buffer and delivered it; no JobExited follows.
 struct StartJob {
+  static constexpr ExecutorKind kKind = ExecutorKind::kStart;
+  std::uint64_t req = 0;
   std::uint64_t id = 0;
   std::vector<int> cpus;
   std::vector<int> mems;                    // cpuset.mems: charged nodes
   std::optional<std::uint64_t> memory_max;  // bytes; none = untracked
   std::vector<int> gpus;
   template <class A> void save(A& ar) const {
-    Put(ar, "type", std::string("start")); Put(ar, "id", id);
+    PutHeader(ar, kKind, req); Put(ar, "id", id);
     Put(ar, "cpus", cpus); Put(ar, "mems", mems);
     Put(ar, "memory_max", memory_max); Put(ar, "gpus", gpus);
   }
   template <class A> void load(A& ar) {
-    Get(ar, "id", id); Get(ar, "cpus", cpus); Get(ar, "mems", mems);
+    Get(ar, "req", req); Get(ar, "id", id); Get(ar, "cpus", cpus); Get(ar, "mems", mems);
     Get(ar, "memory_max", memory_max); Get(ar, "gpus", gpus);
   }
   Result<void> Validate() const;
 };
 
 struct StartReply {
+  static constexpr ExecutorKind kKind = ExecutorKind::kStartReply;
+  std::uint64_t req = 0;
   std::uint64_t id = 0;
-  std::optional<std::string> error;
+  std::optional<WireError> error;
   std::optional<std::string> output_error;  // only with error
   std::int64_t pid = 0;
   double start_time = 0;
   template <class A> void save(A& ar) const {
-    Put(ar, "type", std::string("start_reply")); Put(ar, "id", id);
+    PutHeader(ar, kKind, req); Put(ar, "id", id);
     Put(ar, "error", error); Put(ar, "output_error", output_error);
     Put(ar, "pid", pid); Put(ar, "start_time", start_time);
   }
   template <class A> void load(A& ar) {
-    Get(ar, "id", id); Get(ar, "error", error); Get(ar, "output_error", output_error);
-    Get(ar, "pid", pid); Get(ar, "start_time", start_time);
+    Get(ar, "req", req); Get(ar, "id", id); Get(ar, "error", error);
+    Get(ar, "output_error", output_error); Get(ar, "pid", pid); Get(ar, "start_time", start_time);
   }
   Result<void> Validate() const { return Ok(); }
 };
@@ -104,18 +248,22 @@ struct StartReply {
 // common submit of an idle machine, and it saves a round trip and a disk
 // flush before the job's first instruction.
 struct RegisterJob {
+  static constexpr ExecutorKind kKind = ExecutorKind::kRegister;
+  std::uint64_t req = 0;
   std::uint64_t id = 0;
-  std::optional<StartJob> start;  // its id must be `id`
+  std::optional<StartJob> start;  // its id must be `id`; its req is unused
   template <class A> void save(A& ar) const {
-    Put(ar, "type", std::string("register")); Put(ar, "id", id); Put(ar, "start", start);
+    PutHeader(ar, kKind, req); Put(ar, "id", id); Put(ar, "start", start);
   }
-  template <class A> void load(A& ar) { Get(ar, "id", id); Get(ar, "start", start); }
+  template <class A> void load(A& ar) { Get(ar, "req", req); Get(ar, "id", id); Get(ar, "start", start); }
   Result<void> Validate() const;
 };
 
 struct RegisterReply {
+  static constexpr ExecutorKind kKind = ExecutorKind::kRegisterReply;
+  std::uint64_t req = 0;
   std::uint64_t id = 0;
-  std::optional<std::string> error;  // e.g. "cannot save output there: ..."
+  std::optional<WireError> error;  // e.g. "cannot save output there: ..."
   std::uint32_t uid = 0;
   std::uint32_t gid = 0;
   std::string user;
@@ -124,12 +272,12 @@ struct RegisterReply {
   // registration itself succeeded.
   std::optional<StartReply> start;
   template <class A> void save(A& ar) const {
-    Put(ar, "type", std::string("register_reply")); Put(ar, "id", id);
+    PutHeader(ar, kKind, req); Put(ar, "id", id);
     Put(ar, "error", error); Put(ar, "uid", uid); Put(ar, "gid", gid);
     Put(ar, "user", user); Put(ar, "output_dest", output_dest); Put(ar, "start", start);
   }
   template <class A> void load(A& ar) {
-    Get(ar, "id", id); Get(ar, "error", error); Get(ar, "uid", uid);
+    Get(ar, "req", req); Get(ar, "id", id); Get(ar, "error", error); Get(ar, "uid", uid);
     Get(ar, "gid", gid); Get(ar, "user", user); Get(ar, "output_dest", output_dest);
     Get(ar, "start", start);
   }
@@ -137,70 +285,81 @@ struct RegisterReply {
 };
 
 // broker -> executor: signal a running job's whole process group (and, for
-// kill, its cgroup via cgroup.kill). `note` picks a fixed line the executor
-// appends to the buffer first: "" none, "timeout" the time-limit line
-// (which quotes limit_s), "killed" none. Reply: Ack.
+// kill, its cgroup via cgroup.kill), after appending `note`'s line to its
+// output. Reply: Ack.
 struct SignalJob {
+  static constexpr ExecutorKind kKind = ExecutorKind::kSignal;
+  std::uint64_t req = 0;
   std::uint64_t id = 0;
-  std::string signal;  // "term" or "kill"
-  std::string note;
+  SignalKind signal = SignalKind::kTerm;
+  SignalNote note = SignalNote::kNone;
   std::int64_t limit_s = 0;
   template <class A> void save(A& ar) const {
-    Put(ar, "type", std::string("signal")); Put(ar, "id", id);
+    PutHeader(ar, kKind, req); Put(ar, "id", id);
     Put(ar, "signal", signal); Put(ar, "note", note); Put(ar, "limit_s", limit_s);
   }
   template <class A> void load(A& ar) {
-    Get(ar, "id", id); Get(ar, "signal", signal); Get(ar, "note", note);
+    Get(ar, "req", req); Get(ar, "id", id); Get(ar, "signal", signal); Get(ar, "note", note);
     Get(ar, "limit_s", limit_s);
   }
-  Result<void> Validate() const;
+  Result<void> Validate() const { return Ok(); }
 };
 
 // broker -> executor: drop a job that will never start or whose history
 // the broker no longer keeps (retention): launch spec, job dir (including
 // an undelivered buffer), dev entry. Refused for a running job. Reply: Ack.
 struct ForgetJob {
+  static constexpr ExecutorKind kKind = ExecutorKind::kForget;
+  std::uint64_t req = 0;
   std::uint64_t id = 0;
-  template <class A> void save(A& ar) const { Put(ar, "type", std::string("forget")); Put(ar, "id", id); }
-  template <class A> void load(A& ar) { Get(ar, "id", id); }
+  template <class A> void save(A& ar) const { PutHeader(ar, kKind, req); Put(ar, "id", id); }
+  template <class A> void load(A& ar) { Get(ar, "req", req); Get(ar, "id", id); }
   Result<void> Validate() const { return Ok(); }
 };
 
 // broker -> executor: a read-only fd of the job's output buffer, for
 // attach. Reply: Ack with the fd attached when ok.
 struct OpenOutput {
+  static constexpr ExecutorKind kKind = ExecutorKind::kOpenOutput;
+  std::uint64_t req = 0;
   std::uint64_t id = 0;
-  template <class A> void save(A& ar) const { Put(ar, "type", std::string("open_output")); Put(ar, "id", id); }
-  template <class A> void load(A& ar) { Get(ar, "id", id); }
+  template <class A> void save(A& ar) const { PutHeader(ar, kKind, req); Put(ar, "id", id); }
+  template <class A> void load(A& ar) { Get(ar, "req", req); Get(ar, "id", id); }
   Result<void> Validate() const { return Ok(); }
 };
 
+// The reply to signal, forget and open_output, and to any request the
+// executor could not decode (then with the req it could read, else 0).
 struct Ack {
+  static constexpr ExecutorKind kKind = ExecutorKind::kAck;
+  std::uint64_t req = 0;
   std::uint64_t id = 0;
-  std::optional<std::string> error;
+  std::optional<WireError> error;
   template <class A> void save(A& ar) const {
-    Put(ar, "type", std::string("ack")); Put(ar, "id", id); Put(ar, "error", error);
+    PutHeader(ar, kKind, req); Put(ar, "id", id); Put(ar, "error", error);
   }
-  template <class A> void load(A& ar) { Get(ar, "id", id); Get(ar, "error", error); }
+  template <class A> void load(A& ar) { Get(ar, "req", req); Get(ar, "id", id); Get(ar, "error", error); }
   Result<void> Validate() const { return Ok(); }
 };
 
-// executor -> broker, unsolicited: a started job ended and its output was
-// delivered (or kept, with output_error). exit_code: >= 0 exit status,
+// executor -> broker, an event (req 0): a started job ended and its output
+// was delivered (or kept, with output_error). exit_code: >= 0 exit status,
 // negative signal number, none when unknown (ended while we were away).
 struct JobExited {
+  static constexpr ExecutorKind kKind = ExecutorKind::kExited;
+  std::uint64_t req = 0;
   std::uint64_t id = 0;
   std::optional<std::int64_t> exit_code;
   bool oom = false;
   double end_time = 0;
   std::optional<std::string> output_error;
   template <class A> void save(A& ar) const {
-    Put(ar, "type", std::string("exited")); Put(ar, "id", id);
+    PutHeader(ar, kKind, req); Put(ar, "id", id);
     Put(ar, "exit_code", exit_code); Put(ar, "oom", oom);
     Put(ar, "end_time", end_time); Put(ar, "output_error", output_error);
   }
   template <class A> void load(A& ar) {
-    Get(ar, "id", id); Get(ar, "exit_code", exit_code); Get(ar, "oom", oom);
+    Get(ar, "req", req); Get(ar, "id", id); Get(ar, "exit_code", exit_code); Get(ar, "oom", oom);
     Get(ar, "end_time", end_time); Get(ar, "output_error", output_error);
   }
   Result<void> Validate() const { return Ok(); }

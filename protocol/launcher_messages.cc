@@ -45,6 +45,7 @@ Result<void> CheckDestRequest::Validate() const {
 
 Result<void> DeliverRequest::Validate() const {
   if (id == 0) return InvalidArgument("job id must be positive");
+  if (max_bytes == 0) return InvalidArgument("max_bytes must be positive");
   HPCB_TRY(who.Validate());
   return CheckPath(dest, "output path");
 }

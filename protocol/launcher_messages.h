@@ -1,25 +1,60 @@
 // Messages between the executor and the launcher (SOCK_SEQPACKET,
-// framing.h). The executor sends one request and waits for its reply; the
-// launcher may send ChildExited events at any time, so the executor queues
-// events it reads while waiting.
+// framing.h; type/req envelope and coded errors, envelope.h).
+//
+// The launcher answers every request asynchronously: each one runs in a
+// child of its own (a job's shepherd, or a helper that has dropped to the
+// user), tracked with a deadline, so a request that waits on something a
+// user controls (a FIFO as the output file, a stopped job child, a slow
+// filesystem) holds up only itself. Replies come in whatever order the
+// work finishes; ChildExited is an event (req 0).
 //
 // The launcher trusts only the executor (its own child over a socketpair),
-// yet still refuses uid 0 / gid 0 when running as root.
+// yet still refuses uid 0 / gid 0 when running as root, and builds every
+// path it writes as root from its own configuration and a job id.
 #ifndef HPCB_PROTOCOL_LAUNCHER_MESSAGES_H_
 #define HPCB_PROTOCOL_LAUNCHER_MESSAGES_H_
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "protocol/base/result.h"
 #include "protocol/codec.h"
+#include "protocol/envelope.h"
 
 namespace hpcb::protocol {
 
 // The PATH a job gets when neither it nor its environment names one.
 inline constexpr const char* kCleanPath = "/usr/local/bin:/usr/bin:/bin";
+
+enum class LauncherKind {
+  kSpawn,
+  kSpawnReply,
+  kCheckDest,
+  kCheckDestReply,
+  kDeliver,
+  kDeliverReply,
+  kChildExited,
+  kRefused,
+};
+
+template <>
+struct EnumNames<LauncherKind> {
+  static constexpr std::array<std::pair<LauncherKind, std::string_view>, 8> kNames{{
+      {LauncherKind::kSpawn, "spawn"},
+      {LauncherKind::kSpawnReply, "spawn_reply"},
+      {LauncherKind::kCheckDest, "check_dest"},
+      {LauncherKind::kCheckDestReply, "check_dest_reply"},
+      {LauncherKind::kDeliver, "deliver"},
+      {LauncherKind::kDeliverReply, "deliver_reply"},
+      {LauncherKind::kChildExited, "child_exited"},
+      {LauncherKind::kRefused, "refused"},
+  }};
+};
 
 // The identity a launcher child takes before doing anything for a user.
 struct UserIdentity {
@@ -39,8 +74,12 @@ struct UserIdentity {
 };
 
 // executor -> launcher. fds: [buffer (O_WRONLY|O_APPEND)] or, with
-// cgroups, [buffer, job cgroup directory]. Reply: SpawnReply.
+// cgroups, [buffer, job cgroup directory]. The launcher forks the job's
+// shepherd, which starts the job and stays its parent (job_shepherd.h).
+// Reply: SpawnReply, once the job has exec'd or has failed to.
 struct SpawnRequest {
+  static constexpr LauncherKind kKind = LauncherKind::kSpawn;
+  std::uint64_t req = 0;
   std::uint64_t id = 0;
   UserIdentity who;
   std::vector<std::string> argv;
@@ -48,27 +87,31 @@ struct SpawnRequest {
   std::vector<std::string> env;  // "K=V", final
   std::vector<int> cpus;         // affinity (always set explicitly)
   template <class A> void save(A& ar) const {
-    Put(ar, "type", std::string("spawn")); Put(ar, "id", id); Put(ar, "who", who);
+    PutHeader(ar, kKind, req); Put(ar, "id", id); Put(ar, "who", who);
     Put(ar, "argv", argv); Put(ar, "cwd", cwd); Put(ar, "env", env);
     Put(ar, "cpus", cpus);
   }
   template <class A> void load(A& ar) {
-    Get(ar, "id", id); Get(ar, "who", who); Get(ar, "argv", argv);
+    Get(ar, "req", req); Get(ar, "id", id); Get(ar, "who", who); Get(ar, "argv", argv);
     Get(ar, "cwd", cwd); Get(ar, "env", env); Get(ar, "cpus", cpus);
   }
   Result<void> Validate() const;
 };
 
 struct SpawnReply {
+  static constexpr LauncherKind kKind = LauncherKind::kSpawnReply;
+  std::uint64_t req = 0;
   std::uint64_t id = 0;
-  std::int64_t pid = 0;
-  std::optional<std::string> error;  // "failed to start job: ..."
+  std::int64_t pid = 0;       // the job (its process group leader)
+  std::int64_t shepherd = 0;  // its parent, the launcher's child
+  std::optional<WireError> error;  // "failed to start job: ..."
   template <class A> void save(A& ar) const {
-    Put(ar, "type", std::string("spawn_reply")); Put(ar, "id", id);
-    Put(ar, "pid", pid); Put(ar, "error", error);
+    PutHeader(ar, kKind, req); Put(ar, "id", id);
+    Put(ar, "pid", pid); Put(ar, "shepherd", shepherd); Put(ar, "error", error);
   }
   template <class A> void load(A& ar) {
-    Get(ar, "id", id); Get(ar, "pid", pid); Get(ar, "error", error);
+    Get(ar, "req", req); Get(ar, "id", id); Get(ar, "pid", pid);
+    Get(ar, "shepherd", shepherd); Get(ar, "error", error);
   }
   Result<void> Validate() const { return Ok(); }
 };
@@ -76,71 +119,85 @@ struct SpawnReply {
 // executor -> launcher: resolve and check an output destination as the
 // user. Reply: CheckDestReply.
 struct CheckDestRequest {
+  static constexpr LauncherKind kKind = LauncherKind::kCheckDest;
+  std::uint64_t req = 0;
   std::uint64_t id = 0;
   UserIdentity who;
   std::string path;
   template <class A> void save(A& ar) const {
-    Put(ar, "type", std::string("check_dest")); Put(ar, "id", id);
-    Put(ar, "who", who); Put(ar, "path", path);
+    PutHeader(ar, kKind, req); Put(ar, "id", id); Put(ar, "who", who); Put(ar, "path", path);
   }
   template <class A> void load(A& ar) {
-    Get(ar, "id", id); Get(ar, "who", who); Get(ar, "path", path);
+    Get(ar, "req", req); Get(ar, "id", id); Get(ar, "who", who); Get(ar, "path", path);
   }
   Result<void> Validate() const;
 };
 
 struct CheckDestReply {
-  std::uint64_t id = 0;
+  static constexpr LauncherKind kKind = LauncherKind::kCheckDestReply;
+  std::uint64_t req = 0;
   std::string dest;
-  std::optional<std::string> error;
+  std::optional<WireError> error;
   template <class A> void save(A& ar) const {
-    Put(ar, "type", std::string("check_dest_reply")); Put(ar, "id", id);
-    Put(ar, "dest", dest); Put(ar, "error", error);
+    PutHeader(ar, kKind, req); Put(ar, "dest", dest); Put(ar, "error", error);
   }
-  template <class A> void load(A& ar) {
-    Get(ar, "id", id); Get(ar, "dest", dest); Get(ar, "error", error);
-  }
+  template <class A> void load(A& ar) { Get(ar, "req", req); Get(ar, "dest", dest); Get(ar, "error", error); }
   Result<void> Validate() const { return Ok(); }
 };
 
-// executor -> launcher, fds: [buffer, read-only]. Copies it to `dest` as
-// the user. Reply: DeliverReply.
+// executor -> launcher, fds: [buffer, read-only]. Copies at most
+// `max_bytes` of it to `dest` as the user. Reply: DeliverReply.
 struct DeliverRequest {
+  static constexpr LauncherKind kKind = LauncherKind::kDeliver;
+  std::uint64_t req = 0;
   std::uint64_t id = 0;
   UserIdentity who;
   std::string dest;
+  std::uint64_t max_bytes = 0;
   template <class A> void save(A& ar) const {
-    Put(ar, "type", std::string("deliver")); Put(ar, "id", id);
-    Put(ar, "who", who); Put(ar, "dest", dest);
+    PutHeader(ar, kKind, req); Put(ar, "id", id); Put(ar, "who", who); Put(ar, "dest", dest);
+    Put(ar, "max_bytes", max_bytes);
   }
   template <class A> void load(A& ar) {
-    Get(ar, "id", id); Get(ar, "who", who); Get(ar, "dest", dest);
+    Get(ar, "req", req); Get(ar, "id", id); Get(ar, "who", who); Get(ar, "dest", dest);
+    Get(ar, "max_bytes", max_bytes);
   }
   Result<void> Validate() const;
 };
 
 struct DeliverReply {
-  std::uint64_t id = 0;
-  std::optional<std::string> error;
-  template <class A> void save(A& ar) const {
-    Put(ar, "type", std::string("deliver_reply")); Put(ar, "id", id);
-    Put(ar, "error", error);
-  }
-  template <class A> void load(A& ar) { Get(ar, "id", id); Get(ar, "error", error); }
+  static constexpr LauncherKind kKind = LauncherKind::kDeliverReply;
+  std::uint64_t req = 0;
+  std::optional<WireError> error;
+  template <class A> void save(A& ar) const { PutHeader(ar, kKind, req); Put(ar, "error", error); }
+  template <class A> void load(A& ar) { Get(ar, "req", req); Get(ar, "error", error); }
   Result<void> Validate() const { return Ok(); }
 };
 
-// launcher -> executor, unsolicited: a child of the launcher was reaped.
-// `status` is the raw wait status.
+// launcher -> executor, an event (req 0): a child of the launcher that is
+// not one of its helpers (a job's shepherd) was reaped. `status` is the
+// raw wait status.
 struct ChildExited {
+  static constexpr LauncherKind kKind = LauncherKind::kChildExited;
+  std::uint64_t req = 0;
   std::int64_t pid = 0;
   std::int64_t status = 0;
   template <class A> void save(A& ar) const {
-    Put(ar, "type", std::string("child_exited")); Put(ar, "pid", pid);
-    Put(ar, "status", status);
+    PutHeader(ar, kKind, req); Put(ar, "pid", pid); Put(ar, "status", status);
   }
-  template <class A> void load(A& ar) { Get(ar, "pid", pid); Get(ar, "status", status); }
+  template <class A> void load(A& ar) { Get(ar, "req", req); Get(ar, "pid", pid); Get(ar, "status", status); }
   Result<void> Validate() const;
+};
+
+// launcher -> executor: the answer to a request the launcher could not
+// decode or does not take (with the req it could read, else 0).
+struct Refused {
+  static constexpr LauncherKind kKind = LauncherKind::kRefused;
+  std::uint64_t req = 0;
+  WireError error;
+  template <class A> void save(A& ar) const { PutHeader(ar, kKind, req); Put(ar, "error", error); }
+  template <class A> void load(A& ar) { Get(ar, "req", req); Get(ar, "error", error); }
+  Result<void> Validate() const { return Ok(); }
 };
 
 }  // namespace hpcb::protocol

@@ -1,6 +1,7 @@
 #include "protocol/host/host_files.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -9,6 +10,7 @@
 #include <sstream>
 
 #include "protocol/base/unique_fd.h"
+#include "protocol/framing.h"
 
 namespace hpcb::host {
 namespace {
@@ -133,6 +135,26 @@ Result<std::uint64_t> ProcStartTime(int pid, const std::string& proc_root) {
     pos = end;
   }
   return Error(ErrorCode::kInternal, "garbled /proc stat for pid " + std::to_string(pid));
+}
+
+Result<void> WriteFileAtomic(const std::string& path, const std::string& text, unsigned mode,
+                             Sync sync) {
+  std::string tmp = path + ".tmp";
+  ::unlink(tmp.c_str());
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode));
+  if (!fd.valid()) return Error::FromErrno(errno, "create " + tmp);
+  if (::fchmod(fd.get(), mode) != 0) return Error::FromErrno(errno, "chmod " + tmp);
+  HPCB_TRY(protocol::WriteAll(fd.get(), text));
+  if (sync == Sync::kNow && ::fsync(fd.get()) != 0) return Error::FromErrno(errno, "fsync " + tmp);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return Error::FromErrno(errno, "rename " + tmp);
+  if (sync == Sync::kNow) {
+    // The rename is only durable once the directory is: without this a
+    // crash can leave just the temp file, and a fresh spec (a queued job
+    // the user was told about) would be gone.
+    const std::size_t slash = path.rfind('/');
+    HPCB_TRY(protocol::SyncDirectory(slash == std::string::npos ? "." : path.substr(0, slash + 1)));
+  }
+  return Ok();
 }
 
 }  // namespace hpcb::host

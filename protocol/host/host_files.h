@@ -35,6 +35,16 @@ Result<bool> HostHasSwap(const std::string& proc_root = "/proc");
 // Whole file, bounded by `cap` bytes.
 Result<std::string> ReadSmallFile(const std::string& path, std::size_t cap = 65536);
 
+// Whether a write must be on disk before it returns. kDeferred is only for
+// a write that another durable one follows before anyone is told.
+enum class Sync { kNow, kDeferred };
+
+// Writes `text` to `path` atomically with `mode`: a temp file beside it,
+// fsync, rename, fsync of the directory (both fsyncs skipped when
+// deferred). A crash leaves the old file or the new one, never a mix.
+Result<void> WriteFileAtomic(const std::string& path, const std::string& text, unsigned mode,
+                             Sync sync = Sync::kNow);
+
 }  // namespace hpcb::host
 
 #endif  // HPCB_PROTOCOL_HOST_HOST_FILES_H_

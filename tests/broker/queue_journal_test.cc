@@ -28,7 +28,7 @@ namespace {
 
 using testing::TempDir;
 
-JobRecord Job(std::uint64_t id, const char* state = kQueued) {
+JobRecord Job(std::uint64_t id, JobState state = JobState::kQueued) {
   JobRecord job;
   job.id = id;
   job.user = "alice";
@@ -56,8 +56,8 @@ void WriteFile(const std::string& path, const std::string& text, bool append = f
 }
 
 // id -> state, the part of a loaded queue most tests compare.
-std::map<std::uint64_t, std::string> States(const QueueFile& file) {
-  std::map<std::uint64_t, std::string> out;
+std::map<std::uint64_t, JobState> States(const QueueFile& file) {
+  std::map<std::uint64_t, JobState> out;
   for (const JobRecord& job : file.jobs) out[job.id] = job.state;
   return out;
 }
@@ -78,11 +78,11 @@ TEST(QueueJournalTest, ReloadsAfterAppends) {
   ASSERT_TRUE(store.Save(Queue(8, {Job(7)})));
   EXPECT_FALSE(store.WantsCompaction());
 
-  const JobRecord running = Job(7, kRunning);
+  const JobRecord running = Job(7, JobState::kRunning);
   const JobRecord eight = Job(8);
   ASSERT_TRUE(store.Append(9, {{7, &running}, {8, &eight}}));
   ASSERT_TRUE(store.Append(10, {{9, nullptr}}));  // id 9 handed out, never a job
-  const JobRecord done = Job(7, kDone);
+  const JobRecord done = Job(7, JobState::kDone);
   ASSERT_TRUE(store.Append(10, {{7, &done}}));
   ASSERT_TRUE(store.Append(10, {{7, nullptr}}));
 
@@ -93,7 +93,7 @@ TEST(QueueJournalTest, ReloadsAfterAppends) {
   }
   Result<QueueFile> loaded = QueueStore(dir.path()).Load();
   ASSERT_TRUE(loaded) << loaded.error().message();
-  EXPECT_EQ(States(*loaded), (std::map<std::uint64_t, std::string>{{8, kQueued}}));
+  EXPECT_EQ(States(*loaded), (std::map<std::uint64_t, JobState>{{8, JobState::kQueued}}));
   EXPECT_EQ(loaded->next_id, 10u);
   EXPECT_EQ(loaded->jobs[0].env, eight.env);
   EXPECT_EQ(loaded->jobs[0].argv, eight.argv);
@@ -107,7 +107,7 @@ TEST(QueueJournalTest, ReloadsAfterCompaction) {
   const JobRecord two = Job(2);
   ASSERT_TRUE(store.Append(3, {{1, &one}, {2, &two}}));
   EXPECT_GT(store.journal_bytes(), 0u);
-  ASSERT_TRUE(store.Save(Queue(3, {Job(1, kRunning), Job(2)})));
+  ASSERT_TRUE(store.Save(Queue(3, {Job(1, JobState::kRunning), Job(2)})));
   EXPECT_EQ(store.journal_bytes(), 0u);
   EXPECT_EQ(ReadFile(store.journal_path()), "");
   EXPECT_FALSE(std::filesystem::exists(store.path() + ".tmp"));
@@ -117,8 +117,8 @@ TEST(QueueJournalTest, ReloadsAfterCompaction) {
 
   Result<QueueFile> loaded = QueueStore(dir.path()).Load();
   ASSERT_TRUE(loaded) << loaded.error().message();
-  EXPECT_EQ(States(*loaded), (std::map<std::uint64_t, std::string>{
-                                 {1, kRunning}, {2, kQueued}, {3, kQueued}}));
+  EXPECT_EQ(States(*loaded), (std::map<std::uint64_t, JobState>{
+                                 {1, JobState::kRunning}, {2, JobState::kQueued}, {3, JobState::kQueued}}));
   EXPECT_EQ(loaded->next_id, 4u);
 }
 
@@ -135,7 +135,7 @@ TEST(QueueJournalTest, TornLastLineIsIgnored) {
   QueueStore reopened(dir.path());
   Result<QueueFile> loaded = reopened.Load();
   ASSERT_TRUE(loaded) << loaded.error().message();
-  EXPECT_EQ(States(*loaded), (std::map<std::uint64_t, std::string>{{1, kQueued}}));
+  EXPECT_EQ(States(*loaded), (std::map<std::uint64_t, JobState>{{1, JobState::kQueued}}));
   // The torn line named id 2 and next_id 3; neither is handed out again.
   EXPECT_EQ(loaded->next_id, 3u);
   EXPECT_FALSE(std::filesystem::exists(store.journal_path() + ".corrupt"));
@@ -153,7 +153,7 @@ TEST(QueueJournalTest, ZeroFilledTailIsTorn) {
   WriteFile(store.journal_path(), std::string(4096, '\0'), /*append=*/true);
   Result<QueueFile> loaded = QueueStore(dir.path()).Load();
   ASSERT_TRUE(loaded) << loaded.error().message();
-  EXPECT_EQ(States(*loaded), (std::map<std::uint64_t, std::string>{{1, kQueued}}));
+  EXPECT_EQ(States(*loaded), (std::map<std::uint64_t, JobState>{{1, JobState::kQueued}}));
 }
 
 TEST(QueueJournalTest, CorruptMiddleLineKeepsWhatCameBeforeAndMovesTheJournalAside) {
@@ -169,7 +169,7 @@ TEST(QueueJournalTest, CorruptMiddleLineKeepsWhatCameBeforeAndMovesTheJournalAsi
 
   Result<QueueFile> loaded = QueueStore(dir.path()).Load();
   ASSERT_TRUE(loaded) << loaded.error().message();
-  EXPECT_EQ(States(*loaded), (std::map<std::uint64_t, std::string>{{1, kQueued}}));
+  EXPECT_EQ(States(*loaded), (std::map<std::uint64_t, JobState>{{1, JobState::kQueued}}));
   EXPECT_EQ(loaded->next_id, 41u);  // past every id the file mentions
   EXPECT_TRUE(std::filesystem::exists(store.journal_path() + ".corrupt"));
   EXPECT_FALSE(std::filesystem::exists(store.journal_path()));
@@ -199,20 +199,20 @@ TEST(QueueJournalTest, CrashBetweenSnapshotRenameAndJournalResetReplaysIdempoten
   ASSERT_TRUE(store.Save(Queue(1, {})));
   const JobRecord one = Job(1);
   const JobRecord two = Job(2);
-  const JobRecord one_running = Job(1, kRunning);
+  const JobRecord one_running = Job(1, JobState::kRunning);
   ASSERT_TRUE(store.Append(3, {{1, &one}, {2, &two}}));
   ASSERT_TRUE(store.Append(3, {{1, &one_running}}));
   const std::string old_journal = ReadFile(store.journal_path());
   // Since then job 1 finished and job 2 was removed; the compaction
   // writes that state, and the crash "undoes" the journal reset.
-  ASSERT_TRUE(store.Save(Queue(3, {Job(1, kDone)})));
+  ASSERT_TRUE(store.Save(Queue(3, {Job(1, JobState::kDone)})));
   WriteFile(store.journal_path(), old_journal);
 
   for (int round = 0; round < 2; ++round) {
     QueueStore reopened(dir.path());
     Result<QueueFile> loaded = reopened.Load();
     ASSERT_TRUE(loaded) << loaded.error().message();
-    EXPECT_EQ(States(*loaded), (std::map<std::uint64_t, std::string>{{1, kDone}}));
+    EXPECT_EQ(States(*loaded), (std::map<std::uint64_t, JobState>{{1, JobState::kDone}}));
     EXPECT_EQ(loaded->next_id, 3u);
     // A restart after the restart compacts again and appends more: the old
     // lines stay skipped, the new ones count.
@@ -221,13 +221,13 @@ TEST(QueueJournalTest, CrashBetweenSnapshotRenameAndJournalResetReplaysIdempoten
   }
   QueueStore reopened(dir.path());
   ASSERT_TRUE(reopened.Load());
-  ASSERT_TRUE(reopened.Save(Queue(3, {Job(1, kDone)})));
+  ASSERT_TRUE(reopened.Save(Queue(3, {Job(1, JobState::kDone)})));
   const JobRecord three = Job(3);
   ASSERT_TRUE(reopened.Append(4, {{3, &three}}));
   Result<QueueFile> loaded = QueueStore(dir.path()).Load();
   ASSERT_TRUE(loaded) << loaded.error().message();
   EXPECT_EQ(States(*loaded),
-            (std::map<std::uint64_t, std::string>{{1, kDone}, {3, kQueued}}));
+            (std::map<std::uint64_t, JobState>{{1, JobState::kDone}, {3, JobState::kQueued}}));
 }
 
 // A line that did not all land (failed write or fdatasync) must not be
@@ -254,7 +254,7 @@ TEST(QueueJournalTest, IdsAreNeverReused) {
     ASSERT_TRUE(store.Save(Queue(40, {})));
     // Job 40 was handed out and failed registration; 41 ran and was
     // dropped by retention.
-    const JobRecord job41 = Job(41, kDone);
+    const JobRecord job41 = Job(41, JobState::kDone);
     ASSERT_TRUE(store.Append(41, {{40, nullptr}}));
     ASSERT_TRUE(store.Append(42, {{41, &job41}}));
     ASSERT_TRUE(store.Append(42, {{41, nullptr}}));
@@ -278,7 +278,7 @@ TEST(QueueJournalTest, QueueJsonFromBeforeTheJournalLoads) {
             "{\"next_id\": 5, \"jobs\": [" + protocol::Encode(Job(3)) + "]}\n");
   Result<QueueFile> loaded = store.Load();
   ASSERT_TRUE(loaded) << loaded.error().message();
-  EXPECT_EQ(States(*loaded), (std::map<std::uint64_t, std::string>{{3, kQueued}}));
+  EXPECT_EQ(States(*loaded), (std::map<std::uint64_t, JobState>{{3, JobState::kQueued}}));
   EXPECT_EQ(loaded->next_id, 5u);
   EXPECT_EQ(loaded->jobs[0].env, Job(3).env);
   // And it is rewritten in the new form at the first compaction.
@@ -336,13 +336,22 @@ class QueueJournalCoreTest : public ::testing::Test {
     return core;
   }
 
+  // As the server's loop: the executor answers, then the turn's write.
+  std::optional<Response> HandleNow(BrokerCore& core, const std::string& text) {
+    std::optional<Response> answer;
+    core.Handle(Peer{1000, -1}, text, [&answer](Response response) { answer = std::move(response); });
+    executor_.Flush();
+    core.Flush();
+    return answer;
+  }
+
   std::uint64_t Submit(BrokerCore& core) {
     protocol::SubmitRequest request;
     request.argv = {"sleep", "100"};
     request.cwd = "/tmp";
     request.env = {{"TOKEN", "hush"}};
     request.output = "/tmp";
-    std::optional<Response> response = core.Handle(Peer{1000, -1}, protocol::Encode(request));
+    std::optional<Response> response = HandleNow(core, protocol::Encode(request));
     EXPECT_TRUE(response);
     Result<protocol::SubmitReply> reply =
         protocol::Decode<protocol::SubmitReply>(response ? response->frame : "");
@@ -397,8 +406,10 @@ TEST_F(QueueJournalCoreTest, FinishedAndForgottenJobsAreJournalled) {
   std::unique_ptr<BrokerCore> core = StartCore(store);
   const std::uint64_t first = Submit(*core);
   const std::uint64_t second = Submit(*core);  // queued behind the first
-  executor_.events.push_back(protocol::JobExited{first, 0, false, 1001, std::nullopt});
+  executor_.events.push_back(protocol::JobExited{0, first, 0, false, 1001, std::nullopt});
   core->Tick();  // first finishes and is dropped; second starts
+  executor_.Flush();
+  core->Flush();
   core.reset();
 
   executor_.hello.running = {second};
@@ -423,7 +434,7 @@ TEST_F(QueueJournalCoreTest, ASubmitThatCannotBeSavedIsRefusedAndTakenBack) {
   protocol::SubmitRequest request;
   request.argv = {"sleep", "100"};
   request.cwd = "/tmp";
-  std::optional<Response> response = core->Handle(Peer{1000, -1}, protocol::Encode(request));
+  std::optional<Response> response = HandleNow(*core, protocol::Encode(request));
   ASSERT_TRUE(response);
   Result<protocol::ErrorReply> refused = protocol::Decode<protocol::ErrorReply>(response->frame);
   ASSERT_TRUE(refused) << response->frame;
@@ -438,6 +449,8 @@ TEST_F(QueueJournalCoreTest, ASubmitThatCannotBeSavedIsRefusedAndTakenBack) {
   // and a restart knows nothing of it.
   store.failing = false;
   core->Tick();
+  executor_.Flush();
+  core->Flush();
   core.reset();
   executor_.hello.running = {running};
   executor_.hello.registered = {running};

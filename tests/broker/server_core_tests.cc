@@ -26,8 +26,8 @@ class ServerCoreTest : public ::testing::Test {
 
   std::string Call(uid_t uid, const std::string& text) {
     executor_.peer_uid = uid;
-    std::optional<Response> response = core_->Handle(Peer{uid, -1}, text);
-    return response ? response->frame : "<closed>";
+    std::optional<Response> response = HandleNow(Peer{uid, -1}, text);
+    return response ? (response->frame.empty() ? "<closed>" : response->frame) : "<no answer>";
   }
 
   protocol::SubmitReply Submit(uid_t uid, std::int64_t cpu = 1,
@@ -44,13 +44,31 @@ class ServerCoreTest : public ::testing::Test {
     return reply ? *reply : protocol::SubmitReply{};
   }
 
+  // Handles one request as the server's loop would: the executor answers,
+  // then the turn's journal write releases the acknowledgments.
+  std::optional<Response> HandleNow(const Peer& peer, const std::string& text) {
+    std::optional<Response> answer;
+    core_->Handle(peer, text, [&answer](Response response) { answer = std::move(response); });
+    executor_.Flush();
+    core_->Flush();
+    return answer;
+  }
+
+  // A tick of the server's loop: timers and scheduling, the executor's
+  // answers to what they sent, the turn's journal write.
+  void TickNow() {
+    core_->Tick();
+    executor_.Flush();
+    core_->Flush();
+  }
+
   static std::string ErrorOf(const std::string& frame) {
     Result<protocol::ErrorReply> error = protocol::Decode<protocol::ErrorReply>(frame);
     return error ? error->error : "not an error: " + frame;
   }
 
   std::string Kill(uid_t uid, std::uint64_t id) {
-    return Call(uid, protocol::Encode(protocol::JobIdRequest{"kill", id}));
+    return Call(uid, protocol::Encode(protocol::JobIdRequest{protocol::ClientCommand::kKill, id}));
   }
 
   protocol::ListReply List(uid_t uid, bool all, bool finished) {
@@ -73,7 +91,7 @@ TEST_F(ServerCoreTest, SubmitRegistersDefaultsAndStarts) {
   StartCore();
   protocol::SubmitReply reply = Submit(1000);
   EXPECT_EQ(reply.id, 1u);
-  EXPECT_EQ(reply.state, "running");
+  EXPECT_EQ(reply.state, JobState::kRunning);
   EXPECT_EQ(reply.max_time_s, 3600);
   EXPECT_EQ(reply.max_mem_gb, 2.5);
   EXPECT_TRUE(reply.mem_defaulted);
@@ -87,8 +105,8 @@ TEST_F(ServerCoreTest, SubmitRegistersDefaultsAndStarts) {
 
 TEST_F(ServerCoreTest, AJobThatFitsIsStartedByItsRegistration) {
   StartCore();
-  EXPECT_EQ(Submit(1000, 2).state, "running");
-  EXPECT_EQ(Submit(1000, 1).state, "queued");
+  EXPECT_EQ(Submit(1000, 2).state, JobState::kRunning);
+  EXPECT_EQ(Submit(1000, 1).state, JobState::kQueued);
   ASSERT_EQ(executor_.registered.size(), 2u);
   ASSERT_TRUE(executor_.registered[0].start) << "placed at once: one message registers and starts";
   EXPECT_EQ(executor_.registered[0].start->id, 1u);
@@ -99,11 +117,11 @@ TEST_F(ServerCoreTest, AJobThatFitsIsStartedByItsRegistration) {
 
 TEST_F(ServerCoreTest, AnOlderJobTheSamePassPlacesIsStartedFirst) {
   StartCore();
-  EXPECT_EQ(Submit(1000, 2).state, "running");
-  EXPECT_EQ(Submit(1000, 1).state, "queued");
-  core_->OnExited({1, 0, false, 1005, std::nullopt});  // frees both cpus; no pass yet
-  EXPECT_EQ(Submit(1000, 1).state, "running");
-  EXPECT_EQ(core_->Find(2)->state, "running");
+  EXPECT_EQ(Submit(1000, 2).state, JobState::kRunning);
+  EXPECT_EQ(Submit(1000, 1).state, JobState::kQueued);
+  core_->OnExited({0, 1, 0, false, 1005, std::nullopt});  // frees both cpus; no pass yet
+  EXPECT_EQ(Submit(1000, 1).state, JobState::kRunning);
+  EXPECT_EQ(core_->Find(2)->state, JobState::kRunning);
   ASSERT_EQ(executor_.started.size(), 3u);
   EXPECT_EQ(executor_.started[1].id, 2u) << "the older job starts before the new one";
   EXPECT_EQ(executor_.started[2].id, 3u);
@@ -121,19 +139,19 @@ TEST_F(ServerCoreTest, ARefusedRegistrationGivesItsPlacementBack) {
   ASSERT_TRUE(executor_.registered.back().start);
   EXPECT_EQ(scheduler_.free_cpus(), 2);
   executor_.register_error.reset();
-  EXPECT_EQ(Submit(1000, 2).state, "running");
+  EXPECT_EQ(Submit(1000, 2).state, JobState::kRunning);
 }
 
 TEST_F(ServerCoreTest, AFailedStartDroppedByRetentionStillGetsItsReply) {
   options_.keep_finished = 0;
   scheduler_.backfill = true;
   StartCore();
-  EXPECT_EQ(Submit(1000, 1).state, "running");
-  EXPECT_EQ(Submit(1000, 2).state, "queued");  // waits behind the first
+  EXPECT_EQ(Submit(1000, 1).state, JobState::kRunning);
+  EXPECT_EQ(Submit(1000, 2).state, JobState::kQueued);  // waits behind the first
   executor_.start_error = "cannot enter the working directory";
   protocol::SubmitReply reply = Submit(1000, 1);  // backfilled, fails, dropped at once
   EXPECT_EQ(reply.id, 3u);
-  EXPECT_EQ(reply.state, "done");
+  EXPECT_EQ(reply.state, JobState::kDone);
   EXPECT_EQ(core_->Find(3), nullptr);
   EXPECT_EQ(scheduler_.free_cpus(), 1);
 }
@@ -174,21 +192,21 @@ TEST_F(ServerCoreTest, UserModeOnlyRunsItsOwnUid) {
 
 TEST_F(ServerCoreTest, QueuedJobsStartWhenResourcesFree) {
   StartCore();
-  EXPECT_EQ(Submit(1000, 2).state, "running");
-  EXPECT_EQ(Submit(1000, 1).state, "queued");
-  executor_.events.push_back({1, 0, false, 1005, std::nullopt});
-  core_->Tick();
-  EXPECT_EQ(core_->Find(1)->state, "done");
+  EXPECT_EQ(Submit(1000, 2).state, JobState::kRunning);
+  EXPECT_EQ(Submit(1000, 1).state, JobState::kQueued);
+  executor_.events.push_back({0, 1, 0, false, 1005, std::nullopt});
+  TickNow();
+  EXPECT_EQ(core_->Find(1)->state, JobState::kDone);
   EXPECT_EQ(core_->Find(1)->exit_code, 0);
-  EXPECT_EQ(core_->Find(2)->state, "running");
+  EXPECT_EQ(core_->Find(2)->state, JobState::kRunning);
 }
 
 TEST_F(ServerCoreTest, StartFailureFinishesWithError) {
   StartCore();
   executor_.start_error = "No such file or directory";
   protocol::SubmitReply reply = Submit(1000);
-  EXPECT_EQ(reply.state, "done");
-  EXPECT_EQ(core_->Find(1)->reason, "error");
+  EXPECT_EQ(reply.state, JobState::kDone);
+  EXPECT_EQ(core_->Find(1)->reason, JobReason::kError);
   EXPECT_FALSE(core_->Find(1)->start_time);
   EXPECT_EQ(scheduler_.free_cpus(), 2);
 }
@@ -199,9 +217,9 @@ TEST_F(ServerCoreTest, KillQueuedRemovesAndForgets) {
   Submit(1000, 1);
   Result<protocol::KillReply> reply = protocol::Decode<protocol::KillReply>(Kill(1000, 2));
   ASSERT_TRUE(reply);
-  EXPECT_EQ(reply->state, "removed");
+  EXPECT_EQ(reply->state, protocol::KillOutcome::kRemoved);
   EXPECT_EQ(executor_.forgotten, std::vector<std::uint64_t>{2});
-  EXPECT_EQ(core_->Find(2)->reason, "killed");
+  EXPECT_EQ(core_->Find(2)->reason, JobReason::kKilled);
   EXPECT_EQ(ErrorOf(Kill(1000, 2)), "job 2 already finished");
 }
 
@@ -210,22 +228,22 @@ TEST_F(ServerCoreTest, KillRunningEscalatesAndRepeatsDoNotPostpone) {
   Submit(1000);
   Result<protocol::KillReply> reply = protocol::Decode<protocol::KillReply>(Kill(1000, 1));
   ASSERT_TRUE(reply);
-  EXPECT_EQ(reply->state, "killing");
+  EXPECT_EQ(reply->state, protocol::KillOutcome::kKilling);
   ASSERT_EQ(executor_.signals.size(), 1u);
-  EXPECT_EQ(executor_.signals[0].signal, "term");
+  EXPECT_EQ(executor_.signals[0].signal, protocol::SignalKind::kTerm);
   clock_.Advance(6);
   Kill(1000, 1);
   EXPECT_EQ(executor_.signals.size(), 1u);
   clock_.Advance(4);
-  core_->Tick();
+  TickNow();
   ASSERT_EQ(executor_.signals.size(), 2u);
-  EXPECT_EQ(executor_.signals[1].signal, "kill");
+  EXPECT_EQ(executor_.signals[1].signal, protocol::SignalKind::kKill);
   clock_.Advance(10);
-  core_->Tick();
+  TickNow();
   EXPECT_EQ(executor_.signals.size(), 3u);
-  executor_.events.push_back({1, -9, false, 0, std::nullopt});
-  core_->Tick();
-  EXPECT_EQ(core_->Find(1)->reason, "killed");
+  executor_.events.push_back({0, 1, -9, false, 0, std::nullopt});
+  TickNow();
+  EXPECT_EQ(core_->Find(1)->reason, JobReason::kKilled);
   EXPECT_EQ(core_->Find(1)->exit_code, -9);
   EXPECT_EQ(scheduler_.free_cpus(), 2);
 }
@@ -234,24 +252,24 @@ TEST_F(ServerCoreTest, TimeoutSendsTermWithNote) {
   StartCore();
   Submit(1000, 1, 3);
   clock_.Advance(3);
-  core_->Tick();
+  TickNow();
   EXPECT_TRUE(executor_.signals.empty());
   clock_.Advance(1);
-  core_->Tick();
+  TickNow();
   ASSERT_EQ(executor_.signals.size(), 1u);
-  EXPECT_EQ(executor_.signals[0].note, "timeout");
+  EXPECT_EQ(executor_.signals[0].note, protocol::SignalNote::kTimeout);
   EXPECT_EQ(executor_.signals[0].limit_s, 3);
-  EXPECT_EQ(core_->Find(1)->reason, "timeout");
+  EXPECT_EQ(core_->Find(1)->reason, JobReason::kTimeout);
   Kill(1000, 1);
-  EXPECT_EQ(core_->Find(1)->reason, "timeout");
+  EXPECT_EQ(core_->Find(1)->reason, JobReason::kTimeout);
 }
 
 TEST_F(ServerCoreTest, OomExitIsReported) {
   StartCore();
   Submit(1000);
-  executor_.events.push_back({1, -9, true, 0, std::string("could not save")});
-  core_->Tick();
-  EXPECT_EQ(core_->Find(1)->reason, "oom");
+  executor_.events.push_back({0, 1, -9, true, 0, std::string("could not save")});
+  TickNow();
+  EXPECT_EQ(core_->Find(1)->reason, JobReason::kOom);
   EXPECT_EQ(core_->Find(1)->output_error, "could not save");
 }
 
@@ -279,32 +297,32 @@ TEST_F(ServerCoreTest, AttachRepliesAndAsksForAStream) {
   StartCore();
   Submit(1000);
   std::optional<Response> response =
-      core_->Handle(Peer{1000, -1}, protocol::Encode(protocol::JobIdRequest{"attach", 1}));
+      HandleNow(Peer{1000, -1}, protocol::Encode(protocol::JobIdRequest{protocol::ClientCommand::kAttach, 1}));
   ASSERT_TRUE(response);
   EXPECT_EQ(response->attach, 1u);
-  executor_.events.push_back({1, 0, false, 0, std::nullopt});
-  core_->Tick();
-  response = core_->Handle(Peer{1000, -1}, protocol::Encode(protocol::JobIdRequest{"attach", 1}));
+  executor_.events.push_back({0, 1, 0, false, 0, std::nullopt});
+  TickNow();
+  response = HandleNow(Peer{1000, -1}, protocol::Encode(protocol::JobIdRequest{protocol::ClientCommand::kAttach, 1}));
   ASSERT_TRUE(response);
   EXPECT_FALSE(response->attach);
   Result<protocol::AttachReply> reply = protocol::Decode<protocol::AttachReply>(response->frame);
   ASSERT_TRUE(reply);
-  EXPECT_EQ(reply->state, "done");
+  EXPECT_EQ(reply->state, JobState::kDone);
 }
 
 TEST_F(ServerCoreTest, ListFiltersAndGatesAll) {
   StartCore();
   Submit(1000);
   Submit(1002);
-  executor_.events.push_back({1, 0, false, 0, std::nullopt});
-  core_->Tick();
+  executor_.events.push_back({0, 1, 0, false, 0, std::nullopt});
+  TickNow();
   EXPECT_TRUE(List(1000, false, false).jobs.empty());
   EXPECT_EQ(List(1000, false, true).jobs.size(), 1u);
   EXPECT_EQ(ErrorOf(Call(1000, protocol::Encode(protocol::ListRequest{true, false}))),
             "'list --all' requires membership of group 'wheel'");
   protocol::ListReply all = List(1001, true, true);
   ASSERT_EQ(all.jobs.size(), 2u);
-  EXPECT_EQ(all.jobs[1].state, "running");
+  EXPECT_EQ(all.jobs[1].state, JobState::kRunning);
   EXPECT_EQ(*all.jobs[1].start_time + *all.jobs[1].uptime_s, all.now);
 }
 
@@ -312,8 +330,8 @@ TEST_F(ServerCoreTest, RetentionForgetsOldFinishedJobs) {
   StartCore();
   for (int i = 0; i < 4; ++i) {
     protocol::SubmitReply reply = Submit(1000);
-    executor_.events.push_back({reply.id, 0, false, 0, std::nullopt});
-    core_->Tick();
+    executor_.events.push_back({0, reply.id, 0, false, 0, std::nullopt});
+    TickNow();
   }
   EXPECT_EQ(core_->Find(1), nullptr);
   EXPECT_EQ(core_->Find(2), nullptr);
@@ -330,11 +348,11 @@ TEST_F(ServerCoreTest, AJobRunningWithoutAQueueRecordIsKilledAndItsIdNotReused) 
   StartCore(loaded);
   ASSERT_FALSE(executor_.signals.empty());
   EXPECT_EQ(executor_.signals[0].id, 7u);
-  EXPECT_EQ(executor_.signals[0].signal, "kill");
+  EXPECT_EQ(executor_.signals[0].signal, protocol::SignalKind::kKill);
   EXPECT_EQ(core_->next_id(), 10u) << "ids the executor holds are never handed out again";
   EXPECT_EQ(Submit(1000).id, 10u);
   executor_.forgotten.clear();
-  core_->OnExited(protocol::JobExited{7, std::nullopt, false, 1001, std::nullopt});
+  core_->OnExited(protocol::JobExited{0, 7, std::nullopt, false, 1001, std::nullopt});
   ASSERT_EQ(executor_.forgotten.size(), 1u);
   EXPECT_EQ(executor_.forgotten[0], 7u);
 }
@@ -345,7 +363,7 @@ TEST_F(ServerCoreTest, HelloReconcilesTheLoadedQueue) {
   JobRecord running;
   running.id = 3;
   running.uid = 1000;
-  running.state = kRunning;
+  running.state = JobState::kRunning;
   running.start_time = 900;
   running.max_time_s = 3600;
   running.placement.cpus = {0};
@@ -363,11 +381,11 @@ TEST_F(ServerCoreTest, HelloReconcilesTheLoadedQueue) {
   executor_.hello.running = {3};
   executor_.hello.registered = {5, 8};
   StartCore(loaded);
-  EXPECT_EQ(core_->Find(3)->state, "running");
-  EXPECT_EQ(core_->Find(4)->state, "done");
+  EXPECT_EQ(core_->Find(3)->state, JobState::kRunning);
+  EXPECT_EQ(core_->Find(4)->state, JobState::kDone);
   EXPECT_FALSE(core_->Find(4)->exit_code);
-  EXPECT_EQ(core_->Find(5)->state, "queued");  // job 3 still holds cpu 0
-  EXPECT_EQ(core_->Find(6)->reason, "error");
+  EXPECT_EQ(core_->Find(5)->state, JobState::kQueued);  // job 3 still holds cpu 0
+  EXPECT_EQ(core_->Find(6)->reason, JobReason::kError);
   EXPECT_EQ(executor_.forgotten, std::vector<std::uint64_t>{8});
   EXPECT_EQ(Submit(1000).id, 10u);
 }

@@ -4,6 +4,8 @@
 #define HPCB_TESTS_BROKER_SERVER_FAKES_H_
 
 #include <algorithm>
+#include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -34,6 +36,9 @@ class FakeUserDb : public UserDb {
   bool GroupExists(const std::string& group) const override { return members.contains(group); }
 };
 
+// The executor as the core sees it. Every call is answered later, as the
+// real channel's are: the answer waits in `pending` until Flush() (or the
+// core's loop calling Pump/Expire) runs it.
 class FakeExecutor : public ExecutorChannel {
  public:
   // Peer uid the "kernel" reports for the next Register.
@@ -41,20 +46,62 @@ class FakeExecutor : public ExecutorChannel {
   std::optional<std::string> register_error;
   std::optional<std::string> output_dir = "/tmp";
   std::optional<std::string> start_error;
-  protocol::HelloReply hello;
+  // What Hello/ListJobs report the executor holds.
+  struct Held {
+    std::vector<std::uint64_t> registered;
+    std::vector<std::uint64_t> running;
+    std::vector<std::uint64_t> exited;
+  } hello;
+  // Calls go unanswered until answered by hand (tests of calls in flight).
+  bool hold_answers = false;
   std::vector<protocol::RegisterJob> registered;
   std::vector<protocol::StartJob> started;
   std::vector<protocol::SignalJob> signals;
   std::vector<std::uint64_t> forgotten;
   std::vector<protocol::JobExited> events;
+  std::vector<std::function<void()>> pending;
   FakeUserDb users;
 
-  Result<protocol::HelloReply> Hello() override { return hello; }
-  Result<protocol::RegisterReply> Register(const protocol::RegisterJob& job, int) override {
+  // Runs every waiting answer, including those the answers cause.
+  void Flush() {
+    if (hold_answers) return;
+    while (!pending.empty()) {
+      std::vector<std::function<void()>> now;
+      now.swap(pending);
+      for (auto& answer : now) answer();
+    }
+  }
+
+  Result<protocol::HelloReply> Hello() override {
+    protocol::HelloReply reply;
+    reply.jobs = hello.registered.size() + hello.running.size() + hello.exited.size();
+    return reply;
+  }
+  Result<protocol::ListJobsReply> ListJobs(std::uint64_t after, std::uint32_t limit) override {
+    std::map<std::uint64_t, protocol::SpecState> all;
+    for (std::uint64_t id : hello.registered) all[id] = protocol::SpecState::kRegistered;
+    for (std::uint64_t id : hello.running) all[id] = protocol::SpecState::kRunning;
+    for (std::uint64_t id : hello.exited) all[id] = protocol::SpecState::kExited;
+    protocol::ListJobsReply reply;
+    for (auto it = all.upper_bound(after); it != all.end(); ++it) {
+      if (reply.jobs.size() == limit) {
+        reply.more = true;
+        break;
+      }
+      protocol::JobSummary summary;
+      summary.id = it->first;
+      summary.state = it->second;
+      reply.jobs.push_back(summary);
+    }
+    return reply;
+  }
+  void Register(const protocol::RegisterJob& job, int, Done<protocol::RegisterReply> done) override {
     registered.push_back(job);
     protocol::RegisterReply reply;
     reply.id = job.id;
-    reply.error = register_error;
+    if (register_error) {
+      reply.error = protocol::WireError::From(Error(ErrorCode::kFailedPrecondition, *register_error));
+    }
     reply.uid = peer_uid;
     reply.gid = peer_uid;
     reply.user = users.UserName(peer_uid).value_or("?");
@@ -64,37 +111,57 @@ class FakeExecutor : public ExecutorChannel {
     // Like the real executor: a start that comes with the registration is
     // made exactly as a StartJob would be.
     if (job.start && !register_error) {
-      Result<protocol::StartReply> outcome = Start(*job.start);
-      if (outcome) reply.start = *outcome;
+      started.push_back(*job.start);
+      reply.start = StartAnswer(*job.start);
     }
-    return reply;
+    pending.push_back([done = std::move(done), reply] { done(reply); });
   }
-  Result<protocol::StartReply> Start(const protocol::StartJob& start) override {
+  void Start(const protocol::StartJob& start, Done<protocol::StartReply> done) override {
     started.push_back(start);
-    protocol::StartReply reply;
-    reply.id = start.id;
-    reply.error = start_error;
-    reply.pid = 100 + static_cast<std::int64_t>(start.id);
-    return reply;
+    pending.push_back([done = std::move(done), reply = StartAnswer(start)] { done(reply); });
   }
-  Result<protocol::Ack> Signal(const protocol::SignalJob& signal) override {
+  void Signal(const protocol::SignalJob& signal, Done<protocol::Ack> done) override {
     signals.push_back(signal);
-    return protocol::Ack{signal.id, std::nullopt};
+    pending.push_back([done = std::move(done), id = signal.id] { done(protocol::Ack{0, id, std::nullopt}); });
   }
-  Result<protocol::Ack> Forget(std::uint64_t id) override {
+  void Forget(std::uint64_t id, Done<protocol::Ack> done) override {
     forgotten.push_back(id);
-    return protocol::Ack{id, std::nullopt};
+    pending.push_back([done = std::move(done), id] { done(protocol::Ack{0, id, std::nullopt}); });
   }
-  Result<UniqueFd> OpenOutput(std::uint64_t) override {
-    return Error(ErrorCode::kNotFound, "no buffer");
+  void OpenOutput(std::uint64_t, Done<UniqueFd> done) override {
+    pending.push_back([done = std::move(done)] { done(Error(ErrorCode::kNotFound, "no buffer")); });
   }
-  Result<void> Pump() override { return Ok(); }
+  void Query(std::uint64_t id, Done<std::optional<protocol::JobSummary>> done) override {
+    Result<protocol::ListJobsReply> page = ListJobs(id - 1, 1);
+    std::optional<protocol::JobSummary> found;
+    if (page && !page->jobs.empty() && page->jobs[0].id == id) found = page->jobs[0];
+    pending.push_back([done = std::move(done), found] { done(found); });
+  }
+  Result<void> Pump() override {
+    Flush();
+    return Ok();
+  }
+  void Expire() override { Flush(); }
+  std::optional<std::chrono::steady_clock::time_point> NextDeadline() const override {
+    return std::nullopt;
+  }
   std::vector<protocol::JobExited> TakeEvents() override {
     std::vector<protocol::JobExited> out;
     out.swap(events);
     return out;
   }
   int fd() const override { return -1; }
+
+ private:
+  protocol::StartReply StartAnswer(const protocol::StartJob& start) const {
+    protocol::StartReply reply;
+    reply.id = start.id;
+    if (start_error) {
+      reply.error = protocol::WireError::From(Error(ErrorCode::kFailedPrecondition, *start_error));
+    }
+    reply.pid = 100 + static_cast<std::int64_t>(start.id);
+    return reply;
+  }
 };
 
 class FakeScheduler : public Scheduler {

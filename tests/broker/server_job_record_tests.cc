@@ -35,7 +35,7 @@ JobRecord SampleJob() {
   job.mem_defaulted = true;
   job.max_time_s = 3600;
   job.env = {{"FOO", "bar"}};
-  job.state = kRunning;
+  job.state = JobState::kRunning;
   job.submit_time = 1000.5;
   job.start_time = 1001.25;
   job.placement.cpus = {2, 3};
@@ -85,9 +85,13 @@ TEST(ServerJobRecordTest, RoundTripsThroughJson) {
 }
 
 TEST(ServerJobRecordTest, RefusesUnknownStateAndDuplicateIds) {
-  JobRecord job = SampleJob();
-  job.state = "zombie";
-  EXPECT_FALSE(protocol::Decode<JobRecord>(protocol::Encode(job)));
+  std::string text = protocol::Encode(SampleJob());
+  const std::string running = "\"state\":\"running\"";
+  ASSERT_NE(text.find(running), std::string::npos) << text;
+  text.replace(text.find(running), running.size(), "\"state\":\"zombie\"");
+  Result<JobRecord> zombie = protocol::Decode<JobRecord>(text);
+  ASSERT_FALSE(zombie);
+  EXPECT_NE(zombie.error().message().find("'state'"), std::string::npos) << zombie.error().message();
   QueueFile file;
   file.jobs = {SampleJob(), SampleJob()};
   EXPECT_FALSE(protocol::Decode<QueueFile>(protocol::Encode(file)));

@@ -81,7 +81,7 @@ Outcome Dispatch(const std::vector<std::string>& args) {
 TEST(DispatchTest, NewSendsRequestAndPrintsReply) {
   protocol::SubmitReply reply;
   reply.id = 4;
-  reply.state = "queued";
+  reply.state = protocol::JobState::kQueued;
   reply.cpu = 2;
   reply.max_time_s = 5400;
   reply.max_mem_gb = 84;
@@ -116,7 +116,7 @@ TEST(DispatchTest, NewSendsRequestAndPrintsReply) {
 TEST(DispatchTest, NewDefaultsAndNoOutput) {
   protocol::SubmitReply reply;
   reply.id = 1;
-  reply.state = "running";
+  reply.state = protocol::JobState::kRunning;
   reply.cpu = 1;
   reply.max_time_s = 3600;
   reply.max_mem_gb = 2.08;
@@ -140,7 +140,7 @@ TEST(DispatchTest, NewDefaultsAndNoOutput) {
 TEST(DispatchTest, NewOutputDefaultsToCwd) {
   protocol::SubmitReply reply;
   reply.id = 2;
-  reply.state = "running";
+  reply.state = protocol::JobState::kRunning;
   FakeBroker broker({protocol::Encode(reply)});
   Outcome run = Dispatch({"new", "--", "true"});
   EXPECT_EQ(run.code, 0) << run.err;
@@ -190,7 +190,7 @@ TEST(DispatchTest, ListRendersTable) {
   row.uptime_s = 0;
   row.max_time_s = 3600;
   row.max_mem_gb = 2.08;
-  row.state = "done";
+  row.state = protocol::JobState::kDone;
   row.exit_code = 0;
   reply.jobs = {row};
   FakeBroker broker({protocol::Encode(reply)});
@@ -224,23 +224,23 @@ TEST(DispatchTest, ListEmptyAndJson) {
 
 TEST(DispatchTest, KillMessages) {
   {
-    FakeBroker broker({protocol::Encode(protocol::KillReply{"removed"})});
+    FakeBroker broker({protocol::Encode(protocol::KillReply{protocol::KillOutcome::kRemoved})});
     Outcome run = Dispatch({"kill", "7"});
     EXPECT_EQ(run.out, "job 7 removed from the queue\n");
     auto sent = protocol::Decode<protocol::JobIdRequest>(broker.request());
     ASSERT_TRUE(sent);
-    EXPECT_EQ(sent->cmd, "kill");
+    EXPECT_EQ(sent->cmd, protocol::ClientCommand::kKill);
     EXPECT_EQ(sent->id, 7u);
   }
   {
-    FakeBroker broker({protocol::Encode(protocol::KillReply{"killing"})});
+    FakeBroker broker({protocol::Encode(protocol::KillReply{protocol::KillOutcome::kKilling})});
     EXPECT_EQ(Dispatch({"kill", "8"}).out, "job 8: kill signal sent\n");
   }
 }
 
 TEST(DispatchTest, AttachStreamsFramesUntilEmptyFrame) {
   protocol::AttachReply reply;
-  reply.state = "queued";
+  reply.state = protocol::JobState::kQueued;
   FakeBroker broker({protocol::Encode(reply), "line 1\n", "partial", " line 2\n", "",
                      "after end"});
   Outcome run = Dispatch({"attach", "9"});
@@ -249,13 +249,13 @@ TEST(DispatchTest, AttachStreamsFramesUntilEmptyFrame) {
   EXPECT_EQ(run.err, "job 9 is queued; waiting for it to start...\n");
   auto sent = protocol::Decode<protocol::JobIdRequest>(broker.request());
   ASSERT_TRUE(sent);
-  EXPECT_EQ(sent->cmd, "attach");
+  EXPECT_EQ(sent->cmd, protocol::ClientCommand::kAttach);
   EXPECT_EQ(sent->id, 9u);
 }
 
 TEST(DispatchTest, AttachEndsWhenDaemonCloses) {
   protocol::AttachReply reply;
-  reply.state = "done";
+  reply.state = protocol::JobState::kDone;
   reply.output_dest = "/w/output.3.log";
   FakeBroker broker({protocol::Encode(reply)});
   Outcome run = Dispatch({"attach", "3"});

@@ -21,15 +21,15 @@ class UtcTest : public ::testing::Test {
 // 2026-07-27 14:03:12 UTC.
 constexpr double kNow = 1785160992;
 
-JobRow Row(std::uint64_t id, std::string state) {
+JobRow Row(std::uint64_t id, const std::string& state) {
   JobRow row;
   row.user = "alice";
   row.id = id;
   row.argv = {"echo", "hi"};
-  row.state = std::move(state);
+  row.state = *protocol::FromName<protocol::JobState>(state);
   row.max_time_s = 3600;
   row.max_mem_gb = 2.08;
-  if (row.state != "queued") {
+  if (row.state != protocol::JobState::kQueued) {
     row.start_time = kNow - 90;
     row.uptime_s = 90;
   }
@@ -142,7 +142,7 @@ TEST(CellsTest, ExitReasonElseCodeElseDash) {
   EXPECT_EQ(ExitCell(done), "0");
   done.exit_code = -9;
   EXPECT_EQ(ExitCell(done), "-9");
-  done.reason = "timeout";
+  done.reason = protocol::JobReason::kTimeout;
   EXPECT_EQ(ExitCell(done), "timeout");
   JobRow running = Row(2, "running");
   running.exit_code = 3;
@@ -223,10 +223,10 @@ TEST_F(UtcTest, StderrNotesForOomAndOutputErrors) {
   protocol::ListReply reply;
   reply.now = kNow;
   JobRow oom = Row(4, "done");
-  oom.reason = "oom";
+  oom.reason = protocol::JobReason::kOom;
   oom.mem_defaulted = true;
   JobRow asked = Row(5, "done");
-  asked.reason = "oom";
+  asked.reason = protocol::JobReason::kOom;
   asked.max_mem_gb = 16.0;
   JobRow lost = Row(6, "done");
   lost.exit_code = 0;
@@ -246,7 +246,7 @@ TEST_F(UtcTest, StderrNotesForOomAndOutputErrors) {
 TEST(RenderSubmitTest, MemoryClauseVariants) {
   protocol::SubmitReply reply;
   reply.id = 1;
-  reply.state = "running";
+  reply.state = protocol::JobState::kRunning;
   reply.cpu = 1;
   reply.max_time_s = 3600;
   reply.max_mem_gb = 2.08;
@@ -257,7 +257,7 @@ TEST(RenderSubmitTest, MemoryClauseVariants) {
             "output will be saved to /w/output.1.log\n");
   reply.mem_defaulted = false;
   reply.max_mem_gb = 84;
-  reply.state = "queued";
+  reply.state = protocol::JobState::kQueued;
   reply.cpu = 2;
   reply.max_time_s = 5400;
   EXPECT_EQ(RenderSubmit(reply, true, std::nullopt),
@@ -270,11 +270,11 @@ TEST(RenderSubmitTest, MemoryClauseVariants) {
 
 TEST(RenderAttachNoticeTest, PerState) {
   protocol::AttachReply reply;
-  reply.state = "queued";
+  reply.state = protocol::JobState::kQueued;
   EXPECT_EQ(RenderAttachNotice(7, reply), "job 7 is queued; waiting for it to start...\n");
-  reply.state = "running";
+  reply.state = protocol::JobState::kRunning;
   EXPECT_EQ(RenderAttachNotice(7, reply), "");
-  reply.state = "done";
+  reply.state = protocol::JobState::kDone;
   EXPECT_EQ(RenderAttachNotice(7, reply),
             "job 7 has finished; it ran with --no-output, so nothing was kept\n");
   reply.output_dest = "/w/output.7.log";
@@ -282,8 +282,8 @@ TEST(RenderAttachNoticeTest, PerState) {
 }
 
 TEST(RenderKillTest, RemovedOrSignalled) {
-  EXPECT_EQ(RenderKill(7, {"removed"}), "job 7 removed from the queue\n");
-  EXPECT_EQ(RenderKill(7, {"killing"}), "job 7: kill signal sent\n");
+  EXPECT_EQ(RenderKill(7, {protocol::KillOutcome::kRemoved}), "job 7 removed from the queue\n");
+  EXPECT_EQ(RenderKill(7, {protocol::KillOutcome::kKilling}), "job 7: kill signal sent\n");
 }
 
 TEST(RenderJobFieldTest, GetAndChange) {

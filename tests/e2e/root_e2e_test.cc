@@ -545,7 +545,8 @@ class ForgedBrokerTest : public RootE2eTest {
   }
 
   std::string RegisterJson(int id, const std::string& extra = "") {
-    return "{\"type\":\"register\",\"id\":" + std::to_string(id) + ",\"start\":[]" + extra + "}";
+    return "{\"type\":\"register\",\"req\":" + std::to_string(id) + ",\"id\":" +
+           std::to_string(id) + ",\"start\":[]" + extra + "}";
   }
 
   std::string StartJson(int id, std::vector<int> cpus, std::vector<int> mems = {}) {
@@ -573,7 +574,7 @@ class ForgedBrokerTest : public RootE2eTest {
     std::string reply = Ask("send " + StartJson(id, {0}));
     auto started = protocol::Decode<protocol::StartReply>(reply);
     ASSERT_TRUE(started) << reply;
-    ASSERT_FALSE(started->error) << *started->error;
+    ASSERT_FALSE(started->error) << started->error->message;
     std::string event = Ask("event");
     auto exited = protocol::Decode<protocol::JobExited>(event);
     ASSERT_TRUE(exited) << event << daemon_->log();
@@ -593,7 +594,7 @@ TEST_F(ForgedBrokerTest, OversizedFrameIsRefusedAndTheExecutorGoesOn) {
   auto ack = protocol::Decode<protocol::Ack>(reply);
   ASSERT_TRUE(ack) << reply << daemon_->log();
   ASSERT_TRUE(ack->error);
-  EXPECT_NE(ack->error->find("exceeds"), std::string::npos) << *ack->error;
+  EXPECT_NE(ack->error->message.find("exceeds"), std::string::npos) << ack->error->message;
   EXPECT_TRUE(LogHas("refused a broker message")) << daemon_->log();
   EXPECT_TRUE(ExecutorAlive());
   Hello();
@@ -609,7 +610,7 @@ TEST_F(ForgedBrokerTest, RootPeerIsRefused) {
   protocol::RegisterReply reply = Register(2, client);
 
   ASSERT_TRUE(reply.error) << "a job registered as uid " << reply.uid;
-  EXPECT_NE(reply.error->find("uid 0"), std::string::npos) << *reply.error;
+  EXPECT_NE(reply.error->message.find("uid 0"), std::string::npos) << reply.error->message;
   EXPECT_TRUE(LogHas("refused register of job 2")) << daemon_->log();
   EXPECT_TRUE(LogHas("uid 0")) << daemon_->log();
   EXPECT_FALSE(fs::exists(daemon_->state() + "/jobs/2"));
@@ -625,7 +626,7 @@ TEST_F(ForgedBrokerTest, BrokersOwnSocketIsRefused) {
   auto reply = protocol::Decode<protocol::RegisterReply>(text);
   ASSERT_TRUE(reply) << text;
   ASSERT_TRUE(reply->error) << "a job registered as the broker's uid " << reply->uid << " (" << reply->user << ")";
-  EXPECT_NE(reply->error->find(std::to_string(broker_.uid)), std::string::npos) << *reply->error;
+  EXPECT_NE(reply->error->message.find(std::to_string(broker_.uid)), std::string::npos) << reply->error->message;
   EXPECT_TRUE(LogHas("refused register of job 3")) << daemon_->log();
   EXPECT_FALSE(fs::exists(daemon_->state() + "/jobs/3"));
 }
@@ -643,7 +644,7 @@ TEST_F(ForgedBrokerTest, ForgedIdentityFieldsAreIgnored) {
 
   protocol::RegisterReply reply = Register(4, client, forged);
 
-  std::cout << "forged identity fields: " << (reply.error ? "refused: " + *reply.error : "ignored") << "\n";
+  std::cout << "forged identity fields: " << (reply.error ? "refused: " + reply.error->message : "ignored") << "\n";
   if (reply.error) {
     EXPECT_TRUE(LogHas("refused register of job 4")) << daemon_->log();
     return;
@@ -675,9 +676,9 @@ TEST_F(ForgedBrokerTest, ForgedOutputPathIsRefusedOrIgnored) {
     protocol::RegisterReply reply = Register(id, client, ",\"output\":\"" + path + "\"");
 
     std::cout << "forged output " << path << ": "
-              << (reply.error ? "refused: " + *reply.error : "ignored") << "\n";
+              << (reply.error ? "refused: " + reply.error->message : "ignored") << "\n";
     if (reply.error) {
-      EXPECT_NE(reply.error->find(fs::path(path).parent_path().string()), std::string::npos) << *reply.error;
+      EXPECT_NE(reply.error->message.find(fs::path(path).parent_path().string()), std::string::npos) << reply.error->message;
       EXPECT_TRUE(LogHas("refused register of job " + std::to_string(id))) << daemon_->log();
     } else {
       EXPECT_NE(reply.output_dest.value_or(""), path);
@@ -699,7 +700,7 @@ TEST_F(ForgedBrokerTest, OutputInADirectoryTheUserCannotWriteIsRefused) {
   protocol::RegisterReply reply = Register(8, client);
 
   ASSERT_TRUE(reply.error) << "registered with output " << reply.output_dest.value_or("-");
-  EXPECT_NE(reply.error->find(DirOf(alice_)), std::string::npos) << *reply.error;
+  EXPECT_NE(reply.error->message.find(DirOf(alice_)), std::string::npos) << reply.error->message;
   EXPECT_TRUE(LogHas("refused register of job 8")) << daemon_->log();
   EXPECT_FALSE(fs::exists(path));
 }
@@ -709,7 +710,7 @@ TEST_F(ForgedBrokerTest, BadPlacementsAndTypesAreRefused) {
   Hello();
   UniqueFd client = ConnectAs(bob_, SubmitFrame(bob_, {"true"}, std::nullopt));
   protocol::RegisterReply registered = Register(7, client);
-  ASSERT_FALSE(registered.error) << *registered.error << daemon_->log();
+  ASSERT_FALSE(registered.error) << registered.error->message << daemon_->log();
 
   struct Case {
     std::string json;
@@ -719,10 +720,10 @@ TEST_F(ForgedBrokerTest, BadPlacementsAndTypesAreRefused) {
       {StartJson(7, {999}), "cpus"},
       {StartJson(7, {0}, {7}), "mems"},
       {StartJson(7, {-1}), "cpus"},
-      {"{\"type\":\"start\",\"id\":\"7\",\"cpus\":[0],\"mems\":[],\"memory_max\":[],\"gpus\":[]}", "id"},
-      {"{\"type\":\"start\",\"id\":7,\"cpus\":\"0\",\"mems\":[],\"memory_max\":[],\"gpus\":[]}", "cpus"},
-      {"{\"type\":\"start\",\"id\":7,\"cpus\":[0],\"mems\":[],\"memory_max\":[],\"gpus\":{\"a\":1}}", "gpus"},
-      {"{\"type\":\"signal\",\"id\":7,\"signal\":9,\"note\":\"\",\"limit_s\":0}", "signal"},
+      {"{\"type\":\"start\",\"req\":1,\"id\":\"7\",\"cpus\":[0],\"mems\":[],\"memory_max\":[],\"gpus\":[]}", "id"},
+      {"{\"type\":\"start\",\"req\":1,\"id\":7,\"cpus\":\"0\",\"mems\":[],\"memory_max\":[],\"gpus\":[]}", "cpus"},
+      {"{\"type\":\"start\",\"req\":1,\"id\":7,\"cpus\":[0],\"mems\":[],\"memory_max\":[],\"gpus\":{\"a\":1}}", "gpus"},
+      {"{\"type\":\"signal\",\"req\":1,\"id\":7,\"signal\":9,\"note\":\"\",\"limit_s\":0}", "signal"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.json);
@@ -730,16 +731,22 @@ TEST_F(ForgedBrokerTest, BadPlacementsAndTypesAreRefused) {
     auto ack = protocol::Decode<protocol::Ack>(text);
     ASSERT_TRUE(ack) << text;
     ASSERT_TRUE(ack->error) << text;
-    EXPECT_NE(ack->error->find(c.mentions), std::string::npos) << *ack->error;
+    EXPECT_NE(ack->error->message.find(c.mentions), std::string::npos) << ack->error->message;
   }
   EXPECT_TRUE(LogHas("refused start of job 7")) << daemon_->log();
   EXPECT_TRUE(LogHas("refused start: ")) << daemon_->log();
   EXPECT_TRUE(ExecutorAlive());
   // None of them started it.
-  std::string hello = Ask("send " + protocol::Encode(protocol::Hello{}));
-  auto reply = protocol::Decode<protocol::HelloReply>(hello);
-  ASSERT_TRUE(reply) << hello;
-  EXPECT_NE(std::find(reply->registered.begin(), reply->registered.end(), 7u), reply->registered.end()) << hello;
+  protocol::ListJobs list;
+  list.req = 99;
+  list.after = 6;
+  list.limit = 1;
+  std::string listed = Ask("send " + protocol::Encode(list));
+  auto reply = protocol::Decode<protocol::ListJobsReply>(listed);
+  ASSERT_TRUE(reply) << listed;
+  ASSERT_EQ(reply->jobs.size(), 1u) << listed;
+  EXPECT_EQ(reply->jobs[0].id, 7u);
+  EXPECT_EQ(reply->jobs[0].state, protocol::SpecState::kRegistered) << listed;
 }
 
 }  // namespace

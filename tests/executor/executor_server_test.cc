@@ -3,6 +3,7 @@
 #include "executor/executor_server.h"
 
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -28,17 +29,29 @@ class ExecutorServerTest : public ::testing::Test {
     ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET, 0, fds), 0);
     launcher_a_.reset(fds[0]);
     launcher_b_.reset(fds[1]);
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET, 0, fds), 0);
+    broker_a_.reset(fds[0]);
+    broker_b_.reset(fds[1]);
     facts_.as_root = false;  // user mode: our own uid may submit
     facts_.self_uid = ::getuid();
     facts_.cpus = {0, 1};
     facts_.nodes = {0};
-    server_ = std::make_unique<ExecutorServer>(config_, facts_, launcher_a_.get(), -1);
+    server_ = std::make_unique<ExecutorServer>(config_, facts_, launcher_a_.get(), broker_a_.get());
+  }
+
+  // The executor's next message to the broker, or "<none>" within 2 s.
+  std::string NextReply() {
+    struct pollfd p {broker_b_.get(), POLLIN, 0};
+    if (::poll(&p, 1, 2000) <= 0) return "<none>";
+    Result<Packet> packet = protocol::ReceiveMessage(broker_b_.get());
+    return packet ? packet->bytes : "<" + packet.error().message() + ">";
   }
 
   std::string Send(const std::string& text) {
     Packet packet;
     packet.bytes = text;
-    return server_->Handle(packet).text;
+    server_->Handle(packet);
+    return NextReply();
   }
 
   // As the broker would: the client's submission is queued on the
@@ -57,23 +70,25 @@ class ExecutorServerTest : public ::testing::Test {
     Packet packet;
     packet.bytes = register_text.empty() ? protocol::Encode(job) : register_text;
     packet.fds.emplace_back(::dup(client_fd));
-    return server_->Handle(packet).text;
+    server_->Handle(packet);
+    return NextReply();
   }
 
   testing::TempDir dir_;
   protocol::DaemonConfig config_;
   ExecutorFacts facts_;
   UniqueFd launcher_a_, launcher_b_;
+  UniqueFd broker_a_, broker_b_;
   std::unique_ptr<ExecutorServer> server_;
 };
 
 bool IsError(const std::string& reply) {
-  return reply.find("\"error\":[\"") != std::string::npos;
+  return reply.find("\"error\":[{") != std::string::npos;
 }
 
 TEST_F(ExecutorServerTest, HelloFirst) {
-  EXPECT_TRUE(IsError(Send(R"({"type":"start","id":1,"cpus":[0],"mems":[0],"memory_max":[],"gpus":[]})")));
-  EXPECT_TRUE(IsError(Send(R"({"type":"hello","version":99})")));
+  EXPECT_TRUE(IsError(Send(R"({"req":1,"type":"start","id":1,"cpus":[0],"mems":[0],"memory_max":[],"gpus":[]})")));
+  EXPECT_TRUE(IsError(Send(R"({"req":1,"type":"hello","version":99})")));
   std::string hello = Send(protocol::Encode(protocol::Hello{}));
   EXPECT_NE(hello.find("hello_reply"), std::string::npos);
 }
@@ -81,17 +96,17 @@ TEST_F(ExecutorServerTest, HelloFirst) {
 TEST_F(ExecutorServerTest, MalformedAndUnknownMessagesAreRefused) {
   Send(protocol::Encode(protocol::Hello{}));
   EXPECT_TRUE(IsError(Send("not json")));
-  EXPECT_TRUE(IsError(Send(R"({"type":"format_disk"})")));
-  EXPECT_TRUE(IsError(Send(R"({"type":"start","id":"1"})")));
+  EXPECT_TRUE(IsError(Send(R"({"req":1,"type":"format_disk"})")));
+  EXPECT_TRUE(IsError(Send(R"({"req":1,"type":"start","id":"1"})")));
   EXPECT_TRUE(IsError(Send(std::string(100, '['))));
-  EXPECT_TRUE(IsError(Send(R"({"type":"signal","id":1,"signal":"term","note":"","limit_s":0})")));
-  EXPECT_TRUE(IsError(Send(R"({"type":"forget","id":1})")));
-  EXPECT_TRUE(IsError(Send(R"({"type":"open_output","id":1})")));
+  EXPECT_TRUE(IsError(Send(R"({"req":1,"type":"signal","id":1,"signal":"term","note":"","limit_s":0})")));
+  EXPECT_TRUE(IsError(Send(R"({"req":1,"type":"forget","id":1})")));
+  EXPECT_TRUE(IsError(Send(R"({"req":1,"type":"open_output","id":1})")));
 }
 
 TEST_F(ExecutorServerTest, RegisterNeedsTheClientSocket) {
   Send(protocol::Encode(protocol::Hello{}));
-  protocol::RegisterJob job{1};
+  protocol::RegisterJob job{.req = 1, .id = 1};
   EXPECT_TRUE(IsError(Send(protocol::Encode(job))));
 }
 
@@ -103,7 +118,7 @@ TEST_F(ExecutorServerTest, RegisterReadsWhatRunsFromTheClientNotTheBroker) {
   // A broker adding its own command, cwd and identity gets none of them in.
   std::string reply = Register(
       3, a.get(), b.get(),
-      R"({"type":"register","id":3,"start":[],"argv":["/bin/evil"],"cwd":"/forged-cwd","uid":0,"output":["/etc"]})");
+      R"({"req":1,"type":"register","id":3,"start":[],"argv":["/bin/evil"],"cwd":"/forged-cwd","uid":0,"output":["/etc"]})");
   ASSERT_FALSE(IsError(reply)) << reply;
   std::string spec = testing::ReadText(config_.state_dir + "/specs/3.json");
   EXPECT_NE(spec.find(R"("argv":["true"])"), std::string::npos) << spec;
@@ -118,7 +133,7 @@ TEST_F(ExecutorServerTest, ARegistrationsRefusedStartLeavesTheJobRegisteredAndOn
   int pair[2];
   ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
   UniqueFd a(pair[0]), b(pair[1]);
-  protocol::RegisterJob job{6};
+  protocol::RegisterJob job{.req = 6, .id = 6};
   job.start = protocol::StartJob{.id = 6, .cpus = {7}, .mems = {0}};  // not a cpu here
   std::string text = Register(6, a.get(), b.get(), protocol::Encode(job));
   auto reply = protocol::Decode<protocol::RegisterReply>(text);
@@ -126,7 +141,7 @@ TEST_F(ExecutorServerTest, ARegistrationsRefusedStartLeavesTheJobRegisteredAndOn
   EXPECT_FALSE(reply->error) << text;
   ASSERT_TRUE(reply->start) << text;
   ASSERT_TRUE(reply->start->error) << text;
-  EXPECT_NE(reply->start->error->find("cpus"), std::string::npos) << *reply->start->error;
+  EXPECT_NE(reply->start->error->message.find("cpus"), std::string::npos) << reply->start->error->message;
   std::string spec = testing::ReadText(config_.state_dir + "/specs/6.json");
   EXPECT_NE(spec.find(R"("state":"registered")"), std::string::npos) << spec;
   // The job is known: registering the id again is refused as before.
@@ -176,17 +191,17 @@ TEST_F(ExecutorServerTest, RegisterStoresRootOnlySpecAndRefusesDuplicates) {
 
 TEST_F(ExecutorServerTest, StartChecksPlacementAndOrder) {
   Send(protocol::Encode(protocol::Hello{}));
-  EXPECT_TRUE(IsError(Send(R"({"type":"start","id":9,"cpus":[0],"mems":[0],"memory_max":[],"gpus":[]})")));
+  EXPECT_TRUE(IsError(Send(R"({"req":1,"type":"start","id":9,"cpus":[0],"mems":[0],"memory_max":[],"gpus":[]})")));
   int pair[2];
   ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
   UniqueFd a(pair[0]), b(pair[1]);
   ASSERT_FALSE(IsError(Register(9, a.get(), b.get())));
-  EXPECT_TRUE(IsError(Send(R"({"type":"start","id":9,"cpus":[7],"mems":[0],"memory_max":[],"gpus":[]})")));
-  EXPECT_TRUE(IsError(Send(R"({"type":"start","id":9,"cpus":[0],"mems":[3],"memory_max":[],"gpus":[]})")));
-  EXPECT_TRUE(IsError(Send(R"({"type":"start","id":9,"cpus":[0,0],"mems":[0],"memory_max":[],"gpus":[]})")));
-  EXPECT_TRUE(IsError(Send(R"({"type":"start","id":9,"cpus":[0],"mems":[0],"memory_max":[],"gpus":[0]})")));
+  EXPECT_TRUE(IsError(Send(R"({"req":1,"type":"start","id":9,"cpus":[7],"mems":[0],"memory_max":[],"gpus":[]})")));
+  EXPECT_TRUE(IsError(Send(R"({"req":1,"type":"start","id":9,"cpus":[0],"mems":[3],"memory_max":[],"gpus":[]})")));
+  EXPECT_TRUE(IsError(Send(R"({"req":1,"type":"start","id":9,"cpus":[0,0],"mems":[0],"memory_max":[],"gpus":[]})")));
+  EXPECT_TRUE(IsError(Send(R"({"req":1,"type":"start","id":9,"cpus":[0],"mems":[0],"memory_max":[],"gpus":[0]})")));
   // Forget a never-started job: everything goes.
-  EXPECT_FALSE(IsError(Send(R"({"type":"forget","id":9})")));
+  EXPECT_FALSE(IsError(Send(R"({"req":1,"type":"forget","id":9})")));
   EXPECT_NE(::access((config_.state_dir + "/specs/9.json").c_str(), F_OK), 0);
   EXPECT_NE(::access((config_.state_dir + "/jobs/9").c_str(), F_OK), 0);
 }
@@ -194,7 +209,7 @@ TEST_F(ExecutorServerTest, StartChecksPlacementAndOrder) {
 TEST_F(ExecutorServerTest, RootModeRefusesAForgedRootSubmitter) {
   if (::getuid() != 0) GTEST_SKIP() << "needs a uid 0 peer";
   facts_.as_root = true;
-  server_ = std::make_unique<ExecutorServer>(config_, facts_, launcher_a_.get(), -1);
+  server_ = std::make_unique<ExecutorServer>(config_, facts_, launcher_a_.get(), broker_a_.get());
   Send(protocol::Encode(protocol::Hello{}));
   int pair[2];
   ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);

@@ -53,32 +53,32 @@ TEST(LauncherMessagesTest, SpawnFieldChecks) {
 }
 
 TEST(LauncherMessagesTest, DestinationAndDeliverNeedAbsolutePaths) {
-  CheckDestRequest check{1, {1000, 1000, "a", {}}, "rel"};
+  CheckDestRequest check{.req = 1, .id = 1, .who = {1000, 1000, "a", {}}, .path = "rel"};
   EXPECT_FALSE(check.Validate());
   check.path = "/tmp";
   EXPECT_TRUE(check.Validate());
-  DeliverRequest deliver{1, {1000, 1000, "a", {}}, ""};
+  DeliverRequest deliver{.req = 1, .id = 1, .who = {1000, 1000, "a", {}}, .dest = "", .max_bytes = 1};
   EXPECT_FALSE(deliver.Validate());
-  ChildExited exited{0, 0};
+  ChildExited exited{.req = 0, .pid = 0, .status = 0};
   EXPECT_FALSE(exited.Validate());
 }
 
 TEST(ExecutorMessagesTest, WrongTypesNameTheField) {
-  auto start = Decode<StartJob>(R"({"type":"start","id":"x","cpus":[0],"mems":[0],"memory_max":[],"gpus":[]})");
+  auto start = Decode<StartJob>(R"({"type":"start","req":1,"id":"x","cpus":[0],"mems":[0],"memory_max":[],"gpus":[]})");
   ASSERT_FALSE(start);
   EXPECT_NE(start.error().message().find("'id'"), std::string::npos);
-  auto reg = Decode<RegisterJob>(R"({"type":"register","id":"1"})");
+  auto reg = Decode<RegisterJob>(R"({"type":"register","req":1,"id":"1"})");
   ASSERT_FALSE(reg);
   EXPECT_NE(reg.error().message().find("'id'"), std::string::npos);
 }
 
 TEST(ExecutorMessagesTest, StartAndSignalRanges) {
-  EXPECT_FALSE(Decode<StartJob>(R"({"id":1,"cpus":[],"mems":[0],"memory_max":[],"gpus":[]})"));
-  EXPECT_FALSE(Decode<StartJob>(R"({"id":1,"cpus":[-3],"mems":[0],"memory_max":[],"gpus":[]})"));
-  EXPECT_FALSE(Decode<StartJob>(R"({"id":1,"cpus":[0],"mems":[0],"memory_max":[0],"gpus":[]})"));
-  EXPECT_TRUE(Decode<StartJob>(R"({"id":1,"cpus":[0],"mems":[0],"memory_max":[5],"gpus":[]})"));
-  EXPECT_FALSE(Decode<SignalJob>(R"({"id":1,"signal":"stop","note":"","limit_s":0})"));
-  EXPECT_FALSE(Decode<SignalJob>(R"({"id":1,"signal":"term","note":"rm -rf","limit_s":0})"));
+  EXPECT_FALSE(Decode<StartJob>(R"({"req":1,"id":1,"cpus":[],"mems":[0],"memory_max":[],"gpus":[]})"));
+  EXPECT_FALSE(Decode<StartJob>(R"({"req":1,"id":1,"cpus":[-3],"mems":[0],"memory_max":[],"gpus":[]})"));
+  EXPECT_FALSE(Decode<StartJob>(R"({"req":1,"id":1,"cpus":[0],"mems":[0],"memory_max":[0],"gpus":[]})"));
+  EXPECT_TRUE(Decode<StartJob>(R"({"req":1,"id":1,"cpus":[0],"mems":[0],"memory_max":[5],"gpus":[]})"));
+  EXPECT_FALSE(Decode<SignalJob>(R"({"req":1,"id":1,"signal":"stop","note":"","limit_s":0})"));
+  EXPECT_FALSE(Decode<SignalJob>(R"({"req":1,"id":1,"signal":"term","note":"rm -rf","limit_s":0})"));
 }
 
 }  // namespace

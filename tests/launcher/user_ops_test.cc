@@ -1,9 +1,15 @@
 #include "launcher/user_ops.h"
 
+#include <sys/stat.h>
+#include <sys/wait.h>
+
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <filesystem>
+
+#include "launcher/user_helper.h"
 #include "protocol/base/unique_fd.h"
 #include "tests/testing/temp_dir.h"
 
@@ -42,7 +48,7 @@ TEST(DeliverTest, CopiesWholeBufferAndTruncates) {
   testing::WriteText(dir.path() + "/buffer", "hello\nworld\n");
   testing::WriteText(dir.path() + "/dest", "old content that is longer than the new one\n");
   UniqueFd buffer(::open((dir.path() + "/buffer").c_str(), O_RDONLY));
-  ASSERT_TRUE(DeliverHere(buffer.get(), dir.path() + "/dest"));
+  ASSERT_TRUE(DeliverHere(buffer.get(), dir.path() + "/dest", 1 << 20));
   EXPECT_EQ(testing::ReadText(dir.path() + "/dest"), "hello\nworld\n");
 }
 
@@ -52,9 +58,10 @@ TEST(DeliverTest, SymlinkAtDestinationIsNotFollowed) {
   testing::WriteText(dir.path() + "/victim", "untouched");
   ASSERT_EQ(::symlink((dir.path() + "/victim").c_str(), (dir.path() + "/dest").c_str()), 0);
   UniqueFd buffer(::open((dir.path() + "/buffer").c_str(), O_RDONLY));
-  auto delivered = DeliverHere(buffer.get(), dir.path() + "/dest");
+  auto delivered = DeliverHere(buffer.get(), dir.path() + "/dest", 1 << 20);
   ASSERT_FALSE(delivered);
-  EXPECT_NE(delivered.error().message().find("symbolic links"), std::string::npos);
+  EXPECT_NE(delivered.error().message().find("symbolic link"), std::string::npos)
+      << delivered.error().message();
   EXPECT_EQ(testing::ReadText(dir.path() + "/victim"), "untouched");
 }
 
@@ -77,17 +84,66 @@ TEST(DropIdentityTest, RefusesZeroAndNoChangeIsNoOp) {
   EXPECT_NE(DropIdentity(true, 5, 0, nullptr, 0), 0);
 }
 
-TEST(RunAsUserTest, ReportsBodyResultWithoutChange) {
+TEST(DeliverTest, AFifoAtTheDestinationIsRefusedWithoutBlocking) {
+  testing::TempDir dir;
+  testing::WriteText(dir.path() + "/buffer", "out\n");
+  ASSERT_EQ(::mkfifo((dir.path() + "/dest").c_str(), 0600), 0);
+  UniqueFd buffer(::open((dir.path() + "/buffer").c_str(), O_RDONLY));
+  auto delivered = DeliverHere(buffer.get(), dir.path() + "/dest", 1 << 20);
+  ASSERT_FALSE(delivered);
+  EXPECT_NE(delivered.error().message().find("not a regular file"), std::string::npos)
+      << delivered.error().message();
+}
+
+TEST(DeliverTest, OutputOverTheLimitIsNotDeliveredAndLeavesNothing) {
+  testing::TempDir dir;
+  testing::WriteText(dir.path() + "/buffer", std::string(5000, 'x'));
+  UniqueFd buffer(::open((dir.path() + "/buffer").c_str(), O_RDONLY));
+  auto delivered = DeliverHere(buffer.get(), dir.path() + "/dest", 4096);
+  ASSERT_FALSE(delivered);
+  EXPECT_NE(delivered.error().message().find("over the delivery limit"), std::string::npos)
+      << delivered.error().message();
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()),
+                          std::filesystem::directory_iterator()),
+            1)
+      << "only the buffer: no destination, no temp file";
+}
+
+TEST(DeliverTest, AnotherFileHardLinkedAtTheDestinationIsRefused) {
+  testing::TempDir dir;
+  testing::WriteText(dir.path() + "/buffer", "new\n");
+  testing::WriteText(dir.path() + "/other", "other\n");
+  ASSERT_EQ(::link((dir.path() + "/other").c_str(), (dir.path() + "/dest").c_str()), 0);
+  UniqueFd buffer(::open((dir.path() + "/buffer").c_str(), O_RDONLY));
+  auto delivered = DeliverHere(buffer.get(), dir.path() + "/dest", 1 << 20);
+  ASSERT_FALSE(delivered);
+  EXPECT_NE(delivered.error().message().find("hard links"), std::string::npos);
+  EXPECT_EQ(testing::ReadText(dir.path() + "/other"), "other\n");
+}
+
+TEST(UserHelperTest, AnswersComeBackThroughThePipeWithTheirCode) {
   protocol::UserIdentity who{::getuid(), ::getgid(), "me", {}};
-  auto ok = RunAsUser(who, false, [](void*) -> Result<std::string> { return std::string("fine"); },
-                      nullptr, 10);
+  auto run = [&](const HelperBody& body) -> Result<std::string> {
+    Result<HelperChild> child = StartUserHelper(who, false, {}, body);
+    if (!child) return child.error();
+    std::string text;
+    char buf[256];
+    for (ssize_t n; (n = ::read(child->answer.get(), buf, sizeof buf)) > 0;) text.append(buf, n);
+    int status = 0;
+    ::waitpid(child->pid, &status, 0);
+    return ParseHelperAnswer(text);
+  };
+  Result<std::string> ok = run([](const std::vector<int>&) -> Result<std::string> { return std::string("fine"); });
   ASSERT_TRUE(ok) << ok.error().message();
   EXPECT_EQ(*ok, "fine");
-  auto bad = RunAsUser(who, false,
-                       [](void*) -> Result<std::string> { return InvalidArgument("nope"); },
-                       nullptr, 10);
+  Result<std::string> bad = run([](const std::vector<int>&) -> Result<std::string> {
+    return Error(ErrorCode::kPermissionDenied, "nope");
+  });
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().message(), "nope");
+  EXPECT_EQ(bad.error().code(), ErrorCode::kPermissionDenied);
+  EXPECT_FALSE(ParseHelperAnswer(""));
+  EXPECT_EQ(ParseHelperAnswer("").error().message(), "the user helper died without an answer");
 }
 
 }  // namespace

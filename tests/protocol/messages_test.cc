@@ -72,18 +72,69 @@ TEST(ExecutorMessagesTest, StartJobRoundTripsAndValidates) {
 }
 
 TEST(ExecutorMessagesTest, SignalJobChecksTheSignalName) {
-  SignalJob s{.id = 1, .signal = "hup"};
-  EXPECT_FALSE(Decode<SignalJob>(Encode(s)));
-  s.signal = "term";
-  EXPECT_TRUE(Decode<SignalJob>(Encode(s)));
+  SignalJob s{.req = 3, .id = 1, .signal = SignalKind::kKill, .note = SignalNote::kTimeout};
+  Result<SignalJob> back = Decode<SignalJob>(Encode(s));
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_EQ(back->signal, SignalKind::kKill);
+  EXPECT_EQ(back->note, SignalNote::kTimeout);
+  EXPECT_EQ(back->req, 3u);
+  Result<SignalJob> hup = Decode<SignalJob>(
+      R"({"type":"signal","req":1,"id":1,"signal":"hup","note":"","limit_s":0})");
+  ASSERT_FALSE(hup);
+  EXPECT_EQ(hup.error().message(), "field 'signal' must be one of term or kill (not 'hup')");
+}
+
+TEST(ExecutorMessagesTest, EveryMessageCarriesItsKindAndReq) {
+  Result<Envelope> envelope = PeekEnvelope(Encode(StartReply{.req = 42, .id = 7}));
+  ASSERT_TRUE(envelope) << envelope.error().message();
+  EXPECT_EQ(envelope->type, "start_reply");
+  EXPECT_EQ(envelope->req, 42u);
+  EXPECT_EQ(*KindOf<ExecutorKind>(*envelope), ExecutorKind::kStartReply);
+  Result<ExecutorKind> unknown = KindOf<ExecutorKind>(Envelope{"format_disk", 1});
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().message().find("format_disk"), std::string::npos);
+  // Every kind's tag names it back, one to one.
+  for (const auto& [kind, name] : EnumNames<ExecutorKind>::kNames) {
+    EXPECT_EQ(FromName<ExecutorKind>(name), kind);
+  }
+  EXPECT_FALSE(PeekEnvelope(R"({"type":"start"})"));  // no req: not a message of ours
+}
+
+TEST(ExecutorMessagesTest, ErrorsCrossWithTheirCode) {
+  Ack ack{.req = 1, .id = 2, .error = WireError::From(Error(ErrorCode::kPermissionDenied, "no"))};
+  Result<Ack> back = Decode<Ack>(Encode(ack));
+  ASSERT_TRUE(back);
+  ASSERT_TRUE(back->error);
+  EXPECT_EQ(back->error->ToError().code(), ErrorCode::kPermissionDenied);
+  EXPECT_EQ(back->error->ToError().message(), "no");
+  const WireError unknown_code{.code = 200, .message = "x"};
+  EXPECT_EQ(unknown_code.ToError().code(), ErrorCode::kInternal);
+}
+
+TEST(ExecutorMessagesTest, StringsWithANulAreRefused) {
+  // A submission whose second word is `word`, spelled as JSON.
+  auto with_word = [](const std::string& word) {
+    std::string text = Encode(ValidSubmit());
+    const std::string argv = R"("argv":["echo"])";
+    text.replace(text.find(argv), argv.size(), R"("argv":["echo",")" + word + R"("])");
+    return text;
+  };
+  Result<SubmitRequest> escaped = Decode<SubmitRequest>(with_word(R"(a\u0000b)"));
+  ASSERT_FALSE(escaped);
+  EXPECT_NE(escaped.error().message().find("NUL"), std::string::npos) << escaped.error().message();
+  // An escaped backslash before "u0000" is text, not a NUL.
+  Result<SubmitRequest> text = Decode<SubmitRequest>(with_word(R"(a\\u0000b)"));
+  ASSERT_TRUE(text) << text.error().message();
+  EXPECT_EQ(text->argv[1], R"(a\u0000b)");
+  EXPECT_FALSE(Decode<SubmitRequest>(with_word(std::string("a\0b", 3))));
 }
 
 TEST(ExecutorMessagesTest, RegisterJobCarriesNothingToRun) {
-  // Fields a broker might add are ignored, never stored (trust rule 2).
+  // Fields a broker might add are ignored, never stored.
   auto r = Decode<RegisterJob>(
-      R"({"type":"register","id":4,"start":[],"argv":["rm","-rf","/"],"uid":0})");
+      R"({"type":"register","req":9,"id":4,"start":[],"argv":["rm","-rf","/"],"uid":0})");
   ASSERT_TRUE(r) << r.error().message();
-  EXPECT_EQ(Encode(*r), R"({"type":"register","id":4,"start":[]})");
+  EXPECT_EQ(Encode(*r), R"({"type":"register","req":9,"id":4,"start":[]})");
 }
 
 TEST(ExecutorMessagesTest, HelloRefusesAnotherVersion) {
@@ -108,7 +159,7 @@ TEST(ExecutorMessagesTest, RegisterJobsStartIsAStartJobForTheSameId) {
   auto empty = Decode<RegisterJob>(Encode(r));
   ASSERT_FALSE(empty);
   EXPECT_NE(empty.error().message().find("start"), std::string::npos) << empty.error().message();
-  EXPECT_FALSE(Decode<RegisterJob>(R"({"type":"register","id":5,"start":[{},{}]})"));
+  EXPECT_FALSE(Decode<RegisterJob>(R"({"type":"register","req":1,"id":5,"start":[{},{}]})"));
 }
 
 TEST(ExecutorMessagesTest, RegisterJobNeedsAnId) {

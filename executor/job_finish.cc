@@ -1,0 +1,210 @@
+// A job's files and its end: the job dir and its output buffer, info.json,
+// and finishing a job (cgroup, output delivery through the launcher, the
+// spec, the broker's event).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "executor/executor_server.h"
+#include "executor/job_cgroup.h"
+#include "protocol/base/log.h"
+#include "protocol/host/run_record.h"
+
+namespace hpcb::executor {
+namespace {
+
+using protocol::Encode;
+using protocol::SpecState;
+
+double EpochNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// The job info readable by the user and the admin group (never the env).
+struct JobInfo {
+  const LaunchSpec* spec;
+  template <class A> void save(A& ar) const {
+    using protocol::Put;
+    Put(ar, "id", spec->id); Put(ar, "user", spec->who.user); Put(ar, "uid", spec->who.uid);
+    Put(ar, "gid", spec->who.gid); Put(ar, "argv", spec->argv); Put(ar, "cwd", spec->cwd);
+    Put(ar, "state", spec->state); Put(ar, "pid", spec->pid);
+    Put(ar, "start_time", spec->start_time); Put(ar, "output_dest", spec->output_dest);
+  }
+};
+
+// Delivery errors are kept to a line in the job's record.
+constexpr std::size_t kMaxOutputError = 400;
+
+}  // namespace
+
+std::optional<JobDirOwner> ExecutorServer::OwnerOf(const LaunchSpec& spec) const {
+  if (!facts_.as_root) return std::nullopt;
+  return JobDirOwner{spec.who.uid, facts_.admin_gid};
+}
+
+Result<UniqueFd> ExecutorServer::OpenBuffer(const LaunchSpec& spec, int flags) const {
+  HPCB_ASSIGN_OR_RETURN(UniqueFd dir, OpenJobDir(job_dir(spec.id)));
+  return OpenJobBuffer(dir.get(), flags, OwnerOf(spec));
+}
+
+Result<void> ExecutorServer::MakeJobDir(const LaunchSpec& spec) {
+  const std::string dir = job_dir(spec.id);
+  if (Result<UniqueFd> made = CreateJobDir(dir, OwnerOf(spec), InfoText(spec)); !made) {
+    // A half-made dir would block the id: nothing of it may stay.
+    if (made.error().code() != ErrorCode::kAlreadyExists) (void)RemoveJobDir(dir);
+    return made.error();
+  }
+  if (!config_.no_dev_dir) {
+    const std::string link = config_.dev_dir + "/jobs/" + std::to_string(spec.id);
+    ::unlink(link.c_str());
+    if (::symlink(dir.c_str(), link.c_str()) != 0) {
+      LogWarning("cannot create " + link + ": " + std::strerror(errno));
+    }
+  }
+  return Ok();
+}
+
+std::string ExecutorServer::InfoText(const LaunchSpec& spec) {
+  return Encode(JobInfo{&spec}) + "\n";
+}
+
+void ExecutorServer::WriteInfo(const LaunchSpec& spec) {
+  Result<void> written = [&]() -> Result<void> {
+    HPCB_ASSIGN_OR_RETURN(UniqueFd dir, OpenJobDir(job_dir(spec.id)));
+    return ReplaceJobFile(dir.get(), "info.json", InfoText(spec), 0640, OwnerOf(spec));
+  }();
+  if (!written) {
+    LogWarning("cannot write info.json of job " + std::to_string(spec.id) + ": " +
+               written.error().message());
+  }
+}
+
+void ExecutorServer::AppendLine(const LaunchSpec& spec, const std::string& line) {
+  Result<UniqueFd> fd = OpenBuffer(spec, O_WRONLY | O_APPEND);
+  if (!fd) {
+    LogWarning("job " + std::to_string(spec.id) + ": " + fd.error().message());
+    return;
+  }
+  (void)protocol::WriteAll(fd->get(), line + "\n");
+}
+
+void ExecutorServer::DeliverOutput(const LaunchSpec& spec,
+                                   std::function<void(std::optional<std::string>)> done) {
+  if (!spec.output_dest) return done(std::nullopt);
+  const std::uint64_t id = spec.id;
+  const std::string buffer_path = job_dir(id) + "/output";
+  const std::string dest = *spec.output_dest;
+  Result<UniqueFd> buffer = OpenBuffer(spec, O_RDONLY);
+  if (!buffer) {
+    if (buffer.error().code() == ErrorCode::kNotFound) return done(std::nullopt);  // nothing to deliver
+    LogWarning("job " + std::to_string(id) + ": not delivering output: " + buffer.error().message());
+    return done("not delivered: " + buffer.error().message());
+  }
+  struct stat st {};
+  const std::uint64_t size = ::fstat(buffer->get(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+  const std::uint64_t max_bytes = static_cast<std::uint64_t>(config_.max_output_mib) << 20;
+  protocol::DeliverRequest request;
+  request.id = id;
+  request.who = spec.who;
+  request.dest = dest;
+  request.max_bytes = max_bytes;
+  const auto timeout = deadlines_.deliver_base +
+                       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::seconds(
+                           std::min(size, max_bytes) / deadlines_.deliver_bytes_per_s));
+  AskLauncher<protocol::DeliverReply>(
+      request, {buffer->get()}, timeout, "the launcher's output delivery",
+      [this, id, dest, buffer_path, done = std::move(done)](Result<protocol::DeliverReply> reply) {
+        std::optional<std::string> error;
+        if (!reply) {
+          error = reply.error().message();
+        } else if (reply->error) {
+          error = reply->error->message;
+        }
+        if (!error) {
+          Result<UniqueFd> dir = OpenJobDir(job_dir(id));
+          if (dir) (void)::unlinkat(dir->get(), "output", 0);
+          return done(std::nullopt);
+        }
+        // The reason alone: whoever shows it says where it was going.
+        if (error->size() > kMaxOutputError) error->resize(kMaxOutputError);
+        LogWarning("job " + std::to_string(id) + ": could not save output to " + dest + ": " +
+                   *error + "; keeping " + buffer_path);
+        done(std::move(error));
+      });
+}
+
+void ExecutorServer::OnChildExited(const protocol::ChildExited& event) {
+  for (const auto& [id, spec] : jobs_) {
+    if (spec.state == SpecState::kRunning && spec.shepherd == event.pid) {
+      // The shepherd's own status says nothing of the job's: the run record does.
+      Finish(id, RecordedExit(id));
+      return;
+    }
+  }
+}
+
+void ExecutorServer::Finish(std::uint64_t id, std::optional<std::int64_t> exit_code) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || it->second.state != SpecState::kRunning || finishing_.contains(id)) {
+    return;
+  }
+  LaunchSpec& spec = it->second;
+  finishing_.insert(id);
+  foreign_.erase(id);
+  protocol::JobExited event;
+  event.id = id;
+  event.exit_code = exit_code;
+  event.end_time = EpochNow();
+  if (Result<host::RunRecord> record = host::LoadRunRecord(run_dir(), id);
+      record && record->end_time) {
+    event.end_time = *record->end_time;
+  }
+  if (!config_.no_cgroups) {
+    event.oom = JobWasOomKilled(config_.cgroup_root, id);
+    // Whatever the job left behind is killed; the group goes once empty,
+    // retried from Tick (never waited for here).
+    if (Result<void> removed = RemoveJobCgroup(config_.cgroup_root, id); !removed) {
+      cgroups_to_remove_[id] = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+    }
+  }
+  if (!config_.no_dev_dir) ::unlink((config_.dev_dir + "/jobs/" + std::to_string(id)).c_str());
+  DeliverOutput(spec, [this, id, event](std::optional<std::string> output_error) mutable {
+    finishing_.erase(id);
+    auto found = jobs_.find(id);
+    if (found == jobs_.end()) return;
+    LaunchSpec& done_spec = found->second;
+    done_spec.state = SpecState::kExited;
+    done_spec.exit_code = event.exit_code;
+    done_spec.oom = event.oom;
+    done_spec.end_time = event.end_time;
+    done_spec.output_error = output_error;
+    if (Result<void> saved = SaveSpec(specs_dir(), done_spec); !saved) {
+      LogWarning("cannot save the spec of job " + std::to_string(id) + ": " +
+                 saved.error().message());
+    }
+    WriteInfo(done_spec);
+    event.output_error = std::move(output_error);
+    LogInfo("job " + std::to_string(id) + " finished (exit=" +
+            (event.exit_code ? std::to_string(*event.exit_code) : std::string("unknown")) + ")");
+    SendToBroker(Encode(event));
+  });
+}
+
+void ExecutorServer::RetryCgroupRemovals() {
+  for (auto it = cgroups_to_remove_.begin(); it != cgroups_to_remove_.end();) {
+    Result<void> removed = RemoveJobCgroup(config_.cgroup_root, it->first);
+    if (removed || std::chrono::steady_clock::now() > it->second) {
+      if (!removed) LogWarning("job cgroup stays: " + removed.error().message());
+      it = cgroups_to_remove_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+}  // namespace hpcb::executor

@@ -1,0 +1,106 @@
+// What a (re)started executor finds: every launch spec, and for the jobs
+// that started, their run records and shepherds. Nothing here assumes a
+// job's fate; each is read from the records the root side keeps.
+#include <unistd.h>
+
+#include <sstream>
+
+#include "executor/executor_server.h"
+#include "protocol/base/log.h"
+#include "protocol/host/host_files.h"
+#include "protocol/host/run_record.h"
+
+namespace hpcb::executor {
+namespace {
+
+using protocol::SpecState;
+
+// A process is the one we recorded: same pid, same start time.
+bool Alive(std::int64_t pid, std::uint64_t recorded_start, const std::string& proc_root) {
+  if (pid <= 1 || recorded_start == 0) return false;
+  Result<std::uint64_t> start = host::ProcStartTime(static_cast<int>(pid), proc_root);
+  return start && *start == recorded_start;
+}
+
+// The parent pid in /proc/PID/stat, or 0.
+long ParentOf(std::int64_t pid, const std::string& proc_root) {
+  Result<std::string> stat = host::ReadSmallFile(proc_root + "/" + std::to_string(pid) + "/stat");
+  if (!stat) return 0;
+  const std::size_t close = stat->rfind(')');
+  if (close == std::string::npos || close + 2 > stat->size()) return 0;
+  std::istringstream in(stat->substr(close + 2));
+  std::string state;
+  long ppid = 0;
+  in >> state >> ppid;
+  return ppid;
+}
+
+}  // namespace
+
+std::optional<std::int64_t> ExecutorServer::RecordedExit(std::uint64_t id) const {
+  Result<host::RunRecord> record = host::LoadRunRecord(run_dir(), id);
+  if (!record || !record->status) return std::nullopt;
+  return ExitCodeFromStatus(static_cast<int>(*record->status));
+}
+
+void ExecutorServer::Recover() {
+  for (std::uint64_t id : ListSpecs(specs_dir())) {
+    Result<LaunchSpec> loaded = LoadSpec(specs_dir(), id);
+    if (!loaded) {
+      LogError("job " + std::to_string(id) + ": its launch spec cannot be read (" +
+               loaded.error().message() + "); the job is left as it is");
+      continue;
+    }
+    LaunchSpec& spec = *loaded;
+    Result<host::RunRecord> record = host::LoadRunRecord(run_dir(), id);
+    if (spec.state == SpecState::kRegistered && record) {
+      // It exec'd, but we stopped before we could record that: the run
+      // record is the truth.
+      LogWarning("job " + std::to_string(id) + " started while the daemon was stopping; adopting it");
+      spec.state = SpecState::kRunning;
+      spec.pid = record->pid;
+      spec.shepherd = record->shepherd;
+      spec.start_time = record->start_time;
+      spec.env.clear();
+      Result<std::uint64_t> job_start = host::ProcStartTime(static_cast<int>(spec.pid), facts_.proc_root);
+      spec.proc_start = job_start ? *job_start : 0;
+      Result<std::uint64_t> shepherd_start =
+          host::ProcStartTime(static_cast<int>(spec.shepherd), facts_.proc_root);
+      spec.shepherd_start = shepherd_start ? *shepherd_start : 0;
+      if (Result<void> saved = SaveSpec(specs_dir(), spec); !saved) {
+        LogWarning("cannot save the spec of job " + std::to_string(id) + ": " + saved.error().message());
+      }
+    }
+    if (spec.state == SpecState::kRunning) {
+      const bool ended = record && record->status;
+      const bool shepherd_alive = Alive(spec.shepherd, spec.shepherd_start, facts_.proc_root);
+      const bool job_alive = Alive(spec.pid, spec.proc_start, facts_.proc_root);
+      if (ended || (!shepherd_alive && !job_alive)) {
+        dead_on_arrival_.push_back(id);
+      } else {
+        // The launcher reports its own children's ends; anyone else's
+        // (a launcher restart re-parented them) we poll for.
+        if (!shepherd_alive || ParentOf(spec.shepherd, facts_.proc_root) != ::getppid()) {
+          foreign_.insert(id);
+        }
+        LogInfo("adopted running job " + std::to_string(id) + " (pid " + std::to_string(spec.pid) +
+                ", user " + spec.who.user + ")");
+      }
+    }
+    jobs_[id] = std::move(spec);
+  }
+}
+
+void ExecutorServer::PollForeign() {
+  std::vector<std::uint64_t> gone;
+  for (std::uint64_t id : foreign_) {
+    const LaunchSpec& spec = jobs_[id];
+    if (RecordedExit(id) || (!Alive(spec.shepherd, spec.shepherd_start, facts_.proc_root) &&
+                             !Alive(spec.pid, spec.proc_start, facts_.proc_root))) {
+      gone.push_back(id);
+    }
+  }
+  for (std::uint64_t id : gone) Finish(id, RecordedExit(id));
+}
+
+}  // namespace hpcb::executor

@@ -1,0 +1,136 @@
+// Registering a job: who submitted it (SO_PEERCRED), what it runs (the
+// client's own frame), where its output goes (checked as the user by the
+// launcher), then the root-only launch spec.
+#include <unistd.h>
+
+#include "executor/executor_server.h"
+#include "executor/sysfacts.h"
+#include "protocol/base/log.h"
+#include "protocol/client_messages.h"
+#include "protocol/host/accounts.h"
+#include "protocol/queued_frame.h"
+
+namespace hpcb::executor {
+namespace {
+
+using protocol::Decode;
+using protocol::Encode;
+using protocol::WireError;
+
+}  // namespace
+
+void ExecutorServer::OnRegister(std::uint64_t req, const protocol::Packet& packet) {
+  Result<protocol::RegisterJob> request = Decode<protocol::RegisterJob>(packet.bytes);
+  if (!request) return Refuse(req, 0, "register", request.error());
+  const std::uint64_t id = request->id;
+  auto fail = [&](const Error& error) {
+    LogWarning("refused register of job " + std::to_string(id) + ": " + error.message());
+    protocol::RegisterReply reply;
+    reply.req = req;
+    reply.id = id;
+    reply.error = WireError::From(error);
+    SendToBroker(Encode(reply));
+  };
+  if (packet.fds.size() != 1) return fail(InvalidArgument("register needs exactly the client socket"));
+  if (jobs_.contains(id) || registering_.contains(id) || ::access(job_dir(id).c_str(), F_OK) == 0) {
+    return fail(Error(ErrorCode::kAlreadyExists, "job " + std::to_string(id) + " already exists"));
+  }
+  Result<struct ucred> peer = protocol::PeerCredentials(packet.fds[0].get());
+  if (!peer) return fail(peer.error());
+  Result<void> allowed = CheckSubmitter(*peer, facts_.as_root, facts_.self_uid, facts_.broker_uid);
+  if (!allowed) return fail(allowed.error());
+  Result<host::UserRecord> user = host::LookUpUser(peer->uid);
+  if (!user) return fail(user.error());
+  if (facts_.as_root) user->who.gid = peer->gid;  // the submitter's current gid
+  // What runs comes from the user's own bytes on their connection, never
+  // from the broker's message (docs/security/threat-model.md, "What a
+  // compromised broker can do").
+  Result<std::string> frame = protocol::TakeQueuedFrame(packet.fds[0].get());
+  if (!frame) return fail(frame.error().WithContext("reading the submission"));
+  Result<std::string> cmd = protocol::PeekTag(*frame, "cmd");
+  if (!cmd || *cmd != "new") {
+    return fail(InvalidArgument("the connection does not carry a submission"));
+  }
+  Result<protocol::SubmitRequest> submitted = Decode<protocol::SubmitRequest>(*frame);
+  if (!submitted) return fail(submitted.error().WithContext("submission"));
+  LaunchSpec spec;
+  spec.id = id;
+  spec.who = user->who;
+  spec.home = user->facts.home;
+  spec.shell = user->facts.shell;
+  spec.argv = std::move(submitted->argv);
+  spec.cwd = std::move(submitted->cwd);
+  spec.env = std::move(submitted->env);
+  if (!submitted->output) {
+    return FinishRegister(std::move(*request), std::move(spec), std::optional<std::string>());
+  }
+  registering_.insert(id);
+  protocol::CheckDestRequest check;
+  check.id = id;
+  check.who = spec.who;
+  check.path = *submitted->output;
+  AskLauncher<protocol::CheckDestReply>(
+      check, {}, deadlines_.check, "the launcher's output path check",
+      [this, registration = std::move(*request),
+       spec = std::move(spec)](Result<protocol::CheckDestReply> reply) mutable {
+        registering_.erase(registration.id);
+        Result<std::optional<std::string>> dest = std::optional<std::string>();
+        if (!reply) {
+          dest = reply.error();
+        } else if (reply->error) {
+          dest = Error(ErrorCode::kFailedPrecondition, reply->error->message);
+        } else {
+          dest = std::optional<std::string>(reply->dest);
+        }
+        FinishRegister(std::move(registration), std::move(spec), std::move(dest));
+      });
+}
+
+void ExecutorServer::FinishRegister(protocol::RegisterJob request, LaunchSpec spec,
+                                    Result<std::optional<std::string>> dest) {
+  const std::uint64_t id = request.id;
+  protocol::RegisterReply reply;
+  reply.req = request.req;
+  reply.id = id;
+  auto fail = [&](const Error& error) {
+    LogWarning("refused register of job " + std::to_string(id) + ": " + error.message());
+    reply.error = WireError::From(error);
+    SendToBroker(Encode(reply));
+  };
+  if (!dest) return fail(dest.error());
+  spec.output_dest = *dest;
+  if (jobs_.contains(id)) {
+    return fail(Error(ErrorCode::kAlreadyExists, "job " + std::to_string(id) + " already exists"));
+  }
+  if (Result<void> made = MakeJobDir(spec); !made) return fail(made.error());
+  // With a start to follow, the spec reaches the disk when the start saves
+  // it (as running, or as exited if it fails), before the reply below.
+  Result<void> saved = SaveSpec(specs_dir(), spec, request.start ? Sync::kDeferred : Sync::kNow);
+  if (!saved) {
+    (void)RemoveJobDir(job_dir(id));
+    return fail(saved.error());
+  }
+  reply.uid = spec.who.uid;
+  reply.gid = spec.who.gid;
+  reply.user = spec.who.user;
+  reply.output_dest = spec.output_dest;
+  jobs_[id] = std::move(spec);
+  if (!request.start) return SendToBroker(Encode(reply));
+  BeginStart(*request.start, [this, reply](protocol::StartReply started) mutable {
+    if (started.error) {
+      // Refused before anything ran (a placement outside the machine, say)
+      // leaves the job registered: its spec must still be made durable.
+      auto it = jobs_.find(reply.id);
+      if (it != jobs_.end() && it->second.state == protocol::SpecState::kRegistered) {
+        if (Result<void> synced = SaveSpec(specs_dir(), it->second); !synced) {
+          LogWarning("cannot save the spec of job " + std::to_string(reply.id) + ": " +
+                     synced.error().message());
+        }
+      }
+    }
+    reply.start = std::move(started);
+    SendToBroker(Encode(reply));
+  });
+}
+
+}  // namespace hpcb::executor

@@ -1,0 +1,190 @@
+// Starting a registered job: its placement checked against the machine,
+// its cgroup made, then the launcher's shepherd spawns it. The reply waits
+// for the launcher; nothing else does.
+#include <fcntl.h>
+#include <signal.h>
+
+#include <chrono>
+
+#include "executor/executor_server.h"
+#include "executor/job_cgroup.h"
+#include "executor/job_env.h"
+#include "executor/sysfacts.h"
+#include "protocol/base/log.h"
+#include "protocol/host/host_files.h"
+
+namespace hpcb::executor {
+namespace {
+
+using protocol::Decode;
+using protocol::Encode;
+using protocol::SpecState;
+using protocol::WireError;
+
+double EpochNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+void ExecutorServer::OnStart(std::uint64_t req, const std::string& text) {
+  Result<protocol::StartJob> request = Decode<protocol::StartJob>(text);
+  if (!request) return Refuse(req, 0, "start", request.error());
+  BeginStart(*request, [this, req](protocol::StartReply reply) {
+    reply.req = req;
+    SendToBroker(Encode(reply));
+  });
+}
+
+Result<void> ExecutorServer::ValidatePlacement(const protocol::StartJob& request) const {
+  HPCB_TRY(CheckSubset(request.cpus, facts_.cpus, "cpus"));
+  HPCB_TRY(CheckSubset(request.mems, facts_.nodes, "mems"));
+  std::set<int> gpu_ids;
+  for (int i = 0; i < facts_.gpu_count; ++i) gpu_ids.insert(i);
+  HPCB_TRY(CheckSubset(request.gpus, gpu_ids, "gpus"));
+  if (!config_.no_cgroups && request.mems.empty()) {
+    return InvalidArgument("mems must name at least one NUMA node");
+  }
+  return Ok();
+}
+
+void ExecutorServer::BeginStart(const protocol::StartJob& request, StartDone done) {
+  const std::uint64_t id = request.id;
+  auto refuse = [&](const Error& error) {
+    LogWarning("refused start of job " + std::to_string(id) + ": " + error.message());
+    protocol::StartReply reply;
+    reply.id = id;
+    reply.error = WireError::From(error);
+    done(std::move(reply));
+  };
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) {
+    return refuse(Error(ErrorCode::kNotFound, "job " + std::to_string(id) + " is not registered"));
+  }
+  if (it->second.state != SpecState::kRegistered || Busy(id)) {
+    return refuse(Error(ErrorCode::kFailedPrecondition,
+                        "job " + std::to_string(id) + " was already started"));
+  }
+  if (Result<void> valid = ValidatePlacement(request); !valid) return refuse(valid.error());
+  LaunchSpec& spec = it->second;
+  starting_.insert(id);
+  UniqueFd cgroup_dir;
+  if (!config_.no_cgroups) {
+    CgroupLimits limits{request.cpus, request.mems, request.memory_max};
+    // Read at each start: swapon can add swap while we run. Unreadable
+    // counts as swap present, which only makes memory.swap.max required.
+    Result<bool> swap = host::HostHasSwap(facts_.proc_root);
+    limits.host_has_swap = !swap || *swap;
+    Result<UniqueFd> made = CreateJobCgroup(config_.cgroup_root, id, limits);
+    if (!made) {
+      // A populated leftover (someone else's processes) is never killed here.
+      const bool someone_elses = made.error().code() == ErrorCode::kAlreadyExists;
+      return FailStart(id, "failed to start job: " + made.error().message(), !someone_elses,
+                       std::move(done));
+    }
+    cgroup_dir = std::move(*made);
+  }
+  Result<UniqueFd> buffer = OpenBuffer(spec, O_WRONLY | O_APPEND);
+  if (!buffer) {
+    return FailStart(id, "failed to start job: " + buffer.error().message(), true,
+                     std::move(done));
+  }
+  host::PasswdFacts who{spec.who.user, spec.home, spec.shell};
+  protocol::SpawnRequest spawn;
+  spawn.id = id;
+  spawn.who = spec.who;
+  spawn.argv = spec.argv;
+  spawn.cwd = spec.cwd;
+  spawn.env = BuildJobEnv(who, spec.env, id, request.gpus, facts_.gpu_count > 0, facts_.lang);
+  spawn.cpus = request.cpus;
+  std::vector<int> fds{buffer->get()};
+  if (cgroup_dir.valid()) fds.push_back(cgroup_dir.get());
+  AskLauncher<protocol::SpawnReply>(
+      std::move(spawn), fds, deadlines_.spawn, "the launcher's spawn",
+      [this, id, request, done = std::move(done)](Result<protocol::SpawnReply> reply) mutable {
+        OnSpawned(id, request, std::move(reply), std::move(done));
+      });
+}
+
+void ExecutorServer::OnSpawned(std::uint64_t id, const protocol::StartJob& request,
+                               Result<protocol::SpawnReply> reply, StartDone done) {
+  starting_.erase(id);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) {
+    // Cannot happen (a busy job is never forgotten); a job that did start
+    // must not run unrecorded.
+    if (reply && !reply->error && reply->pid > 1) (void)::kill(-static_cast<pid_t>(reply->pid), SIGKILL);
+    protocol::StartReply gone;
+    gone.id = id;
+    gone.error = WireError::From(Error(ErrorCode::kInternal, "the job vanished while starting"));
+    return done(std::move(gone));
+  }
+  if (!reply) return FailStart(id, "failed to start job: " + reply.error().message(), true, std::move(done));
+  if (reply->error) return FailStart(id, reply->error->message, true, std::move(done));
+  LaunchSpec& spec = it->second;
+  spec.state = SpecState::kRunning;
+  spec.pid = reply->pid;
+  spec.shepherd = reply->shepherd;
+  spec.start_time = EpochNow();
+  spec.env.clear();  // forwarded secrets are gone once the job runs
+  Result<std::uint64_t> job_start = host::ProcStartTime(static_cast<int>(spec.pid), facts_.proc_root);
+  spec.proc_start = job_start ? *job_start : 0;
+  Result<std::uint64_t> shepherd_start =
+      host::ProcStartTime(static_cast<int>(spec.shepherd), facts_.proc_root);
+  spec.shepherd_start = shepherd_start ? *shepherd_start : 0;
+  if (Result<void> saved = SaveSpec(specs_dir(), spec); !saved) {
+    // Running but unrecorded: after a restart nobody could find, limit or
+    // account for it, so it does not run at all.
+    (void)::kill(-static_cast<pid_t>(spec.pid), SIGKILL);
+    if (!config_.no_cgroups) (void)KillJobCgroup(config_.cgroup_root, id);
+    spec.state = SpecState::kRegistered;
+    return FailStart(id, "failed to start job: cannot record it as running: " +
+                             saved.error().message(), true, std::move(done));
+  }
+  WriteInfo(spec);
+  LogInfo("job " + std::to_string(id) + " started (pid " + std::to_string(spec.pid) +
+          ", shepherd " + std::to_string(spec.shepherd) + ", cpus " +
+          host::FormatIdList(request.cpus) + ")");
+  protocol::StartReply started;
+  started.id = id;
+  started.pid = spec.pid;
+  started.start_time = spec.start_time;
+  done(std::move(started));
+}
+
+void ExecutorServer::FailStart(std::uint64_t id, const std::string& message, bool remove_cgroup,
+                               StartDone done) {
+  starting_.erase(id);
+  LaunchSpec& spec = jobs_.at(id);
+  LogWarning("job " + std::to_string(id) + " " + message);
+  AppendLine(spec, "hpc-batch: " + message);
+  spec.state = SpecState::kExited;
+  spec.env.clear();
+  if (Result<void> saved = SaveSpec(specs_dir(), spec); !saved) {
+    LogWarning("cannot save the spec of job " + std::to_string(id) + ": " + saved.error().message());
+  }
+  if (!config_.no_cgroups && remove_cgroup) (void)RemoveJobCgroup(config_.cgroup_root, id);
+  finishing_.insert(id);
+  DeliverOutput(spec, [this, id, message, done = std::move(done)](
+                          std::optional<std::string> output_error) mutable {
+    finishing_.erase(id);
+    auto it = jobs_.find(id);
+    if (it != jobs_.end()) {
+      it->second.output_error = output_error;
+      it->second.end_time = EpochNow();
+      if (Result<void> saved = SaveSpec(specs_dir(), it->second); !saved) {
+        LogWarning("cannot save the spec of job " + std::to_string(id) + ": " +
+                   saved.error().message());
+      }
+      WriteInfo(it->second);
+    }
+    protocol::StartReply failed;
+    failed.id = id;
+    failed.error = WireError::From(Error(ErrorCode::kFailedPrecondition, message));
+    failed.output_error = std::move(output_error);
+    done(std::move(failed));
+  });
+}
+
+}  // namespace hpcb::executor

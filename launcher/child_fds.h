@@ -1,0 +1,19 @@
+// Descriptor hygiene for the launcher's children (shepherds and user
+// helpers), which fork without exec and so inherit every descriptor the
+// launcher holds: the executor's socket, the signalfd, other children's
+// pipes. A child keeps exactly what it was given and nothing else.
+#ifndef HPCB_LAUNCHER_CHILD_FDS_H_
+#define HPCB_LAUNCHER_CHILD_FDS_H_
+
+#include <vector>
+
+namespace hpcb::launcher {
+
+// In a freshly forked child: moves `fds` (in order) to 3, 4, ... and closes
+// every other descriptor above 2. Returns false if a dup failed. `fds` is
+// rewritten with the new numbers. Async-signal-safe.
+bool KeepOnlyFds(std::vector<int>& fds);
+
+}  // namespace hpcb::launcher
+
+#endif  // HPCB_LAUNCHER_CHILD_FDS_H_

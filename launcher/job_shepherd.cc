@@ -1,0 +1,155 @@
+#include "launcher/job_shepherd.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <string>
+#include <vector>
+
+#include "launcher/child_fds.h"
+#include "protocol/host/host_files.h"
+#include "protocol/host/run_record.h"
+
+namespace hpcb::launcher {
+namespace {
+
+double EpochNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+double Seconds(const struct timeval& tv) {
+  return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6;
+}
+
+void Report(int fd, const ShepherdReport& report) {
+  // One write of 16 bytes into a pipe is atomic: the launcher reads it whole.
+  (void)!::write(fd, &report, sizeof report);
+}
+
+// Waits for the job child to exec (its CLOEXEC pipe closes) or to report a
+// failure, at most `deadline`. A child that neither does in time was
+// stopped or is stuck before exec: it is killed.
+ShepherdReport AwaitExec(pid_t job, int exec_pipe, std::chrono::milliseconds deadline) {
+  ShepherdReport report;
+  report.pid = job;
+  const auto until = std::chrono::steady_clock::now() + deadline;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        until - std::chrono::steady_clock::now());
+    struct pollfd pfd {exec_pipe, POLLIN, 0};
+    int ready = left.count() > 0 ? ::poll(&pfd, 1, static_cast<int>(left.count())) : 0;
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) {
+      (void)::kill(job, SIGKILL);
+      report.stage = kTimedOutStage;
+      return report;
+    }
+    JobChildReport child;
+    ssize_t n = ::read(exec_pipe, &child, sizeof child);
+    if (n < 0 && errno == EINTR) continue;
+    if (n == static_cast<ssize_t>(sizeof child)) {
+      report.stage = child.stage;
+      report.err = child.err;
+    }
+    return report;  // EOF: the job exec'd
+  }
+}
+
+void WriteRunRecord(const std::string& run_dir, const host::RunRecord& record, host::Sync sync) {
+  (void)host::WriteFileAtomic(host::RunRecordPath(run_dir, record.id),
+                              protocol::Encode(record) + "\n", 0600, sync);
+}
+
+[[noreturn]] void RunShepherd(const protocol::SpawnRequest& request, const PreparedJob& job,
+                              SpawnFds fds, int report_fd, const ShepherdOptions& options) {
+  (void)::prctl(PR_SET_NAME, "hpcb-shepherd", 0, 0, 0);
+  // The launcher's blocked signals (its signalfd set) stay blocked here, so
+  // a SIGTERM or SIGHUP meant for the service never ends a shepherd.
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  (void)::sigaction(SIGPIPE, &ignore, nullptr);
+  std::vector<int> keep{report_fd, fds.buffer, fds.cgroup_dir};
+  if (!KeepOnlyFds(keep)) ::_exit(1);
+  report_fd = keep[0];
+  fds.buffer = keep[1];
+  fds.cgroup_dir = keep[2];
+
+  int exec_pipe[2];
+  if (::pipe2(exec_pipe, O_CLOEXEC) != 0) {
+    Report(report_fd, ShepherdReport{0, kTimedOutStage, errno});
+    ::_exit(1);
+  }
+  const pid_t child = ::fork();
+  if (child < 0) {
+    Report(report_fd, ShepherdReport{0, kTimedOutStage, errno});
+    ::_exit(1);
+  }
+  if (child == 0) {
+    ::close(exec_pipe[0]);
+    job.Exec(fds, exec_pipe[1], options.change_identity);
+  }
+  ::close(exec_pipe[1]);
+  ::close(fds.buffer);
+  if (fds.cgroup_dir >= 0) ::close(fds.cgroup_dir);
+  ShepherdReport report = AwaitExec(child, exec_pipe[0], options.exec_deadline);
+  ::close(exec_pipe[0]);
+
+  host::RunRecord record;
+  record.id = request.id;
+  record.pid = child;
+  record.shepherd = ::getpid();
+  record.start_time = EpochNow();
+  // Written before the launcher hears of the start: whoever reads the spec
+  // after a crash finds the job either unstarted or in this record.
+  if (report.stage == 0) WriteRunRecord(options.run_dir, record, host::Sync::kDeferred);
+  Report(report_fd, report);
+  ::close(report_fd);
+
+  int status = 0;
+  struct rusage usage {};
+  while (::wait4(child, &status, 0, &usage) < 0 && errno == EINTR) {
+  }
+  if (report.stage != 0) ::_exit(0);
+  record.status = status;
+  record.end_time = EpochNow();
+  record.user_s = Seconds(usage.ru_utime);
+  record.system_s = Seconds(usage.ru_stime);
+  record.max_rss_kib = usage.ru_maxrss;
+  WriteRunRecord(options.run_dir, record, host::Sync::kNow);
+  ::_exit(0);
+}
+
+}  // namespace
+
+Result<ShepherdChild> StartShepherd(const protocol::SpawnRequest& request, const PreparedJob& job,
+                                    const SpawnFds& fds, const ShepherdOptions& options) {
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return Error::FromErrno(errno, "pipe2");
+  UniqueFd read_end(pipe_fds[0]);
+  UniqueFd write_end(pipe_fds[1]);
+  const pid_t pid = ::fork();
+  if (pid < 0) return Error::FromErrno(errno, "fork");
+  if (pid == 0) RunShepherd(request, job, fds, write_end.get(), options);
+  return ShepherdChild{pid, std::move(read_end)};
+}
+
+std::string DescribeShepherdReport(const ShepherdReport& report, const PreparedJob& job,
+                                   std::chrono::milliseconds exec_deadline) {
+  if (report.stage == 0) return "";
+  if (report.stage == kTimedOutStage) {
+    if (report.pid == 0) return "failed to start job: the shepherd could not fork";
+    return "failed to start job: it did not reach exec within " +
+           std::to_string(exec_deadline.count() / 1000) +
+           " s (stopped before exec?) and was killed";
+  }
+  return job.Describe(JobChildReport{report.stage, report.err});
+}
+
+}  // namespace hpcb::launcher

@@ -1,0 +1,35 @@
+#include "protocol/envelope.h"
+
+namespace hpcb::protocol {
+namespace {
+
+struct EnvelopeOnly {
+  Envelope envelope;
+  template <class A> void load(A& ar) {
+    Get(ar, "type", envelope.type);
+    Get(ar, "req", envelope.req);
+  }
+  Result<void> Validate() const { return Ok(); }
+};
+
+}  // namespace
+
+Result<void> WireError::Validate() const {
+  if (code < static_cast<std::uint8_t>(ErrorCode::kInvalidArgument) ||
+      code > static_cast<std::uint8_t>(ErrorCode::kInternal)) {
+    return InvalidArgument("error code " + std::to_string(code) + " is not one we know");
+  }
+  return Ok();
+}
+
+Error WireError::ToError() const {
+  if (!Validate()) return Error(ErrorCode::kInternal, message);
+  return Error(static_cast<ErrorCode>(code), message);
+}
+
+Result<Envelope> PeekEnvelope(std::string_view text) {
+  HPCB_ASSIGN_OR_RETURN(EnvelopeOnly only, Decode<EnvelopeOnly>(text));
+  return only.envelope;
+}
+
+}  // namespace hpcb::protocol
