@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -238,6 +239,22 @@ std::string DaemonHarness::RowOfJob(const std::string& list_text, int id) {
     if (job == std::to_string(id)) return line;
   }
   return "";
+}
+
+int DaemonHarness::JobIdIn(const std::string& submit_out) {
+  std::smatch match;
+  if (std::regex_search(submit_out, match, std::regex("job ([0-9]+) "))) return std::stoi(match[1]);
+  return -1;
+}
+
+bool DaemonHarness::RolePids(const std::string& log, pid_t* executor, pid_t* broker) {
+  std::smatch match;
+  if (!std::regex_search(log, match, std::regex("executor pid ([0-9]+), broker pid ([0-9]+)"))) {
+    return false;
+  }
+  *executor = std::stoi(match[1]);
+  *broker = std::stoi(match[2]);
+  return true;
 }
 
 int DaemonHarness::WaitForExit(std::chrono::seconds timeout) {

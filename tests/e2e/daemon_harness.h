@@ -87,6 +87,10 @@ class DaemonHarness {
   // The line of `dispatch list` output whose JOB column (the second) is `id`;
   // "" when there is none.
   static std::string RowOfJob(const std::string& list_text, int id);
+  // The id in `dispatch new`'s "job N ..." line; -1 when there is none.
+  static int JobIdIn(const std::string& submit_out);
+  // The pids the launcher logs once both roles are started.
+  static bool RolePids(const std::string& log, pid_t* executor, pid_t* broker);
 
   // Polls `done` every 50 ms until it holds or `timeout` passes.
   static bool WaitFor(const std::function<bool()>& done,

@@ -9,7 +9,6 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
-#include <pwd.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -28,7 +27,6 @@
 #include <optional>
 #include <map>
 #include <memory>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -41,61 +39,13 @@
 #include "protocol/executor_messages.h"
 #include "protocol/framing.h"
 #include "tests/e2e/daemon_harness.h"
+#include "tests/e2e/test_accounts.h"
 
 namespace hpcb::e2e {
 namespace {
 
 namespace fs = std::filesystem;
 using std::chrono::seconds;
-
-constexpr const char* kAlice = "hpcb-alice";
-constexpr const char* kBob = "hpcb-bob";
-constexpr const char* kCarol = "hpcb-carol";  // in the admin group
-constexpr const char* kAdminGroup = "hpcb-adm";
-constexpr const char* kExtraGroup = "hpcb-extra";
-constexpr const char* kBrokerUser = "hpc-batch";
-
-struct Account {
-  std::string name;
-  uid_t uid = 0;
-  gid_t gid = 0;
-};
-
-int Sh(const std::string& command) {
-  return std::system(("(" + command + ") >/dev/null 2>&1").c_str());
-}
-
-void EnsureAccounts() {
-  for (const char* group : {kExtraGroup, kAdminGroup}) {
-    Sh(std::string("getent group ") + group + " || groupadd " + group);
-  }
-  Sh(std::string("getent passwd ") + kBrokerUser +
-     " || useradd --system --no-create-home --shell /usr/sbin/nologin " + kBrokerUser);
-  const std::vector<std::pair<std::string, std::string>> users = {
-      {kAlice, kExtraGroup}, {kBob, ""}, {kCarol, kAdminGroup}};
-  for (const auto& [name, group] : users) {
-    Sh("getent passwd " + name + " || useradd --no-create-home --shell /usr/sbin/nologin " +
-       (group.empty() ? "" : "-G " + group + " ") + name);
-    if (!group.empty()) Sh("id -nG " + name + " | grep -qw " + group + " || usermod -aG " + group + " " + name);
-  }
-}
-
-Account Lookup(const std::string& name) {
-  Account account;
-  account.name = name;
-  if (struct passwd* pw = ::getpwnam(name.c_str())) {
-    account.uid = pw->pw_uid;
-    account.gid = pw->pw_gid;
-  }
-  return account;
-}
-
-std::set<gid_t> GroupsOf(const Account& who) {
-  std::vector<gid_t> groups(64);
-  int count = static_cast<int>(groups.size());
-  if (::getgrouplist(who.name.c_str(), who.gid, groups.data(), &count) < 0) return {};
-  return std::set<gid_t>(groups.begin(), groups.begin() + count);
-}
 
 std::string Slurp(const std::string& path) {
   std::ifstream in(path);
@@ -130,23 +80,6 @@ std::map<std::string, std::string> StatusFields(const std::string& text) {
 
 std::map<std::string, std::string> ProcStatus(pid_t pid) {
   return StatusFields(Slurp("/proc/" + std::to_string(pid) + "/status"));
-}
-
-int JobIdIn(const std::string& submit_out) {
-  std::smatch match;
-  if (std::regex_search(submit_out, match, std::regex("job ([0-9]+) "))) return std::stoi(match[1]);
-  return -1;
-}
-
-// The pids the launcher logs once both roles are started.
-bool RolePids(const std::string& log, pid_t* executor, pid_t* broker) {
-  std::smatch match;
-  if (!std::regex_search(log, match, std::regex("executor pid ([0-9]+), broker pid ([0-9]+)"))) {
-    return false;
-  }
-  *executor = std::stoi(match[1]);
-  *broker = std::stoi(match[2]);
-  return true;
 }
 
 std::set<std::string> Words(const std::string& text) {
@@ -184,7 +117,8 @@ class RootE2eTest : public ::testing::Test {
   void Boot(HarnessOptions options = {}) {
     MakeHarness(std::move(options));
     ASSERT_TRUE(daemon_->Start({"--admin-group", kAdminGroup})) << daemon_->log();
-    ASSERT_TRUE(RolePids(daemon_->log(), &executor_pid_, &broker_pid_)) << daemon_->log();
+    ASSERT_TRUE(DaemonHarness::RolePids(daemon_->log(), &executor_pid_, &broker_pid_))
+        << daemon_->log();
   }
 
   void MakeUserDir(const Account& who, mode_t mode) {
@@ -206,7 +140,7 @@ class RootE2eTest : public ::testing::Test {
     full.insert(full.end(), args.begin(), args.end());
     CommandResult submit = As(who, full);
     EXPECT_EQ(submit.exit_code, 0) << submit.out << submit.err << daemon_->log();
-    return JobIdIn(submit.out);
+    return DaemonHarness::JobIdIn(submit.out);
   }
 
   // The `list --finished` line of job `id`, as `who` sees it.
@@ -450,8 +384,9 @@ class ForgedBrokerTest : public RootE2eTest {
     ASSERT_EQ(::poll(&pfd, 1, 10000), 1) << "the forged broker did not connect\n" << daemon_->log();
     control_.reset(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC));
     ASSERT_TRUE(control_.valid());
-    ASSERT_TRUE(DaemonHarness::WaitFor([&] { return RolePids(daemon_->log(), &executor_pid_, &broker_pid_); },
-                                       std::chrono::seconds(10))) << daemon_->log();
+    ASSERT_TRUE(DaemonHarness::WaitFor(
+        [&] { return DaemonHarness::RolePids(daemon_->log(), &executor_pid_, &broker_pid_); },
+        std::chrono::seconds(10))) << daemon_->log();
     // Meaningful only if the forged broker runs as the service user.
     ASSERT_TRUE(DaemonHarness::WaitFor(
         [&] { return Words(ProcStatus(broker_pid_)["Uid"]) == std::set<std::string>{std::to_string(broker_.uid)}; },
