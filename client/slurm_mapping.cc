@@ -17,8 +17,44 @@ Error Refused(const std::string& option, const std::string& why) {
   return InvalidArgument(option + " cannot be mapped to Slurm: " + why);
 }
 
-std::string Export(const std::string& name, const std::string& value) {
-  return "export " + name + "=" + ShellQuote(value) + "\n";
+using Vars = std::vector<std::pair<std::string, std::string>>;
+
+// With --env: sbatch --export=ALL brought the submitting environment; the
+// script adds the job's variables and becomes the command.
+std::string ForwardingScript(const Vars& vars, const char* job_id, const char* no_gpus,
+                             const std::vector<std::string>& argv) {
+  std::string script =
+      "#!/bin/sh\n"
+      "# Submitted by dispatch (hpc-batch's Slurm backend) with --env.\n";
+  for (const auto& [name, value] : vars) script += "export " + ShellQuote(name + "=" + value) + "\n";
+  script += std::string("export ") + job_id + "\n";
+  if (no_gpus != nullptr) script += std::string("export ") + no_gpus + "\n";
+  return script + "exec " + ShellJoin(argv) + "\n";
+}
+
+// Without --env. sbatch --export=NONE makes slurmd load the user's login
+// environment on the node (su - USER), so exporting over it would leak
+// profile settings and exported shell functions into the job: env -i
+// starts afresh from Slurm's own job variables and the job's. The command
+// goes through sh's "$0" "$@" because env would take a first word holding
+// '=' (./run=1) for an assignment.
+std::string CleanScript(const Vars& vars, const char* job_id, const char* no_gpus,
+                        const std::vector<std::string>& argv) {
+  std::string script =
+      "#!/bin/sh\n"
+      "# Submitted by dispatch (hpc-batch's Slurm backend): the command runs in\n"
+      "# hpc-batch's clean environment plus the variables Slurm sets for the job.\n"
+      "PATH=" + ShellQuote(kCleanPath) + "\n"
+      "set --\n"
+      "for hpcb_name in $(env | sed -n 's/^\\(SLURM[A-Za-z0-9_]*\\)=.*/\\1/p') \\\n"
+      "    CUDA_VISIBLE_DEVICES GPU_DEVICE_ORDINAL ROCR_VISIBLE_DEVICES TMPDIR ENVIRONMENT HOSTNAME; do\n"
+      "  eval \"[ -z \\\"\\${$hpcb_name+set}\\\" ] || set -- \\\"\\$@\\\" \\\"$hpcb_name=\\${$hpcb_name}\\\"\"\n"
+      "done\n"
+      "exec /usr/bin/env -i -- \"$@\"";
+  for (const auto& [name, value] : vars) script += " \\\n  " + ShellQuote(name + "=" + value);
+  script += std::string(" \\\n  ") + job_id;
+  if (no_gpus != nullptr) script += std::string(" \\\n  ") + no_gpus;
+  return script + " \\\n  /bin/sh -c 'exec \"$0\" \"$@\"' " + ShellJoin(argv) + "\n";
 }
 
 // sbatch reads '%' in --output as a replacement, and a backslash anywhere
@@ -193,28 +229,26 @@ Result<SbatchJob> MapSubmit(const protocol::SubmitRequest& request,
   }
   args.push_back(request.forward_env ? "--export=ALL" : "--export=NONE");
 
-  std::string& script = job.script;
-  script =
-      "#!/bin/sh\n"
-      "# Submitted by dispatch (hpc-batch's Slurm backend). The exports give the\n"
-      "# job hpc-batch's environment; exec makes the command's exit the job's.\n";
+  // The job's own variables, later ones winning, in hpc-batch's order.
+  std::vector<std::pair<std::string, std::string>> vars;
   if (!request.forward_env) {
-    script += Export("PATH", kCleanPath);
-    script += Export("LANG", kCleanLang);
+    vars.emplace_back("PATH", kCleanPath);
+    vars.emplace_back("LANG", kCleanLang);
     // --export=NONE would otherwise be inherited by any srun inside the job.
-    script += Export("SLURM_EXPORT_ENV", "ALL");
+    vars.emplace_back("SLURM_EXPORT_ENV", "ALL");
   }
   for (const auto& [name, value] : command_env) {
     if (name == "CUDA_VISIBLE_DEVICES") continue;  // Slurm's own, as hpc-batch's is
-    script += Export(name, value);
+    vars.emplace_back(name, value);
   }
-  script += Export("HOME", who.home);
-  script += Export("USER", who.user);
-  script += Export("LOGNAME", who.user);
-  script += Export("SHELL", who.shell.empty() ? "/bin/sh" : who.shell);
-  script += "export HPC_BATCH_JOB_ID=\"$SLURM_JOB_ID\"\n";
-  if (request.gpu_cores == 0) script += Export("CUDA_VISIBLE_DEVICES", "");
-  script += "exec " + ShellJoin(request.argv) + "\n";
+  vars.emplace_back("HOME", who.home);
+  vars.emplace_back("USER", who.user);
+  vars.emplace_back("LOGNAME", who.user);
+  vars.emplace_back("SHELL", who.shell.empty() ? "/bin/sh" : who.shell);
+  const char* job_id = "\"HPC_BATCH_JOB_ID=$SLURM_JOB_ID\"";
+  const char* no_gpus = request.gpu_cores == 0 ? "CUDA_VISIBLE_DEVICES=" : nullptr;
+  job.script = request.forward_env ? ForwardingScript(vars, job_id, no_gpus, request.argv)
+                                   : CleanScript(vars, job_id, no_gpus, request.argv);
   return job;
 }
 
@@ -556,7 +590,7 @@ std::map<std::string, std::string> ParseScontrolJob(std::string_view text) {
 std::optional<std::string> ExpandOutputPattern(std::string_view pattern, std::uint64_t id,
                                                std::string_view user, std::string_view name) {
   if (pattern.empty()) return std::nullopt;
-  if (pattern.find('\\') != std::string_view::npos) return std::string(pattern);
+  if (pattern.find('\\') != std::string_view::npos) return std::nullopt;
   std::string out;
   for (std::size_t i = 0; i < pattern.size(); ++i) {
     if (pattern[i] != '%') {

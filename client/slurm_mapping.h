@@ -114,9 +114,10 @@ std::vector<SlurmJob> ParseSacct(std::string_view text);
 // Command, ...).
 std::map<std::string, std::string> ParseScontrolJob(std::string_view text);
 
-// Slurm's output pattern with the replacements a finished path needs
-// (%j, %A, %u, %x, %%, and %N-less ones); nullopt when the pattern holds a
-// replacement that only the node knows.
+// A job's output file from Slurm's pattern for it: %%, %j, %A, %u, %x and
+// the batch step's %n, %t, %s are filled in; nullopt when the pattern needs
+// what only the node knows (%N, %a, ...) or holds a backslash (which
+// turns replacements off in a way not worth guessing at).
 std::optional<std::string> ExpandOutputPattern(std::string_view pattern, std::uint64_t id,
                                                std::string_view user, std::string_view name);
 

@@ -51,6 +51,9 @@ if [ ! -x "$dispatch_bin" ]; then
   ninja -C build dispatch
 fi
 
+# A trap can run inside a step whose stdout goes to a capture file: what
+# the cleanup says goes to fd 3, the script's own stdout.
+exec 3>&1
 scratch=$(mktemp -d /tmp/hpcb-slurm-test.XXXXXX)
 chmod 755 "$scratch"
 pids=()
@@ -83,17 +86,18 @@ cleanup() {
   for ((i = ${#pids[@]} - 1; i >= 0; i--)); do stop_pid "${pids[i]}"; done
   [ -z "$watchdog" ] || { kill "$watchdog" 2>/dev/null || true; wait "$watchdog" 2>/dev/null || true; }
   if [ "$rc" -ne 0 ] && [ -d "$scratch/log" ]; then
-    for log in "$scratch"/log/*; do echo "--- $log"; tail -n 20 "$log"; done
+    for log in "$scratch"/log/*; do echo "--- $log"; tail -n 20 "$log"; done >&3 2>&1
   fi
   rm -rf "$scratch"
-  echo "slurm-test: finished in $(( $(date +%s) - started ))s"
+  echo "slurm-test: finished in $(( $(date +%s) - started ))s" >&3
   exit "$rc"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
-trap 'echo "slurm-test: timed out"; exit 124' TERM
+trap 'echo "slurm-test: timed out" >&3; exit 124' TERM
 
 (
+  exec 3>&-
   trap 'kill "$sleeper" 2>/dev/null; exit 0' TERM
   sleep "${SLURM_TEST_TIMEOUT:-300}" &
   sleeper=$!
@@ -131,7 +135,7 @@ chmod 400 "$scratch/munge/munge.key"
 munge_socket="$scratch/munge/munge.socket"
 munged -F --socket="$munge_socket" --key-file="$scratch/munge/munge.key" \
   --pid-file="$scratch/munge/munged.pid" --seed-file="$scratch/munge/munged.seed" \
-  --log-file="$scratch/log/munged.log" >"$scratch/log/munged.out" 2>&1 &
+  --log-file="$scratch/log/munged.log" >"$scratch/log/munged.out" 2>&1 3>&- &
 pids+=($!)
 wait_for 10 "munged's socket" test -S "$munge_socket"
 
@@ -173,10 +177,10 @@ PartitionName=debug Nodes=$node Default=YES MaxTime=INFINITE State=UP
 EOF
 : > "$scratch/plugstack.conf"
 
-slurmctld -D -f "$SLURM_CONF" >"$scratch/log/slurmctld.out" 2>&1 &
+slurmctld -D -f "$SLURM_CONF" >"$scratch/log/slurmctld.out" 2>&1 3>&- &
 ctld_pid=$!
 pids+=($ctld_pid)
-slurmd -D -N "$node" -f "$SLURM_CONF" >"$scratch/log/slurmd.out" 2>&1 &
+slurmd -D -N "$node" -f "$SLURM_CONF" >"$scratch/log/slurmd.out" 2>&1 3>&- &
 pids+=($!)
 node_idle() { [ "$(timeout 10 sinfo -h -n "$node" -o %T 2>/dev/null)" = idle ]; }
 wait_for 60 "the node to come up idle" node_idle

@@ -131,8 +131,8 @@ TEST_F(SlurmDispatchTest, NewBuildsTheSbatchCallFromTheCommandLine) {
                 "|--nodes=1|--ntasks=1|--cpus-per-task=4|--mem=16384M|--mem-bind=local|"
                 "--time=120|--exclusive|--output=" + dir_ + "/output.%j.log|--export=NONE");
   std::string script = ReadFile(dir_ + "/sbatch.stdin");
-  EXPECT_NE(script.find("export OMP_NUM_THREADS=4\n"), std::string::npos) << script;
-  EXPECT_NE(script.find("exec ./bench.sh --iterations 10\n"), std::string::npos) << script;
+  EXPECT_NE(script.find("\n  OMP_NUM_THREADS=4 \\\n"), std::string::npos) << script;
+  EXPECT_NE(script.find(" ./bench.sh --iterations 10\n"), std::string::npos) << script;
 }
 
 TEST_F(SlurmDispatchTest, NewDefaultsToOutputInTheSubmitDirectory) {
