@@ -10,8 +10,10 @@
 #include <cstring>
 #include <optional>
 
+#include "client/backend_config.h"
 #include "client/command_line.h"
 #include "client/commands.h"
+#include "client/slurm_backend.h"
 #include "client/transport.h"
 #include "protocol/base/units.h"
 #include "protocol/daemon_config.h"
@@ -120,6 +122,9 @@ std::optional<int> BuildSubmit(const NewFlags& f, const std::vector<std::string>
 }  // namespace
 
 int RunDispatch(const std::vector<std::string>& args, Io io) {
+  auto backend = LoadBackendConfig();
+  if (!backend) return ReportError(backend.error(), io);
+  const bool slurm = backend->backend == Backend::kSlurm;
   SplitArgs split = SplitAtDoubleDash(args);
   CLI::App app{"Submit and manage hpc-batch jobs.", "dispatch"};
   app.set_version_flag("--version", std::string("dispatch ") + protocol::kVersion);
@@ -155,6 +160,13 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
       ->required()->check(CLI::IsMember({"get", "set", "add"}));
   CLI::Option* value_opt = job_cmd->add_option("DURATION", field_value, "for set and add");
 
+  std::vector<std::uint64_t> wait_ids;
+  CLI::App* wait_cmd = nullptr;
+  if (slurm) {
+    wait_cmd = app.add_subcommand("wait", "wait for jobs to end; exit with the first failing one's code");
+    wait_cmd->add_option("ID", wait_ids, "job ids")->required();
+  }
+
   std::vector<const char*> argv = {"dispatch"};
   for (const std::string& word : split.options) argv.push_back(word.c_str());
   try {
@@ -181,11 +193,22 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
     protocol::SubmitRequest request;
     std::vector<std::string> words = split.command.value_or(std::vector<std::string>{});
     if (auto code = BuildSubmit(new_flags, words, &request, io)) return *code;
+    if (slurm) return slurm::Submit(*backend, request, PeelAssignments(words).env, io);
     return RunSubmit(socket, request, io);
   }
-  if (list_cmd->parsed()) return RunList(socket, list_request, list_json, io);
-  if (attach_cmd->parsed()) return RunAttach(socket, attach_id, io);
-  if (kill_cmd->parsed()) return RunKill(socket, kill_id, io);
+  if (list_cmd->parsed()) {
+    if (slurm) return slurm::List(*backend, list_request, list_json, io);
+    return RunList(socket, list_request, list_json, io);
+  }
+  if (attach_cmd->parsed()) {
+    if (slurm) return slurm::Attach(*backend, attach_id, io);
+    return RunAttach(socket, attach_id, io);
+  }
+  if (kill_cmd->parsed()) {
+    if (slurm) return slurm::Kill(*backend, kill_id, io);
+    return RunKill(socket, kill_id, io);
+  }
+  if (wait_cmd != nullptr && wait_cmd->parsed()) return slurm::Wait(*backend, wait_ids, io);
   if (job_cmd->parsed()) {
     bool wants_value = field_request.action != "get";
     if (wants_value && value_opt->count() == 0) {
@@ -199,6 +222,7 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
       if (!seconds) return UsageError("argument DURATION: " + seconds.error().message(), io);
       field_request.value = *seconds;
     }
+    if (slurm) return slurm::JobField(*backend, field_request, io);
     return RunJobField(socket, field_request, io);
   }
   return UsageError("the following arguments are required: command", io);

@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
 ctest --test-dir build --output-on-failure --timeout 300 -j2
+scripts/slurm-test.sh  # dispatch's Slurm backend against a one-node cluster it starts (skips unless root with apt)
 
 # Real-kernel checks (cgroup v2 limits, NUMA placement, systemd unit) in a
 # qemu guest, ~4 min under TCG, bounded by VM_TIMEOUT (420 s). As root with

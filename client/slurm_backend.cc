@@ -1,0 +1,562 @@
+#include "client/slurm_backend.h"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+#include <set>
+#include <thread>
+
+#include "client/commands.h"
+#include "client/subprocess.h"
+#include "protocol/base/unique_fd.h"
+#include "protocol/base/units.h"
+#include "protocol/codec.h"
+
+namespace hpcb::client::slurm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kQuietNotice = std::chrono::seconds(10);
+constexpr const char* kFinishedWindow = "now-7days";
+
+std::string IdText(std::uint64_t id) { return std::to_string(id); }
+
+std::string Trimmed(std::string text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+  std::size_t first = 0;
+  while (first < text.size() && std::isspace(static_cast<unsigned char>(text[first]))) ++first;
+  return text.substr(first);
+}
+
+// What a failed Slurm command said, for a message of ours.
+std::string Complaint(const ProcessOutcome& outcome) {
+  std::string text = Trimmed(outcome.err);
+  if (text.empty()) text = Trimmed(outcome.out);
+  if (!text.empty()) return text;
+  if (outcome.signal != 0) return "killed by signal " + std::to_string(outcome.signal);
+  return "exited with status " + std::to_string(outcome.exit_code);
+}
+
+Result<ProcessOutcome> RunTool(const BackendConfig& config, const std::string& tool,
+                               std::vector<std::string> args, std::string input = {}) {
+  ProcessSpec spec;
+  spec.program = config.slurm_bin.empty() ? tool : config.slurm_bin + "/" + tool;
+  spec.args = std::move(args);
+  spec.stdin_text = std::move(input);
+  spec.timeout = config.slurm_timeout;
+  auto outcome = RunProcess(spec);
+  if (!outcome && outcome.error().code() == ErrorCode::kNotFound) {
+    return Error(ErrorCode::kNotFound,
+                 outcome.error().message() +
+                     " (the Slurm backend runs Slurm's own commands: install Slurm's client, "
+                     "or set slurm_bin in the client configuration or HPC_BATCH_SLURM_BIN to "
+                     "the directory holding them)");
+  }
+  return outcome;
+}
+
+// Runs `tool` and insists on its success; `doing` starts the message.
+Result<std::string> ToolOutput(const BackendConfig& config, const std::string& tool,
+                               std::vector<std::string> args, const std::string& doing) {
+  HPCB_ASSIGN_OR_RETURN(ProcessOutcome outcome, RunTool(config, tool, std::move(args)));
+  if (!outcome.succeeded()) {
+    return Error(ErrorCode::kFailedPrecondition, doing + ": " + Complaint(outcome));
+  }
+  return std::move(outcome.out);
+}
+
+Result<Submitter> CurrentUser() {
+  long size = ::sysconf(_SC_GETPW_R_SIZE_MAX);
+  std::string buffer(size > 0 ? static_cast<std::size_t>(size) : 16384, '\0');
+  passwd entry{};
+  passwd* found = nullptr;
+  int rc = ::getpwuid_r(::getuid(), &entry, buffer.data(), buffer.size(), &found);
+  if (rc != 0 || found == nullptr) {
+    return Error(ErrorCode::kNotFound,
+                 "uid " + std::to_string(::getuid()) + " is not in the password database");
+  }
+  return Submitter{entry.pw_name, entry.pw_dir, entry.pw_shell ? entry.pw_shell : ""};
+}
+
+// The checks the local executor makes before it accepts an output path,
+// made here: Slurm itself would only fail the job once it starts.
+Result<void> CheckDestination(const std::string& path, bool is_dir) {
+  std::string parent = path;
+  if (!is_dir) {
+    parent = path.substr(0, path.rfind('/'));
+    if (parent.empty()) parent = "/";
+  }
+  struct stat st {};
+  if (::stat(parent.c_str(), &st) != 0) {
+    return Error::FromErrno(errno, "cannot save output there: " + parent);
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return InvalidArgument("cannot save output there: " + parent + " is not a directory");
+  }
+  if (::access(parent.c_str(), W_OK | X_OK) != 0) {
+    return Error(ErrorCode::kPermissionDenied, "cannot save output there: cannot write to " + parent);
+  }
+  return Ok();
+}
+
+std::string SubmitSummary(std::uint64_t id, const protocol::SubmitRequest& request) {
+  std::string text = "job " + IdText(id) + " submitted to Slurm (";
+  if (request.cpu) {
+    text += std::to_string(*request.cpu) + " cpu";
+  } else {
+    text += request.exclusive ? "the whole node" : "1 cpu";
+  }
+  if (request.gpu_cores > 0) text += ", " + std::to_string(request.gpu_cores) + " gpu";
+  if (request.max_time_s) {
+    text += ", max time " + FormatDuration(MinutesRoundedUp(*request.max_time_s) * 60);
+  } else {
+    text += ", the partition's default time limit";
+  }
+  if (request.max_mem_gb) {
+    text += ", memory " + FormatGiB(request.max_mem_gb);
+  } else {
+    text += ", Slurm's default memory";
+  }
+  if (request.exclusive) text += ", exclusive";
+  return text + ")\n";
+}
+
+bool SaysInvalidJobId(const ProcessOutcome& outcome) {
+  return outcome.err.find("Invalid job id") != std::string::npos;
+}
+
+Error NoSuchJob(std::uint64_t id) {
+  return Error(ErrorCode::kNotFound,
+               "no such job " + IdText(id) +
+                   " (Slurm does not know it: it never existed, or ended long enough ago "
+                   "that slurmctld has forgotten it)");
+}
+
+// `scontrol show job ID`, read into KEY -> VALUE.
+Result<std::map<std::string, std::string>> ShowJob(const BackendConfig& config,
+                                                   std::uint64_t id) {
+  HPCB_ASSIGN_OR_RETURN(ProcessOutcome outcome,
+                        RunTool(config, "scontrol", {"show", "job", IdText(id)}));
+  if (!outcome.succeeded()) {
+    if (SaysInvalidJobId(outcome)) return NoSuchJob(id);
+    return Error(ErrorCode::kFailedPrecondition,
+                 "cannot read job " + IdText(id) + ": " + Complaint(outcome));
+  }
+  auto fields = ParseScontrolJob(outcome.out);
+  if (fields.count("JobState") == 0) {
+    return Error(ErrorCode::kInternal, "scontrol show job " + IdText(id) +
+                                           " printed no JobState: " + Trimmed(outcome.out));
+  }
+  return fields;
+}
+
+std::vector<std::string> SacctArgs(std::vector<std::string> selection) {
+  std::vector<std::string> args = {"--noheader", "--parsable2",
+                                   std::string("--delimiter=") + kFieldSeparator,
+                                   "--allocations", "--format=" + SacctFormat()};
+  args.insert(args.end(), selection.begin(), selection.end());
+  return args;
+}
+
+bool SaysNoAccounting(const ProcessOutcome& outcome) {
+  return outcome.err.find("accounting storage is disabled") != std::string::npos;
+}
+
+// Slurm sizes are in MiB: 100M would show as 0.0976562G.
+std::optional<double> ShownGiB(std::optional<double> gib) {
+  if (!gib) return gib;
+  return std::max(0.01, std::round(*gib * 100.0) / 100.0);
+}
+
+std::string LimitText(const std::optional<std::int64_t>& seconds) {
+  return seconds ? FormatDuration(*seconds) : "unlimited";
+}
+
+Result<std::optional<std::int64_t>> TimeLimitOf(const std::map<std::string, std::string>& job,
+                                                std::uint64_t id) {
+  auto it = job.find("TimeLimit");
+  if (it == job.end()) {
+    return Error(ErrorCode::kInternal, "scontrol shows no TimeLimit for job " + IdText(id));
+  }
+  return ParseSlurmDuration(it->second);
+}
+
+std::string Field(const std::map<std::string, std::string>& job, const char* key) {
+  auto it = job.find(key);
+  return it == job.end() ? std::string() : it->second;
+}
+
+// Copies what is new in the output file to `io.out`; opens it once it
+// exists. False when stdout is gone.
+bool DrainOutput(const std::string& path, UniqueFd* file, Io io) {
+  if (!file->valid()) {
+    file->reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!file->valid()) return true;
+  }
+  char buffer[65536];
+  while (true) {
+    ssize_t n = ::read(file->get(), buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    io.out.write(buffer, n);
+  }
+  io.out.flush();
+  return static_cast<bool>(io.out);
+}
+
+// The wait status of a job that ended, as `dispatch wait` reports it.
+struct Ending {
+  StateView view;
+  std::optional<std::int64_t> exit_code;
+};
+
+Result<std::optional<Ending>> EndingFromSacct(const BackendConfig& config, std::uint64_t id) {
+  HPCB_ASSIGN_OR_RETURN(ProcessOutcome outcome,
+                        RunTool(config, "sacct", SacctArgs({"--jobs=" + IdText(id)})));
+  if (!outcome.succeeded()) {
+    if (SaysNoAccounting(outcome)) {
+      return Error(ErrorCode::kNotFound,
+                   "job " + IdText(id) +
+                       ": slurmctld no longer knows it and this cluster keeps no accounting "
+                       "(sacct: " + Complaint(outcome) + "), so its exit code is lost");
+    }
+    return Error(ErrorCode::kFailedPrecondition, "sacct: " + Complaint(outcome));
+  }
+  for (const SlurmJob& job : ParseSacct(outcome.out)) {
+    if (job.row.id != id) continue;
+    if (job.row.state != "done") return std::optional<Ending>();
+    return std::optional<Ending>(Ending{{job.row.state, job.row.reason}, job.row.exit_code});
+  }
+  return NoSuchJob(id);
+}
+
+// nullopt while the job has not ended.
+Result<std::optional<Ending>> EndingOf(const BackendConfig& config, std::uint64_t id) {
+  auto job = ShowJob(config, id);
+  if (!job) {
+    if (job.error().code() == ErrorCode::kNotFound) return EndingFromSacct(config, id);
+    return job.error();
+  }
+  const std::string state = Field(*job, "JobState");
+  if (!IsTerminalState(state)) return std::optional<Ending>();
+  return std::optional<Ending>(Ending{MapJobState(state), ExitFromPair(Field(*job, "ExitCode"))});
+}
+
+}  // namespace
+
+int Submit(const BackendConfig& config, const protocol::SubmitRequest& request,
+           const std::map<std::string, std::string>& command_env, Io io) {
+  protocol::SubmitRequest checked = request;
+  checked.env = command_env;
+  if (auto valid = checked.Validate(); !valid) return ReportError(valid.error(), io);
+  auto who = CurrentUser();
+  if (!who) return ReportError(who.error(), io);
+  bool output_is_dir = false;
+  if (checked.output) {
+    struct stat st {};
+    output_is_dir = ::stat(checked.output->c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+    if (auto ok = CheckDestination(*checked.output, output_is_dir); !ok) {
+      return ReportError(ok.error(), io);
+    }
+  }
+  auto job = MapSubmit(checked, command_env, *who, output_is_dir);
+  if (!job) return ReportError(job.error(), io);
+  auto outcome = RunTool(config, "sbatch", job->args, job->script);
+  if (!outcome) return ReportError(outcome.error(), io);
+  if (!outcome->succeeded()) {
+    return ReportError(Error(ErrorCode::kFailedPrecondition,
+                             "Slurm refused the job: " + Complaint(*outcome)),
+                       io);
+  }
+  auto id = ParseSbatchId(outcome->out);
+  if (!id) return ReportError(id.error(), io);
+  std::string warnings = Trimmed(outcome->err);
+  if (!warnings.empty()) io.err << warnings << "\n";
+  for (const std::string& note : job->notes) io.err << "dispatch: note: " << note << "\n";
+  io.err.flush();
+  io.out << SubmitSummary(*id, checked);
+  if (!job->output_template.empty()) {
+    io.out << "output will be saved to " << OutputPathFor(job->output_template, *id) << "\n";
+  }
+  return kExitOk;
+}
+
+int List(const BackendConfig& config, const protocol::ListRequest& request, bool json, Io io) {
+  std::string user;
+  if (!request.all) {
+    auto who = CurrentUser();
+    if (!who) return ReportError(who.error(), io);
+    user = who->user;
+  }
+  std::vector<std::string> squeue_args = {"--noheader", "--Format=" + SqueueFormat()};
+  if (!request.all) squeue_args.push_back("--user=" + user);
+  auto active = ToolOutput(config, "squeue", squeue_args, "cannot list jobs (squeue)");
+  if (!active) return ReportError(active.error(), io);
+  std::vector<SlurmJob> jobs = ParseSqueue(*active);
+
+  if (request.finished) {
+    std::vector<std::string> selection = {std::string("--starttime=") + kFinishedWindow};
+    selection.push_back(request.all ? "--allusers" : "--user=" + user);
+    auto outcome = RunTool(config, "sacct", SacctArgs(selection));
+    if (!outcome) return ReportError(outcome.error(), io);
+    if (!outcome->succeeded()) {
+      if (SaysNoAccounting(*outcome)) {
+        return ReportError(
+            Error(ErrorCode::kFailedPrecondition,
+                  "finished jobs come from Slurm's job accounting, which this cluster does "
+                  "not keep (sacct: " + Complaint(*outcome) +
+                      "); 'dispatch list' without --finished shows queued and running jobs, "
+                      "and 'dispatch wait ID' gives one job's exit code while slurmctld "
+                      "still remembers it"),
+            io);
+      }
+      return ReportError(Error(ErrorCode::kFailedPrecondition,
+                               "cannot list finished jobs (sacct): " + Complaint(*outcome)),
+                         io);
+    }
+    std::set<std::uint64_t> seen;
+    for (const SlurmJob& job : jobs) seen.insert(job.row.id);
+    for (SlurmJob& job : ParseSacct(outcome->out)) {
+      if (job.row.state == "done" && seen.insert(job.row.id).second) jobs.push_back(std::move(job));
+    }
+  }
+  std::sort(jobs.begin(), jobs.end(),
+            [](const SlurmJob& a, const SlurmJob& b) { return a.row.id < b.row.id; });
+  const double now = static_cast<double>(std::time(nullptr));
+  if (json) {
+    protocol::ListReply reply;
+    reply.now = now;
+    for (const SlurmJob& job : jobs) reply.jobs.push_back(job.row);
+    io.out << protocol::Encode(reply) << "\n";
+    return kExitOk;
+  }
+  Rendered rendered = RenderList(jobs, request.finished, now);
+  io.out << rendered.out;
+  io.out.flush();
+  io.err << rendered.err;
+  return kExitOk;
+}
+
+int Attach(const BackendConfig& config, std::uint64_t id, Io io) {
+  auto job = ShowJob(config, id);
+  if (!job) return ReportError(job.error(), io);
+  std::string state = Field(*job, "JobState");
+  const std::string path = Field(*job, "StdOut");
+  const std::string name = "job " + IdText(id);
+  if (path.empty() || path == "/dev/null") {
+    io.err << name
+           << (IsTerminalState(state)
+                   ? " has finished; it ran with --no-output, so nothing was kept\n"
+                   : " runs with --no-output, so there is no output to follow\n");
+    return kExitOk;
+  }
+  if (MapJobState(state).state == "queued") {
+    io.err << name << " is queued; waiting for it to start...\n";
+  } else if (IsTerminalState(state)) {
+    io.err << name << " has finished; its output is at " << path << "\n";
+  }
+  io.err.flush();
+
+  UniqueFd file;
+  auto last_output = Clock::now();
+  auto last_notice = last_output;
+  while (true) {
+    const bool ended = IsTerminalState(state);
+    off_t before = file.valid() ? ::lseek(file.get(), 0, SEEK_CUR) : -1;
+    if (!DrainOutput(path, &file, io)) return kExitError;
+    if (file.valid() && ::lseek(file.get(), 0, SEEK_CUR) != before) last_output = Clock::now();
+    if (ended) {
+      if (!file.valid()) {
+        return ReportError(Error::FromErrno(errno, name + " has ended but its output file " +
+                                                       path + " cannot be opened here"),
+                           io);
+      }
+      return kExitOk;
+    }
+    std::this_thread::sleep_for(config.poll_interval);
+    auto now = Clock::now();
+    if (io.err_is_tty && now - last_output >= kQuietNotice && now - last_notice >= kQuietNotice) {
+      auto quiet = std::chrono::duration_cast<std::chrono::seconds>(now - last_output);
+      io.err << name << ": still waiting (no output for " << quiet.count() << "s)\n";
+      io.err.flush();
+      last_notice = now;
+    }
+    auto fresh = ShowJob(config, id);
+    if (!fresh) {
+      // Forgotten by slurmctld between two polls: it ended.
+      if (fresh.error().code() != ErrorCode::kNotFound) return ReportError(fresh.error(), io);
+      state = "COMPLETED";
+    } else {
+      state = Field(*fresh, "JobState");
+    }
+  }
+}
+
+int Kill(const BackendConfig& config, std::uint64_t id, Io io) {
+  auto job = ShowJob(config, id);
+  if (!job) return ReportError(job.error(), io);
+  const std::string state = Field(*job, "JobState");
+  if (IsTerminalState(state)) {
+    return ReportError(Error(ErrorCode::kFailedPrecondition,
+                             "job " + IdText(id) + " already finished"),
+                       io);
+  }
+  auto outcome = RunTool(config, "scancel", {IdText(id)});
+  if (!outcome) return ReportError(outcome.error(), io);
+  // scancel says "error:" (or "denied") yet may exit 0.
+  if (!outcome->succeeded() || !Trimmed(outcome->err).empty()) {
+    return ReportError(Error(ErrorCode::kFailedPrecondition,
+                             "Slurm refused to cancel job " + IdText(id) + ": " +
+                                 Complaint(*outcome)),
+                       io);
+  }
+  if (MapJobState(state).state == "queued") {
+    io.out << "job " << id << " removed from the queue\n";
+  } else {
+    io.out << "job " << id << ": kill signal sent\n";
+  }
+  return kExitOk;
+}
+
+int JobField(const BackendConfig& config, const protocol::JobFieldRequest& request, Io io) {
+  const std::uint64_t id = request.id;
+  auto job = ShowJob(config, id);
+  if (!job) return ReportError(job.error(), io);
+  auto before = TimeLimitOf(*job, id);
+  if (!before) return ReportError(before.error(), io);
+  const std::string prefix = "job " + IdText(id) + " max-time ";
+  if (request.action == "get") {
+    io.out << prefix << LimitText(*before) << "\n";
+    return kExitOk;
+  }
+  if (IsTerminalState(Field(*job, "JobState"))) {
+    return ReportError(Error(ErrorCode::kFailedPrecondition,
+                             "job " + IdText(id) + " already finished"),
+                       io);
+  }
+  if (!request.value || *request.value < 1) {
+    return ReportError(InvalidArgument("max-time must be positive; use 'set' to shorten a job"),
+                       io);
+  }
+  const bool add = request.action == "add";
+  if (add && !before->has_value()) {
+    return ReportError(Error(ErrorCode::kFailedPrecondition,
+                             "job " + IdText(id) + " has no time limit to add to"),
+                       io);
+  }
+  const std::int64_t minutes = MinutesRoundedUp(*request.value);
+  const std::string limit = "TimeLimit=" + std::string(add ? "+" : "") + std::to_string(minutes);
+  auto outcome = RunTool(config, "scontrol", {"update", "JobId=" + IdText(id), limit});
+  if (!outcome) return ReportError(outcome.error(), io);
+  if (!outcome->succeeded()) {
+    return ReportError(Error(ErrorCode::kPermissionDenied,
+                             "Slurm refused to change job " + IdText(id) + "'s time limit: " +
+                                 Complaint(*outcome) +
+                                 " (Slurm lets a user lower their own job's limit; raising it "
+                                 "takes a Slurm operator or administrator)"),
+                       io);
+  }
+  auto updated = ShowJob(config, id);
+  if (!updated) return ReportError(updated.error(), io);
+  auto after = TimeLimitOf(*updated, id);
+  if (!after) return ReportError(after.error(), io);
+  if (minutes * 60 != *request.value) {
+    io.err << "dispatch: note: Slurm counts time limits in whole minutes: "
+           << FormatDuration(*request.value) << " becomes " << FormatDuration(minutes * 60)
+           << "\n";
+  }
+  io.out << prefix << LimitText(*before) << " -> " << LimitText(*after) << "\n";
+  return kExitOk;
+}
+
+int Wait(const BackendConfig& config, const std::vector<std::uint64_t>& ids, Io io) {
+  std::vector<std::uint64_t> left;
+  for (std::uint64_t id : ids) {
+    if (std::find(left.begin(), left.end(), id) == left.end()) left.push_back(id);
+  }
+  std::map<std::uint64_t, int> codes;
+  while (true) {
+    std::vector<std::uint64_t> still;
+    for (std::uint64_t id : left) {
+      auto ending = EndingOf(config, id);
+      if (!ending) return ReportError(ending.error(), io);
+      if (!ending->has_value()) {
+        still.push_back(id);
+        continue;
+      }
+      const Ending& end = **ending;
+      int code = end.exit_code ? ShellExitCode(*end.exit_code) : 1;
+      // A job Slurm ended (cancelled, timed out, node failure) failed even
+      // when the status it recorded is 0.
+      if (end.view.reason && code == 0) code = 1;
+      codes[id] = code;
+      io.out << "job " << id << " done: ";
+      if (end.view.reason) io.out << *end.view.reason << ", ";
+      io.out << "exit " << (end.exit_code ? std::to_string(*end.exit_code) : "unknown") << "\n";
+      io.out.flush();
+    }
+    left = std::move(still);
+    if (left.empty()) break;
+    std::this_thread::sleep_for(config.poll_interval);
+  }
+  for (std::uint64_t id : ids) {
+    if (codes[id] != 0) return codes[id];
+  }
+  return kExitOk;
+}
+
+Rendered RenderList(const std::vector<SlurmJob>& jobs, bool finished, double now) {
+  Rendered rendered;
+  if (jobs.empty()) {
+    rendered.out = "no jobs\n";
+    return rendered;
+  }
+  bool show_gpu = false;
+  for (const SlurmJob& job : jobs) show_gpu = show_gpu || job.row.gpus > 0;
+  std::vector<std::string> header = {"USER", "ID", "COMMAND", "START", "UPTIME", "MAX-TIME", "MEM"};
+  if (show_gpu) header.push_back("GPU");
+  header.push_back("EXCLUSIVE");
+  if (finished) {
+    header.push_back("STATE");
+    header.push_back("EXIT");
+  }
+  std::vector<std::vector<std::string>> table = {header};
+  for (const SlurmJob& job : jobs) {
+    const protocol::JobRow& row = job.row;
+    std::string uptime = UptimeCell(row);
+    if (row.state == "queued" && !job.pending_reason.empty()) {
+      uptime += " (" + job.pending_reason + ")";
+    }
+    std::vector<std::string> cells = {
+        row.user, std::to_string(row.id), ShellJoin(row.argv),
+        FormatStartTime(row.start_time, now), uptime,
+        row.max_time_s > 0 ? FormatDuration(row.max_time_s) : "unlimited",
+        FormatGiB(ShownGiB(row.max_mem_gb))};
+    if (show_gpu) cells.push_back(row.gpus > 0 ? std::to_string(row.gpus) : "-");
+    cells.push_back(row.exclusive ? "yes" : "no");
+    if (finished) {
+      cells.push_back(row.state);
+      cells.push_back(ExitCell(row));
+    }
+    table.push_back(std::move(cells));
+  }
+  rendered.out = FormatTable(table);
+  for (const SlurmJob& job : jobs) {
+    if (job.row.reason && *job.row.reason == "oom") {
+      rendered.err += "job " + std::to_string(job.row.id) + ": killed for exceeding its " +
+                      FormatGiB(ShownGiB(job.row.max_mem_gb)) +
+                      " memory limit; pass --max-mem to raise it\n";
+    }
+  }
+  return rendered;
+}
+
+}  // namespace hpcb::client::slurm

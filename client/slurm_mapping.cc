@@ -1,0 +1,628 @@
+#include "client/slurm_mapping.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <ctime>
+
+#include "client/format.h"
+#include "protocol/base/units.h"
+
+namespace hpcb::client::slurm {
+namespace {
+
+constexpr std::size_t kMaxJobName = 1024;
+
+Error Refused(const std::string& option, const std::string& why) {
+  return InvalidArgument(option + " cannot be mapped to Slurm: " + why);
+}
+
+using Vars = std::vector<std::pair<std::string, std::string>>;
+
+// With --env: sbatch --export=ALL brought the submitting environment; the
+// script adds the job's variables and becomes the command.
+std::string ForwardingScript(const Vars& vars, const char* job_id, const char* no_gpus,
+                             const std::vector<std::string>& argv) {
+  std::string script =
+      "#!/bin/sh\n"
+      "# Submitted by dispatch (hpc-batch's Slurm backend) with --env.\n";
+  for (const auto& [name, value] : vars) script += "export " + ShellQuote(name + "=" + value) + "\n";
+  script += std::string("export ") + job_id + "\n";
+  if (no_gpus != nullptr) script += std::string("export ") + no_gpus + "\n";
+  return script + "exec " + ShellJoin(argv) + "\n";
+}
+
+// Without --env. sbatch --export=NONE makes slurmd load the user's login
+// environment on the node (su - USER), so exporting over it would leak
+// profile settings and exported shell functions into the job: env -i
+// starts afresh from Slurm's own job variables and the job's. The command
+// goes through sh's "$0" "$@" because env would take a first word holding
+// '=' (./run=1) for an assignment.
+std::string CleanScript(const Vars& vars, const char* job_id, const char* no_gpus,
+                        const std::vector<std::string>& argv) {
+  std::string script =
+      "#!/bin/sh\n"
+      "# Submitted by dispatch (hpc-batch's Slurm backend): the command runs in\n"
+      "# hpc-batch's clean environment plus the variables Slurm sets for the job.\n"
+      "PATH=" + ShellQuote(kCleanPath) + "\n"
+      "set --\n"
+      "for hpcb_name in $(env | sed -n 's/^\\(SLURM[A-Za-z0-9_]*\\)=.*/\\1/p') \\\n"
+      "    CUDA_VISIBLE_DEVICES GPU_DEVICE_ORDINAL ROCR_VISIBLE_DEVICES TMPDIR ENVIRONMENT HOSTNAME; do\n"
+      "  eval \"[ -z \\\"\\${$hpcb_name+set}\\\" ] || set -- \\\"\\$@\\\" \\\"$hpcb_name=\\${$hpcb_name}\\\"\"\n"
+      "done\n"
+      "exec /usr/bin/env -i -- \"$@\"";
+  for (const auto& [name, value] : vars) script += " \\\n  " + ShellQuote(name + "=" + value);
+  script += std::string(" \\\n  ") + job_id;
+  if (no_gpus != nullptr) script += std::string(" \\\n  ") + no_gpus;
+  return script + " \\\n  /bin/sh -c 'exec \"$0\" \"$@\"' " + ShellJoin(argv) + "\n";
+}
+
+// sbatch reads '%' in --output as a replacement, and a backslash anywhere
+// turns every replacement off (so %j would stay literal).
+std::string EscapePercent(const std::string& path) {
+  std::string out;
+  for (char c : path) {
+    out += c;
+    if (c == '%') out += '%';
+  }
+  return out;
+}
+
+std::string StripTrailingSlashes(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  if (path == "/") path.clear();
+  return path;
+}
+
+std::string FormatMinutes(std::int64_t minutes) {
+  return FormatDuration(minutes * 60);
+}
+
+std::vector<std::string> SplitOn(std::string_view text, char separator) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (true) {
+    std::size_t at = text.find(separator, start);
+    if (at == std::string_view::npos) {
+      parts.emplace_back(text.substr(start));
+      return parts;
+    }
+    parts.emplace_back(text.substr(start, at - start));
+    start = at + 1;
+  }
+}
+
+// Records of `fields` fields separated by 0x1f, one a line; the last field
+// (the job name) takes any extra separators, and a line that is too short
+// continues the previous record's last field (a name with a newline in it,
+// from a job dispatch did not submit).
+std::vector<std::vector<std::string>> SplitRecords(std::string_view text, std::size_t fields) {
+  std::vector<std::vector<std::string>> records;
+  for (const std::string& line : SplitOn(text, '\n')) {
+    std::vector<std::string> parts = SplitOn(line, kFieldSeparator);
+    if (parts.size() >= fields) {
+      std::string last = parts[fields - 1];
+      for (std::size_t i = fields; i < parts.size(); ++i) last += kFieldSeparator + parts[i];
+      parts.resize(fields);
+      parts[fields - 1] = last;
+      records.push_back(std::move(parts));
+    } else if (!records.empty() && !line.empty()) {
+      records.back().back() += "\n" + line;
+    }
+  }
+  return records;
+}
+
+std::optional<std::uint64_t> LeadingId(std::string_view text) {
+  std::size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) {
+    ++digits;
+  }
+  if (digits == 0) return std::nullopt;
+  auto id = ParseInteger(text.substr(0, digits), 1, std::int64_t{1} << 62);
+  if (!id) return std::nullopt;
+  return static_cast<std::uint64_t>(*id);
+}
+
+std::optional<std::int64_t> SmallInteger(std::string_view text) {
+  auto value = ParseInteger(text, 0, std::int64_t{1} << 40);
+  if (!value) return std::nullopt;
+  return *value;
+}
+
+// squeue's MinMemory and sacct's ReqMem: "4G", "100M", "0"; sacct may add
+// 'n' (per node) or 'c' (per CPU).
+std::optional<double> MemoryGiB(std::string text, std::int64_t cpus) {
+  bool per_cpu = false;
+  if (!text.empty() && (text.back() == 'n' || text.back() == 'c')) {
+    per_cpu = text.back() == 'c';
+    text.pop_back();
+  }
+  auto gib = ParseMemoryGiB(text);
+  if (!gib || !(*gib > 0)) return std::nullopt;
+  return per_cpu ? *gib * static_cast<double>(std::max<std::int64_t>(cpus, 1)) : *gib;
+}
+
+// squeue's tres-per-node ("gres:gpu:2", "gres/gpu:a100:2", "N/A") and
+// sacct's AllocTRES ("cpu=2,gres/gpu=2,mem=4G,node=1").
+std::int64_t GpuCount(std::string_view text) {
+  for (const std::string& entry : SplitOn(text, ',')) {
+    std::size_t at = entry.find("gpu");
+    if (at == std::string::npos || (at > 0 && entry[at - 1] != ':' && entry[at - 1] != '/')) {
+      continue;
+    }
+    std::size_t eq = entry.find('=');
+    if (eq != std::string::npos) {
+      if (entry.compare(0, 9, "gres/gpu=") != 0) continue;  // typed: counted in the total
+      return SmallInteger(entry.substr(eq + 1)).value_or(0);
+    }
+    std::size_t colon = entry.rfind(':');
+    if (colon == std::string::npos || colon < at) return 1;
+    return SmallInteger(entry.substr(colon + 1)).value_or(1);
+  }
+  return 0;
+}
+
+std::string BaseState(std::string_view state) {
+  std::size_t end = state.find_first_of(" +");
+  return std::string(state.substr(0, end));
+}
+
+}  // namespace
+
+Result<SbatchJob> MapSubmit(const protocol::SubmitRequest& request,
+                            const std::map<std::string, std::string>& command_env,
+                            const Submitter& who, bool output_is_dir) {
+  if (request.min_gpu_link) {
+    return Refused("--gpu-link",
+                   "Slurm cannot be asked for GPUs joined by a given link (NV, PIX, PXB, PHB, "
+                   "NODE); a job would get whatever GPUs the node has free, possibly talking "
+                   "across the host bridge or the socket interconnect. Submit without "
+                   "--gpu-link to accept that");
+  }
+  if (request.argv.empty()) return InvalidArgument("no command given");
+  SbatchJob job;
+  std::vector<std::string>& args = job.args;
+  args.push_back("--parsable");
+  args.push_back("--job-name=" + JobNameFor(request.argv));
+  args.push_back("--chdir=" + request.cwd);
+  args.push_back("--nodes=1");
+  args.push_back("--ntasks=1");
+  if (request.cpu) args.push_back("--cpus-per-task=" + std::to_string(*request.cpu));
+  if (request.max_mem_gb) {
+    // --mem=0 would mean "all of the node's memory": never round down to it.
+    auto mib = static_cast<std::int64_t>(std::ceil(*request.max_mem_gb * 1024.0));
+    args.push_back("--mem=" + std::to_string(std::max<std::int64_t>(mib, 1)) + "M");
+  }
+  if (request.numa_local_mem) args.push_back("--mem-bind=local");
+  if (request.gpu_cores > 0) {
+    args.push_back("--gres=gpu:" + std::to_string(request.gpu_cores));
+    if (request.numa_local_gpu) args.push_back("--gres-flags=enforce-binding");
+  }
+  if (request.max_time_s) {
+    std::int64_t minutes = MinutesRoundedUp(*request.max_time_s);
+    if (minutes * 60 != *request.max_time_s) {
+      job.notes.push_back("Slurm counts time limits in whole minutes: --max-time " +
+                          FormatDuration(*request.max_time_s) + " becomes " +
+                          FormatMinutes(minutes));
+    }
+    args.push_back("--time=" + std::to_string(minutes));
+  }
+  if (request.exclusive) args.push_back("--exclusive");
+  if (request.output) {
+    const std::string& path = *request.output;
+    if (path.find('\\') != std::string::npos) {
+      return Refused("--output " + path,
+                     "sbatch turns its %j replacement off for a path holding a backslash, so "
+                     "output.<id>.log could not be named; choose a path without one");
+    }
+    if (output_is_dir) {
+      std::string dir = StripTrailingSlashes(path);
+      job.output_template = dir + "/output.%j.log";
+      args.push_back("--output=" + EscapePercent(dir) + "/output.%j.log");
+    } else {
+      job.output_template = path;
+      args.push_back("--output=" + EscapePercent(path));
+    }
+  } else {
+    args.push_back("--output=/dev/null");
+  }
+  args.push_back(request.forward_env ? "--export=ALL" : "--export=NONE");
+
+  // The job's own variables, later ones winning, in hpc-batch's order.
+  std::vector<std::pair<std::string, std::string>> vars;
+  if (!request.forward_env) {
+    vars.emplace_back("PATH", kCleanPath);
+    vars.emplace_back("LANG", kCleanLang);
+    // --export=NONE would otherwise be inherited by any srun inside the job.
+    vars.emplace_back("SLURM_EXPORT_ENV", "ALL");
+  }
+  for (const auto& [name, value] : command_env) {
+    if (name == "CUDA_VISIBLE_DEVICES") continue;  // Slurm's own, as hpc-batch's is
+    vars.emplace_back(name, value);
+  }
+  vars.emplace_back("HOME", who.home);
+  vars.emplace_back("USER", who.user);
+  vars.emplace_back("LOGNAME", who.user);
+  vars.emplace_back("SHELL", who.shell.empty() ? "/bin/sh" : who.shell);
+  const char* job_id = "\"HPC_BATCH_JOB_ID=$SLURM_JOB_ID\"";
+  const char* no_gpus = request.gpu_cores == 0 ? "CUDA_VISIBLE_DEVICES=" : nullptr;
+  job.script = request.forward_env ? ForwardingScript(vars, job_id, no_gpus, request.argv)
+                                   : CleanScript(vars, job_id, no_gpus, request.argv);
+  return job;
+}
+
+std::string OutputPathFor(const std::string& output_template, std::uint64_t id) {
+  std::string out;
+  const std::string id_text = std::to_string(id);
+  for (std::size_t i = 0; i < output_template.size(); ++i) {
+    if (output_template.compare(i, 2, "%j") == 0) {
+      out += id_text;
+      ++i;
+    } else {
+      out += output_template[i];
+    }
+  }
+  return out;
+}
+
+Result<std::uint64_t> ParseSbatchId(std::string_view text) {
+  std::string_view line = text.substr(0, text.find('\n'));
+  line = line.substr(0, line.find(';'));
+  while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.remove_suffix(1);
+  auto id = ParseInteger(line, 1, std::int64_t{1} << 62);
+  if (!id) {
+    return Error(ErrorCode::kInternal,
+                 "sbatch printed no job id (got '" + std::string(text.substr(0, 200)) + "')");
+  }
+  return static_cast<std::uint64_t>(*id);
+}
+
+Result<std::optional<std::int64_t>> ParseSlurmDuration(std::string_view text) {
+  static const char* const kNoLimit[] = {"UNLIMITED", "INFINITE", "Partition_Limit",
+                                         "N/A",       "NOT_SET",  "INVALID", "NONE"};
+  for (const char* word : kNoLimit) {
+    if (text == word) return std::optional<std::int64_t>();
+  }
+  auto bad = [&] { return InvalidArgument("not a Slurm duration: '" + std::string(text) + "'"); };
+  std::int64_t days = 0;
+  std::string_view rest = text;
+  std::size_t dash = text.find('-');
+  if (dash != std::string_view::npos) {
+    auto d = ParseInteger(text.substr(0, dash), 0, 1 << 20);
+    if (!d) return bad();
+    days = *d;
+    rest = text.substr(dash + 1);
+  }
+  std::vector<std::string> parts = SplitOn(rest, ':');
+  if (parts.size() > 3) return bad();
+  std::vector<std::int64_t> numbers;
+  for (const std::string& part : parts) {
+    auto n = ParseInteger(part, 0, std::int64_t{1} << 40);
+    if (!n) return bad();
+    numbers.push_back(*n);
+  }
+  std::int64_t seconds = 0;
+  if (dash != std::string_view::npos) {
+    // D-HH, D-HH:MM, D-HH:MM:SS
+    const std::int64_t scale[] = {3600, 60, 1};
+    for (std::size_t i = 0; i < numbers.size(); ++i) seconds += numbers[i] * scale[i];
+  } else if (numbers.size() == 3) {
+    seconds = numbers[0] * 3600 + numbers[1] * 60 + numbers[2];
+  } else if (numbers.size() == 2) {
+    seconds = numbers[0] * 60 + numbers[1];
+  } else {
+    seconds = numbers[0] * 60;
+  }
+  return std::optional<std::int64_t>(days * 86400 + seconds);
+}
+
+std::int64_t MinutesRoundedUp(std::int64_t seconds) {
+  if (seconds <= 0) return 0;
+  return (seconds + 59) / 60;
+}
+
+std::optional<double> ParseSlurmTimestamp(std::string_view text) {
+  if (text.size() < 19) return std::nullopt;
+  std::string copy(text.substr(0, 19));
+  std::tm tm{};
+  const char* end = ::strptime(copy.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (end == nullptr || *end != '\0') return std::nullopt;
+  tm.tm_isdst = -1;
+  std::time_t epoch = std::mktime(&tm);
+  if (epoch == static_cast<std::time_t>(-1)) return std::nullopt;
+  return static_cast<double>(epoch);
+}
+
+StateView MapJobState(std::string_view slurm_state) {
+  const std::string state = BaseState(slurm_state);
+  static const char* const kQueued[] = {"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED",
+                                        "RESV_DEL_HOLD"};
+  for (const char* word : kQueued) {
+    if (state == word) return {"queued", std::nullopt};
+  }
+  if (!IsTerminalState(state)) return {"running", std::nullopt};
+  if (state == "COMPLETED" || state == "FAILED") return {"done", std::nullopt};
+  if (state == "CANCELLED") return {"done", "killed"};
+  if (state == "TIMEOUT" || state == "DEADLINE") return {"done", "timeout"};
+  if (state == "OUT_OF_MEMORY") return {"done", "oom"};
+  return {"done", "error"};
+}
+
+bool IsTerminalState(std::string_view slurm_state) {
+  static const char* const kTerminal[] = {
+      "COMPLETED", "FAILED",    "CANCELLED", "TIMEOUT",      "DEADLINE", "OUT_OF_MEMORY",
+      "NODE_FAIL", "BOOT_FAIL", "PREEMPTED", "SPECIAL_EXIT", "REVOKED"};
+  const std::string state = BaseState(slurm_state);
+  return std::any_of(std::begin(kTerminal), std::end(kTerminal),
+                     [&](const char* word) { return state == word; });
+}
+
+std::optional<std::int64_t> ExitFromWaitStatus(std::string_view raw) {
+  auto status = ParseInteger(raw, 0, 0xffff);
+  if (!status) return std::nullopt;
+  std::int64_t signal = *status & 0x7f;
+  if (signal != 0) return -signal;
+  return (*status >> 8) & 0xff;
+}
+
+std::optional<std::int64_t> ExitFromPair(std::string_view pair) {
+  std::size_t colon = pair.find(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  auto code = ParseInteger(pair.substr(0, colon), 0, 255);
+  auto signal = ParseInteger(pair.substr(colon + 1), 0, 255);
+  if (!code || !signal) return std::nullopt;
+  if (*signal != 0) return -*signal;
+  return *code;
+}
+
+int ShellExitCode(std::int64_t exit_code) {
+  if (exit_code < 0) return static_cast<int>(128 + std::min<std::int64_t>(-exit_code, 127));
+  return static_cast<int>(exit_code & 0xff);
+}
+
+std::optional<std::vector<std::string>> ShellSplit(std::string_view text) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == ' ' || c == '\t' || c == '\n') {
+      if (in_word) words.push_back(std::move(word));
+      word.clear();
+      in_word = false;
+      continue;
+    }
+    in_word = true;
+    if (c == '\'') {
+      std::size_t close = text.find('\'', i + 1);
+      if (close == std::string_view::npos) return std::nullopt;
+      word += text.substr(i + 1, close - i - 1);
+      i = close;
+    } else if (c == '"') {
+      std::size_t j = i + 1;
+      for (; j < text.size() && text[j] != '"'; ++j) {
+        if (text[j] == '\\' && j + 1 < text.size() &&
+            std::string_view("\"\\$`").find(text[j + 1]) != std::string_view::npos) {
+          ++j;
+        }
+        word += text[j];
+      }
+      if (j >= text.size()) return std::nullopt;
+      i = j;
+    } else if (c == '\\') {
+      if (i + 1 >= text.size()) return std::nullopt;
+      word += text[++i];
+    } else {
+      word += c;
+    }
+  }
+  if (in_word) words.push_back(std::move(word));
+  return words;
+}
+
+std::string JobNameFor(const std::vector<std::string>& argv) {
+  std::string name = ShellJoin(argv);
+  for (char& c : name) {
+    auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) c = '?';
+  }
+  if (name.size() > kMaxJobName) name.resize(kMaxJobName);
+  return name;
+}
+
+namespace {
+
+// The order of SqueueFormat()'s fields.
+enum SqueueField {
+  kSqId, kSqUser, kSqState, kSqReason, kSqStart, kSqUsed, kSqLimit, kSqCpus, kSqMem,
+  kSqGres, kSqShare, kSqExit, kSqStdout, kSqName, kSqFieldCount
+};
+
+constexpr const char* kSqueueFields[] = {
+    "JobID",         "UserName",      "State",     "Reason",  "StartTime",
+    "TimeUsed",      "TimeLimit",     "NumCPUs",   "MinMemory", "tres-per-node",
+    "OverSubscribe", "exit_code",     "STDOUT",    "Name"};
+
+enum SacctField {
+  kSaId, kSaUser, kSaState, kSaStart, kSaElapsed, kSaLimit, kSaCpus, kSaMem, kSaTres,
+  kSaExit, kSaName, kSaFieldCount
+};
+
+constexpr const char* kSacctFields[] = {"JobID",     "User",     "State",     "Start",
+                                        "Elapsed",   "Timelimit", "AllocCPUS", "ReqMem",
+                                        "AllocTRES", "ExitCode", "JobName"};
+
+std::vector<std::string> ArgvFromName(const std::string& name) {
+  auto words = ShellSplit(name);
+  if (words && !words->empty()) return *words;
+  return {name};
+}
+
+std::optional<double> Seconds(std::string_view text) {
+  auto seconds = ParseSlurmDuration(text);
+  if (!seconds || !seconds->has_value()) return std::nullopt;
+  return static_cast<double>(**seconds);
+}
+
+}  // namespace
+
+std::string SqueueFormat() {
+  static_assert(std::size(kSqueueFields) == kSqFieldCount);
+  std::string format;
+  for (std::size_t i = 0; i < std::size(kSqueueFields); ++i) {
+    if (i > 0) format += ',';
+    // ":0" is "no width": squeue neither pads nor cuts the value.
+    format += std::string(kSqueueFields[i]) + ":0";
+    if (i + 1 < std::size(kSqueueFields)) format += kFieldSeparator;
+  }
+  return format;
+}
+
+std::vector<SlurmJob> ParseSqueue(std::string_view text) {
+  std::vector<SlurmJob> rows;
+  for (const auto& f : SplitRecords(text, kSqFieldCount)) {
+    auto id = LeadingId(f[kSqId]);
+    if (!id) continue;
+    protocol::JobRow row;
+    row.id = *id;
+    row.user = f[kSqUser];
+    StateView view = MapJobState(f[kSqState]);
+    row.state = view.state;
+    row.reason = view.reason;
+    if (row.state != "queued") {
+      row.start_time = ParseSlurmTimestamp(f[kSqStart]);
+      if (row.start_time) row.uptime_s = Seconds(f[kSqUsed]);
+    }
+    auto limit = ParseSlurmDuration(f[kSqLimit]);
+    row.max_time_s = (limit && limit->has_value()) ? **limit : 0;
+    row.cpu = SmallInteger(f[kSqCpus]).value_or(0);
+    row.max_mem_gb = MemoryGiB(f[kSqMem], row.cpu);
+    row.gpus = GpuCount(f[kSqGres]);
+    row.exclusive = f[kSqShare] == "NO";
+    if (row.state == "done" && !row.reason) row.exit_code = ExitFromWaitStatus(f[kSqExit]);
+    if (f[kSqStdout] != "/dev/null") {
+      row.output_dest = ExpandOutputPattern(f[kSqStdout], row.id, row.user, f[kSqName]);
+    }
+    row.argv = ArgvFromName(f[kSqName]);
+    std::string pending = row.state == "queued" && f[kSqReason] != "None" ? f[kSqReason] : "";
+    rows.push_back({std::move(row), std::move(pending)});
+  }
+  return rows;
+}
+
+std::string SacctFormat() {
+  static_assert(std::size(kSacctFields) == kSaFieldCount);
+  std::string format;
+  for (std::size_t i = 0; i < std::size(kSacctFields); ++i) {
+    if (i > 0) format += ',';
+    format += kSacctFields[i];
+  }
+  return format;
+}
+
+std::vector<SlurmJob> ParseSacct(std::string_view text) {
+  std::vector<SlurmJob> rows;
+  for (const auto& f : SplitRecords(text, kSaFieldCount)) {
+    auto id = LeadingId(f[kSaId]);
+    if (!id) continue;
+    protocol::JobRow row;
+    row.id = *id;
+    row.user = f[kSaUser];
+    StateView view = MapJobState(f[kSaState]);
+    row.state = view.state;
+    row.reason = view.reason;
+    if (row.state != "queued") {
+      row.start_time = ParseSlurmTimestamp(f[kSaStart]);
+      if (row.start_time) row.uptime_s = Seconds(f[kSaElapsed]);
+    }
+    auto limit = ParseSlurmDuration(f[kSaLimit]);
+    row.max_time_s = (limit && limit->has_value()) ? **limit : 0;
+    row.cpu = SmallInteger(f[kSaCpus]).value_or(0);
+    row.max_mem_gb = MemoryGiB(f[kSaMem], row.cpu);
+    row.gpus = GpuCount(f[kSaTres]);
+    if (row.state == "done" && !row.reason) row.exit_code = ExitFromPair(f[kSaExit]);
+    row.argv = ArgvFromName(f[kSaName]);
+    rows.push_back({std::move(row), ""});
+  }
+  return rows;
+}
+
+std::map<std::string, std::string> ParseScontrolJob(std::string_view text) {
+  static const char* const kWholeLine[] = {"Command=", "WorkDir=",      "StdErr=", "StdIn=",
+                                           "StdOut=",  "AdminComment=", "Comment="};
+  std::map<std::string, std::string> fields;
+  for (const std::string& raw : SplitOn(text, '\n')) {
+    std::string_view line = raw;
+    while (!line.empty() && line.front() == ' ') line.remove_prefix(1);
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.remove_suffix(1);
+    bool whole = false;
+    for (const char* key : kWholeLine) {
+      std::string_view k(key);
+      if (line.substr(0, k.size()) == k) {
+        fields[std::string(k.substr(0, k.size() - 1))] = std::string(line.substr(k.size()));
+        whole = true;
+        break;
+      }
+    }
+    if (whole) continue;
+    std::string* last = nullptr;
+    for (const std::string& token : SplitOn(line, ' ')) {
+      if (token.empty()) continue;
+      std::size_t eq = token.find('=');
+      bool is_key = eq != std::string::npos && eq > 0 &&
+                    std::isalpha(static_cast<unsigned char>(token[0]));
+      for (std::size_t i = 0; is_key && i < eq; ++i) {
+        auto c = static_cast<unsigned char>(token[i]);
+        is_key = std::isalnum(c) || c == '_' || c == ':' || c == '/';
+      }
+      if (is_key) {
+        last = &fields[token.substr(0, eq)];
+        *last = token.substr(eq + 1);
+      } else if (last != nullptr) {
+        *last += " " + token;
+      }
+    }
+  }
+  return fields;
+}
+
+std::optional<std::string> ExpandOutputPattern(std::string_view pattern, std::uint64_t id,
+                                               std::string_view user, std::string_view name) {
+  if (pattern.empty()) return std::nullopt;
+  if (pattern.find('\\') != std::string_view::npos) return std::nullopt;
+  std::string out;
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] != '%') {
+      out += pattern[i];
+      continue;
+    }
+    std::size_t j = i + 1;
+    std::size_t width = 0;
+    while (j < pattern.size() && std::isdigit(static_cast<unsigned char>(pattern[j]))) {
+      width = width * 10 + static_cast<std::size_t>(pattern[j] - '0');
+      ++j;
+    }
+    if (j >= pattern.size()) return std::nullopt;
+    std::string value;
+    switch (pattern[j]) {
+      case '%': value = "%"; break;
+      case 'j':
+      case 'A': value = std::to_string(id); break;
+      case 'u': value = std::string(user); break;
+      case 'x': value = std::string(name); break;
+      case 'n':
+      case 't': value = "0"; break;
+      case 's': value = "batch"; break;
+      default: return std::nullopt;
+    }
+    if (std::isdigit(static_cast<unsigned char>(value[0])) && value.size() < width) {
+      value.insert(0, width - value.size(), '0');
+    }
+    out += value;
+    i = j;
+  }
+  return out;
+}
+
+}  // namespace hpcb::client::slurm

@@ -1,0 +1,126 @@
+// The pure half of dispatch's Slurm backend: what `dispatch new` becomes
+// for sbatch, and how the output of squeue, sacct and scontrol is read back
+// into hpc-batch's JobRow. Nothing here runs a program or reads a file.
+#ifndef HPCB_CLIENT_SLURM_MAPPING_H_
+#define HPCB_CLIENT_SLURM_MAPPING_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "protocol/base/result.h"
+#include "protocol/client_messages.h"
+
+namespace hpcb::client::slurm {
+
+// The same clean PATH and LANG a local hpc-batch job starts with.
+inline constexpr const char* kCleanPath = "/usr/local/bin:/usr/bin:/bin";
+inline constexpr const char* kCleanLang = "C.UTF-8";
+
+// Who submits: the job's HOME, USER, LOGNAME and SHELL, as hpc-batch sets
+// them from the password database.
+struct Submitter {
+  std::string user;
+  std::string home;
+  std::string shell;  // empty: /bin/sh
+};
+
+struct SbatchJob {
+  std::vector<std::string> args;  // sbatch's arguments, program name excluded
+  std::string script;             // the batch script, fed on standard input
+  // Where the output goes, "%j" standing for the job id; empty with
+  // --no-output.
+  std::string output_template;
+  // Said to the user on stderr (e.g. a time limit rounded up).
+  std::vector<std::string> notes;
+};
+
+// `request` as parsed from `dispatch new` (its env is ignored);
+// `command_env` holds the leading NAME=VALUE words of the command;
+// `output_is_dir` says whether request.output names an existing directory.
+// Options Slurm cannot honour are refused here, with the reason.
+Result<SbatchJob> MapSubmit(const protocol::SubmitRequest& request,
+                            const std::map<std::string, std::string>& command_env,
+                            const Submitter& who, bool output_is_dir);
+
+// "%j" in `output_template` replaced by the id.
+std::string OutputPathFor(const std::string& output_template, std::uint64_t id);
+
+// The job id printed by `sbatch --parsable` ("ID" or "ID;CLUSTER").
+Result<std::uint64_t> ParseSbatchId(std::string_view text);
+
+// Slurm's durations: "MM:SS", "HH:MM:SS", "D-HH[:MM[:SS]]" or plain
+// minutes. nullopt for "UNLIMITED", "INFINITE", "Partition_Limit", "N/A"
+// and the like (no limit of the job's own); an Error for anything else.
+Result<std::optional<std::int64_t>> ParseSlurmDuration(std::string_view text);
+
+// Whole minutes, rounded up, as sbatch --time and scontrol TimeLimit take.
+std::int64_t MinutesRoundedUp(std::int64_t seconds);
+
+// "2024-05-01T10:00:00" in local time, as Slurm prints it; nullopt for
+// "N/A", "Unknown", "None" and anything unparsable.
+std::optional<double> ParseSlurmTimestamp(std::string_view text);
+
+// A Slurm job state ("RUNNING", "CANCELLED by 0", "CANCELLED+") in
+// hpc-batch's words.
+struct StateView {
+  std::string state;                  // queued, running or done
+  std::optional<std::string> reason;  // done only: killed, timeout, oom, error
+};
+StateView MapJobState(std::string_view slurm_state);
+bool IsTerminalState(std::string_view slurm_state);
+
+// Exit codes as hpc-batch keeps them: the status, or minus the signal.
+// `raw` is a wait(2) status (squeue's exit_code); `pair` is "CODE:SIGNAL"
+// (sacct's and scontrol's ExitCode).
+std::optional<std::int64_t> ExitFromWaitStatus(std::string_view raw);
+std::optional<std::int64_t> ExitFromPair(std::string_view pair);
+// What `dispatch wait` exits with: the code, or 128 + signal as a shell does.
+int ShellExitCode(std::int64_t exit_code);
+
+// Splits what ShellJoin (format.h) joined; nullopt when the quotes do not
+// balance.
+std::optional<std::vector<std::string>> ShellSplit(std::string_view text);
+
+// The name sbatch gets: the command line, control characters made '?' so
+// that one job is one line of squeue's output.
+std::string JobNameFor(const std::vector<std::string>& argv);
+
+// Between the fields asked of squeue and sacct: a byte no path or command
+// line dispatch submits holds (job names are cleaned by JobNameFor).
+inline constexpr char kFieldSeparator = '\x1f';
+
+// One job as squeue or sacct shows it.
+struct SlurmJob {
+  protocol::JobRow row;
+  std::string pending_reason;  // squeue's Reason for a queued job, else empty
+};
+
+// squeue's -O list (each field but the last, the job name, followed by a
+// 0x1f separator) and its parse; lines that are not jobs are skipped.
+std::string SqueueFormat();
+std::vector<SlurmJob> ParseSqueue(std::string_view text);
+
+// sacct's --format list (used with --parsable2 --delimiter=kFieldSeparator)
+// and its parse.
+std::string SacctFormat();
+std::vector<SlurmJob> ParseSacct(std::string_view text);
+
+// `scontrol show job ID` (multi-line form) as KEY -> VALUE. Values may hold
+// spaces for the keys Slurm prints on a line of their own (StdOut, WorkDir,
+// Command, ...).
+std::map<std::string, std::string> ParseScontrolJob(std::string_view text);
+
+// A job's output file from Slurm's pattern for it: %%, %j, %A, %u, %x and
+// the batch step's %n, %t, %s are filled in; nullopt when the pattern needs
+// what only the node knows (%N, %a, ...) or holds a backslash (which
+// turns replacements off in a way not worth guessing at).
+std::optional<std::string> ExpandOutputPattern(std::string_view pattern, std::uint64_t id,
+                                               std::string_view user, std::string_view name);
+
+}  // namespace hpcb::client::slurm
+
+#endif  // HPCB_CLIENT_SLURM_MAPPING_H_

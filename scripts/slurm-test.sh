@@ -1,0 +1,336 @@
+#!/usr/bin/env bash
+# Drives the real `dispatch` (Slurm backend) against a one-node Slurm cluster
+# that it starts itself on localhost: its own munge key and munged socket, a
+# minimal slurm.conf, state/spool/logs under a scratch directory, ports no
+# one listens on. Every daemon runs in the foreground under this script and
+# is stopped by its PID on exit; the host's services are never touched.
+#
+# Skips (exit 0, saying why) when not root or when apt-get cannot install
+# Debian's slurmctld slurmd slurm-client munge. Bounded: each step has its
+# own timeout and the whole run is killed after SLURM_TEST_TIMEOUT (300 s).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+started=$(date +%s)
+
+skip() { echo "slurm-test: SKIPPED: $*"; exit 0; }
+[ "$(id -u)" -eq 0 ] || skip "needs root (slurmd starts jobs as another user)"
+command -v apt-get >/dev/null || skip "no apt-get to install Slurm with"
+
+packages=(slurmctld slurmd slurm-client munge)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "slurm-test: installing ${missing[*]}"
+  # The packages' maintainer scripts would start munge, slurmctld and slurmd
+  # as system services; a policy-rc.d that says no keeps the host as it was.
+  own_policy=""
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+    chmod 755 /usr/sbin/policy-rc.d
+    own_policy=/usr/sbin/policy-rc.d
+  fi
+  installed=1
+  apt_log=$(mktemp)
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+      --no-install-recommends "${missing[@]}"; } >"$apt_log" 2>&1 || installed=0
+  [ -z "$own_policy" ] || rm -f "$own_policy"
+  if [ "$installed" -eq 0 ]; then
+    tail -n 5 "$apt_log"
+    rm -f "$apt_log"
+    skip "apt-get could not install ${missing[*]}"
+  fi
+  rm -f "$apt_log"
+fi
+
+dispatch_bin="$repo/build/client/dispatch"
+if [ ! -x "$dispatch_bin" ]; then
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  ninja -C build dispatch
+fi
+
+# A trap can run inside a step whose stdout goes to a capture file: what
+# the cleanup says goes to fd 3, the script's own stdout.
+exec 3>&1
+scratch=$(mktemp -d /tmp/hpcb-slurm-test.XXXXXX)
+chmod 755 "$scratch"
+pids=()
+watchdog=""
+
+stop_pid() {  # TERM, up to 10 s, then KILL; reaps it (it is our child)
+  local pid=$1 i
+  kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
+  kill -TERM "$pid" 2>/dev/null || true
+  for i in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}
+
+cleanup() {
+  local rc=$? i
+  trap - EXIT INT TERM
+  if [ -n "${SLURM_CONF:-}" ] && [ -n "${ctld_pid:-}" ] && kill -0 "$ctld_pid" 2>/dev/null; then
+    # slurmstepd detaches from slurmd: end the jobs first, or they outlive it.
+    local jobs
+    jobs=$(timeout 10 squeue -h -o %i 2>/dev/null || true)
+    if [ -n "$jobs" ]; then
+      timeout 10 scancel $jobs 2>/dev/null || true
+      for i in $(seq 60); do
+        [ -z "$(timeout 10 squeue -h -t running,completing -o %i 2>/dev/null)" ] && break
+        sleep 0.5
+      done
+    fi
+  fi
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do stop_pid "${pids[i]}"; done
+  [ -z "$watchdog" ] || { kill "$watchdog" 2>/dev/null || true; wait "$watchdog" 2>/dev/null || true; }
+  if [ "$rc" -ne 0 ] && [ -d "$scratch/log" ]; then
+    for log in "$scratch"/log/*; do echo "--- $log"; tail -n 20 "$log"; done >&3 2>&1
+  fi
+  rm -rf "$scratch"
+  echo "slurm-test: finished in $(( $(date +%s) - started ))s" >&3
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'echo "slurm-test: timed out" >&3; exit 124' TERM
+
+(
+  exec 3>&-
+  trap 'kill "$sleeper" 2>/dev/null; exit 0' TERM
+  sleep "${SLURM_TEST_TIMEOUT:-300}" &
+  sleeper=$!
+  wait "$sleeper" && kill -TERM $$ 2>/dev/null
+) &
+watchdog=$!
+
+port_busy() {
+  local hex
+  hex=$(printf ':%04X' "$1")
+  awk -v h="$hex" '$4 == "0A" && substr($2, length($2) - 4) == h { found = 1 } END { exit !found }' \
+    /proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+free_port_pair() {
+  local p tries
+  for tries in $(seq 50); do
+    p=$((20000 + RANDOM % 20000))
+    if ! port_busy "$p" && ! port_busy $((p + 1)); then echo "$p"; return 0; fi
+  done
+  echo "no free port pair found" >&2
+  return 1
+}
+wait_for() {  # wait_for SECONDS DESCRIPTION COMMAND...
+  local limit=$1 what=$2 i
+  shift 2
+  for i in $(seq $((limit * 5))); do "$@" >/dev/null 2>&1 && return 0; sleep 0.2; done
+  echo "slurm-test: gave up waiting ${limit}s for $what" >&2
+  return 1
+}
+
+mkdir -p "$scratch"/{munge,state,spool,log,bin,home}
+chmod 755 "$scratch/munge"
+head -c 1024 /dev/urandom > "$scratch/munge/munge.key"
+chmod 400 "$scratch/munge/munge.key"
+munge_socket="$scratch/munge/munge.socket"
+munged -F --socket="$munge_socket" --key-file="$scratch/munge/munge.key" \
+  --pid-file="$scratch/munge/munged.pid" --seed-file="$scratch/munge/munged.seed" \
+  --log-file="$scratch/log/munged.log" >"$scratch/log/munged.out" 2>&1 3>&- &
+pids+=($!)
+wait_for 10 "munged's socket" test -S "$munge_socket"
+
+port=$(free_port_pair)
+node=hpcbtest-node
+cpus=$(nproc)
+export SLURM_CONF="$scratch/slurm.conf"
+cat > "$SLURM_CONF" <<EOF
+ClusterName=hpcbtest
+SlurmctldHost=$(hostname -s)(127.0.0.1)
+SlurmctldPort=$port
+SlurmdPort=$((port + 1))
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket=$munge_socket
+StateSaveLocation=$scratch/state
+SlurmdSpoolDir=$scratch/spool
+SlurmctldPidFile=$scratch/slurmctld.pid
+SlurmdPidFile=$scratch/slurmd.pid
+SlurmctldLogFile=$scratch/log/slurmctld.log
+SlurmdLogFile=$scratch/log/slurmd.log
+PlugStackConfig=$scratch/plugstack.conf
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+MpiDefault=none
+MailProg=/bin/true
+ReturnToService=2
+MinJobAge=600
+KillWait=2
+SchedulerType=sched/backfill
+NodeName=$node NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=1024 State=UNKNOWN
+PartitionName=debug Nodes=$node Default=YES MaxTime=INFINITE State=UP
+EOF
+: > "$scratch/plugstack.conf"
+
+slurmctld -D -f "$SLURM_CONF" >"$scratch/log/slurmctld.out" 2>&1 3>&- &
+ctld_pid=$!
+pids+=($ctld_pid)
+slurmd -D -N "$node" -f "$SLURM_CONF" >"$scratch/log/slurmd.out" 2>&1 3>&- &
+pids+=($!)
+node_idle() { [ "$(timeout 10 sinfo -h -n "$node" -o %T 2>/dev/null)" = idle ]; }
+wait_for 60 "the node to come up idle" node_idle
+echo "slurm-test: one-node cluster up on port $port ($cpus cpus) in $(( $(date +%s) - started ))s"
+
+# The user submits from a directory of their own, with the Slurm backend
+# chosen by the environment (and, below, by a config file).
+cp "$dispatch_bin" "$scratch/bin/dispatch"
+chmod 755 "$scratch/bin/dispatch"
+user=nobody
+chown "$user" "$scratch/home"
+user_home=$(getent passwd "$user" | cut -d: -f6)
+slurm_bin=$(dirname "$(command -v sbatch)")
+as_user() {
+  (cd "$scratch/home" &&
+   timeout 120 setpriv --reuid="$(id -u $user)" --regid="$(id -g $user)" --clear-groups -- \
+     env -i PATH=/usr/bin:/bin LANG=C.UTF-8 SLURM_CONF="$SLURM_CONF" HPC_BATCH_BACKEND=slurm \
+       HPC_BATCH_SLURM_BIN="$slurm_bin" HPCB_LEAK=from-submitter "$@")
+}
+dispatch() { as_user "$scratch/bin/dispatch" "$@"; }
+
+passed=0
+failed=0
+ok() { passed=$((passed + 1)); echo "ok: $*"; }
+bad() { failed=$((failed + 1)); echo "FAILED: $*"; }
+# run NAME COMMAND...: captures stdout, stderr and the exit code of one call
+run() {
+  local name=$1
+  shift
+  set +e
+  "$@" >"$scratch/$name.out" 2>"$scratch/$name.err"
+  echo $? >"$scratch/$name.rc"
+  set -e
+  echo "\$ $(printf '%q ' "$@")->  exit $(cat "$scratch/$name.rc")"
+  sed 's/^/    /' "$scratch/$name.out" "$scratch/$name.err"
+}
+rc_of() { cat "$scratch/$1.rc"; }
+out_of() { cat "$scratch/$1.out"; }
+err_of() { cat "$scratch/$1.err"; }
+job_id() { sed -n 's/^job \([0-9][0-9]*\) submitted to Slurm.*/\1/p' "$scratch/$1.out"; }
+state_of() {  # the hpc-batch state of a job, from list --json
+  dispatch list --json | grep -o "\"id\":$1,[^}]*\"state\":\"[a-z]*\"" | sed 's/.*"state":"//; s/"$//'
+}
+
+# 1. Submit, exit code, output in the submit directory, clean environment.
+run new1 dispatch new --cpu 1 --max-mem 0.25 --max-time 2m -- GREETING=hello sh -c \
+  'echo "$GREETING from job $HPC_BATCH_JOB_ID"; echo "leak=${HPCB_LEAK-unset} path=$PATH home=$HOME user=$USER"; exit 3'
+id1=$(job_id new1)
+if [ "$(rc_of new1)" = 0 ] && [ -n "$id1" ] &&
+   grep -qx "job $id1 submitted to Slurm (1 cpu, max time 2m, memory 0.25G)" "$scratch/new1.out" &&
+   grep -qx "output will be saved to $scratch/home/output.$id1.log" "$scratch/new1.out"; then
+  ok "new submits and says where the output goes"
+else
+  bad "new"
+fi
+run wait1 dispatch wait "$id1"
+[ "$(rc_of wait1)" = 3 ] && grep -qx "job $id1 done: exit 3" "$scratch/wait1.out" &&
+  ok "wait exits with the job's exit code (3)" || bad "wait"
+log1="$scratch/home/output.$id1.log"
+if [ -f "$log1" ] && [ "$(stat -c %U "$log1")" = "$user" ] &&
+   grep -qx "hello from job $id1" "$log1" &&
+   grep -qx "leak=unset path=/usr/local/bin:/usr/bin:/bin home=$user_home user=$user" "$log1"; then
+  ok "output delivered to the submit directory as the user, clean environment"
+else
+  bad "output file $log1: $(cat "$log1" 2>&1)"
+fi
+
+# 2. --env forwards the submitter's environment.
+run new2 dispatch new --env --output "$scratch/home/out.txt" -- sh -c 'echo "leak=$HPCB_LEAK"'
+id2=$(job_id new2)
+run wait2 dispatch wait "$id2"
+[ "$(rc_of wait2)" = 0 ] && grep -qx "leak=from-submitter" "$scratch/home/out.txt" &&
+  ok "--env forwards the environment; --output FILE is used as is" || bad "--env / --output FILE"
+
+# 3. --no-output keeps nothing.
+run new3 dispatch new --no-output -- sh -c 'echo hidden'
+id3=$(job_id new3)
+run wait3 dispatch wait "$id3"
+[ "$(rc_of wait3)" = 0 ] && ! grep -q "output will be saved" "$scratch/new3.out" &&
+  [ ! -e "$scratch/home/output.$id3.log" ] && ok "--no-output keeps nothing" || bad "--no-output"
+
+# 4. A long job holds the whole node; the next one queues behind it.
+run new4 dispatch new --exclusive --max-time 5m -- sleep 300
+id4=$(job_id new4)
+is_running() { [ "$(state_of "$1")" = running ]; }
+wait_for 60 "job $id4 to run" is_running "$id4" && ok "exclusive job runs" || bad "job $id4 never ran"
+run new5 dispatch new --cpu 1 --max-time 1m -- true
+id5=$(job_id new5)
+run list1 dispatch list
+if [ "$(rc_of list1)" = 0 ] && head -n 1 "$scratch/list1.out" | grep -q "^USER  *ID  *COMMAND  *START  *UPTIME  *MAX-TIME  *MEM  *EXCLUSIVE$" &&
+   grep -q "^$user  *$id4  *sleep 300  .* 5m  *-  *yes$" "$scratch/list1.out" &&
+   grep -q "^$user  *$id5  *true  *-  *queued" "$scratch/list1.out"; then
+  ok "list shows the running and the queued job"
+else
+  bad "list"
+fi
+run json1 dispatch list --json
+grep -q "\"id\":$id4,\"argv\":\[\"sleep\",\"300\"\],\"start_time\":\[[0-9.]*\],\"uptime_s\":\[[0-9.]*\],\"max_time_s\":300,\"exclusive\":true" "$scratch/json1.out" &&
+  grep -q '^{"ok":true,"jobs":\[' "$scratch/json1.out" &&
+  ok "list --json has the local field names" || bad "list --json"
+
+# 5. max-time: get; a user may lower a limit; raising takes an operator.
+run mt1 dispatch job "$id4" max-time get
+[ "$(out_of mt1)" = "job $id4 max-time 5m" ] && ok "max-time get" || bad "max-time get"
+run mt2 dispatch job "$id4" max-time set 3m
+[ "$(rc_of mt2)" = 0 ] && [ "$(out_of mt2)" = "job $id4 max-time 5m -> 3m" ] &&
+  ok "max-time set lowers the user's own limit" || bad "max-time set"
+run mt3 dispatch job "$id4" max-time add 1h
+[ "$(rc_of mt3)" = 1 ] && grep -q "Slurm refused to change job $id4's time limit" "$scratch/mt3.err" &&
+  ok "max-time add is refused by Slurm for a plain user" || bad "max-time add as user"
+run mt4a env -i PATH=/usr/bin:/bin SLURM_CONF="$SLURM_CONF" HPC_BATCH_CLIENT_CONFIG="$scratch/client.conf" \
+  "$scratch/bin/dispatch" job "$id4" max-time add 1h
+[ "$(rc_of mt4a)" = 1 ] && grep -q "^dispatch: client configuration: cannot read $scratch/client.conf" "$scratch/mt4a.err" &&
+  ok "a named config file that is missing is an error" || bad "missing config file"
+printf 'backend = slurm\nslurm_bin = %s\n' "$slurm_bin" > "$scratch/client.conf"
+run mt4 env -i PATH=/usr/bin:/bin SLURM_CONF="$SLURM_CONF" HPC_BATCH_CLIENT_CONFIG="$scratch/client.conf" \
+  "$scratch/bin/dispatch" job "$id4" max-time add 1h
+[ "$(rc_of mt4)" = 0 ] && [ "$(out_of mt4)" = "job $id4 max-time 3m -> 1h3m" ] &&
+  ok "max-time add as root, backend chosen by a config file" || bad "max-time add as root"
+
+# 6. kill: a queued job is removed, a running one signalled; wait says so.
+run kill1 dispatch kill "$id5"
+[ "$(out_of kill1)" = "job $id5 removed from the queue" ] && ok "kill removes a queued job" || bad "kill queued"
+run kill2 dispatch kill "$id4"
+[ "$(out_of kill2)" = "job $id4: kill signal sent" ] && ok "kill signals a running job" || bad "kill running"
+run wait4 dispatch wait "$id4"
+[ "$(rc_of wait4)" = 143 ] && grep -qx "job $id4 done: killed, exit -15" "$scratch/wait4.out" &&
+  ok "wait reports the kill (exit 143)" || bad "wait after kill"
+run kill3 dispatch kill "$id4"
+[ "$(rc_of kill3)" = 1 ] && [ "$(err_of kill3)" = "dispatch: job $id4 already finished" ] &&
+  ok "kill of a finished job is refused" || bad "kill finished"
+
+# 7. attach follows the output while the job runs and ends with it.
+run new6 dispatch new --max-time 2m -- sh -c 'for i in 1 2 3; do echo "tick $i"; sleep 1; done'
+id6=$(job_id new6)
+run attach1 dispatch attach "$id6"
+[ "$(rc_of attach1)" = 0 ] && [ "$(out_of attach1)" = "$(printf 'tick 1\ntick 2\ntick 3')" ] &&
+  [ "$(state_of "$id6")" = "" ] && ok "attach streams the output until the job ends" || bad "attach"
+
+# 8. What cannot be mapped is refused, and nothing is submitted.
+before=$(timeout 10 squeue -h -t all -o %i | wc -l)
+run refuse1 dispatch new --gpu-cores 1 --gpu-link NV -- true
+after=$(timeout 10 squeue -h -t all -o %i | wc -l)
+[ "$(rc_of refuse1)" = 1 ] && grep -q "^dispatch: --gpu-link cannot be mapped to Slurm: " "$scratch/refuse1.err" &&
+  [ "$before" = "$after" ] && ok "--gpu-link is refused before sbatch runs" || bad "--gpu-link refusal"
+
+# 9. Without accounting, list --finished says why it cannot answer.
+run fin1 dispatch list --finished
+[ "$(rc_of fin1)" = 1 ] && grep -q "which this cluster does not keep" "$scratch/fin1.err" &&
+  ok "list --finished explains the missing accounting" || bad "list --finished"
+
+echo "slurm-test: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

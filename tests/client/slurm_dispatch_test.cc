@@ -1,0 +1,379 @@
+// The real `dispatch` command line against stand-ins for Slurm's commands:
+// each is a small script in a scratch directory (HPC_BATCH_SLURM_BIN) that
+// logs its arguments and standard input and prints what the test set up.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "client/dispatch.h"
+#include "client/slurm_mapping.h"
+#include "protocol/client_messages.h"
+#include "protocol/codec.h"
+
+namespace hpcb::client {
+namespace {
+
+using Words = std::vector<std::string>;
+
+struct Outcome {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void WriteFile(const std::string& path, const std::string& text, mode_t mode = 0644) {
+  std::ofstream(path, std::ios::binary) << text;
+  ::chmod(path.c_str(), mode);
+}
+
+class SlurmDispatchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir_template[] = "/tmp/hpcb-slurm-test-XXXXXX";
+    dir_ = ::mkdtemp(dir_template);
+    for (const char* name : {"HPC_BATCH_BACKEND", "HPC_BATCH_SLURM_BIN", "HPC_BATCH_CLIENT_CONFIG"}) {
+      const char* value = std::getenv(name);
+      saved_.emplace_back(name, value ? std::optional<std::string>(value) : std::nullopt);
+    }
+    WriteFile(dir_ + "/client.conf", "backend = slurm\nslurm_bin = " + dir_ + "\n");
+    ::setenv("HPC_BATCH_CLIENT_CONFIG", (dir_ + "/client.conf").c_str(), 1);
+    ::unsetenv("HPC_BATCH_BACKEND");
+    ::unsetenv("HPC_BATCH_SLURM_BIN");
+    // Each tool logs one line of arguments per call (NUL-free, joined by
+    // '|'), keeps its stdin, then prints TOOL.out and TOOL.err and exits
+    // with TOOL.rc; `scontrol show` prints show.out instead.
+    for (const char* tool : {"sbatch", "squeue", "sacct", "scancel", "scontrol"}) {
+      const std::string base = dir_ + "/" + tool;
+      WriteFile(base,
+                "#!/bin/sh\n"
+                "d=$(dirname \"$0\"); t=$(basename \"$0\")\n"
+                "(IFS='|'; printf '%s\\n' \"$*\") >> \"$d/$t.args\"\n"
+                "cat > \"$d/$t.stdin\"\n"
+                "out=\"$d/$t.out\"; [ \"$t $1\" = 'scontrol show' ] && out=\"$d/show.out\"\n"
+                "[ -f \"$out\" ] && cat \"$out\"\n"
+                "[ -f \"$d/$t.err\" ] && cat \"$d/$t.err\" >&2\n"
+                "[ -f \"$d/$t.rc\" ] && exit \"$(cat \"$d/$t.rc\")\"\n"
+                "exit 0\n",
+                0755);
+    }
+  }
+
+  void TearDown() override {
+    for (const auto& [name, value] : saved_) {
+      if (value) {
+        ::setenv(name.c_str(), value->c_str(), 1);
+      } else {
+        ::unsetenv(name.c_str());
+      }
+    }
+    std::string command = "rm -rf '" + dir_ + "'";
+    EXPECT_EQ(std::system(command.c_str()), 0);
+  }
+
+  Outcome Dispatch(const Words& args) {
+    std::ostringstream out;
+    std::ostringstream err;
+    int code = RunDispatch(args, Io{out, err, false});
+    return {code, out.str(), err.str()};
+  }
+
+  // The logged argument lines of one tool.
+  Words Calls(const std::string& tool) {
+    Words lines;
+    std::istringstream in(ReadFile(dir_ + "/" + tool + ".args"));
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+  }
+
+  void Say(const std::string& file, const std::string& text) { WriteFile(dir_ + "/" + file, text); }
+
+  std::string Show(const std::string& state, const std::string& more = "") {
+    return "JobId=5 JobName=sleep 60\n   JobState=" + state +
+           " Reason=None Dependency=(null)\n   Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 " +
+           more + "\n   RunTime=00:00:01 TimeLimit=00:05:00 TimeMin=N/A\n   StdOut=" + dir_ +
+           "/output.5.log\n";
+  }
+
+  std::string dir_;
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+TEST_F(SlurmDispatchTest, NewBuildsTheSbatchCallFromTheCommandLine) {
+  Say("sbatch.out", "812\n");
+  Say("sbatch.err", "sbatch: warning: a site warning\n");
+  char cwd[4096];
+  ASSERT_NE(::getcwd(cwd, sizeof cwd), nullptr);
+  Outcome run = Dispatch({"new", "--cpu", "4", "--max-mem", "16", "--max-time", "2h",
+                          "--numa-local-mem", "--exclusive", "--output", dir_, "--",
+                          "OMP_NUM_THREADS=4", "./bench.sh", "--iterations", "10"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.out,
+            "job 812 submitted to Slurm (4 cpu, max time 2h, memory 16G, exclusive)\n"
+            "output will be saved to " + dir_ + "/output.812.log\n");
+  EXPECT_EQ(run.err, "sbatch: warning: a site warning\n");
+  ASSERT_EQ(Calls("sbatch").size(), 1u);
+  EXPECT_EQ(Calls("sbatch")[0],
+            "--parsable|--job-name=./bench.sh --iterations 10|--chdir=" + std::string(cwd) +
+                "|--nodes=1|--ntasks=1|--cpus-per-task=4|--mem=16384M|--mem-bind=local|"
+                "--time=120|--exclusive|--output=" + dir_ + "/output.%j.log|--export=NONE");
+  std::string script = ReadFile(dir_ + "/sbatch.stdin");
+  EXPECT_NE(script.find("\n  OMP_NUM_THREADS=4 \\\n"), std::string::npos) << script;
+  EXPECT_NE(script.find(" ./bench.sh --iterations 10\n"), std::string::npos) << script;
+}
+
+TEST_F(SlurmDispatchTest, NewDefaultsToOutputInTheSubmitDirectory) {
+  Say("sbatch.out", "9;cluster\n");
+  char cwd[4096];
+  ASSERT_NE(::getcwd(cwd, sizeof cwd), nullptr);
+  Outcome run = Dispatch({"new", "--max-time", "30s", "--", "true"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.out, "job 9 submitted to Slurm (1 cpu, max time 1m, Slurm's default memory)\n"
+                     "output will be saved to " + std::string(cwd) + "/output.9.log\n");
+  EXPECT_EQ(run.err, "dispatch: note: Slurm counts time limits in whole minutes: --max-time 30s "
+                     "becomes 1m\n");
+  EXPECT_NE(Calls("sbatch")[0].find("|--output=" + std::string(cwd) + "/output.%j.log|"),
+            std::string::npos);
+}
+
+TEST_F(SlurmDispatchTest, NoOutputAndEnv) {
+  Say("sbatch.out", "10\n");
+  Outcome run = Dispatch({"new", "--no-output", "--env", "--", "true"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.out, "job 10 submitted to Slurm (1 cpu, the partition's default time limit, "
+                     "Slurm's default memory)\n");
+  std::string call = Calls("sbatch")[0];
+  EXPECT_NE(call.find("|--output=/dev/null|--export=ALL"), std::string::npos) << call;
+}
+
+TEST_F(SlurmDispatchTest, UnmappableOptionsAreRefusedBeforeSbatchRuns) {
+  Outcome run = Dispatch({"new", "--gpu-cores", "2", "--gpu-link", "nv", "--", "./train"});
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.out, "");
+  EXPECT_EQ(run.err.rfind("dispatch: --gpu-link cannot be mapped to Slurm: ", 0), 0u) << run.err;
+  EXPECT_TRUE(Calls("sbatch").empty());
+
+  run = Dispatch({"new", "--output", "/nonexistent-dir/x/out.log", "--", "true"});
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.err,
+            "dispatch: cannot save output there: /nonexistent-dir/x: No such file or directory\n");
+  EXPECT_TRUE(Calls("sbatch").empty());
+
+  run = Dispatch({"new", "--max-time", "0", "--", "true"});
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.err, "dispatch: resource requests must be positive\n");
+  EXPECT_TRUE(Calls("sbatch").empty());
+}
+
+TEST_F(SlurmDispatchTest, WhatSbatchRefusesIsReported) {
+  Say("sbatch.err", "sbatch: error: Batch job submission failed: Invalid generic resource\n");
+  Say("sbatch.rc", "1");
+  Outcome run = Dispatch({"new", "--gpu-cores", "1", "--", "true"});
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.err, "dispatch: Slurm refused the job: sbatch: error: Batch job submission "
+                     "failed: Invalid generic resource\n");
+}
+
+TEST_F(SlurmDispatchTest, AMissingSlurmIsExplained) {
+  ::setenv("HPC_BATCH_SLURM_BIN", "/nonexistent-slurm/bin", 1);
+  Outcome run = Dispatch({"list"});
+  EXPECT_EQ(run.code, 1);
+  EXPECT_NE(run.err.find("cannot run /nonexistent-slurm/bin/squeue"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("HPC_BATCH_SLURM_BIN"), std::string::npos) << run.err;
+}
+
+TEST_F(SlurmDispatchTest, ListAsksSqueueForTheCallersJobs) {
+  const char sep = slurm::kFieldSeparator;
+  std::string row = std::string("5") + sep + "alice" + sep + "PENDING" + sep + "Priority" + sep +
+                    "N/A" + sep + "0:00" + sep + "1:00:00" + sep + "2" + sep + "4G" + sep +
+                    "N/A" + sep + "OK" + sep + "0" + sep + "/home/alice/output.%j.log" + sep +
+                    "./bench.sh\n";
+  Say("squeue.out", row);
+  Outcome run = Dispatch({"list"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.out,
+            "USER   ID  COMMAND     START  UPTIME             MAX-TIME  MEM  EXCLUSIVE\n"
+            "alice  5   ./bench.sh  -      queued (Priority)  1h        4G   no\n");
+  Words calls = Calls("squeue");
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].rfind("--noheader|--Format=JobID:0", 0), 0u) << calls[0];
+  EXPECT_NE(calls[0].find("|--user="), std::string::npos) << calls[0];
+
+  run = Dispatch({"list", "--all", "--json"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(Calls("squeue")[1].find("--user="), std::string::npos);
+  auto reply = protocol::Decode<protocol::ListReply>(run.out);
+  ASSERT_TRUE(reply) << run.out;
+  ASSERT_EQ(reply->jobs.size(), 1u);
+  EXPECT_EQ(reply->jobs[0].id, 5u);
+  EXPECT_EQ(reply->jobs[0].state, "queued");
+  EXPECT_EQ(reply->jobs[0].max_mem_gb, 4.0);
+  EXPECT_EQ(reply->jobs[0].output_dest, "/home/alice/output.5.log");
+  EXPECT_EQ(run.out.rfind("{\"ok\":true,\"jobs\":[{\"user\":\"alice\",\"id\":5,", 0), 0u);
+}
+
+TEST_F(SlurmDispatchTest, FinishedJobsNeedAccounting) {
+  Say("sacct.err", "Slurm accounting storage is disabled\n");
+  Say("sacct.rc", "1");
+  Outcome run = Dispatch({"list", "--finished"});
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.out, "");
+  EXPECT_NE(run.err.find("finished jobs come from Slurm's job accounting, which this cluster "
+                         "does not keep"),
+            std::string::npos)
+      << run.err;
+}
+
+TEST_F(SlurmDispatchTest, FinishedJobsComeFromSacct) {
+  const char sep = slurm::kFieldSeparator;
+  auto record = [sep](const Words& fields) {
+    std::string line;
+    for (const std::string& f : fields) line += (line.empty() ? "" : std::string(1, sep)) + f;
+    return line + "\n";
+  };
+  Say("sacct.out", record({"3", "alice", "COMPLETED", "2024-05-01T10:00:00", "00:00:05",
+                           "00:02:00", "1", "1G", "cpu=1", "0:0", "echo hi"}) +
+                       record({"4", "alice", "RUNNING", "2024-05-01T10:00:00", "00:00:05",
+                               "00:02:00", "1", "1G", "cpu=1", "0:0", "sleep 9"}) +
+                       record({"6", "alice", "FAILED", "2024-05-01T10:00:00", "00:00:05",
+                               "00:02:00", "1", "1G", "cpu=1", "2:0", "false"}));
+  Outcome run = Dispatch({"list", "--finished", "--json"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  auto reply = protocol::Decode<protocol::ListReply>(run.out);
+  ASSERT_TRUE(reply) << run.out;
+  ASSERT_EQ(reply->jobs.size(), 2u);  // the running one is squeue's to report
+  EXPECT_EQ(reply->jobs[0].id, 3u);
+  EXPECT_EQ(reply->jobs[0].exit_code, 0);
+  EXPECT_EQ(reply->jobs[1].id, 6u);
+  EXPECT_EQ(reply->jobs[1].exit_code, 2);
+  std::string call = Calls("sacct")[0];
+  EXPECT_NE(call.find("--allocations"), std::string::npos) << call;
+  EXPECT_NE(call.find("--starttime=now-7days"), std::string::npos) << call;
+}
+
+TEST_F(SlurmDispatchTest, KillCancelsAndSaysWhatHappened) {
+  Say("show.out", Show("PENDING"));
+  Outcome run = Dispatch({"kill", "5"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.out, "job 5 removed from the queue\n");
+  EXPECT_EQ(Calls("scancel"), (Words{"5"}));
+
+  Say("show.out", Show("RUNNING"));
+  run = Dispatch({"kill", "5"});
+  EXPECT_EQ(run.out, "job 5: kill signal sent\n");
+
+  // scancel reports a refusal on stderr and may still exit 0.
+  Say("scancel.err", "scancel: error: Kill job error on job id 5: Access/permission denied\n");
+  run = Dispatch({"kill", "5"});
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.err, "dispatch: Slurm refused to cancel job 5: scancel: error: Kill job error "
+                     "on job id 5: Access/permission denied\n");
+
+  Say("show.out", Show("COMPLETED"));
+  run = Dispatch({"kill", "5"});
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.err, "dispatch: job 5 already finished\n");
+  EXPECT_EQ(Calls("scancel").size(), 3u);
+}
+
+TEST_F(SlurmDispatchTest, UnknownJobs) {
+  Say("scontrol.err", "slurm_load_jobs error: Invalid job id specified\n");
+  Say("scontrol.rc", "1");
+  Outcome run = Dispatch({"kill", "77"});
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.err.rfind("dispatch: no such job 77 (", 0), 0u) << run.err;
+  EXPECT_TRUE(Calls("scancel").empty());
+}
+
+TEST_F(SlurmDispatchTest, MaxTimeGetSetAdd) {
+  Say("show.out", Show("RUNNING"));
+  Outcome run = Dispatch({"job", "5", "max-time", "get"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.out, "job 5 max-time 5m\n");
+
+  run = Dispatch({"job", "5", "max-time", "add", "1h"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  run = Dispatch({"job", "5", "max-time", "set", "90s"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.err, "dispatch: note: Slurm counts time limits in whole minutes: 1m30s "
+                     "becomes 2m\n");
+  Words calls = Calls("scontrol");
+  ASSERT_EQ(calls.size(), 7u);  // show; show, update, show; show, update, show
+  EXPECT_EQ(calls[2], "update|JobId=5|TimeLimit=+60");
+  EXPECT_EQ(calls[5], "update|JobId=5|TimeLimit=2");
+}
+
+TEST_F(SlurmDispatchTest, MaxTimeRefusalsAreSlurms) {
+  // `scontrol show` succeeds, `scontrol update` is refused.
+  WriteFile(dir_ + "/scontrol",
+            "#!/bin/sh\n"
+            "d=$(dirname \"$0\")\n"
+            "if [ \"$1\" = show ]; then cat \"$d/show.out\"; exit 0; fi\n"
+            "echo 'Access/permission denied for job 5' >&2; exit 1\n",
+            0755);
+  Say("show.out", Show("RUNNING"));
+  Outcome run = Dispatch({"job", "5", "max-time", "add", "1h"});
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.err.rfind("dispatch: Slurm refused to change job 5's time limit: "
+                          "Access/permission denied for job 5",
+                          0),
+            0u)
+      << run.err;
+}
+
+TEST_F(SlurmDispatchTest, WaitExitsWithTheJobsCode) {
+  Say("show.out", Show("FAILED", "ExitCode=3:0"));
+  Outcome run = Dispatch({"wait", "5"});
+  EXPECT_EQ(run.code, 3) << run.err;
+  EXPECT_EQ(run.out, "job 5 done: exit 3\n");
+
+  Say("show.out", Show("CANCELLED by 0", "ExitCode=0:15"));
+  run = Dispatch({"wait", "5"});
+  EXPECT_EQ(run.code, 128 + 15);
+  EXPECT_EQ(run.out, "job 5 done: killed, exit -15\n");
+
+  Say("show.out", Show("COMPLETED", "ExitCode=0:0"));
+  run = Dispatch({"wait", "5", "5"});
+  EXPECT_EQ(run.code, 0);
+  EXPECT_EQ(run.out, "job 5 done: exit 0\n");
+}
+
+TEST_F(SlurmDispatchTest, AttachPrintsAFinishedJobsOutput) {
+  Say("show.out", Show("COMPLETED", "ExitCode=0:0"));
+  Say("output.5.log", "line 1\nline 2\n");
+  Outcome run = Dispatch({"attach", "5"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.out, "line 1\nline 2\n");
+  EXPECT_EQ(run.err, "job 5 has finished; its output is at " + dir_ + "/output.5.log\n");
+}
+
+TEST_F(SlurmDispatchTest, TheLocalBackendHasNoWait) {
+  Say("client.conf", "backend = local\n");
+  Outcome run = Dispatch({"wait", "5"});
+  EXPECT_EQ(run.code, 2);
+  EXPECT_TRUE(Calls("scontrol").empty());
+}
+
+TEST_F(SlurmDispatchTest, ABrokenConfigurationStopsEveryCommand) {
+  Say("client.conf", "backend = pbs\n");
+  Outcome run = Dispatch({"list"});
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.err, "dispatch: " + dir_ + "/client.conf:1: unknown backend 'pbs' (choose local "
+                     "or slurm)\n");
+}
+
+}  // namespace
+}  // namespace hpcb::client
