@@ -232,7 +232,7 @@ Result<std::optional<Ending>> EndingFromSacct(const BackendConfig& config, std::
   }
   for (const SlurmJob& job : ParseSacct(outcome.out)) {
     if (job.row.id != id) continue;
-    if (job.row.state != "done") return std::optional<Ending>();
+    if (job.row.state != protocol::JobState::kDone) return std::optional<Ending>();
     return std::optional<Ending>(Ending{{job.row.state, job.row.reason}, job.row.exit_code});
   }
   return NoSuchJob(id);
@@ -325,7 +325,7 @@ int List(const BackendConfig& config, const protocol::ListRequest& request, bool
     std::set<std::uint64_t> seen;
     for (const SlurmJob& job : jobs) seen.insert(job.row.id);
     for (SlurmJob& job : ParseSacct(outcome->out)) {
-      if (job.row.state == "done" && seen.insert(job.row.id).second) jobs.push_back(std::move(job));
+      if (job.row.state == protocol::JobState::kDone && seen.insert(job.row.id).second) jobs.push_back(std::move(job));
     }
   }
   std::sort(jobs.begin(), jobs.end(),
@@ -358,7 +358,7 @@ int Attach(const BackendConfig& config, std::uint64_t id, Io io) {
                    : " runs with --no-output, so there is no output to follow\n");
     return kExitOk;
   }
-  if (MapJobState(state).state == "queued") {
+  if (MapJobState(state).state == protocol::JobState::kQueued) {
     io.err << name << " is queued; waiting for it to start...\n";
   } else if (IsTerminalState(state)) {
     io.err << name << " has finished; its output is at " << path << "\n";
@@ -418,7 +418,7 @@ int Kill(const BackendConfig& config, std::uint64_t id, Io io) {
                                  Complaint(*outcome)),
                        io);
   }
-  if (MapJobState(state).state == "queued") {
+  if (MapJobState(state).state == protocol::JobState::kQueued) {
     io.out << "job " << id << " removed from the queue\n";
   } else {
     io.out << "job " << id << ": kill signal sent\n";
@@ -499,7 +499,7 @@ int Wait(const BackendConfig& config, const std::vector<std::uint64_t>& ids, Io 
       if (end.view.reason && code == 0) code = 1;
       codes[id] = code;
       io.out << "job " << id << " done: ";
-      if (end.view.reason) io.out << *end.view.reason << ", ";
+      if (end.view.reason) io.out << protocol::NameOf(*end.view.reason) << ", ";
       io.out << "exit " << (end.exit_code ? std::to_string(*end.exit_code) : "unknown") << "\n";
       io.out.flush();
     }
@@ -532,7 +532,7 @@ Rendered RenderList(const std::vector<SlurmJob>& jobs, bool finished, double now
   for (const SlurmJob& job : jobs) {
     const protocol::JobRow& row = job.row;
     std::string uptime = UptimeCell(row);
-    if (row.state == "queued" && !job.pending_reason.empty()) {
+    if (row.state == protocol::JobState::kQueued && !job.pending_reason.empty()) {
       uptime += " (" + job.pending_reason + ")";
     }
     std::vector<std::string> cells = {
@@ -543,14 +543,14 @@ Rendered RenderList(const std::vector<SlurmJob>& jobs, bool finished, double now
     if (show_gpu) cells.push_back(row.gpus > 0 ? std::to_string(row.gpus) : "-");
     cells.push_back(row.exclusive ? "yes" : "no");
     if (finished) {
-      cells.push_back(row.state);
+      cells.push_back(std::string(protocol::NameOf(row.state)));
       cells.push_back(ExitCell(row));
     }
     table.push_back(std::move(cells));
   }
   rendered.out = FormatTable(table);
   for (const SlurmJob& job : jobs) {
-    if (job.row.reason && *job.row.reason == "oom") {
+    if (job.row.reason && *job.row.reason == protocol::JobReason::kOom) {
       rendered.err += "job " + std::to_string(job.row.id) + ": killed for exceeding its " +
                       FormatGiB(ShownGiB(job.row.max_mem_gb)) +
                       " memory limit; pass --max-mem to raise it\n";

@@ -339,14 +339,14 @@ StateView MapJobState(std::string_view slurm_state) {
   static const char* const kQueued[] = {"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED",
                                         "RESV_DEL_HOLD"};
   for (const char* word : kQueued) {
-    if (state == word) return {"queued", std::nullopt};
+    if (state == word) return {protocol::JobState::kQueued, std::nullopt};
   }
-  if (!IsTerminalState(state)) return {"running", std::nullopt};
-  if (state == "COMPLETED" || state == "FAILED") return {"done", std::nullopt};
-  if (state == "CANCELLED") return {"done", "killed"};
-  if (state == "TIMEOUT" || state == "DEADLINE") return {"done", "timeout"};
-  if (state == "OUT_OF_MEMORY") return {"done", "oom"};
-  return {"done", "error"};
+  if (!IsTerminalState(state)) return {protocol::JobState::kRunning, std::nullopt};
+  if (state == "COMPLETED" || state == "FAILED") return {protocol::JobState::kDone, std::nullopt};
+  if (state == "CANCELLED") return {protocol::JobState::kDone, protocol::JobReason::kKilled};
+  if (state == "TIMEOUT" || state == "DEADLINE") return {protocol::JobState::kDone, protocol::JobReason::kTimeout};
+  if (state == "OUT_OF_MEMORY") return {protocol::JobState::kDone, protocol::JobReason::kOom};
+  return {protocol::JobState::kDone, protocol::JobReason::kError};
 }
 
 bool IsTerminalState(std::string_view slurm_state) {
@@ -490,7 +490,7 @@ std::vector<SlurmJob> ParseSqueue(std::string_view text) {
     StateView view = MapJobState(f[kSqState]);
     row.state = view.state;
     row.reason = view.reason;
-    if (row.state != "queued") {
+    if (row.state != protocol::JobState::kQueued) {
       row.start_time = ParseSlurmTimestamp(f[kSqStart]);
       if (row.start_time) row.uptime_s = Seconds(f[kSqUsed]);
     }
@@ -500,12 +500,12 @@ std::vector<SlurmJob> ParseSqueue(std::string_view text) {
     row.max_mem_gb = MemoryGiB(f[kSqMem], row.cpu);
     row.gpus = GpuCount(f[kSqGres]);
     row.exclusive = f[kSqShare] == "NO";
-    if (row.state == "done" && !row.reason) row.exit_code = ExitFromWaitStatus(f[kSqExit]);
+    if (row.state == protocol::JobState::kDone && !row.reason) row.exit_code = ExitFromWaitStatus(f[kSqExit]);
     if (f[kSqStdout] != "/dev/null") {
       row.output_dest = ExpandOutputPattern(f[kSqStdout], row.id, row.user, f[kSqName]);
     }
     row.argv = ArgvFromName(f[kSqName]);
-    std::string pending = row.state == "queued" && f[kSqReason] != "None" ? f[kSqReason] : "";
+    std::string pending = row.state == protocol::JobState::kQueued && f[kSqReason] != "None" ? f[kSqReason] : "";
     rows.push_back({std::move(row), std::move(pending)});
   }
   return rows;
@@ -532,7 +532,7 @@ std::vector<SlurmJob> ParseSacct(std::string_view text) {
     StateView view = MapJobState(f[kSaState]);
     row.state = view.state;
     row.reason = view.reason;
-    if (row.state != "queued") {
+    if (row.state != protocol::JobState::kQueued) {
       row.start_time = ParseSlurmTimestamp(f[kSaStart]);
       if (row.start_time) row.uptime_s = Seconds(f[kSaElapsed]);
     }
@@ -541,7 +541,7 @@ std::vector<SlurmJob> ParseSacct(std::string_view text) {
     row.cpu = SmallInteger(f[kSaCpus]).value_or(0);
     row.max_mem_gb = MemoryGiB(f[kSaMem], row.cpu);
     row.gpus = GpuCount(f[kSaTres]);
-    if (row.state == "done" && !row.reason) row.exit_code = ExitFromPair(f[kSaExit]);
+    if (row.state == protocol::JobState::kDone && !row.reason) row.exit_code = ExitFromPair(f[kSaExit]);
     row.argv = ArgvFromName(f[kSaName]);
     rows.push_back({std::move(row), ""});
   }

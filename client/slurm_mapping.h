@@ -13,6 +13,7 @@
 
 #include "protocol/base/result.h"
 #include "protocol/client_messages.h"
+#include "protocol/job_state.h"
 
 namespace hpcb::client::slurm {
 
@@ -67,8 +68,8 @@ std::optional<double> ParseSlurmTimestamp(std::string_view text);
 // A Slurm job state ("RUNNING", "CANCELLED by 0", "CANCELLED+") in
 // hpc-batch's words.
 struct StateView {
-  std::string state;                  // queued, running or done
-  std::optional<std::string> reason;  // done only: killed, timeout, oom, error
+  protocol::JobState state = protocol::JobState::kQueued;
+  std::optional<protocol::JobReason> reason;  // done only
 };
 StateView MapJobState(std::string_view slurm_state);
 bool IsTerminalState(std::string_view slurm_state);

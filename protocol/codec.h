@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <ostream>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -122,6 +123,12 @@ std::optional<E> FromName(std::string_view text) {
     if (name == text) return candidate;
   }
   return std::nullopt;
+}
+
+// A wire enum prints as its name (logs, test failures).
+template <WireEnum E>
+std::ostream& operator<<(std::ostream& out, E value) {
+  return out << NameOf(value);
 }
 
 // "a, b or c": the names, for error messages.

@@ -219,7 +219,7 @@ TEST_F(SlurmDispatchTest, ListAsksSqueueForTheCallersJobs) {
   ASSERT_TRUE(reply) << run.out;
   ASSERT_EQ(reply->jobs.size(), 1u);
   EXPECT_EQ(reply->jobs[0].id, 5u);
-  EXPECT_EQ(reply->jobs[0].state, "queued");
+  EXPECT_EQ(reply->jobs[0].state, protocol::JobState::kQueued);
   EXPECT_EQ(reply->jobs[0].max_mem_gb, 4.0);
   EXPECT_EQ(reply->jobs[0].output_dest, "/home/alice/output.5.log");
   EXPECT_EQ(run.out.rfind("{\"ok\":true,\"jobs\":[{\"user\":\"alice\",\"id\":5,", 0), 0u);

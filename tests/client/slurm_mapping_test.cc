@@ -336,17 +336,17 @@ TEST(SlurmTextTest, Timestamps) {
 }
 
 TEST(SlurmTextTest, StatesAndExitCodes) {
-  EXPECT_EQ(MapJobState("PENDING").state, "queued");
-  EXPECT_EQ(MapJobState("RUNNING").state, "running");
-  EXPECT_EQ(MapJobState("COMPLETING").state, "running");
+  EXPECT_EQ(MapJobState("PENDING").state, protocol::JobState::kQueued);
+  EXPECT_EQ(MapJobState("RUNNING").state, protocol::JobState::kRunning);
+  EXPECT_EQ(MapJobState("COMPLETING").state, protocol::JobState::kRunning);
   EXPECT_FALSE(IsTerminalState("COMPLETING"));
-  EXPECT_EQ(MapJobState("COMPLETED").state, "done");
+  EXPECT_EQ(MapJobState("COMPLETED").state, protocol::JobState::kDone);
   EXPECT_FALSE(MapJobState("FAILED").reason);
-  EXPECT_EQ(MapJobState("CANCELLED by 1000").reason, "killed");
-  EXPECT_EQ(MapJobState("CANCELLED+").reason, "killed");
-  EXPECT_EQ(MapJobState("TIMEOUT").reason, "timeout");
-  EXPECT_EQ(MapJobState("OUT_OF_MEMORY").reason, "oom");
-  EXPECT_EQ(MapJobState("NODE_FAIL").reason, "error");
+  EXPECT_EQ(MapJobState("CANCELLED by 1000").reason, protocol::JobReason::kKilled);
+  EXPECT_EQ(MapJobState("CANCELLED+").reason, protocol::JobReason::kKilled);
+  EXPECT_EQ(MapJobState("TIMEOUT").reason, protocol::JobReason::kTimeout);
+  EXPECT_EQ(MapJobState("OUT_OF_MEMORY").reason, protocol::JobReason::kOom);
+  EXPECT_EQ(MapJobState("NODE_FAIL").reason, protocol::JobReason::kError);
   EXPECT_TRUE(IsTerminalState("CANCELLED by 0"));
 
   EXPECT_EQ(ExitFromWaitStatus("768"), 3);  // exit(3)
@@ -404,7 +404,7 @@ TEST(SlurmTextTest, SqueueRows) {
   const protocol::JobRow& a = jobs[0].row;
   EXPECT_EQ(a.id, 12u);
   EXPECT_EQ(a.user, "alice");
-  EXPECT_EQ(a.state, "running");
+  EXPECT_EQ(a.state, protocol::JobState::kRunning);
   EXPECT_EQ(a.start_time, ParseSlurmTimestamp("2024-05-01T10:00:00"));
   EXPECT_EQ(a.uptime_s, 3723.0);
   EXPECT_EQ(a.max_time_s, 7200);
@@ -417,7 +417,7 @@ TEST(SlurmTextTest, SqueueRows) {
   EXPECT_EQ(jobs[0].pending_reason, "");
 
   const protocol::JobRow& b = jobs[1].row;
-  EXPECT_EQ(b.state, "queued");
+  EXPECT_EQ(b.state, protocol::JobState::kQueued);
   EXPECT_FALSE(b.start_time);  // squeue's StartTime is only an estimate
   EXPECT_EQ(b.max_time_s, 0);
   EXPECT_FALSE(b.max_mem_gb);
@@ -428,7 +428,7 @@ TEST(SlurmTextTest, SqueueRows) {
 
   const protocol::JobRow& c = jobs[2].row;
   EXPECT_EQ(c.id, 14u);
-  EXPECT_EQ(c.state, "done");
+  EXPECT_EQ(c.state, protocol::JobState::kDone);
   EXPECT_EQ(c.exit_code, 3);
   EXPECT_EQ(c.max_mem_gb, 500.0 / 1024.0);
   EXPECT_EQ(c.output_dest, "/scratch/carol/odd\x1fname-00014.out");
@@ -446,15 +446,15 @@ TEST(SlurmTextTest, SacctRows) {
               "1Gc", "cpu=4,gres/gpu:a100=2,gres/gpu=2", "0:15", "./train"});
   std::vector<SlurmJob> jobs = ParseSacct(text);
   ASSERT_EQ(jobs.size(), 3u);
-  EXPECT_EQ(jobs[0].row.state, "done");
+  EXPECT_EQ(jobs[0].row.state, protocol::JobState::kDone);
   EXPECT_EQ(jobs[0].row.exit_code, 0);
   EXPECT_EQ(jobs[0].row.uptime_s, 5.0);
   EXPECT_EQ(jobs[0].row.gpus, 1);
   EXPECT_EQ(jobs[0].row.max_mem_gb, 4.0);
-  EXPECT_EQ(jobs[1].row.reason, "killed");
+  EXPECT_EQ(jobs[1].row.reason, protocol::JobReason::kKilled);
   EXPECT_FALSE(jobs[1].row.start_time);
   EXPECT_FALSE(jobs[1].row.exit_code);
-  EXPECT_EQ(jobs[2].row.reason, "timeout");
+  EXPECT_EQ(jobs[2].row.reason, protocol::JobReason::kTimeout);
   EXPECT_EQ(jobs[2].row.gpus, 2);
   EXPECT_EQ(jobs[2].row.max_mem_gb, 4.0);  // 1G per CPU, 4 CPUs
 }
@@ -501,7 +501,7 @@ TEST(SlurmRenderTest, ListLooksLikeTheLocalOne) {
   running.row.user = "alice";
   running.row.id = 12;
   running.row.argv = {"./bench.sh", "a b"};
-  running.row.state = "running";
+  running.row.state = protocol::JobState::kRunning;
   running.row.start_time = 1000;
   running.row.uptime_s = 65;
   running.row.max_time_s = 7200;
@@ -511,7 +511,7 @@ TEST(SlurmRenderTest, ListLooksLikeTheLocalOne) {
   queued.row.user = "alice";
   queued.row.id = 13;
   queued.row.argv = {"sleep", "1"};
-  queued.row.state = "queued";
+  queued.row.state = protocol::JobState::kQueued;
   queued.row.gpus = 1;
   queued.row.exclusive = true;
   queued.pending_reason = "Resources";
@@ -519,8 +519,8 @@ TEST(SlurmRenderTest, ListLooksLikeTheLocalOne) {
   done.row.user = "alice";
   done.row.id = 14;
   done.row.argv = {"false"};
-  done.row.state = "done";
-  done.row.reason = "oom";
+  done.row.state = protocol::JobState::kDone;
+  done.row.reason = protocol::JobReason::kOom;
   done.row.max_mem_gb = 1;
   done.row.max_time_s = 60;
   Rendered text = RenderList({running, queued, done}, true, 1000 + 65);

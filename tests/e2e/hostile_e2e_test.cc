@@ -98,7 +98,7 @@ std::vector<std::string> Lines(const std::string& text) {
 }
 
 bool Ended(const protocol::JobRow& row) {
-  return row.state != "queued" && row.state != "running";
+  return row.state == protocol::JobState::kDone;
 }
 
 class HostileE2eTest : public ::testing::Test {
@@ -342,8 +342,8 @@ class HostileE2eTest : public ::testing::Test {
       SCOPED_TRACE("victim job " + std::to_string(row.id));
       EXPECT_EQ(row.user, victim_.name);
       ASSERT_EQ(row.argv.size(), 2u);
-      EXPECT_EQ(row.state, "done");
-      EXPECT_EQ(row.exit_code.value_or(-1), 0) << row.reason.value_or("");
+      EXPECT_EQ(row.state, protocol::JobState::kDone);
+      EXPECT_EQ(row.exit_code.value_or(-1), 0) << (row.reason ? protocol::NameOf(*row.reason) : "");
       EXPECT_FALSE(row.output_error) << *row.output_error;
       const std::string output = DirOf(victim_) + "/output." + std::to_string(row.id) + ".log";
       if (Ended(row)) {
@@ -445,7 +445,7 @@ TEST_F(HostileE2eTest, FifoDestinationStallsNoOne) {
   if (id > 0) {
     std::optional<protocol::JobRow> job = AttackerJob(id);
     ASSERT_TRUE(job) << "the attacker's job " << id << " is not listed";
-    EXPECT_EQ(job->state, "done");
+    EXPECT_EQ(job->state, protocol::JobState::kDone);
     EXPECT_FALSE(job->output_error.value_or("").empty()) << "delivery to a FIFO reported no error";
   }
 }
@@ -479,7 +479,7 @@ TEST_F(HostileE2eTest, SparseHugeOutputStallsNoOne) {
   }
   std::optional<protocol::JobRow> job = AttackerJob(id);
   ASSERT_TRUE(job) << "the attacker's job " << id << " is not listed";
-  EXPECT_EQ(job->state, "done");
+  EXPECT_EQ(job->state, protocol::JobState::kDone);
   std::cout << "sparse job: exit " << job->exit_code.value_or(-1) << ", output error '"
             << job->output_error.value_or("") << "'\n";
 }
@@ -532,7 +532,7 @@ TEST_F(HostileE2eTest, SigstopBeforeExecFreezesNoOne) {
   for (int id : ids) {
     std::optional<protocol::JobRow> job = AttackerJob(id);
     ASSERT_TRUE(job) << "the attacker's job " << id << " is not listed";
-    EXPECT_EQ(job->state, "done");
+    EXPECT_EQ(job->state, protocol::JobState::kDone);
     EXPECT_TRUE(job->reason.has_value()) << "job " << id << " ended without a reason";
   }
   for (const auto& job : attacker_jobs_) {
@@ -553,12 +553,12 @@ TEST_F(HostileE2eTest, AttachClientsThatNeverReadStallNoOne) {
   ASSERT_TRUE(DaemonHarness::WaitFor(
       [&] {
         auto job = JobOf(attacker_, static_cast<std::uint64_t>(chatty));
-        return job && job->state == "running";
+        return job && job->state == protocol::JobState::kRunning;
       },
       seconds(10)))
       << Tail(daemon_->log());
   const std::string attach =
-      protocol::Encode(protocol::JobIdRequest{"attach", static_cast<std::uint64_t>(chatty)});
+      protocol::Encode(protocol::JobIdRequest{protocol::ClientCommand::kAttach, static_cast<std::uint64_t>(chatty)});
   const std::string socket = daemon_->socket();
   Attack(attacker_, [&] { return HoldConnections(socket, 8, attach, milliseconds(200)); });
   std::this_thread::sleep_for(milliseconds(500));
@@ -574,8 +574,8 @@ TEST_F(HostileE2eTest, AttachClientsThatNeverReadStallNoOne) {
   });
   std::optional<protocol::JobRow> job = AttackerJob(chatty);
   ASSERT_TRUE(job) << "the attacker's job " << chatty << " is not listed";
-  EXPECT_EQ(job->state, "done");
-  EXPECT_EQ(job->reason.value_or(""), "killed");
+  EXPECT_EQ(job->state, protocol::JobState::kDone);
+  EXPECT_EQ(job->reason, protocol::JobReason::kKilled);
 }
 
 // 4b. A client that asks for a list of over 1 MB and reads it 64 KiB every
@@ -624,7 +624,7 @@ TEST_F(HostileE2eTest, SlowReaderOfALargeListStallsNoOne) {
   for (int id : ids) {
     std::optional<protocol::JobRow> job = AttackerJob(id);
     ASSERT_TRUE(job) << "the attacker's job " << id << " is not listed";
-    EXPECT_EQ(job->state, "done");
+    EXPECT_EQ(job->state, protocol::JobState::kDone);
     EXPECT_EQ(job->exit_code.value_or(-1), 0);
   }
 }
