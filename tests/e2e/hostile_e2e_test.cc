@@ -663,8 +663,12 @@ TEST_F(HostileE2eTest, IdleConnectionsFromManyUsersLockOutNoOne) {
 // submissions at a time (what a shell loop of `dispatch new ... &` opens).
 // Every submission it was given an id for must be listed; a refusal must
 // say why.
+// Jobs start in submission order, so a flood does delay the victim's jobs:
+// the per-user cap on queued jobs is what bounds that delay (here to a
+// hundred `true` jobs), and a refusal past it must say why.
 TEST_F(HostileE2eTest, QueueFloodStallsNoOne) {
-  Boot();
+  constexpr int kCap = 100;
+  Boot({"--max-queued-per-user", std::to_string(kCap)});
   protocol::SubmitRequest submit;
   submit.argv = {"true"};
   submit.cwd = DirOf(attacker_);
@@ -706,9 +710,12 @@ TEST_F(HostileE2eTest, QueueFloodStallsNoOne) {
   EXPECT_GT(acked.size(), 0u) << "the flood got nothing in";
   EXPECT_TRUE(broken.empty()) << broken.size() << " submissions got no answer, e.g. "
                               << broken.front();
+  std::size_t capped = 0;
   for (const std::string& why : refusals) {
     EXPECT_GT(why.size(), 10u) << "a refusal without a clear message: '" << why << "'";
+    if (why.find("--max-queued-per-user") != std::string::npos) ++capped;
   }
+  EXPECT_GT(capped, 0u) << "the flood never reached the per-user cap";
   std::set<std::uint64_t> unique(acked.begin(), acked.end());
   EXPECT_EQ(unique.size(), acked.size()) << "an id was handed out twice";
   SettleAndCheck([](const std::vector<protocol::JobRow>&) { return true; });
