@@ -195,6 +195,7 @@ void ExecutorServer::OnForget(std::uint64_t req, const std::string& text) {
   if (!config_.no_dev_dir) ::unlink((config_.dev_dir + "/jobs/" + std::to_string(id)).c_str());
   RemoveSpec(specs_dir(), id);
   ::unlink(host::RunRecordPath(run_dir(), id).c_str());
+  usage_.Remove(id);
   jobs_.erase(it);
   SendToBroker(Encode(protocol::Ack{req, id, std::nullopt}));
 }

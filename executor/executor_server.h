@@ -29,6 +29,7 @@
 
 #include "executor/job_dir.h"
 #include "executor/launch_spec.h"
+#include "executor/usage_book.h"
 #include "protocol/base/result.h"
 #include "protocol/base/unique_fd.h"
 #include "protocol/daemon_config.h"
@@ -135,6 +136,10 @@ class ExecutorServer {
   static std::string InfoText(const LaunchSpec& spec);
   void WriteInfo(const LaunchSpec& spec);
   void RetryCgroupRemovals();
+  // SaveSpec, then the user's usage (usage_book.h) brought up to date.
+  Result<void> Save(const LaunchSpec& spec, Sync sync = Sync::kNow);
+  // What `spec` holds on disk: its record, plus a kept buffer once exited.
+  std::uint64_t BytesHeld(const LaunchSpec& spec, std::uint64_t spec_bytes) const;
 
   // job_recovery.cc
   // Jobs whose shepherd is not the current launcher's child (a restart of
@@ -155,6 +160,7 @@ class ExecutorServer {
   int launcher_fd_;
   int broker_fd_;
   protocol::PendingCalls launcher_calls_;
+  UsageBook usage_;
   std::map<std::uint64_t, LaunchSpec> jobs_;
   std::set<std::uint64_t> registering_;  // destination check in flight
   std::set<std::uint64_t> starting_;     // spawn in flight

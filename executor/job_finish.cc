@@ -183,7 +183,7 @@ void ExecutorServer::Finish(std::uint64_t id, std::optional<std::int64_t> exit_c
     done_spec.oom = event.oom;
     done_spec.end_time = event.end_time;
     done_spec.output_error = output_error;
-    if (Result<void> saved = SaveSpec(specs_dir(), done_spec); !saved) {
+    if (Result<void> saved = Save(done_spec); !saved) {
       LogWarning("cannot save the spec of job " + std::to_string(id) + ": " +
                  saved.error().message());
     }
@@ -193,6 +193,21 @@ void ExecutorServer::Finish(std::uint64_t id, std::optional<std::int64_t> exit_c
             (event.exit_code ? std::to_string(*event.exit_code) : std::string("unknown")) + ")");
     SendToBroker(Encode(event));
   });
+}
+
+Result<void> ExecutorServer::Save(const LaunchSpec& spec, Sync sync) {
+  HPCB_ASSIGN_OR_RETURN(std::uint64_t bytes, SaveSpec(specs_dir(), spec, sync));
+  usage_.Set(spec.id, spec.who.uid, BytesHeld(spec, bytes));
+  return Ok();
+}
+
+std::uint64_t ExecutorServer::BytesHeld(const LaunchSpec& spec, std::uint64_t spec_bytes) const {
+  if (spec.state != SpecState::kExited) return spec_bytes;
+  Result<UniqueFd> buffer = OpenBuffer(spec, O_RDONLY);
+  struct stat st {};
+  if (!buffer || ::fstat(buffer->get(), &st) != 0) return spec_bytes;
+  // Blocks, not the size: a sparse buffer holds little of the disk.
+  return spec_bytes + static_cast<std::uint64_t>(st.st_blocks) * 512;
 }
 
 void ExecutorServer::RetryCgroupRemovals() {

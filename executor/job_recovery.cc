@@ -1,6 +1,7 @@
 // What a (re)started executor finds: every launch spec, and for the jobs
 // that started, their run records and shepherds. Nothing here assumes a
 // job's fate; each is read from the records the root side keeps.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <sstream>
@@ -67,7 +68,7 @@ void ExecutorServer::Recover() {
       Result<std::uint64_t> shepherd_start =
           host::ProcStartTime(static_cast<int>(spec.shepherd), facts_.proc_root);
       spec.shepherd_start = shepherd_start ? *shepherd_start : 0;
-      if (Result<void> saved = SaveSpec(specs_dir(), spec); !saved) {
+      if (Result<void> saved = Save(spec); !saved) {
         LogWarning("cannot save the spec of job " + std::to_string(id) + ": " + saved.error().message());
       }
     }
@@ -87,6 +88,9 @@ void ExecutorServer::Recover() {
                 ", user " + spec.who.user + ")");
       }
     }
+    struct stat st {};
+    const bool sized = ::stat((specs_dir() + "/" + std::to_string(id) + ".json").c_str(), &st) == 0;
+    usage_.Set(id, spec.who.uid, BytesHeld(spec, sized ? static_cast<std::uint64_t>(st.st_size) : 0));
     jobs_[id] = std::move(spec);
   }
 }

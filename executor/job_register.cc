@@ -53,6 +53,17 @@ void ExecutorServer::OnRegister(std::uint64_t req, const protocol::Packet& packe
   }
   Result<protocol::SubmitRequest> submitted = Decode<protocol::SubmitRequest>(*frame);
   if (!submitted) return fail(submitted.error().WithContext("submission"));
+  // The spec is about the size of the submission that makes it.
+  const std::uint64_t held = usage_.Of(peer->uid);
+  const std::uint64_t limit = static_cast<std::uint64_t>(config_.max_user_state_mib) << 20;
+  if (held + frame->size() > limit) {
+    return fail(Error(ErrorCode::kResourceExhausted,
+                      "your jobs hold " + std::to_string(held >> 20) +
+                          " MiB in the state directory (queued jobs and undelivered output), "
+                          "the most one user may (--max-user-state-mib " +
+                          std::to_string(config_.max_user_state_mib) +
+                          "); let some finish or have old ones forgotten"));
+  }
   LaunchSpec spec;
   spec.id = id;
   spec.who = user->who;
@@ -105,7 +116,7 @@ void ExecutorServer::FinishRegister(protocol::RegisterJob request, LaunchSpec sp
   if (Result<void> made = MakeJobDir(spec); !made) return fail(made.error());
   // With a start to follow, the spec reaches the disk when the start saves
   // it (as running, or as exited if it fails), before the reply below.
-  Result<void> saved = SaveSpec(specs_dir(), spec, request.start ? Sync::kDeferred : Sync::kNow);
+  Result<void> saved = Save(spec, request.start ? Sync::kDeferred : Sync::kNow);
   if (!saved) {
     (void)RemoveJobDir(job_dir(id));
     return fail(saved.error());
@@ -122,7 +133,7 @@ void ExecutorServer::FinishRegister(protocol::RegisterJob request, LaunchSpec sp
       // leaves the job registered: its spec must still be made durable.
       auto it = jobs_.find(reply.id);
       if (it != jobs_.end() && it->second.state == protocol::SpecState::kRegistered) {
-        if (Result<void> synced = SaveSpec(specs_dir(), it->second); !synced) {
+        if (Result<void> synced = Save(it->second); !synced) {
           LogWarning("cannot save the spec of job " + std::to_string(reply.id) + ": " +
                      synced.error().message());
         }

@@ -133,7 +133,7 @@ void ExecutorServer::OnSpawned(std::uint64_t id, const protocol::StartJob& reque
   Result<std::uint64_t> shepherd_start =
       host::ProcStartTime(static_cast<int>(spec.shepherd), facts_.proc_root);
   spec.shepherd_start = shepherd_start ? *shepherd_start : 0;
-  if (Result<void> saved = SaveSpec(specs_dir(), spec); !saved) {
+  if (Result<void> saved = Save(spec); !saved) {
     // Running but unrecorded: after a restart nobody could find, limit or
     // account for it, so it does not run at all.
     (void)::kill(-static_cast<pid_t>(spec.pid), SIGKILL);
@@ -161,7 +161,7 @@ void ExecutorServer::FailStart(std::uint64_t id, const std::string& message, boo
   AppendLine(spec, "hpc-batch: " + message);
   spec.state = SpecState::kExited;
   spec.env.clear();
-  if (Result<void> saved = SaveSpec(specs_dir(), spec); !saved) {
+  if (Result<void> saved = Save(spec); !saved) {
     LogWarning("cannot save the spec of job " + std::to_string(id) + ": " + saved.error().message());
   }
   if (!config_.no_cgroups && remove_cgroup) (void)RemoveJobCgroup(config_.cgroup_root, id);
@@ -173,7 +173,7 @@ void ExecutorServer::FailStart(std::uint64_t id, const std::string& message, boo
     if (it != jobs_.end()) {
       it->second.output_error = output_error;
       it->second.end_time = EpochNow();
-      if (Result<void> saved = SaveSpec(specs_dir(), it->second); !saved) {
+      if (Result<void> saved = Save(it->second); !saved) {
         LogWarning("cannot save the spec of job " + std::to_string(id) + ": " +
                    saved.error().message());
       }

@@ -29,8 +29,10 @@ static std::string SpecPath(const std::string& dir, std::uint64_t id) {
   return dir + "/" + std::to_string(id) + ".json";
 }
 
-Result<void> SaveSpec(const std::string& specs_dir, const LaunchSpec& spec, Sync sync) {
-  return host::WriteFileAtomic(SpecPath(specs_dir, spec.id), protocol::Encode(spec), 0600, sync);
+Result<std::uint64_t> SaveSpec(const std::string& specs_dir, const LaunchSpec& spec, Sync sync) {
+  const std::string text = protocol::Encode(spec);
+  HPCB_TRY(host::WriteFileAtomic(SpecPath(specs_dir, spec.id), text, 0600, sync));
+  return static_cast<std::uint64_t>(text.size());
 }
 
 Result<LaunchSpec> LoadSpec(const std::string& specs_dir, std::uint64_t id) {

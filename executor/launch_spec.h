@@ -65,8 +65,9 @@ struct LaunchSpec {
 
 // STATE/specs/<id>.json, written atomically (tmp, fsync, rename, fsync of
 // the specs dir; both fsyncs skipped when deferred), 0600.
-Result<void> SaveSpec(const std::string& specs_dir, const LaunchSpec& spec,
-                      Sync sync = Sync::kNow);
+// Returns the bytes written.
+Result<std::uint64_t> SaveSpec(const std::string& specs_dir, const LaunchSpec& spec,
+                               Sync sync = Sync::kNow);
 Result<LaunchSpec> LoadSpec(const std::string& specs_dir, std::uint64_t id);
 void RemoveSpec(const std::string& specs_dir, std::uint64_t id);
 // Ids of every well-named spec file (others are ignored).

@@ -189,6 +189,46 @@ TEST_F(ExecutorServerTest, RegisterStoresRootOnlySpecAndRefusesDuplicates) {
   EXPECT_TRUE(IsError(Register(5, a.get(), b.get())));
 }
 
+TEST_F(ExecutorServerTest, RegistrationsPastTheUsersStateLimitAreRefused) {
+  config_.max_user_state_mib = 1;
+  server_ = std::make_unique<ExecutorServer>(config_, facts_, launcher_a_.get(), broker_a_.get());
+  Send(protocol::Encode(protocol::Hello{}));
+  int pair[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
+  UniqueFd a(pair[0]), b(pair[1]);
+  protocol::SubmitRequest big;
+  big.argv = {"echo", std::string(100 * 1024, 'x')};
+  big.cwd = "/";
+  std::string last;
+  int registered = 0;
+  for (std::uint64_t id = 1; id <= 12; ++id) {
+    ASSERT_TRUE(protocol::WriteFrame(b.get(), protocol::Encode(big)));
+    protocol::RegisterJob job{.req = id, .id = id};
+    Packet packet;
+    packet.bytes = protocol::Encode(job);
+    packet.fds.emplace_back(::dup(a.get()));
+    server_->Handle(packet);
+    last = NextReply();
+    if (IsError(last)) break;
+    ++registered;
+  }
+  EXPECT_GE(registered, 8);
+  EXPECT_LE(registered, 10);
+  ASSERT_TRUE(IsError(last)) << "twelve 100 KiB specs fit in 1 MiB";
+  EXPECT_NE(last.find("--max-user-state-mib"), std::string::npos) << last;
+  EXPECT_NE(last.find("\"code\":5"), std::string::npos) << "resource exhausted: " << last;
+  // Forgetting one makes room again.
+  EXPECT_FALSE(IsError(Send(R"({"req":1,"type":"forget","id":1})")));
+  ASSERT_TRUE(protocol::WriteFrame(b.get(), protocol::Encode(big)));
+  protocol::RegisterJob again{.req = 99, .id = 99};
+  Packet packet;
+  packet.bytes = protocol::Encode(again);
+  packet.fds.emplace_back(::dup(a.get()));
+  server_->Handle(packet);
+  const std::string room = NextReply();
+  EXPECT_FALSE(IsError(room)) << room;
+}
+
 TEST_F(ExecutorServerTest, StartChecksPlacementAndOrder) {
   Send(protocol::Encode(protocol::Hello{}));
   EXPECT_TRUE(IsError(Send(R"({"req":1,"type":"start","id":9,"cpus":[0],"mems":[0],"memory_max":[],"gpus":[]})")));
