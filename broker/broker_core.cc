@@ -52,7 +52,6 @@ Result<void> BrokerCore::Start(QueueFile loaded) {
     jobs_.emplace(id, std::move(job));
   }
   HPCB_ASSIGN_OR_RETURN(protocol::HelloReply hello, executor_.Hello());
-  (void)hello;
   // Paged: the executor may hold any number of jobs.
   std::map<std::uint64_t, protocol::JobSummary> held;
   for (std::uint64_t after = 0;;) {
@@ -64,16 +63,14 @@ Result<void> BrokerCore::Start(QueueFile loaded) {
     }
     if (!page.more || page.jobs.empty()) break;
   }
-  // Ids the executor holds were handed out even if the queue file lost them.
+  // Ids the root side ever held were handed out, whatever the queue file says.
+  next_id_ = std::max(next_id_, hello.next_id);
   if (!held.empty()) next_id_ = std::max(next_id_, held.rbegin()->first + 1);
+  // The root side's records are the truth about what was accepted: a job
+  // they hold that the queue file lost (damaged, deleted, a write that did
+  // not land) is rebuilt from them, never killed or dropped.
   for (const auto& [id, summary] : held) {
-    if (summary.state != SpecState::kRunning || jobs_.contains(id)) continue;
-    // Started, then the queue write was lost: nothing here would enforce its
-    // time limit or keep its cpus from being handed out again. It is
-    // killed; its exit event then lets the executor forget it.
-    LogWarning("job " + Id(id) + " is running but not in the queue file; killing it");
-    executor_.Signal(protocol::SignalJob{0, id, SignalKind::kKill, SignalNote::kKilled, 0},
-                     LogRefusal("killing job " + Id(id)));
+    if (!jobs_.contains(id)) Rebuild(summary);
   }
   const double now = clock_.Now();
   std::size_t restored = 0;
@@ -81,22 +78,43 @@ Result<void> BrokerCore::Start(QueueFile loaded) {
     auto found = held.find(id);
     const std::optional<SpecState> there =
         found == held.end() ? std::nullopt : std::optional<SpecState>(found->second.state);
-    if (job.running() && there != SpecState::kRunning) {
-      if (there == SpecState::kExited) {
-        // It ended while we were away; the executor kept how.
-        const protocol::JobSummary& summary = found->second;
-        LogInfo("job " + Id(id) + " ended while the broker was away");
-        if (summary.oom && !job.reason) job.reason = JobReason::kOom;
-        job.output_error = summary.output_error;
-        Finish(job, summary.exit_code, summary.end_time > 0 ? summary.end_time : now);
-      } else {
-        LogWarning("job " + Id(id) + " died while the broker was away");
-        Finish(job, std::nullopt, now);
-      }
-    } else if (job.queued() && there != SpecState::kRegistered) {
-      LogWarning("job " + Id(id) + " is not registered with the executor; dropping it");
+    if (job.done()) continue;
+    if (!there) {
+      // Accepted, and the root side has no record of it: it cannot run.
+      LogError("job " + Id(id) + " (" + job.user + ") has no launch spec on the root side; " +
+               "it cannot run and is reported lost");
       job.reason = JobReason::kError;
+      job.detail = "the root side lost this job's launch spec; it did not run";
       Finish(job, std::nullopt, now);
+      continue;
+    }
+    const protocol::JobSummary& summary = found->second;
+    if (job.running() && there != SpecState::kRunning) {
+      LogInfo("job " + Id(id) + " ended while the broker was away");
+      if (summary.oom && !job.reason) job.reason = JobReason::kOom;
+      job.output_error = summary.output_error;
+      Finish(job, summary.exit_code, summary.end_time > 0 ? summary.end_time : now);
+    } else if (job.queued() && there == SpecState::kRunning) {
+      // It started, and the queue write saying so was lost.
+      job.state = JobState::kRunning;
+      job.start_time = summary.start_time;
+      job.env.clear();
+      if (summary.placement) {
+        job.placement.cpus = summary.placement->cpus;
+        job.placement.mems = summary.placement->mems;
+        job.placement.gpus = summary.placement->gpus;
+        job.placement.mem_by_node = summary.placement->mem_by_node;
+        job.placement.gpu_link = summary.placement->gpu_link;
+        job.placement.spans_nodes = summary.placement->spans_nodes;
+        scheduler_.Reserve(job.placement);
+        job.holds_placement = true;
+      }
+      MarkChanged(id);
+    } else if (job.queued() && there == SpecState::kExited) {
+      if (summary.oom && !job.reason) job.reason = JobReason::kOom;
+      if (!summary.exit_code && !job.reason) job.reason = JobReason::kError;
+      job.output_error = summary.output_error;
+      Finish(job, summary.exit_code, summary.end_time > 0 ? summary.end_time : now);
     } else if (job.queued()) {
       ++restored;
     }
@@ -104,7 +122,7 @@ Result<void> BrokerCore::Start(QueueFile loaded) {
   for (const auto& [id, summary] : held) {
     if (summary.state == SpecState::kRunning) continue;
     auto it = jobs_.find(id);
-    if (it == jobs_.end() || it->second.done()) ForgetOnExecutor(id);
+    if (it == jobs_.end()) ForgetOnExecutor(id);
   }
   LogInfo("restored " + std::to_string(restored) + " queued job(s)");
   ApplyRetention();
@@ -165,6 +183,87 @@ std::size_t BrokerCore::QueuedJobsOf(uid_t uid) const {
   }));
 }
 
+Result<JobRecord> BrokerCore::RecordFor(std::uint64_t id,
+                                        const protocol::JobRequest& request) const {
+  JobRecord job;
+  job.id = id;
+  job.demand.exclusive = request.exclusive;
+  job.demand.cpu = request.cpu ? static_cast<int>(*request.cpu)
+                               : (request.exclusive ? scheduler_.TotalCpus() : 1);
+  job.demand.gpus = static_cast<int>(request.gpu_cores);
+  job.demand.numa_local_mem = request.numa_local_mem;
+  job.demand.numa_local_gpu = request.numa_local_gpu;
+  job.demand.min_gpu_link = request.min_gpu_link;
+  if (request.max_mem_gb) {
+    job.max_mem_gb = request.max_mem_gb;
+  } else {
+    job.max_mem_gb = scheduler_.DefaultBudget(job.demand.cpu, job.demand.exclusive);
+    job.mem_defaulted = job.max_mem_gb.has_value();
+  }
+  job.demand.mem_gib = job.max_mem_gb.value_or(0);
+  HPCB_TRY(scheduler_.Validate(job.demand));
+  job.max_time_s = std::min(request.max_time_s.value_or(options_.max_lifetime_s),
+                            options_.max_lifetime_s);
+  job.submit_time = request.submit_time;
+  return job;
+}
+
+void BrokerCore::Rebuild(const protocol::JobSummary& summary) {
+  const std::uint64_t id = summary.id;
+  Result<JobRecord> made = RecordFor(id, summary.request);
+  JobRecord job = made ? std::move(*made) : JobRecord{};
+  job.id = id;
+  job.uid = summary.uid;
+  job.gid = summary.gid;
+  job.user = summary.user;
+  job.argv = summary.argv;
+  job.cwd = summary.cwd;
+  job.output_dest = summary.output_dest;
+  job.submit_time = summary.request.submit_time;
+  if (!made) {
+    // It no longer fits this machine (the daemon's flags changed): it is
+    // kept and reported, never run on a placement it cannot have.
+    job.reason = JobReason::kError;
+    job.detail = "it no longer fits this machine: " + made.error().message();
+  }
+  switch (summary.state) {
+    case SpecState::kRegistered:
+      if (made) break;
+      job.state = JobState::kDone;
+      job.end_time = clock_.Now();
+      ForgetOnExecutor(id);
+      break;
+    case SpecState::kRunning:
+      job.state = JobState::kRunning;
+      job.start_time = summary.start_time;
+      if (summary.placement) {
+        job.placement.cpus = summary.placement->cpus;
+        job.placement.mems = summary.placement->mems;
+        job.placement.gpus = summary.placement->gpus;
+        job.placement.mem_by_node = summary.placement->mem_by_node;
+        job.placement.gpu_link = summary.placement->gpu_link;
+        job.placement.spans_nodes = summary.placement->spans_nodes;
+        job.placement.exclusive = job.demand.exclusive;
+        scheduler_.Reserve(job.placement);
+        job.holds_placement = true;
+      }
+      break;
+    case SpecState::kExited:
+      job.state = JobState::kDone;
+      job.start_time = summary.start_time > 0 ? std::optional<double>(summary.start_time)
+                                              : std::nullopt;
+      job.end_time = summary.end_time;
+      job.exit_code = summary.exit_code;
+      if (summary.oom) job.reason = JobReason::kOom;
+      job.output_error = summary.output_error;
+      break;
+  }
+  LogWarning("job " + Id(id) + " (" + job.user + ") was missing from the queue file; rebuilt " +
+             "from the root side's record as " + std::string(protocol::NameOf(job.state)));
+  MarkChanged(id);
+  jobs_.emplace(id, std::move(job));
+}
+
 void BrokerCore::Submit(const Peer& peer, const std::string& text, Respond respond) {
   auto refuse = [&](const Error& error) { respond(Response{ErrorFrame(error), std::nullopt}); };
   if (options_.only_uid && peer.uid != *options_.only_uid) {
@@ -180,24 +279,10 @@ void BrokerCore::Submit(const Peer& peer, const std::string& text, Respond respo
                             " queued jobs, the most one user may have (--max-queued-per-user); "
                             "submit more once some have started"));
   }
-  JobRecord job;
-  job.demand.exclusive = request->exclusive;
-  job.demand.cpu = request->cpu ? static_cast<int>(*request->cpu)
-                                : (request->exclusive ? scheduler_.TotalCpus() : 1);
-  job.demand.gpus = static_cast<int>(request->gpu_cores);
-  job.demand.numa_local_mem = request->numa_local_mem;
-  job.demand.numa_local_gpu = request->numa_local_gpu;
-  job.demand.min_gpu_link = request->min_gpu_link;
-  if (request->max_mem_gb) {
-    job.max_mem_gb = request->max_mem_gb;
-  } else {
-    job.max_mem_gb = scheduler_.DefaultBudget(job.demand.cpu, job.demand.exclusive);
-    job.mem_defaulted = job.max_mem_gb.has_value();
-  }
-  job.demand.mem_gib = job.max_mem_gb.value_or(0);
-  if (Result<void> valid = scheduler_.Validate(job.demand); !valid) return refuse(valid.error());
-  job.max_time_s = std::min(request->max_time_s.value_or(options_.max_lifetime_s),
-                            options_.max_lifetime_s);
+  Result<JobRecord> made =
+      RecordFor(next_id_, protocol::JobRequest::From(*request, clock_.Now()));
+  if (!made) return refuse(made.error());
+  JobRecord job = std::move(*made);
   job.id = next_id_++;
   job.uid = peer.uid;
   job.submit_time = clock_.Now();
@@ -422,6 +507,9 @@ protocol::StartJob BrokerCore::StartRequest(const JobRecord& job,
   request.cpus = placement.cpus;
   request.mems = placement.mems;
   request.gpus = placement.gpus;
+  request.mem_by_node = placement.mem_by_node;
+  request.gpu_link = placement.gpu_link;
+  request.spans_nodes = placement.spans_nodes;
   if (job.demand.mem_gib > 0) {
     request.memory_max =
         static_cast<std::uint64_t>(std::floor(job.demand.mem_gib * 1073741824.0));

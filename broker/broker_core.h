@@ -112,6 +112,13 @@ class BrokerCore {
     std::function<Response(const Error&)> if_lost;
   };
 
+  // A job's record from what its submission asked for: the demand, the
+  // defaulted budget, the clamped max-time. Submit and the rebuild of a
+  // lost job (Start) go through it, so both book exactly the same job.
+  Result<JobRecord> RecordFor(std::uint64_t id, const protocol::JobRequest& request) const;
+  // A job the root side holds but the queue file lost, rebuilt from the
+  // executor's record of it.
+  void Rebuild(const protocol::JobSummary& summary);
   void Submit(const Peer& peer, const std::string& text, Respond respond);
   void CompleteSubmit(std::uint64_t id, protocol::SubmitRequest request,
                       Result<protocol::RegisterReply> reply, Respond respond);

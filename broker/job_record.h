@@ -45,6 +45,7 @@ struct JobRecord {
   std::optional<double> end_time;
   std::optional<std::int64_t> exit_code;
   std::optional<JobReason> reason;
+  std::optional<std::string> detail;  // why it ended in error, for its owner
   Placement placement;                // valid while running (and after)
   bool holds_placement = false;       // reserved in the pool right now
   JobPhase phase = JobPhase::kIdle;   // not persisted
@@ -100,7 +101,7 @@ void JobRecord::Fields(A& ar) {
   field("max_time_s", max_time_s); field("env", env); field("state", state);
   field("submit_time", submit_time); field("start_time", start_time);
   field("end_time", end_time); field("exit_code", exit_code);
-  field("reason", reason); field("cpus", placement.cpus);
+  field("reason", reason); field("detail", detail); field("cpus", placement.cpus);
   field("mems", placement.mems); field("mem_by_node", placement.mem_by_node);
   field("gpus", placement.gpus); field("gpu_link", placement.gpu_link);
   field("spans_nodes", placement.spans_nodes);

@@ -33,6 +33,7 @@ protocol::JobRow BuildRow(const JobRecord& job, double now) {
   row.state = job.state;
   row.exit_code = job.exit_code;
   row.reason = job.reason;
+  row.detail = job.detail;
   row.output_dest = job.output_dest;
   row.output_error = job.output_error;
   return row;

@@ -189,6 +189,7 @@ Rendered RenderList(const protocol::ListReply& reply, bool finished) {
                       (row.mem_defaulted ? "assigned by default" : "requested") +
                       "); pass --max-mem to raise it\n";
     }
+    if (row.detail) rendered.err += prefix + *row.detail + "\n";
     if (row.output_error) {
       rendered.err += prefix + "could not save output to " +
                       row.output_dest.value_or("-") + ": " + *row.output_error + "\n";

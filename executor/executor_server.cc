@@ -112,6 +112,7 @@ void ExecutorServer::OnHello(std::uint64_t req, const std::string& text) {
   reply.req = req;
   reply.machine_has_gpus = facts_.gpu_count > 0;
   reply.jobs = jobs_.size();
+  reply.next_id = high_water_ + 1;
   SendToBroker(Encode(reply));
 }
 
@@ -120,8 +121,9 @@ void ExecutorServer::OnListJobs(std::uint64_t req, const std::string& text) {
   if (!request) return Refuse(req, 0, "list_jobs", request.error());
   protocol::ListJobsReply reply;
   reply.req = req;
+  std::size_t bytes = 0;
   for (auto it = jobs_.upper_bound(request->after); it != jobs_.end(); ++it) {
-    if (reply.jobs.size() == request->limit) {
+    if (reply.jobs.size() == request->limit || bytes > protocol::ListJobs::kMaxPageBytes) {
       reply.more = true;
       break;
     }
@@ -139,11 +141,16 @@ void ExecutorServer::OnListJobs(std::uint64_t req, const std::string& text) {
     summary.gid = spec.who.gid;
     summary.user = spec.who.user;
     summary.output_dest = spec.output_dest;
+    summary.argv = spec.argv;
+    summary.cwd = spec.cwd;
+    summary.request = spec.request;
+    summary.placement = spec.placement;
     summary.start_time = spec.start_time;
     summary.exit_code = spec.exit_code;
     summary.oom = spec.oom;
     summary.end_time = spec.end_time;
     summary.output_error = spec.output_error;
+    bytes += protocol::Encode(summary).size();
     reply.jobs.push_back(std::move(summary));
   }
   SendToBroker(Encode(reply));
@@ -193,6 +200,14 @@ void ExecutorServer::OnForget(std::uint64_t req, const std::string& text) {
     LogWarning("forget " + JobText(id) + ": " + removed.error().message());
   }
   if (!config_.no_dev_dir) ::unlink((config_.dev_dir + "/jobs/" + std::to_string(id)).c_str());
+  if (id >= high_water_) {
+    // The spec that held the highest id goes: its id must outlive it.
+    high_water_ = id;
+    if (Result<void> kept = host::WriteFileAtomic(high_water_path(), std::to_string(id) + "\n", 0600);
+        !kept) {
+      LogError("cannot record the highest job id: " + kept.error().message());
+    }
+  }
   RemoveSpec(specs_dir(), id);
   ::unlink(host::RunRecordPath(run_dir(), id).c_str());
   usage_.Remove(id);

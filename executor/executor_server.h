@@ -82,6 +82,7 @@ class ExecutorServer {
   void Tick();
 
   std::string specs_dir() const { return config_.state_dir + "/specs"; }
+  std::string high_water_path() const { return specs_dir() + "/high_water"; }
   std::string run_dir() const { return config_.state_dir + "/run"; }
   std::string job_dir(std::uint64_t id) const {
     return config_.state_dir + "/jobs/" + std::to_string(id);
@@ -172,6 +173,9 @@ class ExecutorServer {
   // until removed or past the deadline.
   std::map<std::uint64_t, std::chrono::steady_clock::time_point> cgroups_to_remove_;
   bool greeted_ = false;
+  // The highest job id the root side ever held (STATE/specs/high_water
+  // keeps it past forgotten jobs).
+  std::uint64_t high_water_ = 0;
 };
 
 // Exit code for the wire: status >= 0, negative signal.

@@ -1,9 +1,12 @@
 // What a (re)started executor finds: every launch spec, and for the jobs
 // that started, their run records and shepherds. Nothing here assumes a
 // job's fate; each is read from the records the root side keeps.
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <sstream>
 
 #include "executor/executor_server.h"
@@ -45,11 +48,28 @@ std::optional<std::int64_t> ExecutorServer::RecordedExit(std::uint64_t id) const
 }
 
 void ExecutorServer::Recover() {
+  if (Result<std::string> text = host::ReadSmallFile(high_water_path()); text) {
+    high_water_ = std::strtoull(text->c_str(), nullptr, 10);
+  }
   for (std::uint64_t id : ListSpecs(specs_dir())) {
+    high_water_ = std::max(high_water_, id);
     Result<LaunchSpec> loaded = LoadSpec(specs_dir(), id);
     if (!loaded) {
+      // Nothing says who it runs as or where its output goes, so it can be
+      // neither run nor managed: set aside for the admin, a job that did
+      // start is stopped, and the broker reports the job lost to its owner.
+      const std::string path = specs_dir() + "/" + std::to_string(id) + ".json";
+      (void)::rename(path.c_str(), (path + ".corrupt").c_str());
       LogError("job " + std::to_string(id) + ": its launch spec cannot be read (" +
-               loaded.error().message() + "); the job is left as it is");
+               loaded.error().message() + "); kept as " + path + ".corrupt");
+      // Still the job only while its shepherd is its parent (no pid reuse).
+      if (Result<host::RunRecord> record = host::LoadRunRecord(run_dir(), id);
+          record && !record->status && record->pid > 1 &&
+          ParentOf(record->pid, facts_.proc_root) == record->shepherd) {
+        LogError("job " + std::to_string(id) + " (pid " + std::to_string(record->pid) +
+                 ") is running without a launch spec; killing it");
+        (void)::kill(-static_cast<pid_t>(record->pid), SIGKILL);
+      }
       continue;
     }
     LaunchSpec& spec = *loaded;

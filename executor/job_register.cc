@@ -3,6 +3,9 @@
 // launcher), then the root-only launch spec.
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+
 #include "executor/executor_server.h"
 #include "executor/sysfacts.h"
 #include "protocol/base/log.h"
@@ -72,6 +75,9 @@ void ExecutorServer::OnRegister(std::uint64_t req, const protocol::Packet& packe
   spec.argv = std::move(submitted->argv);
   spec.cwd = std::move(submitted->cwd);
   spec.env = std::move(submitted->env);
+  spec.request = protocol::JobRequest::From(
+      *submitted, std::chrono::duration<double>(
+                      std::chrono::system_clock::now().time_since_epoch()).count());
   if (!submitted->output) {
     return FinishRegister(std::move(*request), std::move(spec), std::optional<std::string>());
   }
@@ -121,6 +127,7 @@ void ExecutorServer::FinishRegister(protocol::RegisterJob request, LaunchSpec sp
     (void)RemoveJobDir(job_dir(id));
     return fail(saved.error());
   }
+  high_water_ = std::max(high_water_, id);
   reply.uid = spec.who.uid;
   reply.gid = spec.who.gid;
   reply.user = spec.who.user;

@@ -124,6 +124,7 @@ void ExecutorServer::OnSpawned(std::uint64_t id, const protocol::StartJob& reque
   if (reply->error) return FailStart(id, reply->error->message, true, std::move(done));
   LaunchSpec& spec = it->second;
   spec.state = SpecState::kRunning;
+  spec.placement = request.Record();
   spec.pid = reply->pid;
   spec.shepherd = reply->shepherd;
   spec.start_time = EpochNow();

@@ -137,6 +137,7 @@ struct JobRow {
   JobState state = JobState::kQueued;
   std::optional<std::int64_t> exit_code;
   std::optional<JobReason> reason;
+  std::optional<std::string> detail;  // why it ended in error
   std::optional<std::string> output_dest;
   std::optional<std::string> output_error;
 
@@ -162,7 +163,7 @@ void JobRow::Fields(A& ar) {
   field("max_mem_gb", max_mem_gb); field("mem_defaulted", mem_defaulted);
   field("mem_spans_nodes", mem_spans_nodes); field("cpu", cpu);
   field("gpus", gpus); field("gpu_link", gpu_link); field("state", state);
-  field("exit_code", exit_code); field("reason", reason);
+  field("exit_code", exit_code); field("reason", reason); field("detail", detail);
   field("output_dest", output_dest); field("output_error", output_error);
 }
 

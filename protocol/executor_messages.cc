@@ -15,6 +15,31 @@ Result<void> CheckIds(const std::vector<int>& ids, const char* what) {
 }
 }  // namespace
 
+JobRequest JobRequest::From(const SubmitRequest& request, double submit_time) {
+  JobRequest out;
+  out.cpu = request.cpu;
+  out.gpu_cores = request.gpu_cores;
+  out.max_mem_gb = request.max_mem_gb;
+  out.max_time_s = request.max_time_s;
+  out.exclusive = request.exclusive;
+  out.numa_local_mem = request.numa_local_mem;
+  out.numa_local_gpu = request.numa_local_gpu;
+  out.min_gpu_link = request.min_gpu_link;
+  out.submit_time = submit_time;
+  return out;
+}
+
+Result<void> PlacementRecord::Validate() const {
+  HPCB_TRY(CheckIds(cpus, "cpus"));
+  HPCB_TRY(CheckIds(mems, "mems"));
+  HPCB_TRY(CheckIds(gpus, "gpus"));
+  for (const auto& [node, gib] : mem_by_node) {
+    if (node < -1 || node >= (1 << 20)) return InvalidArgument("mem_by_node names a bad node");
+    if (!(gib >= 0 && gib <= 1e9)) return InvalidArgument("mem_by_node holds a bad amount");
+  }
+  return Ok();
+}
+
 Result<void> Hello::Validate() const {
   if (version != kProtocolVersion) {
     return InvalidArgument("protocol version " + std::to_string(version) +
@@ -51,7 +76,7 @@ Result<void> StartJob::Validate() const {
   HPCB_TRY(CheckIds(mems, "mems"));
   HPCB_TRY(CheckIds(gpus, "gpus"));
   if (memory_max && *memory_max == 0) return InvalidArgument("memory_max must be positive");
-  return Ok();
+  return Record().Validate();
 }
 
 

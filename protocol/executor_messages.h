@@ -19,6 +19,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "protocol/base/result.h"
+#include "protocol/client_messages.h"
 #include "protocol/codec.h"
 #include "protocol/envelope.h"
 
@@ -119,14 +121,73 @@ struct HelloReply {
   std::uint64_t req = 0;
   bool machine_has_gpus = false;
   std::uint64_t jobs = 0;  // launch specs held; ListJobs pages through them
+  // Above every id the root side ever held, forgotten ones included: ids
+  // are never handed out twice, whatever the broker's files say.
+  std::uint64_t next_id = 1;
   template <class A> void save(A& ar) const {
     PutHeader(ar, kKind, req);
     Put(ar, "machine_has_gpus", machine_has_gpus); Put(ar, "jobs", jobs);
+    Put(ar, "next_id", next_id);
   }
   template <class A> void load(A& ar) {
     Get(ar, "req", req); Get(ar, "machine_has_gpus", machine_has_gpus); Get(ar, "jobs", jobs);
+    Get(ar, "next_id", next_id);
   }
   Result<void> Validate() const { return Ok(); }
+};
+
+// What a submission asked for, as the executor read it from the client's
+// own frame, kept in the launch spec. The root side's records are the one
+// source of truth for what was accepted: from these the broker rebuilds a
+// job it lost, with exactly the demand it accepted.
+struct JobRequest {
+  std::optional<std::int64_t> cpu;
+  std::int64_t gpu_cores = 0;
+  std::optional<double> max_mem_gb;
+  std::optional<std::int64_t> max_time_s;
+  bool exclusive = false;
+  bool numa_local_mem = false;
+  bool numa_local_gpu = false;
+  std::optional<std::string> min_gpu_link;
+  double submit_time = 0;  // epoch seconds
+
+  static JobRequest From(const SubmitRequest& request, double submit_time);
+  template <class A> void save(A& ar) const {
+    Put(ar, "cpu", cpu); Put(ar, "gpu_cores", gpu_cores); Put(ar, "max_mem_gb", max_mem_gb);
+    Put(ar, "max_time_s", max_time_s); Put(ar, "exclusive", exclusive);
+    Put(ar, "numa_local_mem", numa_local_mem); Put(ar, "numa_local_gpu", numa_local_gpu);
+    Put(ar, "min_gpu_link", min_gpu_link); Put(ar, "submit_time", submit_time);
+  }
+  template <class A> void load(A& ar) {
+    Get(ar, "cpu", cpu); Get(ar, "gpu_cores", gpu_cores); Get(ar, "max_mem_gb", max_mem_gb);
+    Get(ar, "max_time_s", max_time_s); Get(ar, "exclusive", exclusive);
+    Get(ar, "numa_local_mem", numa_local_mem); Get(ar, "numa_local_gpu", numa_local_gpu);
+    Get(ar, "min_gpu_link", min_gpu_link); Get(ar, "submit_time", submit_time);
+  }
+  Result<void> Validate() const { return Ok(); }
+};
+
+// The broker's placement of a started job, as it booked it: kept by the
+// executor only so that a broker which lost its books can book it again.
+// The executor acts on cpus/mems/gpus (StartJob); the rest it just keeps.
+struct PlacementRecord {
+  std::vector<int> cpus;
+  std::vector<int> mems;
+  std::vector<int> gpus;
+  std::map<int, double> mem_by_node;  // GiB per NUMA node; -1 machine-wide
+  std::optional<std::string> gpu_link;
+  bool spans_nodes = false;
+  template <class A> void save(A& ar) const {
+    Put(ar, "cpus", cpus); Put(ar, "mems", mems); Put(ar, "gpus", gpus);
+    Put(ar, "mem_by_node", mem_by_node); Put(ar, "gpu_link", gpu_link);
+    Put(ar, "spans_nodes", spans_nodes);
+  }
+  template <class A> void load(A& ar) {
+    Get(ar, "cpus", cpus); Get(ar, "mems", mems); Get(ar, "gpus", gpus);
+    Get(ar, "mem_by_node", mem_by_node); Get(ar, "gpu_link", gpu_link);
+    Get(ar, "spans_nodes", spans_nodes);
+  }
+  Result<void> Validate() const;
 };
 
 // One job the root side holds, as the broker needs it to reconcile.
@@ -137,6 +198,10 @@ struct JobSummary {
   std::uint32_t gid = 0;
   std::string user;
   std::optional<std::string> output_dest;
+  std::vector<std::string> argv;
+  std::string cwd;
+  JobRequest request;
+  std::optional<PlacementRecord> placement;  // once started
   double start_time = 0;  // once running
   // Once exited: how it ended (exit_code as in JobExited), as the root side
   // recorded it, so an end the broker missed is not lost.
@@ -146,27 +211,30 @@ struct JobSummary {
   std::optional<std::string> output_error;
   template <class A> void save(A& ar) const {
     Put(ar, "id", id); Put(ar, "state", state); Put(ar, "uid", uid); Put(ar, "gid", gid);
-    Put(ar, "user", user); Put(ar, "output_dest", output_dest); Put(ar, "start_time", start_time);
-    Put(ar, "exit_code", exit_code); Put(ar, "oom", oom); Put(ar, "end_time", end_time);
+    Put(ar, "user", user); Put(ar, "output_dest", output_dest); Put(ar, "argv", argv);
+    Put(ar, "cwd", cwd); Put(ar, "request", request); Put(ar, "placement", placement);
+    Put(ar, "start_time", start_time); Put(ar, "exit_code", exit_code); Put(ar, "oom", oom); Put(ar, "end_time", end_time);
     Put(ar, "output_error", output_error);
   }
   template <class A> void load(A& ar) {
     Get(ar, "id", id); Get(ar, "state", state); Get(ar, "uid", uid); Get(ar, "gid", gid);
-    Get(ar, "user", user); Get(ar, "output_dest", output_dest); Get(ar, "start_time", start_time);
-    Get(ar, "exit_code", exit_code); Get(ar, "oom", oom); Get(ar, "end_time", end_time);
+    Get(ar, "user", user); Get(ar, "output_dest", output_dest); Get(ar, "argv", argv);
+    Get(ar, "cwd", cwd); Get(ar, "request", request); Get(ar, "placement", placement);
+    Get(ar, "start_time", start_time); Get(ar, "exit_code", exit_code); Get(ar, "oom", oom); Get(ar, "end_time", end_time);
     Get(ar, "output_error", output_error);
   }
   Result<void> Validate() const { return Ok(); }
 };
 
 // broker -> executor: the jobs with ids above `after`, at most `limit` of
-// them, in id order. Paged so that no number of jobs outgrows one message.
+// them (fewer when a page would grow past kMaxPageBytes), in id order. Paged so that no number of jobs outgrows one message.
 // Also how the broker learns the truth about one job after a call about it
 // timed out (after = id - 1, limit = 1).
 // Reply: ListJobsReply (`more`: ask again after the last id).
 struct ListJobs {
   static constexpr ExecutorKind kKind = ExecutorKind::kListJobs;
   static constexpr std::uint32_t kMaxLimit = 4096;
+  static constexpr std::size_t kMaxPageBytes = 512 * 1024;
   std::uint64_t req = 0;
   std::uint64_t after = 0;
   std::uint32_t limit = kMaxLimit;
@@ -202,14 +270,25 @@ struct StartJob {
   std::vector<int> mems;                    // cpuset.mems: charged nodes
   std::optional<std::uint64_t> memory_max;  // bytes; none = untracked
   std::vector<int> gpus;
+  // Kept, not acted on (PlacementRecord).
+  std::map<int, double> mem_by_node;
+  std::optional<std::string> gpu_link;
+  bool spans_nodes = false;
   template <class A> void save(A& ar) const {
     PutHeader(ar, kKind, req); Put(ar, "id", id);
     Put(ar, "cpus", cpus); Put(ar, "mems", mems);
     Put(ar, "memory_max", memory_max); Put(ar, "gpus", gpus);
+    Put(ar, "mem_by_node", mem_by_node); Put(ar, "gpu_link", gpu_link);
+    Put(ar, "spans_nodes", spans_nodes);
   }
   template <class A> void load(A& ar) {
     Get(ar, "req", req); Get(ar, "id", id); Get(ar, "cpus", cpus); Get(ar, "mems", mems);
     Get(ar, "memory_max", memory_max); Get(ar, "gpus", gpus);
+    Get(ar, "mem_by_node", mem_by_node); Get(ar, "gpu_link", gpu_link);
+    Get(ar, "spans_nodes", spans_nodes);
+  }
+  PlacementRecord Record() const {
+    return {cpus, mems, gpus, mem_by_node, gpu_link, spans_nodes};
   }
   Result<void> Validate() const;
 };

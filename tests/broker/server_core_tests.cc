@@ -339,22 +339,53 @@ TEST_F(ServerCoreTest, RetentionForgetsOldFinishedJobs) {
   EXPECT_EQ(executor_.forgotten, (std::vector<std::uint64_t>{1, 2}));
 }
 
-TEST_F(ServerCoreTest, AJobRunningWithoutAQueueRecordIsKilledAndItsIdNotReused) {
-  // The executor started job 7, then the broker's queue write was lost.
-  QueueFile loaded;
-  loaded.next_id = 3;
+TEST_F(ServerCoreTest, JobsTheQueueFileLostAreRebuiltFromTheRootSide) {
+  // The queue file is gone; the root side holds a running job, a queued
+  // one and a finished one, and once held ids up to 11.
+  auto summary = [](std::uint64_t id, std::vector<std::string> argv) {
+    protocol::JobSummary s;
+    s.id = id;
+    s.uid = 1000;
+    s.gid = 1000;
+    s.user = "alice";
+    s.argv = std::move(argv);
+    s.cwd = "/home/alice";
+    s.output_dest = "/home/alice/output." + std::to_string(id) + ".log";
+    s.request.cpu = 1;
+    s.request.max_time_s = 600;
+    s.request.submit_time = 900;
+    return s;
+  };
+  executor_.summaries[7] = summary(7, {"sleep", "9"});
+  executor_.summaries[7].start_time = 950;
+  executor_.summaries[7].placement = protocol::PlacementRecord{{1}, {0}, {}, {{-1, 2.5}}, {}, false};
+  executor_.summaries[9] = summary(9, {"make", "bench"});
+  executor_.summaries[10] = summary(10, {"false"});
+  executor_.summaries[10].exit_code = 1;
+  executor_.summaries[10].end_time = 990;
   executor_.hello.running = {7};
   executor_.hello.registered = {9};
-  StartCore(loaded);
-  ASSERT_FALSE(executor_.signals.empty());
-  EXPECT_EQ(executor_.signals[0].id, 7u);
-  EXPECT_EQ(executor_.signals[0].signal, protocol::SignalKind::kKill);
-  EXPECT_EQ(core_->next_id(), 10u) << "ids the executor holds are never handed out again";
-  EXPECT_EQ(Submit(1000).id, 10u);
-  executor_.forgotten.clear();
-  core_->OnExited(protocol::JobExited{0, 7, std::nullopt, false, 1001, std::nullopt});
-  ASSERT_EQ(executor_.forgotten.size(), 1u);
-  EXPECT_EQ(executor_.forgotten[0], 7u);
+  executor_.hello.exited = {10};
+  executor_.next_id = 12;
+  QueueFile empty;
+  empty.next_id = 1;
+  StartCore(empty);
+
+  EXPECT_TRUE(executor_.signals.empty()) << "a running job is never killed for a lost file";
+  ASSERT_NE(core_->Find(7), nullptr);
+  EXPECT_EQ(core_->Find(7)->state, JobState::kRunning);
+  EXPECT_EQ(core_->Find(7)->placement.cpus, std::vector<int>{1});
+  EXPECT_EQ(core_->Find(7)->max_time_s, 600);
+  EXPECT_EQ(core_->Find(7)->argv, (std::vector<std::string>{"sleep", "9"}));
+  ASSERT_NE(core_->Find(9), nullptr);
+  ASSERT_FALSE(executor_.started.empty()) << "the rebuilt queued job runs on the cpu job 7 left";
+  EXPECT_EQ(executor_.started[0].id, 9u);
+  EXPECT_EQ(executor_.started[0].cpus, std::vector<int>{0});
+  ASSERT_NE(core_->Find(10), nullptr);
+  EXPECT_EQ(core_->Find(10)->state, JobState::kDone);
+  EXPECT_EQ(core_->Find(10)->exit_code, 1);
+  EXPECT_EQ(core_->next_id(), 12u) << "ids the root side ever held are never handed out again";
+  EXPECT_EQ(Submit(1000).id, 12u);
 }
 
 TEST_F(ServerCoreTest, HelloReconcilesTheLoadedQueue) {
@@ -386,7 +417,11 @@ TEST_F(ServerCoreTest, HelloReconcilesTheLoadedQueue) {
   EXPECT_FALSE(core_->Find(4)->exit_code);
   EXPECT_EQ(core_->Find(5)->state, JobState::kQueued);  // job 3 still holds cpu 0
   EXPECT_EQ(core_->Find(6)->reason, JobReason::kError);
-  EXPECT_EQ(executor_.forgotten, std::vector<std::uint64_t>{8});
+  ASSERT_TRUE(core_->Find(6)->detail);
+  EXPECT_NE(core_->Find(6)->detail->find("lost"), std::string::npos) << *core_->Find(6)->detail;
+  EXPECT_TRUE(executor_.forgotten.empty()) << "job 8, registered only on the root side, is kept";
+  ASSERT_NE(core_->Find(8), nullptr);
+  EXPECT_EQ(core_->Find(8)->state, JobState::kQueued);
   EXPECT_EQ(Submit(1000).id, 10u);
 }
 

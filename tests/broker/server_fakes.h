@@ -52,6 +52,9 @@ class FakeExecutor : public ExecutorChannel {
     std::vector<std::uint64_t> running;
     std::vector<std::uint64_t> exited;
   } hello;
+  // Full records for some of those ids (else just id and state).
+  std::map<std::uint64_t, protocol::JobSummary> summaries;
+  std::uint64_t next_id = 1;  // the root side's high-water mark, plus one
   // Calls go unanswered until answered by hand (tests of calls in flight).
   bool hold_answers = false;
   std::vector<protocol::RegisterJob> registered;
@@ -75,6 +78,7 @@ class FakeExecutor : public ExecutorChannel {
   Result<protocol::HelloReply> Hello() override {
     protocol::HelloReply reply;
     reply.jobs = hello.registered.size() + hello.running.size() + hello.exited.size();
+    reply.next_id = next_id;
     return reply;
   }
   Result<protocol::ListJobsReply> ListJobs(std::uint64_t after, std::uint32_t limit) override {
@@ -88,7 +92,8 @@ class FakeExecutor : public ExecutorChannel {
         reply.more = true;
         break;
       }
-      protocol::JobSummary summary;
+      auto full = summaries.find(it->first);
+      protocol::JobSummary summary = full != summaries.end() ? full->second : protocol::JobSummary{};
       summary.id = it->first;
       summary.state = it->second;
       reply.jobs.push_back(summary);

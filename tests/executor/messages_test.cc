@@ -64,7 +64,7 @@ TEST(LauncherMessagesTest, DestinationAndDeliverNeedAbsolutePaths) {
 }
 
 TEST(ExecutorMessagesTest, WrongTypesNameTheField) {
-  auto start = Decode<StartJob>(R"({"type":"start","req":1,"id":"x","cpus":[0],"mems":[0],"memory_max":[],"gpus":[]})");
+  auto start = Decode<StartJob>(R"({"type":"start","req":1,"id":"x","cpus":[0],"mems":[0],"memory_max":[],"gpus":[],"mem_by_node":[],"gpu_link":[],"spans_nodes":false})");
   ASSERT_FALSE(start);
   EXPECT_NE(start.error().message().find("'id'"), std::string::npos);
   auto reg = Decode<RegisterJob>(R"({"type":"register","req":1,"id":"1"})");
@@ -73,10 +73,10 @@ TEST(ExecutorMessagesTest, WrongTypesNameTheField) {
 }
 
 TEST(ExecutorMessagesTest, StartAndSignalRanges) {
-  EXPECT_FALSE(Decode<StartJob>(R"({"req":1,"id":1,"cpus":[],"mems":[0],"memory_max":[],"gpus":[]})"));
-  EXPECT_FALSE(Decode<StartJob>(R"({"req":1,"id":1,"cpus":[-3],"mems":[0],"memory_max":[],"gpus":[]})"));
-  EXPECT_FALSE(Decode<StartJob>(R"({"req":1,"id":1,"cpus":[0],"mems":[0],"memory_max":[0],"gpus":[]})"));
-  EXPECT_TRUE(Decode<StartJob>(R"({"req":1,"id":1,"cpus":[0],"mems":[0],"memory_max":[5],"gpus":[]})"));
+  EXPECT_FALSE(Decode<StartJob>(R"({"req":1,"id":1,"cpus":[],"mems":[0],"memory_max":[],"gpus":[],"mem_by_node":[],"gpu_link":[],"spans_nodes":false})"));
+  EXPECT_FALSE(Decode<StartJob>(R"({"req":1,"id":1,"cpus":[-3],"mems":[0],"memory_max":[],"gpus":[],"mem_by_node":[],"gpu_link":[],"spans_nodes":false})"));
+  EXPECT_FALSE(Decode<StartJob>(R"({"req":1,"id":1,"cpus":[0],"mems":[0],"memory_max":[0],"gpus":[],"mem_by_node":[],"gpu_link":[],"spans_nodes":false})"));
+  EXPECT_TRUE(Decode<StartJob>(R"({"req":1,"id":1,"cpus":[0],"mems":[0],"memory_max":[5],"gpus":[],"mem_by_node":[],"gpu_link":[],"spans_nodes":false})"));
   EXPECT_FALSE(Decode<SignalJob>(R"({"req":1,"id":1,"signal":"stop","note":"","limit_s":0})"));
   EXPECT_FALSE(Decode<SignalJob>(R"({"req":1,"id":1,"signal":"term","note":"rm -rf","limit_s":0})"));
 }
