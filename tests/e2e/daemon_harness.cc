@@ -213,7 +213,7 @@ bool DaemonHarness::StartDaemon(const std::vector<std::string>& extra, bool prob
   return WaitFor([&] {
     struct stat st;
     return ::stat(sock.c_str(), &st) == 0 && (!probe || Dispatch({"list"}).exit_code == 0);
-  }, std::chrono::seconds(10));
+  }, options_.start_timeout);
 }
 
 void DaemonHarness::Stop() {

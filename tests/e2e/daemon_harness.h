@@ -26,6 +26,8 @@ struct CommandResult {
 // set daemon_as_root, so hpc-batchd runs as root with the real role split.
 struct HarnessOptions {
   bool daemon_as_root = false;
+  // How long Start waits for the daemon to answer.
+  std::chrono::seconds start_timeout{10};
   // NAME=VALUE added to the daemon's environment (inherited by its roles).
   std::vector<std::string> daemon_env;
   // Daemon binary name -> file copied into the scratch bin dir in its
