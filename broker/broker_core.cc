@@ -546,11 +546,21 @@ void BrokerCore::ApplyStart(JobRecord& job, const Result<protocol::StartReply>& 
   MarkChanged(job.id);
   if (!reply) return ReconcileStart(job.id, reply.error());
   const double now = clock_.Now();
+  if (reply->error && reply->error->ToError().code() == ErrorCode::kUnavailable) {
+    // Not started, and not its fault (the launcher is gone or wedged): it
+    // keeps its place in the queue and is tried again by a later pass.
+    scheduler_.Release(job.placement);
+    job.holds_placement = false;
+    LogWarning("job " + Id(job.id) + " was not started (" + reply->error->message +
+               "); it stays queued");
+    return;
+  }
   if (reply->error) {
     scheduler_.Release(job.placement);
     job.holds_placement = false;
     LogWarning("job " + Id(job.id) + " failed to start: " + reply->error->message);
     if (!job.reason) job.reason = JobReason::kError;
+    job.detail = reply->error->message;
     job.output_error = reply->output_error;
     Finish(job, std::nullopt, now);
     ApplyRetention();
@@ -676,6 +686,12 @@ void BrokerCore::OnExited(const protocol::JobExited& event) {
     return;
   }
   if (!it->second.running()) {
+    if (it->second.done() && event.output_error) {
+      // A job that failed to start: its output's delivery ended after.
+      it->second.output_error = event.output_error;
+      MarkChanged(event.id);
+      return;
+    }
     LogWarning("exit event for job " + Id(event.id) + ", which is not running here");
     return;
   }

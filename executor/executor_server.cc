@@ -127,12 +127,10 @@ void ExecutorServer::OnListJobs(std::uint64_t req, const std::string& text) {
       reply.more = true;
       break;
     }
-    SpecState state = it->second.state;
-    // Dead on arrival: still recorded as running, but about to finish.
-    if (std::find(dead_on_arrival_.begin(), dead_on_arrival_.end(), it->first) !=
-        dead_on_arrival_.end()) {
-      state = SpecState::kExited;
-    }
+    // A job that ended while we were away is listed as running until its
+    // Finish (after hello) has read its exit and sent JobExited: listed as
+    // exited now, it would reach the broker without its exit code.
+    const SpecState state = it->second.state;
     const LaunchSpec& spec = it->second;
     protocol::JobSummary summary;
     summary.id = it->first;

@@ -56,9 +56,12 @@ struct ExecutorFacts {
 // these itself (a shorter deadline, after which it kills the child and
 // answers); these only catch a launcher that stopped answering at all.
 struct LauncherDeadlines {
-  std::chrono::milliseconds check{30000};
-  std::chrono::milliseconds spawn{60000};
+  // Both well inside the broker's own deadline for the request they serve.
+  std::chrono::milliseconds check{20000};
+  std::chrono::milliseconds spawn{20000};
   std::chrono::milliseconds deliver_base{120000};
+  // How long a restart waits for a job start it interrupted to settle.
+  std::chrono::milliseconds settle{20000};
   std::uint64_t deliver_bytes_per_s = 4u << 20;
 };
 
@@ -116,8 +119,9 @@ class ExecutorServer {
   Result<void> ValidatePlacement(const protocol::StartJob& request) const;
   void OnSpawned(std::uint64_t id, const protocol::StartJob& request,
                  Result<protocol::SpawnReply> reply, StartDone done);
-  // The job will never run: its reason goes into its output, which is
-  // delivered, then `done` gets the failed StartReply.
+  // The job will never run: its reason goes into its output, `done` gets
+  // the failed StartReply at once, and the output is delivered after (a
+  // JobExited then carries the delivery's error, if any).
   void FailStart(std::uint64_t id, const std::string& message, bool remove_cgroup,
                  StartDone done);
 
@@ -143,6 +147,10 @@ class ExecutorServer {
   std::uint64_t BytesHeld(const LaunchSpec& spec, std::uint64_t spec_bytes) const;
 
   // job_recovery.cc
+  void SettleStartingJobs();
+  // Job dirs and dev entries no launch spec accounts for (a registration
+  // cut short): removed, so their ids can be registered again.
+  void PruneLeftovers();
   // Jobs whose shepherd is not the current launcher's child (a restart of
   // the launcher left it behind): polled for their end.
   void PollForeign();

@@ -6,8 +6,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <chrono>
 #include <cstdlib>
 #include <sstream>
+#include <thread>
 
 #include "executor/executor_server.h"
 #include "protocol/base/log.h"
@@ -47,7 +51,34 @@ std::optional<std::int64_t> ExecutorServer::RecordedExit(std::uint64_t id) const
   return ExitCodeFromStatus(static_cast<int>(*record->status));
 }
 
+void ExecutorServer::SettleStartingJobs() {
+  // A shepherd that was starting a job when we stopped has a record without
+  // a pid. Until it says whether the job exec'd, nobody may decide the job
+  // never started (and start it again); its own deadline bounds the wait.
+  const auto until = std::chrono::steady_clock::now() + deadlines_.settle;
+  for (;;) {
+    bool waiting = false;
+    for (std::uint64_t id : ListSpecs(specs_dir())) {
+      Result<host::RunRecord> record = host::LoadRunRecord(run_dir(), id);
+      if (!record || record->pid != 0) continue;
+      if (ParentOf(record->shepherd, facts_.proc_root) == 0) {
+        // The shepherd is gone and never started the job.
+        ::unlink(host::RunRecordPath(run_dir(), id).c_str());
+        continue;
+      }
+      waiting = true;
+    }
+    if (!waiting) return;
+    if (std::chrono::steady_clock::now() > until) {
+      LogError("a job start from before the restart did not settle in time");
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
 void ExecutorServer::Recover() {
+  SettleStartingJobs();
   if (Result<std::string> text = host::ReadSmallFile(high_water_path()); text) {
     high_water_ = std::strtoull(text->c_str(), nullptr, 10);
   }
@@ -74,7 +105,7 @@ void ExecutorServer::Recover() {
     }
     LaunchSpec& spec = *loaded;
     Result<host::RunRecord> record = host::LoadRunRecord(run_dir(), id);
-    if (spec.state == SpecState::kRegistered && record) {
+    if (spec.state == SpecState::kRegistered && record && record->pid > 0) {
       // It exec'd, but we stopped before we could record that: the run
       // record is the truth.
       LogWarning("job " + std::to_string(id) + " started while the daemon was stopping; adopting it");
@@ -112,6 +143,36 @@ void ExecutorServer::Recover() {
     const bool sized = ::stat((specs_dir() + "/" + std::to_string(id) + ".json").c_str(), &st) == 0;
     usage_.Set(id, spec.who.uid, BytesHeld(spec, sized ? static_cast<std::uint64_t>(st.st_size) : 0));
     jobs_[id] = std::move(spec);
+  }
+  PruneLeftovers();
+}
+
+void ExecutorServer::PruneLeftovers() {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(config_.state_dir + "/jobs", ec)) {
+    const std::string name = entry.path().filename().string();
+    std::uint64_t id = 0;
+    auto [end, parsed] = std::from_chars(name.data(), name.data() + name.size(), id);
+    if (parsed != std::errc() || end != name.data() + name.size() || jobs_.contains(id)) continue;
+    // A spec set aside as unreadable keeps its dir: the user's output is there.
+    if (::access((specs_dir() + "/" + name + ".json.corrupt").c_str(), F_OK) == 0) continue;
+    if (Result<void> removed = RemoveJobDir(entry.path().string()); !removed) {
+      LogWarning("cannot remove the leftover job dir " + entry.path().string() + ": " +
+                 removed.error().message());
+    } else {
+      LogInfo("removed the leftover dir of job " + name + ", which has no launch spec");
+    }
+  }
+  if (config_.no_dev_dir) return;
+  for (const auto& entry : std::filesystem::directory_iterator(config_.dev_dir + "/jobs", ec)) {
+    const std::string name = entry.path().filename().string();
+    std::uint64_t id = 0;
+    auto [end, parsed] = std::from_chars(name.data(), name.data() + name.size(), id);
+    const bool valid = parsed == std::errc() && end == name.data() + name.size();
+    auto it = valid ? jobs_.find(id) : jobs_.end();
+    // Entries are kept for registered and running jobs only.
+    if (it != jobs_.end() && it->second.state != SpecState::kExited) continue;
+    ::unlink(entry.path().c_str());
   }
 }
 

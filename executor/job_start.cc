@@ -98,6 +98,14 @@ void ExecutorServer::BeginStart(const protocol::StartJob& request, StartDone don
   spawn.cwd = spec.cwd;
   spawn.env = BuildJobEnv(who, spec.env, id, request.gpus, facts_.gpu_count > 0, facts_.lang);
   spawn.cpus = request.cpus;
+  // Where it will run, on disk before it can run: if we stop while it
+  // starts, whoever reads this spec and finds the job running (its run
+  // record) knows what it holds.
+  spec.placement = request.Record();
+  if (Result<void> saved = Save(spec, Sync::kDeferred); !saved) {
+    return FailStart(id, "failed to start job: cannot record its placement: " +
+                             saved.error().message(), true, std::move(done));
+  }
   std::vector<int> fds{buffer->get()};
   if (cgroup_dir.valid()) fds.push_back(cgroup_dir.get());
   AskLauncher<protocol::SpawnReply>(
@@ -119,6 +127,17 @@ void ExecutorServer::OnSpawned(std::uint64_t id, const protocol::StartJob& reque
     gone.id = id;
     gone.error = WireError::From(Error(ErrorCode::kInternal, "the job vanished while starting"));
     return done(std::move(gone));
+  }
+  if (!reply && reply.error().code() == ErrorCode::kUnavailable) {
+    // The launcher is gone or wedged: the job did not start, and it is not
+    // its fault. It stays registered for the broker to start again (a late
+    // answer that says otherwise gets its job killed: OnLauncherMessage).
+    LogWarning("job " + std::to_string(id) + " was not started: " + reply.error().message());
+    if (!config_.no_cgroups) (void)RemoveJobCgroup(config_.cgroup_root, id);
+    protocol::StartReply not_started;
+    not_started.id = id;
+    not_started.error = WireError::From(reply.error().WithContext("not started; still queued"));
+    return done(std::move(not_started));
   }
   if (!reply) return FailStart(id, "failed to start job: " + reply.error().message(), true, std::move(done));
   if (reply->error) return FailStart(id, reply->error->message, true, std::move(done));
@@ -166,25 +185,30 @@ void ExecutorServer::FailStart(std::uint64_t id, const std::string& message, boo
     LogWarning("cannot save the spec of job " + std::to_string(id) + ": " + saved.error().message());
   }
   if (!config_.no_cgroups && remove_cgroup) (void)RemoveJobCgroup(config_.cgroup_root, id);
+  protocol::StartReply failed;
+  failed.id = id;
+  failed.error = WireError::From(Error(ErrorCode::kFailedPrecondition, message));
+  done(std::move(failed));
   finishing_.insert(id);
-  DeliverOutput(spec, [this, id, message, done = std::move(done)](
-                          std::optional<std::string> output_error) mutable {
+  DeliverOutput(spec, [this, id](std::optional<std::string> output_error) {
     finishing_.erase(id);
     auto it = jobs_.find(id);
-    if (it != jobs_.end()) {
-      it->second.output_error = output_error;
-      it->second.end_time = EpochNow();
-      if (Result<void> saved = Save(it->second); !saved) {
-        LogWarning("cannot save the spec of job " + std::to_string(id) + ": " +
-                   saved.error().message());
-      }
-      WriteInfo(it->second);
+    if (it == jobs_.end()) return;
+    it->second.output_error = output_error;
+    it->second.end_time = EpochNow();
+    if (Result<void> saved = Save(it->second); !saved) {
+      LogWarning("cannot save the spec of job " + std::to_string(id) + ": " +
+                 saved.error().message());
     }
-    protocol::StartReply failed;
-    failed.id = id;
-    failed.error = WireError::From(Error(ErrorCode::kFailedPrecondition, message));
-    failed.output_error = std::move(output_error);
-    done(std::move(failed));
+    WriteInfo(it->second);
+    if (!output_error) return;
+    // The broker has it as finished; this only adds why its output is not
+    // where it should be.
+    protocol::JobExited event;
+    event.id = id;
+    event.end_time = it->second.end_time;
+    event.output_error = output_error;
+    SendToBroker(Encode(event));
   });
 }
 

@@ -81,16 +81,21 @@ void WriteRunRecord(const std::string& run_dir, const host::RunRecord& record, h
   fds.buffer = keep[1];
   fds.cgroup_dir = keep[2];
 
+  host::RunRecord record;
+  record.id = request.id;
+  record.shepherd = ::getpid();
+  // Before the fork: a launcher that dies from here on leaves a record
+  // saying the job may be starting, so no one starts it a second time.
+  WriteRunRecord(options.run_dir, record, host::Sync::kDeferred);
+  auto give_up = [&](int err) {
+    ::unlink(host::RunRecordPath(options.run_dir, record.id).c_str());
+    Report(report_fd, ShepherdReport{0, kTimedOutStage, err});
+    ::_exit(1);
+  };
   int exec_pipe[2];
-  if (::pipe2(exec_pipe, O_CLOEXEC) != 0) {
-    Report(report_fd, ShepherdReport{0, kTimedOutStage, errno});
-    ::_exit(1);
-  }
+  if (::pipe2(exec_pipe, O_CLOEXEC) != 0) give_up(errno);
   const pid_t child = ::fork();
-  if (child < 0) {
-    Report(report_fd, ShepherdReport{0, kTimedOutStage, errno});
-    ::_exit(1);
-  }
+  if (child < 0) give_up(errno);
   if (child == 0) {
     ::close(exec_pipe[0]);
     job.Exec(fds, exec_pipe[1], options.change_identity);
@@ -101,14 +106,16 @@ void WriteRunRecord(const std::string& run_dir, const host::RunRecord& record, h
   ShepherdReport report = AwaitExec(child, exec_pipe[0], options.exec_deadline);
   ::close(exec_pipe[0]);
 
-  host::RunRecord record;
-  record.id = request.id;
   record.pid = child;
-  record.shepherd = ::getpid();
   record.start_time = EpochNow();
   // Written before the launcher hears of the start: whoever reads the spec
   // after a crash finds the job either unstarted or in this record.
-  if (report.stage == 0) WriteRunRecord(options.run_dir, record, host::Sync::kDeferred);
+  if (report.stage == 0) {
+    WriteRunRecord(options.run_dir, record, host::Sync::kDeferred);
+  } else {
+    // It never ran: no record at all, as for a job never started.
+    ::unlink(host::RunRecordPath(options.run_dir, record.id).c_str());
+  }
   Report(report_fd, report);
   ::close(report_fd);
 

@@ -19,17 +19,6 @@
 #include "protocol/daemon_config.h"
 
 namespace hpcb::launcher {
-namespace {
-
-Result<std::pair<UniqueFd, UniqueFd>> SeqPacketPair() {
-  int fds[2];
-  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) {
-    return Error::FromErrno(errno, "socketpair");
-  }
-  return std::make_pair(UniqueFd(fds[0]), UniqueFd(fds[1]));
-}
-
-}  // namespace
 
 int LauncherMain(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -55,12 +44,6 @@ int LauncherMain(int argc, char** argv) {
     LogError("cannot listen on " + config.socket + ": " + listener.error().message());
     return protocol::kExitConfig;
   }
-  auto exec_pair = SeqPacketPair();
-  auto broker_pair = SeqPacketPair();
-  if (!exec_pair || !broker_pair) {
-    LogError("cannot create the role channels");
-    return 1;
-  }
   sigset_t mask;
   sigemptyset(&mask);
   for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) sigaddset(&mask, sig);
@@ -70,41 +53,25 @@ int LauncherMain(int argc, char** argv) {
     LogError("signalfd failed");
     return 1;
   }
-  std::vector<std::string> flags = protocol::ToFlags(config);
-  auto executor = StartRole("hpc-batch-executor", exec_pair->second.get(),
-                            broker_pair->first.get(), flags);
-  if (!executor) {
-    LogError("cannot start the executor: " + executor.error().message());
-    return 1;
-  }
-  auto broker = StartRole("hpc-batch-broker", broker_pair->second.get(), listener->get(), flags);
-  if (!broker) {
-    Role e = *executor;
-    StopRole(e);
-    LogError("cannot start the broker: " + broker.error().message());
-    return 1;
-  }
-  exec_pair->second.reset();
-  broker_pair->first.reset();
-  broker_pair->second.reset();
-  listener->reset();
-
+  // Kept open for the life of this launcher: a broker restarted after a
+  // crash listens on the same socket.
+  const std::vector<std::string> flags = protocol::ToFlags(config);
+  const int listen_fd = listener->get();
+  LauncherOptions options;
+  options.as_root = as_root;
+  options.run_dir = config.state_dir + "/run";
+  LauncherServer server(options, signal_fd.get(),
+                        [&flags, listen_fd] { return StartRoles(flags, listen_fd); });
+  if (!server.StartRoles()) return 1;
   auto cpus = host::ReadOnlineCpus(config.sys_root);
   LogInfo(std::string("hpc-batchd ") + protocol::kVersion + " ready on " + config.socket +
           " (" + std::to_string(cpus ? cpus->size() : 0) + " cpus; " +
           (config.no_cgroups ? "--no-cgroups: affinity only, one memory pool"
-                             : "cgroups: cpuset+memory enforced") +
-          "; executor pid " + std::to_string(executor->pid) + ", broker pid " +
-          std::to_string(broker->pid) + ")");
-
-  LauncherOptions options;
-  options.as_root = as_root;
-  options.run_dir = config.state_dir + "/run";
-  LauncherServer server(options, exec_pair->first.get(), signal_fd.get(), *executor, *broker);
+                             : "cgroups: cpuset+memory enforced") + ")");
   LauncherServer::Outcome outcome = server.Run();
   if (outcome == LauncherServer::Outcome::kReload) {
     signal_fd.reset();
-    exec_pair->first.reset();
+    listener->reset();
     // Same pid, same argv: the jobs stay our children, zombies keep codes.
     ::execv("/proc/self/exe", argv);
     LogError(std::string("re-exec failed: ") + std::strerror(errno));

@@ -26,6 +26,8 @@ using protocol::WireError;
 using Clock = std::chrono::steady_clock;
 
 constexpr std::chrono::milliseconds kShepherdSlack{5000};
+constexpr std::chrono::milliseconds kCrashLoopUptime{300};
+constexpr int kMaxQuickDeaths = 5;
 constexpr int kMaxPollMs = 1000;
 
 std::string Seconds(std::chrono::milliseconds ms) {
@@ -34,8 +36,55 @@ std::string Seconds(std::chrono::milliseconds ms) {
 
 }  // namespace
 
+bool LauncherServer::StartRoles() {
+  Result<RoleSet> roles = start_roles_();
+  if (!roles) {
+    LogError(roles.error().message());
+    return false;
+  }
+  executor_ = roles->executor;
+  broker_ = roles->broker;
+  executor_fd_ = std::move(roles->executor_channel);
+  roles_started_ = std::chrono::steady_clock::now();
+  LogInfo("roles started (executor pid " + std::to_string(executor_.pid) + ", broker pid " +
+          std::to_string(broker_.pid) + ")");
+  return true;
+}
+
+bool LauncherServer::RestartRoles() {
+  StopRoles();
+  executor_fd_.reset();
+  if (RoleRefusedToStart()) return false;
+  // What the old executor asked is not answered to the new one: its reqs
+  // mean nothing there (and a late spawn reply would read as a job started
+  // behind its back). The children are still reaped.
+  for (auto& [pid, task] : tasks_) task.orphaned = true;
+  // A spawn in flight must have settled before the new executor reads the
+  // records: a job whose start it cannot see yet would be started twice.
+  // The shepherd's own deadline bounds this wait.
+  const auto settle_by = std::chrono::steady_clock::now() + options_.exec_deadline + kShepherdSlack;
+  auto spawning = [&] {
+    return std::any_of(tasks_.begin(), tasks_.end(), [](const auto& entry) {
+      return entry.second.kind == LauncherKind::kSpawn && !entry.second.answered;
+    });
+  };
+  while (spawning() && std::chrono::steady_clock::now() < settle_by) (void)PollChildren(100);
+  // A role killed from outside is restarted however often it happens; one
+  // that dies right after every start is crash-looping, and systemd (or
+  // whoever runs us) is better placed to decide what to do.
+  const auto now = std::chrono::steady_clock::now();
+  quick_deaths_ = now - roles_started_ < kCrashLoopUptime ? quick_deaths_ + 1 : 0;
+  if (quick_deaths_ >= kMaxQuickDeaths) {
+    LogError("the roles died right after starting " + std::to_string(kMaxQuickDeaths) +
+             " times in a row; giving up");
+    return false;
+  }
+  LogWarning("restarting the executor and the broker; running jobs are left as they are");
+  return StartRoles();
+}
+
 void LauncherServer::Send(const std::string& text) {
-  Result<void> sent = protocol::SendMessage(executor_fd_, text);
+  Result<void> sent = protocol::SendMessage(executor_fd_.get(), text);
   if (!sent) LogError("cannot answer the executor: " + sent.error().message());
 }
 
@@ -246,7 +295,7 @@ void LauncherServer::Answer(pid_t pid, Task& task, const std::optional<Error>& f
         reply.pid = report.pid;
         reply.shepherd = pid;
       }
-      Send(Encode(reply));
+      if (!task.orphaned) Send(Encode(reply));
       if (!reply.error) {
         // From here on the shepherd is a job's parent: its end is an event
         // for the executor, like any child the launcher does not track.
@@ -262,13 +311,13 @@ void LauncherServer::Answer(pid_t pid, Task& task, const std::optional<Error>& f
       Result<std::string> dest =
           failure ? Result<std::string>(*failure) : ParseHelperAnswer(task.text);
       protocol::CheckDestReply reply{task.req, dest ? *dest : "", protocol::ErrorOf(dest)};
-      Send(Encode(reply));
+      if (!task.orphaned) Send(Encode(reply));
       break;
     }
     case LauncherKind::kDeliver: {
       Result<std::string> done =
           failure ? Result<std::string>(*failure) : ParseHelperAnswer(task.text);
-      Send(Encode(protocol::DeliverReply{task.req, protocol::ErrorOf(done)}));
+      if (!task.orphaned) Send(Encode(protocol::DeliverReply{task.req, protocol::ErrorOf(done)}));
       break;
     }
     case LauncherKind::kSpawnReply:
@@ -361,7 +410,7 @@ bool LauncherServer::PollChildren(int wait_ms) {
 
 LauncherServer::Outcome LauncherServer::Run() {
   for (;;) {
-    std::vector<struct pollfd> fds{{signal_fd_, POLLIN, 0}, {executor_fd_, POLLIN, 0}};
+    std::vector<struct pollfd> fds{{signal_fd_, POLLIN, 0}, {executor_fd_.get(), POLLIN, 0}};
     std::vector<pid_t> owners;
     auto wake = Clock::now() + std::chrono::milliseconds(kMaxPollMs);
     for (auto& [pid, task] : tasks_) {
@@ -399,12 +448,12 @@ LauncherServer::Outcome LauncherServer::Run() {
       if (it != tasks_.end() && !it->second.answered) OnAnswerReadable(owners[i - 2], it->second);
     }
     if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
-      Result<protocol::Packet> packet = protocol::ReceiveMessage(executor_fd_);
+      Result<protocol::Packet> packet = protocol::ReceiveMessage(executor_fd_.get());
       if (!packet) {
         if (packet.error().code() == ErrorCode::kUnavailable) {
           LogError("the executor went away");
-          StopRoles();
-          return Outcome::kRoleDied;
+          if (!RestartRoles()) return Outcome::kRoleDied;
+          continue;
         }
         LogWarning("bad executor message: " + packet.error().message());
         Send(Encode(protocol::Refused{0, WireError::From(packet.error())}));
@@ -413,10 +462,7 @@ LauncherServer::Outcome LauncherServer::Run() {
       }
     }
     ExpireTasks();
-    if (!ReapChildren()) {
-      StopRoles();
-      return Outcome::kRoleDied;
-    }
+    if (!ReapChildren() && !RestartRoles()) return Outcome::kRoleDied;
   }
 }
 

@@ -9,6 +9,14 @@
 // Nothing here waits on anything a user controls: every child has a
 // deadline, after which it is killed (it is never reaped before that, so
 // its pid cannot have been reused) and its request answered with why.
+//
+// A role that dies (a crash, a kill -9) is restarted with the other one,
+// over fresh channels, while every job runs on: the new executor reads the
+// launch specs and run records and takes up where the old one stopped.
+// Requests the old executor had in flight are not answered to the new one
+// (their children are still reaped); a shepherd among them is a job's
+// parent like any other. A role that refuses to start (exit 78), or roles
+// that keep dying, end the daemon instead.
 #ifndef HPCB_LAUNCHER_LAUNCHER_SERVER_H_
 #define HPCB_LAUNCHER_LAUNCHER_SERVER_H_
 
@@ -16,6 +24,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -44,13 +53,18 @@ class LauncherServer {
  public:
   enum class Outcome { kStop, kReload, kRoleDied };
 
-  LauncherServer(LauncherOptions options, int executor_fd, int signal_fd, Role executor,
-                 Role broker)
-      : options_(std::move(options)), executor_fd_(executor_fd), signal_fd_(signal_fd),
-        executor_(std::move(executor)), broker_(std::move(broker)) {}
+  using RoleStarter = std::function<Result<RoleSet>()>;
 
-  // Serves until a signal or a role's death; stops both roles before it
-  // returns. Jobs are left running (their shepherds unreaped) in every case.
+  LauncherServer(LauncherOptions options, int signal_fd, RoleStarter start_roles)
+      : options_(std::move(options)), signal_fd_(signal_fd),
+        start_roles_(std::move(start_roles)) {}
+
+  // Starts the roles; false (logged) when they could not be.
+  bool StartRoles();
+
+  // Serves until a signal, or roles that cannot be kept running; stops
+  // both roles before it returns. Jobs are left running (their shepherds
+  // unreaped) in every case.
   Outcome Run();
 
   // One executor request: answered at once when it cannot start, else when
@@ -77,6 +91,7 @@ class LauncherServer {
     std::chrono::steady_clock::time_point deadline;
     bool answered = false;  // the reply has gone to the executor
     bool reaped = false;
+    bool orphaned = false;  // its executor died: the answer goes nowhere
     std::int64_t status = 0;  // the wait status, once reaped
     std::optional<PreparedJob> job;  // spawns: for describing a failure
   };
@@ -91,13 +106,19 @@ class LauncherServer {
   bool ReapChildren();  // false when a role died
   void Send(const std::string& text);
   void StopRoles();
+  // After a role died: both stopped and started again, unless they keep
+  // dying or refused to start. False: give up.
+  bool RestartRoles();
 
   LauncherOptions options_;
-  int executor_fd_;
   int signal_fd_;
+  RoleStarter start_roles_;
+  UniqueFd executor_fd_;
   Role executor_;
   Role broker_;
   std::map<pid_t, Task> tasks_;
+  std::chrono::steady_clock::time_point roles_started_;
+  int quick_deaths_ = 0;
 };
 
 }  // namespace hpcb::launcher

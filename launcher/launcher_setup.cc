@@ -167,6 +167,32 @@ Result<Role> StartRole(const std::string& binary, int fd3, int fd4,
   return Role{pid, binary};
 }
 
+namespace {
+
+Result<std::pair<UniqueFd, UniqueFd>> SeqPacketPair() {
+  int fds[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) {
+    return Error::FromErrno(errno, "socketpair");
+  }
+  return std::make_pair(UniqueFd(fds[0]), UniqueFd(fds[1]));
+}
+
+}  // namespace
+
+Result<RoleSet> StartRoles(const std::vector<std::string>& flags, int listener) {
+  HPCB_ASSIGN_OR_RETURN(auto exec_pair, SeqPacketPair());
+  HPCB_ASSIGN_OR_RETURN(auto broker_pair, SeqPacketPair());
+  Result<Role> executor = StartRole("hpc-batch-executor", exec_pair.second.get(),
+                                    broker_pair.first.get(), flags);
+  if (!executor) return executor.error().WithContext("cannot start the executor");
+  Result<Role> broker = StartRole("hpc-batch-broker", broker_pair.second.get(), listener, flags);
+  if (!broker) {
+    StopRole(*executor);
+    return broker.error().WithContext("cannot start the broker");
+  }
+  return RoleSet{*executor, *broker, std::move(exec_pair.first)};
+}
+
 void StopRole(Role& role, int grace_ms) {
   if (role.pid <= 0) return;
   ::kill(role.pid, SIGTERM);

@@ -36,6 +36,17 @@ Result<Role> StartRole(const std::string& binary, int fd3, int fd4,
 // SIGTERM, then SIGKILL after `grace_ms`, waiting for that pid only.
 void StopRole(Role& role, int grace_ms = 5000);
 
+// Both roles and the launcher's end of the executor's channel.
+struct RoleSet {
+  Role executor;
+  Role broker;
+  UniqueFd executor_channel;
+};
+
+// Makes fresh channels and starts the executor and the broker (which gets
+// the client socket `listener`, borrowed), each with `flags`.
+Result<RoleSet> StartRoles(const std::vector<std::string>& flags, int listener);
+
 }  // namespace hpcb::launcher
 
 #endif  // HPCB_LAUNCHER_LAUNCHER_SETUP_H_

@@ -2,10 +2,12 @@
 // (the job's parent, launcher/job_shepherd.h) and read by the executor.
 //
 // It is how a job's fate outlives every daemon role. The shepherd writes it
-// once the job has exec'd (pid, its own pid) and again, fsynced, when the
-// job has ended (the wait status and what the job used), then exits. The
-// executor, its launcher or the broker may each be restarted meanwhile: the
-// record still says whether the job started and how it ended.
+// three times: before it forks the job (pid 0: starting), once the job has
+// exec'd (its pid), and, fsynced, when the job has ended (the wait status
+// and what the job used), then exits. The executor, its launcher or the
+// broker may each be restarted meanwhile: the record says whether the job
+// may be starting (its shepherd alive), started, or ended and how, so no
+// job is ever started twice or its end lost.
 #ifndef HPCB_PROTOCOL_HOST_RUN_RECORD_H_
 #define HPCB_PROTOCOL_HOST_RUN_RECORD_H_
 
@@ -20,7 +22,7 @@ namespace hpcb::host {
 
 struct RunRecord {
   std::uint64_t id = 0;
-  std::int64_t pid = 0;       // the job
+  std::int64_t pid = 0;       // the job; 0 while it is being started
   std::int64_t shepherd = 0;  // its parent
   double start_time = 0;      // epoch seconds, at exec
   std::optional<std::int64_t> status;  // raw wait status, once ended
@@ -48,7 +50,7 @@ struct RunRecord {
 
 std::string RunRecordPath(const std::string& run_dir, std::uint64_t id);
 
-// kNotFound when there is none (the job never exec'd, or it was removed).
+// kNotFound when there is none (no shepherd ever ran for the job).
 Result<RunRecord> LoadRunRecord(const std::string& run_dir, std::uint64_t id);
 
 }  // namespace hpcb::host

@@ -1,0 +1,343 @@
+// Faults: roles killed with SIGKILL at random points while jobs churn, the
+// launcher itself killed and the daemon started again, reloads, damaged
+// and deleted state files. After each, for every job the daemon accepted
+// (answered with an id): it ran exactly once, its exit code is the one it
+// exited with, and its output is at its destination byte for byte. A job
+// whose submission got no answer ran at most once.
+//
+// Every job of the churn is `sh -c 'echo TOKEN; echo x >>ledger/TOKEN;
+// exit CODE'`: the ledger counts its runs, the output and the exit code are
+// known in advance.
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <random>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "protocol/client_messages.h"
+#include "protocol/codec.h"
+#include "tests/e2e/daemon_harness.h"
+
+namespace hpcb::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using Clock = std::chrono::steady_clock;
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+bool Alive(pid_t pid) { return pid > 0 && ::kill(pid, 0) == 0; }
+
+// The pids of the roles started last (the launcher logs each start).
+bool LatestRolePids(const std::string& log, pid_t* executor, pid_t* broker) {
+  static const std::regex kRoles("executor pid ([0-9]+), broker pid ([0-9]+)");
+  bool found = false;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), kRoles); it != std::sregex_iterator();
+       ++it) {
+    *executor = std::stoi((*it)[1]);
+    *broker = std::stoi((*it)[2]);
+    found = true;
+  }
+  return found;
+}
+
+std::size_t Count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// One submission of the churn.
+struct Submission {
+  std::string token;
+  int code = 0;
+  std::uint64_t id = 0;  // 0: no answer with an id
+};
+
+class FaultE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ledger_ = daemon_.work() + "/ledger";
+    fs::create_directories(ledger_);
+    if (::geteuid() == 0) (void)!::chown(ledger_.c_str(), daemon_.client_uid(), daemon_.client_gid());
+  }
+
+  const std::vector<std::string>& Flags() const {
+    static const std::vector<std::string> kFlags = {"--keep-finished", "1000000",
+                                                    "--max-queued-per-user", "100000"};
+    return kFlags;
+  }
+
+  void Boot() { ASSERT_TRUE(daemon_.Start(Flags())) << daemon_.log(); }
+
+  // Submits one churn job; returns what the client was told.
+  Submission SubmitOne(int n) {
+    Submission s;
+    s.token = "t" + std::to_string(n);
+    s.code = n % 50;
+    const std::string script = "echo " + s.token + "; echo x >>ledger/" + s.token + "; exit " +
+                               std::to_string(s.code);
+    CommandResult r = daemon_.Dispatch({"new", "--max-mem", "0.1", "--", "sh", "-c", script},
+                                       seconds(20));
+    std::smatch match;
+    if (r.exit_code == 0 && std::regex_search(r.out, match, std::regex("job ([0-9]+) "))) {
+      s.id = std::stoull(match[1]);
+    }
+    return s;
+  }
+
+  // Every finished job, by id (nullopt: the list could not be had).
+  std::optional<std::map<std::uint64_t, protocol::JobRow>> Finished() {
+    CommandResult r = daemon_.Dispatch({"list", "--finished", "--json"}, seconds(30));
+    if (r.exit_code != 0) return std::nullopt;
+    Result<protocol::ListReply> reply = protocol::Decode<protocol::ListReply>(r.out);
+    if (!reply) return std::nullopt;
+    std::map<std::uint64_t, protocol::JobRow> rows;
+    for (protocol::JobRow& row : reply->jobs) rows[row.id] = std::move(row);
+    return rows;
+  }
+
+  // Waits (bounded) until every acknowledged job is done.
+  bool AllDone(const std::vector<Submission>& submissions, seconds timeout) {
+    return DaemonHarness::WaitFor(
+        [&] {
+          auto rows = Finished();
+          if (!rows) return false;
+          for (const Submission& s : submissions) {
+            if (s.id == 0) continue;
+            auto it = rows->find(s.id);
+            if (it == rows->end() || it->second.state != protocol::JobState::kDone) return false;
+          }
+          return true;
+        },
+        timeout);
+  }
+
+  // Everything the promise says, for every submission; the violations.
+  std::vector<std::string> Violations(const std::vector<Submission>& submissions) {
+    std::vector<std::string> out;
+    auto rows = Finished();
+    if (!rows) return {"the job list could not be had"};
+    for (const Submission& s : submissions) {
+      const std::size_t runs = Count(Slurp(ledger_ + "/" + s.token), "x");
+      const std::string who = s.token + (s.id ? " (job " + std::to_string(s.id) + ")" : "");
+      if (s.id == 0) {
+        if (runs > 1) out.push_back(who + " ran " + std::to_string(runs) + " times");
+        continue;
+      }
+      auto it = rows->find(s.id);
+      if (it == rows->end()) {
+        out.push_back(who + " is not listed");
+        continue;
+      }
+      const protocol::JobRow& row = it->second;
+      if (runs != 1) out.push_back(who + " ran " + std::to_string(runs) + " times");
+      if (row.state != protocol::JobState::kDone) out.push_back(who + " is not done");
+      if (row.exit_code != s.code) {
+        out.push_back(who + " exit " + (row.exit_code ? std::to_string(*row.exit_code) : "-") +
+                      ", not " + std::to_string(s.code) +
+                      (row.detail ? " (" + *row.detail + ")" : "") +
+                      (row.reason ? " reason " + std::string(protocol::NameOf(*row.reason)) : ""));
+      }
+      const std::string output = Slurp(daemon_.work() + "/output." + std::to_string(s.id) + ".log");
+      if (output != s.token + "\n") {
+        out.push_back(who + " output '" + output.substr(0, 40) + "'" +
+                      (row.output_error ? " (" + *row.output_error + ")" : ""));
+      }
+    }
+    return out;
+  }
+
+  // kill -9 of the launcher: its roles follow it out; the daemon is started
+  // again, as systemd would.
+  void KillLauncherAndRestart() {
+    pid_t executor = -1, broker = -1;
+    LatestRolePids(daemon_.log(), &executor, &broker);
+    ::kill(daemon_.daemon_pid(), SIGKILL);
+    daemon_.WaitForExit(seconds(5));
+    DaemonHarness::WaitFor([&] { return !Alive(executor) && !Alive(broker); }, seconds(10));
+    ASSERT_TRUE(daemon_.Start(Flags())) << daemon_.log();
+  }
+
+  // kill -9 of one role, then waits for the launcher to have started both
+  // again (the log's next "roles started").
+  bool KillRole(bool executor_role) {
+    pid_t executor = -1, broker = -1;
+    if (!LatestRolePids(daemon_.log(), &executor, &broker)) return false;
+    const std::size_t starts = Count(daemon_.log(), "roles started");
+    ::kill(executor_role ? executor : broker, SIGKILL);
+    return DaemonHarness::WaitFor([&] { return Count(daemon_.log(), "roles started") > starts; },
+                                  seconds(30));
+  }
+
+  DaemonHarness daemon_;
+  std::string ledger_;
+};
+
+TEST_F(FaultE2eTest, AKilledRoleIsRestartedAndARunningJobKeepsItsExitCode) {
+  Boot();
+  for (bool executor_role : {true, false}) {
+    SCOPED_TRACE(executor_role ? "executor" : "broker");
+    const std::uint64_t before = SubmitOne(0).id;
+    ASSERT_GT(before, 0u);
+    CommandResult long_job = daemon_.Dispatch(
+        {"new", "--max-mem", "0.1", "--", "sh", "-c", "sleep 2; echo slow; exit 7"});
+    std::smatch match;
+    ASSERT_TRUE(std::regex_search(long_job.out, match, std::regex("job ([0-9]+) ")))
+        << long_job.out << long_job.err;
+    const std::uint64_t id = std::stoull(match[1]);
+    ASSERT_TRUE(KillRole(executor_role)) << daemon_.log();
+    // Served again, and the job that ran through the restart ends as it did.
+    Submission after = SubmitOne(1);
+    EXPECT_GT(after.id, id) << daemon_.log();
+    ASSERT_TRUE(DaemonHarness::WaitFor(
+        [&] {
+          auto rows = Finished();
+          return rows && rows->contains(id) && rows->at(id).state == protocol::JobState::kDone;
+        },
+        seconds(20)))
+        << daemon_.log();
+    auto rows = Finished();
+    ASSERT_TRUE(rows);
+    EXPECT_EQ(rows->at(id).exit_code, 7);
+    EXPECT_EQ(Slurp(daemon_.work() + "/output." + std::to_string(id) + ".log"), "slow\n");
+  }
+  EXPECT_EQ(Count(daemon_.log(), "restarting the executor and the broker"), 2u) << daemon_.log();
+}
+
+TEST_F(FaultE2eTest, AKilledLauncherLosesNoExitCodeOnceTheDaemonIsBack) {
+  Boot();
+  CommandResult job = daemon_.Dispatch(
+      {"new", "--max-mem", "0.1", "--", "sh", "-c", "sleep 2; echo outlived; exit 9"});
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(job.out, match, std::regex("job ([0-9]+) "))) << job.out;
+  const std::uint64_t id = std::stoull(match[1]);
+  KillLauncherAndRestart();
+  ASSERT_TRUE(DaemonHarness::WaitFor(
+      [&] {
+        auto rows = Finished();
+        return rows && rows->contains(id) && rows->at(id).state == protocol::JobState::kDone;
+      },
+      seconds(20)))
+      << daemon_.log();
+  EXPECT_EQ(Finished()->at(id).exit_code, 9);
+  EXPECT_EQ(Slurp(daemon_.work() + "/output." + std::to_string(id) + ".log"), "outlived\n");
+}
+
+// The churn: jobs submitted as fast as one client goes while a killer sends
+// SIGKILL to a random role (now and then the launcher itself, now and then
+// a reload instead) every second or so.
+TEST_F(FaultE2eTest, ChurnUnderRandomKillsLosesNothing) {
+  Boot();
+  const auto churn = seconds(std::getenv("HPCB_FAULT_SECONDS") != nullptr
+                                 ? std::atoi(std::getenv("HPCB_FAULT_SECONDS"))
+                                 : 100);
+  std::vector<Submission> submissions;
+  std::mutex mu;
+  std::atomic<bool> stop{false};
+  std::thread submitter([&] {
+    for (int n = 0; !stop; ++n) {
+      // At most 64 jobs ahead of the ones that ran: a queue that only grows
+      // would measure how fast the daemon starts jobs, not what it loses.
+      const auto ahead = [&] {
+        std::error_code ec;
+        const auto ran = std::distance(fs::directory_iterator(ledger_, ec), fs::directory_iterator());
+        std::lock_guard<std::mutex> lock(mu);
+        const auto acked = std::count_if(submissions.begin(), submissions.end(),
+                                         [](const Submission& s) { return s.id != 0; });
+        return static_cast<int>(acked - ran);
+      };
+      while (!stop && ahead() > 64) std::this_thread::sleep_for(milliseconds(20));
+      Submission s = SubmitOne(n);
+      std::lock_guard<std::mutex> lock(mu);
+      submissions.push_back(std::move(s));
+    }
+  });
+  std::mt19937 random(20261203);
+  int role_kills = 0, launcher_kills = 0, reloads = 0;
+  const auto until = Clock::now() + churn;
+  while (Clock::now() < until) {
+    // Each start of the roles lives a little before the next kill, or the
+    // launcher would rightly take it for a crash loop.
+    std::this_thread::sleep_for(milliseconds(400 + random() % 500));
+    const unsigned pick = random() % 20;
+    if (pick < 2) {
+      KillLauncherAndRestart();
+      if (HasFatalFailure()) break;
+      ++launcher_kills;
+    } else if (pick < 4) {
+      daemon_.Reload();
+      std::this_thread::sleep_for(milliseconds(300));
+      ++reloads;
+    } else {
+      if (!KillRole(pick % 2 == 0)) {
+        ADD_FAILURE() << "the roles were not restarted\n" << daemon_.log().substr(0, 20000);
+        break;
+      }
+      ++role_kills;
+    }
+  }
+  stop = true;
+  submitter.join();
+  ASSERT_TRUE(Alive(daemon_.daemon_pid()) || daemon_.Start(Flags())) << daemon_.log();
+  const bool settled = AllDone(submissions, seconds(90));
+  std::size_t acked = 0;
+  for (const Submission& s : submissions) acked += s.id ? 1 : 0;
+  const std::vector<std::string> violations = Violations(submissions);
+  std::cout << "FAULT-FIGURES churn_s=" << churn.count() << " submissions=" << submissions.size()
+            << " acked=" << acked << " role_kills=" << role_kills
+            << " launcher_kills=" << launcher_kills << " reloads=" << reloads
+            << " violations=" << violations.size() << std::endl;
+  EXPECT_TRUE(settled) << "not every accepted job finished";
+  EXPECT_GE(role_kills + launcher_kills, 50);
+  std::string some;
+  for (std::size_t i = 0; i < violations.size() && i < 20; ++i) some += "\n  " + violations[i];
+  // What the daemon said about the first few, for whoever reads the failure.
+  std::istringstream log(daemon_.log());
+  std::string line, said;
+  std::set<std::string> named;
+  for (std::size_t i = 0; i < violations.size() && named.size() < 4; ++i) {
+    std::smatch match;
+    if (std::regex_search(violations[i], match, std::regex("\\(job ([0-9]+)\\)"))) {
+      named.insert("job " + std::string(match[1]) + " ");
+    }
+  }
+  while (std::getline(log, line)) {
+    for (const std::string& job : named) {
+      if ((line + " ").find(job) != std::string::npos) said += "\n    " + line;
+    }
+  }
+  some += "\n  the daemon's log about them:" + said;
+  if (!violations.empty()) {
+    const std::string kept = "/tmp/hpcb-fault-" + std::to_string(::getpid()) + ".log";
+    std::ofstream(kept) << daemon_.log();
+    some += "\n  the whole log: " + kept;
+  }
+  EXPECT_TRUE(violations.empty()) << violations.size() << " violations:" << some;
+}
+
+}  // namespace
+}  // namespace hpcb::e2e
