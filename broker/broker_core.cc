@@ -160,6 +160,8 @@ void BrokerCore::Handle(const Peer& peer, const std::string& text, Respond respo
     }
     case protocol::ClientCommand::kJob:
       return Field(peer, text, std::move(respond));
+    case protocol::ClientCommand::kOutput:
+      return Output(peer, text, std::move(respond));
   }
 }
 
@@ -410,7 +412,9 @@ Result<std::string> BrokerCore::List(const Peer& peer, const std::string& text) 
 Result<std::string> BrokerCore::Attach(const Peer& peer, std::uint64_t id, Response& response) {
   HPCB_ASSIGN_OR_RETURN(JobRecord * job, Lookup(peer, id));
   protocol::AttachReply reply{job->state, job->output_dest, job->output_error};
-  if (!job->done()) response.attach = job->id;
+  // A finished job's output is streamed only when it was kept (its delivery
+  // failed); delivered, it is at its destination, which the reply names.
+  if (!job->done() || job->output_error) response.attach = job->id;
   return protocol::Encode(reply);
 }
 
@@ -466,6 +470,77 @@ void BrokerCore::Field(const Peer& peer, const std::string& text, Respond respon
           " to " + FormatDuration(reply->value) + " by uid " + std::to_string(peer.uid));
   MarkChanged((*job)->id);
   AnswerWhenWritten(std::move(respond), Response{protocol::Encode(*reply), std::nullopt});
+}
+
+void BrokerCore::Output(const Peer& peer, const std::string& text, Respond respond) {
+  auto answer = [&](const Error& error) { respond(Response{ErrorFrame(error), std::nullopt}); };
+  Result<protocol::OutputRequest> request = protocol::Decode<protocol::OutputRequest>(text);
+  if (!request) return answer(request.error());
+  Result<JobRecord*> found = Lookup(peer, request->id);
+  if (!found) return answer(found.error());
+  JobRecord& job = **found;
+  const std::string id = Id(job.id);
+  if (!job.done()) {
+    return answer(Error(ErrorCode::kFailedPrecondition, "job " + id + " has not finished"));
+  }
+  if (!job.output_dest) {
+    return answer(Error(ErrorCode::kFailedPrecondition,
+                        "job " + id + " ran with --no-output; nothing was kept"));
+  }
+  if (!job.output_error && !request->to) {
+    protocol::OutputAnswer already{*job.output_dest, true};
+    return respond(Response{protocol::Encode(already), std::nullopt});
+  }
+  if (!job.output_error) {
+    return answer(Error(ErrorCode::kFailedPrecondition,
+                        "job " + id + "'s output was delivered to " + *job.output_dest +
+                            "; no copy is kept to send elsewhere"));
+  }
+  if (request->to && peer.uid != job.uid) {
+    return answer(Error(ErrorCode::kPermissionDenied,
+                        "only the job's owner may send its output somewhere new"));
+  }
+  const std::uint64_t job_id = job.id;
+  executor_.DeliverAgain(job_id, request->to ? peer.fd : -1,
+                         [this, job_id, respond = std::move(respond)](
+                             Result<protocol::OutputReply> reply) mutable {
+                           auto it = jobs_.find(job_id);
+                           Error failure = !reply ? reply.error()
+                                           : reply->error ? reply->error->ToError()
+                                                          : Error(ErrorCode::kInternal, "");
+                           if (reply && !reply->error && reply->output_dest) {
+                             if (it != jobs_.end()) {
+                               it->second.output_dest = reply->output_dest;
+                               it->second.output_error.reset();
+                               MarkChanged(job_id);
+                             }
+                             AnswerWhenWritten(std::move(respond),
+                                               Response{protocol::Encode(protocol::OutputAnswer{
+                                                            *reply->output_dest, false}),
+                                                        std::nullopt});
+                             return;
+                           }
+                           if (it != jobs_.end() && reply && reply->error) {
+                             it->second.output_error = reply->error->message;
+                             MarkChanged(job_id);
+                           }
+                           respond(Response{ErrorFrame(failure), std::nullopt});
+                         });
+}
+
+void BrokerCore::OnOutputUpdate(const protocol::OutputUpdate& update) {
+  auto it = jobs_.find(update.id);
+  if (it == jobs_.end() || !it->second.done()) return;
+  JobRecord& job = it->second;
+  if (!update.output_error) {
+    LogInfo("job " + Id(update.id) + ": its kept output was delivered to " +
+            update.output_dest.value_or("?") + " on a later try");
+  }
+  job.output_dest = update.output_dest;
+  job.output_error = update.output_error;
+  MarkChanged(update.id);
+  // Delivered at last: it may now make way under --keep-finished.
+  if (!job.output_error) ApplyRetention();
 }
 
 void BrokerCore::CollectForScheduler(std::vector<QueuedJob>& queue,
@@ -712,6 +787,7 @@ void BrokerCore::ApplyRetention() {
 
 void BrokerCore::Tick() {
   for (const protocol::JobExited& event : executor_.TakeEvents()) OnExited(event);
+  for (const protocol::OutputUpdate& update : executor_.TakeOutputUpdates()) OnOutputUpdate(update);
   CheckTimers();
   Schedule();
 }

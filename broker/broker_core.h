@@ -83,6 +83,8 @@ class BrokerCore {
   // Executor events, timers and scheduling; call at least once a second.
   void Tick();
   void OnExited(const protocol::JobExited& event);
+  // A kept output was delivered on a later try (or failed again).
+  void OnOutputUpdate(const protocol::OutputUpdate& update);
   // Persists what changed since the last call, then sends the answers that
   // waited for it (or, if the write failed, what each says instead).
   void Flush();
@@ -126,6 +128,7 @@ class BrokerCore {
   void Kill(const Peer& peer, std::uint64_t id, Respond respond);
   Result<std::string> Attach(const Peer& peer, std::uint64_t id, Response& response);
   void Field(const Peer& peer, const std::string& text, Respond respond);
+  void Output(const Peer& peer, const std::string& text, Respond respond);
   Result<JobRecord*> Lookup(const Peer& peer, std::uint64_t id);
   void AnswerWhenWritten(Respond respond, Response response,
                          std::function<Response(const Error&)> if_lost = nullptr);

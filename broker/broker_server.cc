@@ -200,8 +200,10 @@ void BrokerServer::PumpAttach(std::uint64_t key, Connection& connection) {
   const std::uint64_t id = *connection.attach;
   const JobRecord* job = core_.Find(id);
   const bool done = job == nullptr || job->done();
-  if (!connection.output.valid() && !connection.output_requested && job != nullptr &&
-      job->start_time) {
+  // Opened at once, even for a queued job: the buffer exists from its
+  // registration, and an fd opened now still reads it after a delivery has
+  // removed it (a short job can start, end and be delivered in between).
+  if (!connection.output.valid() && !connection.output_requested && job != nullptr) {
     connection.output_requested = true;
     core_.OpenOutput(id, [this, key](Result<UniqueFd> fd) {
       auto it = connections_.find(key);
@@ -349,6 +351,9 @@ Result<void> BrokerServer::Run(const volatile std::sig_atomic_t* stop) {
     // Exit events are applied at once; timers and the policy every second.
     std::vector<protocol::JobExited> events = executor_.TakeEvents();
     for (const protocol::JobExited& event : events) core_.OnExited(event);
+    for (const protocol::OutputUpdate& update : executor_.TakeOutputUpdates()) {
+      core_.OnOutputUpdate(update);
+    }
     if (!events.empty() || now - last_tick >= 1.0 || now < last_tick) {
       core_.Tick();
       last_tick = now;

@@ -120,6 +120,18 @@ void SocketExecutorChannel::OpenOutput(std::uint64_t id, Done<UniqueFd> done) {
        });
 }
 
+void SocketExecutorChannel::DeliverAgain(std::uint64_t id, int client_fd,
+                                         Done<protocol::OutputReply> done) {
+  protocol::DeliverAgain request;
+  request.id = id;
+  std::vector<int> fds;
+  if (client_fd >= 0) fds.push_back(client_fd);
+  Call(request, fds, "the executor (delivering the output of job " + std::to_string(id) + ")",
+       kCallTimeout, [done = std::move(done)](Result<protocol::Packet> packet) {
+         done(DecodeReply<protocol::OutputReply>(packet));
+       });
+}
+
 void SocketExecutorChannel::Query(std::uint64_t id,
                                   Done<std::optional<protocol::JobSummary>> done) {
   protocol::ListJobs request;
@@ -155,6 +167,13 @@ Result<void> SocketExecutorChannel::Pump() {
   if (envelope->req == 0) {
     if (envelope->type == protocol::NameOf(ExecutorKind::kExited)) {
       OnEvent(packet);
+    } else if (envelope->type == protocol::NameOf(ExecutorKind::kOutputUpdate)) {
+      Result<protocol::OutputUpdate> update = protocol::Decode<protocol::OutputUpdate>(packet.bytes);
+      if (update) {
+        output_updates_.push_back(std::move(*update));
+      } else {
+        LogWarning("dropped a malformed output update: " + update.error().message());
+      }
     } else {
       LogWarning("dropped an executor message of type '" + envelope->type + "' without a req");
     }
@@ -166,6 +185,12 @@ Result<void> SocketExecutorChannel::Pump() {
                ", which no longer waits (it timed out)");
   }
   return Ok();
+}
+
+std::vector<protocol::OutputUpdate> SocketExecutorChannel::TakeOutputUpdates() {
+  std::vector<protocol::OutputUpdate> out;
+  out.swap(output_updates_);
+  return out;
 }
 
 std::vector<protocol::JobExited> SocketExecutorChannel::TakeEvents() {

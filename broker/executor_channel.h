@@ -43,6 +43,9 @@ class ExecutorChannel {
   virtual void Forget(std::uint64_t id, Done<protocol::Ack> done) = 0;
   // The read-only output buffer of a job.
   virtual void OpenOutput(std::uint64_t id, Done<UniqueFd> done) = 0;
+  // A finished job's kept output delivered again; `client_fd` (-1: none)
+  // carries the owner's `--to` request, as for Register.
+  virtual void DeliverAgain(std::uint64_t id, int client_fd, Done<protocol::OutputReply> done) = 0;
   // What the executor holds about one job (nullopt: nothing), for after a
   // call about it timed out.
   virtual void Query(std::uint64_t id, Done<std::optional<protocol::JobSummary>> done) = 0;
@@ -54,6 +57,7 @@ class ExecutorChannel {
   virtual void Expire() = 0;
   virtual std::optional<std::chrono::steady_clock::time_point> NextDeadline() const = 0;
   virtual std::vector<protocol::JobExited> TakeEvents() = 0;
+  virtual std::vector<protocol::OutputUpdate> TakeOutputUpdates() = 0;
   // For poll(); -1 when there is nothing to poll.
   virtual int fd() const = 0;
 };
@@ -76,6 +80,7 @@ class SocketExecutorChannel : public ExecutorChannel {
   void Signal(const protocol::SignalJob& signal, Done<protocol::Ack> done) override;
   void Forget(std::uint64_t id, Done<protocol::Ack> done) override;
   void OpenOutput(std::uint64_t id, Done<UniqueFd> done) override;
+  void DeliverAgain(std::uint64_t id, int client_fd, Done<protocol::OutputReply> done) override;
   void Query(std::uint64_t id, Done<std::optional<protocol::JobSummary>> done) override;
   Result<void> Pump() override;
   void Expire() override { calls_.ExpireOverdue(); }
@@ -83,6 +88,7 @@ class SocketExecutorChannel : public ExecutorChannel {
     return calls_.NextDeadline();
   }
   std::vector<protocol::JobExited> TakeEvents() override;
+  std::vector<protocol::OutputUpdate> TakeOutputUpdates() override;
   int fd() const override { return fd_.get(); }
 
  private:
@@ -99,6 +105,7 @@ class SocketExecutorChannel : public ExecutorChannel {
   UniqueFd fd_;
   protocol::PendingCalls calls_;
   std::deque<protocol::JobExited> events_;
+  std::vector<protocol::OutputUpdate> output_updates_;
 };
 
 }  // namespace hpcb::broker

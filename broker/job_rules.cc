@@ -86,7 +86,9 @@ std::vector<std::uint64_t> RetentionVictims(const std::map<std::uint64_t, JobRec
   keep = std::max<std::int64_t>(0, keep);
   std::map<std::uint32_t, std::vector<std::uint64_t>> done_by_uid;
   for (const auto& [id, job] : jobs) {
-    if (job.done()) done_by_uid[job.uid].push_back(id);  // ascending ids
+    // Undelivered output is kept, job and all, until it is fetched: it
+    // counts against its user's state limit instead of vanishing.
+    if (job.done() && !job.output_error) done_by_uid[job.uid].push_back(id);  // ascending ids
   }
   std::vector<std::uint64_t> victims;
   for (auto& [uid, ids] : done_by_uid) {

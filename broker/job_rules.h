@@ -25,7 +25,8 @@ Result<protocol::JobFieldReply> ApplyJobField(JobRecord& job,
                                               bool is_admin, const std::string& admin_group);
 
 // Ids of done jobs to drop: per uid, everything but the newest `keep` by id
-// (negative acts as 0). Queued and running jobs are never chosen.
+// (negative acts as 0). Queued and running jobs are never chosen, nor a
+// job whose output could not be delivered (its buffer is kept).
 std::vector<std::uint64_t> RetentionVictims(const std::map<std::uint64_t, JobRecord>& jobs,
                                             std::int64_t keep);
 

@@ -98,4 +98,12 @@ int RunJobField(const std::string& socket, const protocol::JobFieldRequest& requ
   return kExitOk;
 }
 
+int RunOutput(const std::string& socket, const protocol::OutputRequest& request, Io io) {
+  auto reply = Call<protocol::OutputAnswer>(socket, request);
+  if (!reply) return ReportError(reply.error(), io);
+  io.out << "job " << request.id << "'s output " << (reply->already ? "is" : "is now") << " at "
+         << reply->output_dest << "\n";
+  return kExitOk;
+}
+
 }  // namespace hpcb::client

@@ -16,6 +16,7 @@ int RunList(const std::string& socket, const protocol::ListRequest& request, boo
 int RunAttach(const std::string& socket, std::uint64_t id, Io io);
 int RunKill(const std::string& socket, std::uint64_t id, Io io);
 int RunJobField(const std::string& socket, const protocol::JobFieldRequest& request, Io io);
+int RunOutput(const std::string& socket, const protocol::OutputRequest& request, Io io);
 
 // "dispatch: MESSAGE" on stderr; returns kExitError.
 int ReportError(const Error& error, Io io);

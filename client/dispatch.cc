@@ -24,7 +24,7 @@ namespace hpcb::client {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: dispatch [-h] [--version] {new,list,attach,kill,job} ...\n";
+    "usage: dispatch [-h] [--version] {new,list,attach,kill,job,output} ...\n";
 
 int UsageError(const std::string& message, Io io) {
   io.err << kUsage << "dispatch: error: " << message << "\n";
@@ -160,6 +160,14 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
       ->required()->check(CLI::IsMember({"get", "set", "add"}));
   CLI::Option* value_opt = job_cmd->add_option("DURATION", field_value, "for set and add");
 
+  std::uint64_t output_id = 0;
+  std::string output_to;
+  CLI::App* output_cmd = app.add_subcommand(
+      "output", "deliver a finished job's kept output again: output ID [--to DIR|FILE]");
+  output_cmd->add_option("ID", output_id, "job id")->required();
+  CLI::Option* output_to_opt =
+      output_cmd->add_option("--to", output_to, "somewhere new for it (the job's owner only)");
+
   std::vector<std::uint64_t> wait_ids;
   CLI::App* wait_cmd = nullptr;
   if (slurm) {
@@ -209,6 +217,22 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
     return RunKill(socket, kill_id, io);
   }
   if (wait_cmd != nullptr && wait_cmd->parsed()) return slurm::Wait(*backend, wait_ids, io);
+  if (output_cmd->parsed()) {
+    if (slurm) {
+      return ReportError(Error(ErrorCode::kFailedPrecondition,
+                               "dispatch output is not available with the Slurm backend: Slurm "
+                               "writes the output file itself, so there is no kept copy"),
+                         io);
+    }
+    protocol::OutputRequest request;
+    request.id = output_id;
+    if (output_to_opt->count() > 0) {
+      std::optional<std::string> cwd = CurrentDirectory();
+      if (!cwd) return ReportError(Error::FromErrno(errno, "cannot determine the current directory"), io);
+      request.to = MakeAbsolute(output_to, *cwd);
+    }
+    return RunOutput(socket, request, io);
+  }
   if (job_cmd->parsed()) {
     bool wants_value = field_request.action != "get";
     if (wants_value && value_opt->count() == 0) {

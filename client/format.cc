@@ -220,6 +220,10 @@ std::string RenderAttachNotice(std::uint64_t id, const protocol::AttachReply& re
   std::string job = "job " + std::to_string(id);
   if (reply.state == protocol::JobState::kQueued) return job + " is queued; waiting for it to start...\n";
   if (reply.state == protocol::JobState::kDone) {
+    if (reply.output_dest && reply.output_error) {
+      return job + " has finished; its output could not be saved to " + *reply.output_dest +
+             " (" + *reply.output_error + "), so here is the copy kept for it:\n";
+    }
     if (reply.output_dest) return job + " has finished; its output is at " + *reply.output_dest + "\n";
     return job + " has finished; it ran with --no-output, so nothing was kept\n";
   }

@@ -61,7 +61,8 @@ void ExecutorServer::Handle(const protocol::Packet& packet) {
   const std::uint64_t req = envelope->req;
   Result<ExecutorKind> kind = protocol::KindOf<ExecutorKind>(*envelope);
   if (!kind) return Refuse(req, 0, "a broker message", kind.error());
-  if (*kind != ExecutorKind::kRegister && !packet.fds.empty()) {
+  if (*kind != ExecutorKind::kRegister && *kind != ExecutorKind::kDeliverAgain &&
+      !packet.fds.empty()) {
     return Refuse(req, 0, envelope->type, InvalidArgument("unexpected file descriptors"));
   }
   if (*kind != ExecutorKind::kHello && !greeted_) {
@@ -92,8 +93,14 @@ void ExecutorServer::Handle(const protocol::Packet& packet) {
       // Safe: a read-only fd of a checked regular file; the broker checks
       // who may read it before asking.
       return OnOpenOutput(req, packet.bytes);
+    case ExecutorKind::kDeliverAgain:
+      // Safe: the copy is made by a helper that has become the job's owner,
+      // to the old place or to one the owner's own frame names.
+      return OnDeliverAgain(req, packet);
     case ExecutorKind::kHelloReply:
     case ExecutorKind::kListJobsReply:
+    case ExecutorKind::kOutputReply:
+    case ExecutorKind::kOutputUpdate:
     case ExecutorKind::kRegisterReply:
     case ExecutorKind::kStartReply:
     case ExecutorKind::kAck:
@@ -209,6 +216,7 @@ void ExecutorServer::OnForget(std::uint64_t req, const std::string& text) {
   RemoveSpec(specs_dir(), id);
   ::unlink(host::RunRecordPath(run_dir(), id).c_str());
   usage_.Remove(id);
+  retries_.erase(id);
   jobs_.erase(it);
   SendToBroker(Encode(protocol::Ack{req, id, std::nullopt}));
 }
@@ -262,6 +270,7 @@ void ExecutorServer::Tick() {
   launcher_calls_.ExpireOverdue();
   RetryCgroupRemovals();
   if (!greeted_) return;
+  RetryDeliveries();
   std::vector<protocol::Packet> held;
   held.swap(launcher_events_);
   for (const protocol::Packet& event : held) OnLauncherMessage(event);

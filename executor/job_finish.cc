@@ -95,8 +95,12 @@ void ExecutorServer::AppendLine(const LaunchSpec& spec, const std::string& line)
 
 void ExecutorServer::DeliverOutput(const LaunchSpec& spec,
                                    std::function<void(std::optional<std::string>)> done) {
-  if (!spec.output_dest) return done(std::nullopt);
   const std::uint64_t id = spec.id;
+  if (!spec.output_dest) {
+    // --no-output: the buffer served attach while the job ran; now it goes.
+    if (Result<UniqueFd> dir = OpenJobDir(job_dir(id)); dir) (void)::unlinkat(dir->get(), "output", 0);
+    return done(std::nullopt);
+  }
   const std::string buffer_path = job_dir(id) + "/output";
   const std::string dest = *spec.output_dest;
   Result<UniqueFd> buffer = OpenBuffer(spec, O_RDONLY);
@@ -188,6 +192,7 @@ void ExecutorServer::Finish(std::uint64_t id, std::optional<std::int64_t> exit_c
                  saved.error().message());
     }
     WriteInfo(done_spec);
+    if (output_error) ScheduleRetry(id, *output_error);
     event.output_error = std::move(output_error);
     LogInfo("job " + std::to_string(id) + " finished (exit=" +
             (event.exit_code ? std::to_string(*event.exit_code) : std::string("unknown")) + ")");

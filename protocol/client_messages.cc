@@ -84,6 +84,11 @@ Result<void> SubmitRequest::Validate() const {
   return Ok();
 }
 
+Result<void> OutputRequest::Validate() const {
+  if (to) HPCB_TRY(CheckPath(*to, "--to"));
+  return Ok();
+}
+
 Result<bool> PeekOk(std::string_view text) {
   HPCB_ASSIGN_OR_RETURN(OkOnly only, Decode<OkOnly>(text));
   return only.ok;

@@ -24,16 +24,17 @@
 namespace hpcb::protocol {
 
 // The "cmd" of a request: a wire enum, dispatched by one switch.
-enum class ClientCommand { kNew, kList, kKill, kAttach, kJob };
+enum class ClientCommand { kNew, kList, kKill, kAttach, kJob, kOutput };
 
 template <>
 struct EnumNames<ClientCommand> {
-  static constexpr std::array<std::pair<ClientCommand, std::string_view>, 5> kNames{{
+  static constexpr std::array<std::pair<ClientCommand, std::string_view>, 6> kNames{{
       {ClientCommand::kNew, "new"},
       {ClientCommand::kList, "list"},
       {ClientCommand::kKill, "kill"},
       {ClientCommand::kAttach, "attach"},
       {ClientCommand::kJob, "job"},
+      {ClientCommand::kOutput, "output"},
   }};
 };
 
@@ -232,6 +233,28 @@ struct JobFieldReply {
     Put(ar, "ok", true); Put(ar, "value", value); Put(ar, "before", before);
   }
   template <class A> void load(A& ar) { Get(ar, "value", value); Get(ar, "before", before); }
+  Result<void> Validate() const { return Ok(); }
+};
+
+// `dispatch output ID [--to DIR]`: a finished job's kept output, delivered
+// again to where it was going or (the owner only) to `to`.
+struct OutputRequest {
+  std::uint64_t id = 0;
+  std::optional<std::string> to;  // absolute
+  template <class A> void save(A& ar) const {
+    Put(ar, "cmd", std::string("output")); Put(ar, "id", id); Put(ar, "to", to);
+  }
+  template <class A> void load(A& ar) { Get(ar, "id", id); Get(ar, "to", to); }
+  Result<void> Validate() const;
+};
+
+struct OutputAnswer {
+  std::string output_dest;  // where the output now is
+  bool already = false;     // it had been delivered before this request
+  template <class A> void save(A& ar) const {
+    Put(ar, "ok", true); Put(ar, "output_dest", output_dest); Put(ar, "already", already);
+  }
+  template <class A> void load(A& ar) { Get(ar, "output_dest", output_dest); Get(ar, "already", already); }
   Result<void> Validate() const { return Ok(); }
 };
 

@@ -50,11 +50,14 @@ enum class ExecutorKind {
   kOpenOutput,
   kAck,
   kExited,
+  kDeliverAgain,
+  kOutputReply,
+  kOutputUpdate,
 };
 
 template <>
 struct EnumNames<ExecutorKind> {
-  static constexpr std::array<std::pair<ExecutorKind, std::string_view>, 13> kNames{{
+  static constexpr std::array<std::pair<ExecutorKind, std::string_view>, 16> kNames{{
       {ExecutorKind::kHello, "hello"},
       {ExecutorKind::kHelloReply, "hello_reply"},
       {ExecutorKind::kListJobs, "list_jobs"},
@@ -68,6 +71,9 @@ struct EnumNames<ExecutorKind> {
       {ExecutorKind::kOpenOutput, "open_output"},
       {ExecutorKind::kAck, "ack"},
       {ExecutorKind::kExited, "exited"},
+      {ExecutorKind::kDeliverAgain, "deliver_again"},
+      {ExecutorKind::kOutputReply, "output_reply"},
+      {ExecutorKind::kOutputUpdate, "output_update"},
   }};
 };
 
@@ -440,6 +446,57 @@ struct JobExited {
   template <class A> void load(A& ar) {
     Get(ar, "req", req); Get(ar, "id", id); Get(ar, "exit_code", exit_code); Get(ar, "oom", oom);
     Get(ar, "end_time", end_time); Get(ar, "output_error", output_error);
+  }
+  Result<void> Validate() const { return Ok(); }
+};
+
+// broker -> executor: deliver a finished job's kept output again, to where
+// it was going, or, with the client's socket attached (its `dispatch output
+// --to` frame still queued there, as for RegisterJob), to where the job's
+// owner now says; only the owner's own frame can name a new place. Reply:
+// OutputReply.
+struct DeliverAgain {
+  static constexpr ExecutorKind kKind = ExecutorKind::kDeliverAgain;
+  std::uint64_t req = 0;
+  std::uint64_t id = 0;
+  template <class A> void save(A& ar) const { PutHeader(ar, kKind, req); Put(ar, "id", id); }
+  template <class A> void load(A& ar) { Get(ar, "req", req); Get(ar, "id", id); }
+  Result<void> Validate() const { return Ok(); }
+};
+
+struct OutputReply {
+  static constexpr ExecutorKind kKind = ExecutorKind::kOutputReply;
+  std::uint64_t req = 0;
+  std::uint64_t id = 0;
+  std::optional<std::string> output_dest;  // where it now is, once delivered
+  std::optional<WireError> error;
+  template <class A> void save(A& ar) const {
+    PutHeader(ar, kKind, req); Put(ar, "id", id); Put(ar, "output_dest", output_dest);
+    Put(ar, "error", error);
+  }
+  template <class A> void load(A& ar) {
+    Get(ar, "req", req); Get(ar, "id", id); Get(ar, "output_dest", output_dest);
+    Get(ar, "error", error);
+  }
+  Result<void> Validate() const { return Ok(); }
+};
+
+// executor -> broker, an event (req 0): a kept output's delivery was tried
+// again on its own (after a back-off, or at start): delivered (no
+// output_error) or failed again.
+struct OutputUpdate {
+  static constexpr ExecutorKind kKind = ExecutorKind::kOutputUpdate;
+  std::uint64_t req = 0;
+  std::uint64_t id = 0;
+  std::optional<std::string> output_dest;
+  std::optional<std::string> output_error;
+  template <class A> void save(A& ar) const {
+    PutHeader(ar, kKind, req); Put(ar, "id", id); Put(ar, "output_dest", output_dest);
+    Put(ar, "output_error", output_error);
+  }
+  template <class A> void load(A& ar) {
+    Get(ar, "req", req); Get(ar, "id", id); Get(ar, "output_dest", output_dest);
+    Get(ar, "output_error", output_error);
   }
   Result<void> Validate() const { return Ok(); }
 };

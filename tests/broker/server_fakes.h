@@ -136,6 +136,20 @@ class FakeExecutor : public ExecutorChannel {
   void OpenOutput(std::uint64_t, Done<UniqueFd> done) override {
     pending.push_back([done = std::move(done)] { done(Error(ErrorCode::kNotFound, "no buffer")); });
   }
+  std::vector<std::uint64_t> delivered_again;
+  void DeliverAgain(std::uint64_t id, int, Done<protocol::OutputReply> done) override {
+    delivered_again.push_back(id);
+    protocol::OutputReply reply;
+    reply.id = id;
+    reply.output_dest = *output_dir + "/output." + std::to_string(id) + ".log";
+    pending.push_back([done = std::move(done), reply] { done(reply); });
+  }
+  std::vector<protocol::OutputUpdate> output_updates;
+  std::vector<protocol::OutputUpdate> TakeOutputUpdates() override {
+    std::vector<protocol::OutputUpdate> out;
+    out.swap(output_updates);
+    return out;
+  }
   void Query(std::uint64_t id, Done<std::optional<protocol::JobSummary>> done) override {
     Result<protocol::ListJobsReply> page = ListJobs(id - 1, 1);
     std::optional<protocol::JobSummary> found;

@@ -23,6 +23,7 @@
 namespace hpcb::e2e {
 namespace {
 
+namespace fs = std::filesystem;
 using std::chrono::seconds;
 
 class E2eTest : public ::testing::Test {
@@ -308,6 +309,62 @@ TEST_F(E2eTest, OneUserCannotHoldEveryConnection) {
       << daemon_.log();
   EXPECT_NE(daemon_.log().find("connection(s): too many open connections from uid"),
             std::string::npos) << daemon_.log();
+}
+
+// A delivery that fails keeps the output: it is listed with why, attach
+// shows the kept copy, retention does not drop it, a later try (on its own
+// or `dispatch output`) delivers it once the cause is fixed, and `--to`
+// sends it somewhere new.
+TEST_F(E2eTest, OutputThatCannotBeDeliveredIsKeptAndDeliveredLater) {
+  StartOrFail({"--keep-finished", "0"});
+  const std::string out = daemon_.work() + "/out";
+  fs::create_directories(out);
+  if (::geteuid() == 0) (void)!::chown(out.c_str(), daemon_.client_uid(), daemon_.client_gid());
+  CommandResult submit = daemon_.Dispatch(
+      {"new", "--max-mem", "0.25", "--output", out, "--", "sh", "-c", "sleep 1; echo kept-output"});
+  ASSERT_EQ(submit.exit_code, 0) << submit.err;
+  ::chmod(out.c_str(), 0555);  // the owner may no longer write there
+  ASSERT_TRUE(DaemonHarness::WaitFor(
+      [&] { return daemon_.Dispatch({"list", "--finished"}).err.find("could not save output") !=
+                   std::string::npos; },
+      seconds(15)))
+      << daemon_.log();
+  CommandResult listed = daemon_.Dispatch({"list", "--finished"});
+  EXPECT_NE(listed.err.find("job 1: could not save output to " + out + "/output.1.log"),
+            std::string::npos) << listed.err;
+  EXPECT_NE(RowOf(1).find(" done "), std::string::npos) << "kept despite --keep-finished 0";
+  CommandResult attach = daemon_.Dispatch({"attach", "1"});
+  EXPECT_EQ(attach.out, "kept-output\n") << attach.err;
+  EXPECT_NE(attach.err.find("here is the copy kept for it"), std::string::npos) << attach.err;
+
+  // Sent somewhere new, on request.
+  CommandResult moved = daemon_.Dispatch({"output", "1", "--to", daemon_.work()});
+  ASSERT_EQ(moved.exit_code, 0) << moved.err << daemon_.log();
+  EXPECT_EQ(moved.out, "job 1's output is now at " + daemon_.work() + "/output.1.log\n");
+  EXPECT_EQ(daemon_.ReadWorkFile("output.1.log"), "kept-output\n");
+  CommandResult again = daemon_.Dispatch({"output", "1"});
+  EXPECT_EQ(again.out, "job 1's output is at " + daemon_.work() + "/output.1.log\n") << again.err;
+
+  // A second one is delivered by a later try once the directory is back.
+  ::chmod(out.c_str(), 0755);
+  ASSERT_EQ(daemon_.Dispatch({"new", "--max-mem", "0.25", "--output", out, "--", "echo", "two"})
+                .exit_code, 0);
+  ::chmod(out.c_str(), 0555);
+  ASSERT_TRUE(DaemonHarness::WaitFor(
+      [&] { return daemon_.Dispatch({"list", "--finished"}).err.find("job 2: could not save") !=
+                   std::string::npos; },
+      seconds(15)));
+  ::chmod(out.c_str(), 0755);
+  ASSERT_TRUE(DaemonHarness::WaitFor(
+      [&] { return fs::exists(out + "/output.2.log"); }, seconds(30))) << daemon_.log();
+  std::ifstream delivered(out + "/output.2.log");
+  std::stringstream text;
+  text << delivered.rdbuf();
+  EXPECT_EQ(text.str(), "two\n");
+  EXPECT_TRUE(DaemonHarness::WaitFor(
+      [&] { return daemon_.Dispatch({"list", "--finished"}).err.find("job 2:") == std::string::npos; },
+      seconds(10)))
+      << "the list still reports the delivered output as missing";
 }
 
 }  // namespace

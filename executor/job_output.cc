@@ -1,0 +1,166 @@
+// A kept output delivered again: on the broker's request (`dispatch output
+// ID [--to DIR]`), and on its own after a back-off. Nothing is ever written
+// to a path but by a helper that has become the job's owner, and a new path
+// only ever comes from the owner's own frame on their own connection.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "executor/executor_server.h"
+#include "protocol/base/log.h"
+#include "protocol/client_messages.h"
+#include "protocol/queued_frame.h"
+
+namespace hpcb::executor {
+namespace {
+
+using protocol::Decode;
+using protocol::Encode;
+using protocol::SpecState;
+using protocol::WireError;
+
+constexpr std::chrono::seconds kFirstRetry{10};
+constexpr std::chrono::seconds kLongestRetry{3600};
+
+}  // namespace
+
+void ExecutorServer::OnDeliverAgain(std::uint64_t req, const protocol::Packet& packet) {
+  Result<protocol::DeliverAgain> request = Decode<protocol::DeliverAgain>(packet.bytes);
+  if (!request) return Refuse(req, 0, "deliver_again", request.error());
+  const std::uint64_t id = request->id;
+  auto answer = [this, req, id](const std::optional<std::string>& dest, std::optional<Error> error) {
+    protocol::OutputReply reply;
+    reply.req = req;
+    reply.id = id;
+    reply.output_dest = dest;
+    if (error) reply.error = WireError::From(*error);
+    SendToBroker(Encode(reply));
+  };
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return answer(std::nullopt, Error(ErrorCode::kNotFound, "no such job"));
+  const LaunchSpec& spec = it->second;
+  if (spec.state != SpecState::kExited || Busy(id)) {
+    return answer(std::nullopt, Error(ErrorCode::kFailedPrecondition, "the job has not finished"));
+  }
+  if (packet.fds.size() > 1) {
+    return answer(std::nullopt, InvalidArgument("deliver_again takes at most the client socket"));
+  }
+  if (packet.fds.empty()) {
+    if (!spec.output_dest) {
+      return answer(std::nullopt, Error(ErrorCode::kFailedPrecondition,
+                                        "the job ran with --no-output; nothing was kept"));
+    }
+    return Redeliver(id, *spec.output_dest, [answer, dest = *spec.output_dest](
+                                                std::optional<std::string> error) {
+      if (error) return answer(std::nullopt, Error(ErrorCode::kFailedPrecondition, *error));
+      answer(dest, std::nullopt);
+    });
+  }
+  // A new place: only from the job's owner, in their own words.
+  Result<struct ucred> peer = protocol::PeerCredentials(packet.fds[0].get());
+  if (!peer) return answer(std::nullopt, peer.error());
+  if (peer->uid != spec.who.uid) {
+    return answer(std::nullopt, Error(ErrorCode::kPermissionDenied,
+                                      "only the job's owner may send its output somewhere new"));
+  }
+  Result<std::string> frame = protocol::TakeQueuedFrame(packet.fds[0].get());
+  if (!frame) return answer(std::nullopt, frame.error().WithContext("reading the request"));
+  Result<protocol::OutputRequest> asked = Decode<protocol::OutputRequest>(*frame);
+  if (!asked || asked->id != id || !asked->to) {
+    return answer(std::nullopt, InvalidArgument("the connection does not carry this request"));
+  }
+  protocol::CheckDestRequest check;
+  check.id = id;
+  check.who = spec.who;
+  check.path = *asked->to;
+  finishing_.insert(id);
+  AskLauncher<protocol::CheckDestReply>(
+      check, {}, deadlines_.check, "the launcher's output path check",
+      [this, id, answer](Result<protocol::CheckDestReply> reply) {
+        finishing_.erase(id);
+        if (!reply) return answer(std::nullopt, reply.error());
+        if (reply->error) return answer(std::nullopt, reply->error->ToError());
+        Redeliver(id, reply->dest, [answer, dest = reply->dest](std::optional<std::string> error) {
+          if (error) return answer(std::nullopt, Error(ErrorCode::kFailedPrecondition, *error));
+          answer(dest, std::nullopt);
+        });
+      });
+}
+
+void ExecutorServer::Redeliver(std::uint64_t id, std::string dest,
+                               std::function<void(std::optional<std::string>)> done) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return done("no such job");
+  if (Result<UniqueFd> kept = OpenBuffer(it->second, O_RDONLY); !kept) {
+    return done(kept.error().code() == ErrorCode::kNotFound ? "no output is kept for this job"
+                                                            : kept.error().message());
+  }
+  LaunchSpec target = it->second;
+  target.output_dest = dest;
+  finishing_.insert(id);
+  retries_.erase(id);
+  DeliverOutput(target, [this, id, dest, done = std::move(done)](std::optional<std::string> error) {
+    finishing_.erase(id);
+    auto found = jobs_.find(id);
+    if (found == jobs_.end()) return done(error);
+    LaunchSpec& spec = found->second;
+    if (error) {
+      spec.output_error = error;
+      ScheduleRetry(id, *error);
+    } else {
+      spec.output_dest = dest;
+      spec.output_error.reset();
+      LogInfo("job " + std::to_string(id) + ": output delivered to " + dest);
+    }
+    if (Result<void> saved = Save(spec); !saved) {
+      LogWarning("cannot save the spec of job " + std::to_string(id) + ": " +
+                 saved.error().message());
+    }
+    WriteInfo(spec);
+    done(error);
+  });
+}
+
+void ExecutorServer::ScheduleRetry(std::uint64_t id, const std::string& error) {
+  // Retrying cannot make it smaller.
+  if (error.find("over the delivery limit") != std::string::npos) return;
+  auto [it, added] = retries_.try_emplace(id, Retry{{}, kFirstRetry});
+  if (!added) it->second.backoff = std::min(it->second.backoff * 2, kLongestRetry);
+  it->second.due = std::chrono::steady_clock::now() + it->second.backoff;
+}
+
+void ExecutorServer::RetryDeliveries() {
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<std::uint64_t> due;
+  for (const auto& [id, retry] : retries_) {
+    if (retry.due <= now && !Busy(id)) due.push_back(id);
+  }
+  for (std::uint64_t id : due) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end() || !it->second.output_dest || !it->second.output_error) {
+      retries_.erase(id);
+      continue;
+    }
+    const Retry kept = retries_[id];
+    const std::string dest = *it->second.output_dest;
+    Redeliver(id, dest, [this, id, dest, kept](std::optional<std::string> error) {
+      if (error) {
+        // Redeliver scheduled the next try; it keeps doubling from here.
+        auto retry = retries_.find(id);
+        if (retry != retries_.end()) {
+          retry->second.backoff = std::min(kept.backoff * 2, kLongestRetry);
+          retry->second.due = std::chrono::steady_clock::now() + retry->second.backoff;
+        }
+      }
+      protocol::OutputUpdate update;
+      update.id = id;
+      update.output_dest = dest;
+      update.output_error = error;
+      SendToBroker(Encode(update));
+    });
+  }
+}
+
+}  // namespace hpcb::executor
