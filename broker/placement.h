@@ -8,9 +8,10 @@
 // (SMT threads), and a job gets every cpu of each core it is given, so two
 // jobs never share a physical core. `--cpu N` counts logical cpus and is
 // rounded up to whole cores. Under --cpu-unit thread each cpu is a core of
-// its own, which is also what a machine without SMT looks like. Nothing here does I/O except
-// DiscoverMachine, which reads a sysfs root and runs nvidia-smi.
-// Thread-compatible.
+// its own, which is also what a machine without SMT looks like.
+//
+// Nothing here does I/O except DiscoverMachine, which reads a sysfs root and
+// runs nvidia-smi. Thread-compatible.
 #ifndef HPCB_BROKER_PLACEMENT_H_
 #define HPCB_BROKER_PLACEMENT_H_
 
@@ -54,8 +55,8 @@ struct Machine {
 
 // Reads `config.sys_root`/devices/system/node and, unless --cpu-unit is
 // thread, each cpu's sibling list under devices/system/cpu; runs
-// `config.nvidia_smi -L` and `topo -m`; applies the reserve (whole cores). `confine_memory` is true when cgroups
-// are in force.
+// `config.nvidia_smi -L` and `topo -m`; applies the reserve (whole cores).
+// `confine_memory` is true when cgroups are in force.
 Result<Machine> DiscoverMachine(const protocol::DaemonConfig& config, bool confine_memory);
 
 // One job's resource demand, as the broker stores it (memory already

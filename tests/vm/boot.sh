@@ -6,8 +6,9 @@
 # The guest: the Debian kernel from setup.sh, cgroup v2 only, systemd as
 # PID 1, VM_CPUS cpus (4) in cores of VM_THREADS SMT threads (2) and
 # VM_MEM_MB memory (4096), split evenly over VM_NODES NUMA nodes (2), one
-# socket each; its root is the host's /usr and /etc (read-only, see init). Each -s HOSTDIR appears at the same path in the guest, read-only
-# unless :rw. Exit status: SCRIPT's; 124 on timeout; 125 when the guest died
+# socket each; its root is the host's /usr and /etc (read-only, see init).
+# Each -s HOSTDIR appears at the same path in the guest, read-only unless
+# :rw. Exit status: SCRIPT's; 124 on timeout; 125 when the guest died
 # without a result. The serial console is kept in the run directory.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -76,7 +77,9 @@ systemd.show_status=false systemd.log_level=notice systemd.journald.forward_to_c
 t0=$(date +%s.%N)
 set +e
 timeout --kill-after=10 "$timeout" qemu-system-x86_64 \
-  -accel "${VM_ACCEL:-tcg,thread=multi}" -cpu max,vendor=GenuineIntel -smp "cpus=$cpus,sockets=$nodes,cores=$((cpus / nodes / threads)),threads=$threads" -m "${mem}M" "${numa[@]}" \
+  -accel "${VM_ACCEL:-tcg,thread=multi}" -cpu max,vendor=GenuineIntel \
+  -smp "cpus=$cpus,sockets=$nodes,cores=$((cpus / nodes / threads)),threads=$threads" \
+  -m "${mem}M" "${numa[@]}" \
   -nodefaults -no-user-config -display none -monitor none -no-reboot \
   -serial "file:$run/console.log" "${fs[@]}" \
   -kernel "$vm_dir/vmlinuz" -initrd "$vm_dir/initramfs.cpio.gz" -append "${cmdline//$'\n'/ }" \
