@@ -359,13 +359,19 @@ void BrokerCore::CompleteSubmit(std::uint64_t id, protocol::SubmitRequest reques
   } else if (job.holds_placement) {
     SendStart(job);  // the policy placed it while it was registering
   }
+  broker::CpuGrant grant = scheduler_.Grant(job.demand);
+  if (job.holds_placement && job.placement.cores > 0) {
+    grant = {static_cast<int>(job.placement.cpus.size()), job.placement.cores};
+  }
   protocol::SubmitReply answer{id,
                                job.state,
                                job.max_time_s,
                                job.demand.cpu,
                                job.max_mem_gb,
                                job.mem_defaulted,
-                               job.output_dest};
+                               job.output_dest,
+                               grant.cpus,
+                               grant.cores};
   LogInfo("job " + Id(id) + " submitted by uid " + std::to_string(job.uid));
   AnswerWhenWritten(std::move(respond), Response{protocol::Encode(answer), std::nullopt},
                     [this, id](const Error& error) -> Response {

@@ -1,4 +1,5 @@
-// DiscoverMachine: sysfs NUMA layout, nvidia-smi GPUs, then the reserve.
+// DiscoverMachine: sysfs NUMA layout and SMT siblings, nvidia-smi GPUs,
+// then the reserve.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -13,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -86,6 +88,44 @@ std::vector<RawNode> ReadNodes(const std::string& sys_root) {
   return nodes;
 }
 
+std::optional<std::vector<int>> ReadCpuList(const fs::path& path) {
+  std::optional<std::string> text = ReadFile(path);
+  if (!text) return std::nullopt;
+  while (!text->empty() && std::isspace(static_cast<unsigned char>(text->back()))) {
+    text->pop_back();
+  }
+  Result<std::vector<int>> cpus = ParseCpuList(*text);
+  if (!cpus || cpus->empty()) return std::nullopt;
+  return *cpus;
+}
+
+// Each cpu's siblings: core_cpus_list where the kernel has it, else the
+// older thread_siblings_list (the same set). A cpu whose list is missing or
+// unreadable is a core of its own; sets `complete` false then. Groups are cut
+// down to `cpus` (the node's), so a sibling elsewhere never joins a core.
+std::vector<std::vector<int>> ReadCores(const std::string& sys_root, const std::vector<int>& cpus,
+                                        bool& complete) {
+  fs::path dir = fs::path(sys_root) / "devices/system/cpu";
+  std::set<int> left(cpus.begin(), cpus.end());
+  std::vector<std::vector<int>> cores;
+  for (int cpu : cpus) {
+    if (!left.count(cpu)) continue;
+    fs::path topology = dir / ("cpu" + std::to_string(cpu)) / "topology";
+    std::optional<std::vector<int>> siblings = ReadCpuList(topology / "core_cpus_list");
+    if (!siblings) siblings = ReadCpuList(topology / "thread_siblings_list");
+    if (!siblings) complete = false;
+    std::vector<int> core = {cpu};
+    left.erase(cpu);
+    for (int sibling : siblings.value_or(std::vector<int>{})) {
+      if (left.erase(sibling)) core.push_back(sibling);
+    }
+    std::sort(core.begin(), core.end());
+    cores.push_back(std::move(core));
+  }
+  std::sort(cores.begin(), cores.end());
+  return cores;
+}
+
 double PhysicalMemoryGiB() {
   long pages = sysconf(_SC_PHYS_PAGES);
   long page_size = sysconf(_SC_PAGE_SIZE);
@@ -93,16 +133,20 @@ double PhysicalMemoryGiB() {
   return static_cast<double>(pages) * static_cast<double>(page_size) / (1024.0 * 1024.0 * 1024.0);
 }
 
-// Lowest node first, lowest ids first; a node always keeps one cpu.
-void ReserveCpus(std::vector<NumaNode>& nodes, std::int64_t reserve) {
+// Whole cores, lowest node first, lowest cores first, until `reserve` cpus
+// are covered; a node always keeps one core. Returns the cpus held back.
+std::int64_t ReserveCpus(std::vector<NumaNode>& nodes, std::int64_t reserve) {
+  std::int64_t held = 0;
   for (NumaNode& node : nodes) {
-    if (reserve <= 0) break;
-    std::int64_t take =
-        std::min<std::int64_t>(reserve, static_cast<std::int64_t>(node.cpus.size()) - 1);
-    if (take <= 0) continue;
-    node.cpus.erase(node.cpus.begin(), node.cpus.begin() + take);
-    reserve -= take;
+    while (held < reserve && node.cores.size() > 1) {
+      for (int cpu : node.cores.front()) {
+        node.cpus.erase(std::remove(node.cpus.begin(), node.cpus.end(), cpu), node.cpus.end());
+      }
+      held += static_cast<std::int64_t>(node.cores.front().size());
+      node.cores.erase(node.cores.begin());
+    }
   }
+  return held;
 }
 
 // Lowest domain first, never more than half of any one.
@@ -188,13 +232,18 @@ GpuInfo DiscoverGpus(const std::string& nvidia_smi) {
 
 std::string Describe(const Machine& machine) {
   int cpus = 0;
-  for (const NumaNode& node : machine.nodes) cpus += static_cast<int>(node.cpus.size());
+  int cores = 0;
+  for (const NumaNode& node : machine.nodes) {
+    cpus += static_cast<int>(node.cpus.size());
+    cores += static_cast<int>(node.cores.size());
+  }
   double mem = machine.machine_mem_gib;
   if (machine.per_node_memory) {
     mem = 0;
     for (const NumaNode& node : machine.nodes) mem += node.mem_gib;
   }
-  return std::to_string(cpus) + " cpus on " + std::to_string(machine.nodes.size()) +
+  std::string unit = cores == cpus ? "" : " in " + std::to_string(cores) + " whole cores";
+  return std::to_string(cpus) + " cpus" + unit + " on " + std::to_string(machine.nodes.size()) +
          " NUMA node(s), " + FormatGiB(FloorTo2(mem)) + " memory (" +
          (machine.per_node_memory ? "per-node" : "machine-wide") + "), " +
          std::to_string(machine.gpus.ids.size()) + " gpus";
@@ -223,7 +272,24 @@ Result<Machine> DiscoverMachine(const protocol::DaemonConfig& config, bool confi
     LogWarning("NUMA nodes without a readable MemTotal; memory is booked machine-wide");
   }
   machine.per_node_memory = per_node_data && confine_memory;
-  ReserveCpus(machine.nodes, config.reserve_cpu);
+  bool by_core = config.cpu_unit != "thread";
+  bool complete = true;
+  for (NumaNode& node : machine.nodes) {
+    if (by_core) {
+      node.cores = ReadCores(config.sys_root, node.cpus, complete);
+    } else {
+      for (int cpu : node.cpus) node.cores.push_back({cpu});
+    }
+  }
+  if (!complete) {
+    LogWarning("no sibling list for some cpus under " + config.sys_root +
+               "/devices/system/cpu; each of those counts as a core of its own");
+  }
+  std::int64_t held = ReserveCpus(machine.nodes, config.reserve_cpu);
+  if (held != config.reserve_cpu) {
+    LogInfo("--reserve-cpu " + std::to_string(config.reserve_cpu) + " holds back " +
+            std::to_string(held) + " cpus (whole cores, and every node keeps one)");
+  }
   if (per_node_data) {
     std::vector<double*> domains;
     for (NumaNode& node : machine.nodes) domains.push_back(&node.mem_gib);

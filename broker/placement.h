@@ -1,10 +1,17 @@
 // Placement: the broker's pure model of the machine and its scheduling.
 //
 // Machine is what discovery found (after --reserve-cpu/--reserve-mem); Pool
-// is the live books (free cpus, per-NUMA-node memory, gpus); Policy picks
-// which queued jobs start now. Nothing here does I/O except
-// DiscoverMachine, which reads a sysfs root and runs nvidia-smi.
-// Thread-compatible.
+// is the live books (free cores, per-NUMA-node memory, gpus); Policy picks
+// which queued jobs start now.
+//
+// CPUs are handed out in whole cores: a core is a group of sibling cpus
+// (SMT threads), and a job gets every cpu of each core it is given, so two
+// jobs never share a physical core. `--cpu N` counts logical cpus and is
+// rounded up to whole cores. Under --cpu-unit thread each cpu is a core of
+// its own, which is also what a machine without SMT looks like.
+//
+// Nothing here does I/O except DiscoverMachine, which reads a sysfs root and
+// runs nvidia-smi. Thread-compatible.
 #ifndef HPCB_BROKER_PLACEMENT_H_
 #define HPCB_BROKER_PLACEMENT_H_
 
@@ -25,6 +32,9 @@ namespace hpcb::broker {
 struct NumaNode {
   int id = 0;
   std::vector<int> cpus;
+  // Sibling groups partitioning `cpus`, each sorted, ordered by first cpu.
+  // Empty means every cpu is a core of its own.
+  std::vector<std::vector<int>> cores;
   double mem_gib = 0;  // 0 when per-node memory is unknown
 };
 
@@ -43,9 +53,10 @@ struct Machine {
   GpuInfo gpus;
 };
 
-// Reads `config.sys_root`/devices/system/node, runs `config.nvidia_smi -L`
-// and `topo -m`, applies the reserve. `confine_memory` is true when cgroups
-// are in force.
+// Reads `config.sys_root`/devices/system/node and, unless --cpu-unit is
+// thread, each cpu's sibling list under devices/system/cpu; runs
+// `config.nvidia_smi -L` and `topo -m`; applies the reserve (whole cores).
+// `confine_memory` is true when cgroups are in force.
 Result<Machine> DiscoverMachine(const protocol::DaemonConfig& config, bool confine_memory);
 
 // One job's resource demand, as the broker stores it (memory already
@@ -60,8 +71,16 @@ struct JobDemand {
   std::optional<std::string> min_gpu_link;
 };
 
+// What `--cpu N` becomes: logical cpus in whole cores.
+struct CpuGrant {
+  int cpus = 0;
+  int cores = 0;
+  bool operator==(const CpuGrant&) const = default;
+};
+
 struct Placement {
   std::vector<int> cpus;
+  int cores = 0;                       // whole cores in `cpus`; 0 if not known
   std::vector<int> mems;               // cpuset.mems: the charged nodes
   std::map<int, double> mem_by_node;   // -1 = machine-wide domain
   std::vector<int> gpus;
@@ -80,10 +99,16 @@ class Pool {
   Result<void> Validate(const JobDemand& demand) const;
 
   // The budget for a job without --max-mem (GiB, floored to 2 decimals),
-  // or nullopt when memory is untracked.
+  // or nullopt when memory is untracked. It is the node's memory share of
+  // the cpus the job is granted (whole cores), not of the `cpu` it asked.
   std::optional<double> DefaultBudget(int cpu, bool exclusive, double min_job_mem) const;
 
+  // What `demand` would be given on an idle machine. Where the cores of a
+  // node differ in size the live placement may come out smaller.
+  CpuGrant Grant(const JobDemand& demand) const;
+
   int TotalCpus() const;
+  int TotalCores() const;
   bool tracks_memory() const;
   bool machine_has_gpus() const;
 
@@ -94,11 +119,28 @@ class Pool {
  private:
   struct NodeBooks {
     int id = 0;
-    int domain = -1;              // memory domain: the node id, or -1
-    std::vector<int> free_cpus;   // sorted
+    int domain = -1;                      // memory domain: the node id, or -1
+    std::vector<std::vector<int>> cores;  // sibling groups, by first cpu
+    std::vector<int> taken;               // per core: how many of its cpus are busy
+    int free_cpus = 0;                    // cpus of the wholly free cores
     int total_cpus = 0;
   };
+  struct CpuSlot {
+    std::size_t node = 0;  // index into nodes_
+    std::size_t core = 0;  // index into that node's cores
+    bool busy = false;
+  };
 
+  // (node index, core indices) pairs.
+  using CorePicks = std::vector<std::pair<std::size_t, std::vector<std::size_t>>>;
+
+  // Cores of `node` (indices, sorted) holding at least `want` cpus: wholly
+  // free ones, or any when `idle`; nullopt when they do not add up.
+  static std::optional<std::vector<std::size_t>> PickCores(const NodeBooks& node, int want,
+                                                           bool idle);
+  // The same across nodes in id order, each drained before the next.
+  std::optional<CorePicks> SpanCores(int want, bool idle) const;
+  static CpuGrant Count(const NodeBooks& node, const std::vector<std::size_t>& cores);
   int MaxNodes(const JobDemand& demand) const;
   double FreeMem(int domain) const;
   int HomeDomain(const Placement& placement) const;
@@ -110,7 +152,7 @@ class Pool {
 
   std::shared_ptr<const Machine> machine_;
   std::vector<NodeBooks> nodes_;            // in id order
-  std::map<int, std::size_t> node_of_cpu_;  // cpu -> index into nodes_
+  std::map<int, CpuSlot> slots_;            // every cpu the books know
   std::map<int, double> capacity_;          // memory domain -> GiB
   std::map<int, double> free_mem_;
   double total_free_mem_ = 0;

@@ -39,20 +39,49 @@ bool EraseSorted(std::vector<int>& list, int value) {
   return true;
 }
 
+// The node's sibling groups cut down to its cpus, every cpu in exactly one
+// group (a cpu no group names is a core of its own), skipping cpus another
+// node already claimed.
+std::vector<std::vector<int>> Partition(const NumaNode& node, const std::set<int>& claimed) {
+  std::set<int> left;
+  for (int cpu : node.cpus) {
+    if (!claimed.count(cpu)) left.insert(cpu);
+  }
+  std::vector<std::vector<int>> cores;
+  for (const std::vector<int>& group : node.cores) {
+    std::vector<int> core;
+    for (int cpu : group) {
+      if (left.erase(cpu)) core.push_back(cpu);
+    }
+    std::sort(core.begin(), core.end());
+    if (!core.empty()) cores.push_back(std::move(core));
+  }
+  for (int cpu : left) cores.push_back({cpu});
+  std::sort(cores.begin(), cores.end());
+  return cores;
+}
+
 }  // namespace
 
 Pool::Pool(const Machine& machine) : machine_(std::make_shared<const Machine>(machine)) {
   std::vector<NumaNode> sorted = machine_->nodes;
   std::sort(sorted.begin(), sorted.end(),
             [](const NumaNode& a, const NumaNode& b) { return a.id < b.id; });
+  std::set<int> claimed;
   for (const NumaNode& node : sorted) {
     NodeBooks books;
     books.id = node.id;
     books.domain = machine_->per_node_memory ? node.id : -1;
-    books.free_cpus = node.cpus;
-    std::sort(books.free_cpus.begin(), books.free_cpus.end());
-    books.total_cpus = static_cast<int>(books.free_cpus.size());
-    for (int cpu : books.free_cpus) node_of_cpu_[cpu] = nodes_.size();
+    books.cores = Partition(node, claimed);
+    books.taken.assign(books.cores.size(), 0);
+    for (std::size_t k = 0; k < books.cores.size(); ++k) {
+      for (int cpu : books.cores[k]) {
+        slots_[cpu] = CpuSlot{nodes_.size(), k, false};
+        claimed.insert(cpu);
+      }
+      books.total_cpus += static_cast<int>(books.cores[k].size());
+    }
+    books.free_cpus = books.total_cpus;
     free_cpu_count_ += books.total_cpus;
     if (machine_->per_node_memory) capacity_[node.id] = std::max(0.0, node.mem_gib);
     nodes_.push_back(std::move(books));
@@ -69,6 +98,92 @@ int Pool::TotalCpus() const {
   int total = 0;
   for (const NodeBooks& node : nodes_) total += node.total_cpus;
   return total;
+}
+
+int Pool::TotalCores() const {
+  int total = 0;
+  for (const NodeBooks& node : nodes_) total += static_cast<int>(node.cores.size());
+  return total;
+}
+
+// Greedy: while cpus are wanted, the smallest core that covers the rest, or
+// failing that the largest. With equal cores (every SMT machine but hybrid
+// ones) that is simply the lowest free cores, and no more of them than
+// rounding up needs.
+std::optional<std::vector<std::size_t>> Pool::PickCores(const NodeBooks& node, int want,
+                                                        bool idle) {
+  std::vector<std::size_t> open;
+  for (std::size_t k = 0; k < node.cores.size(); ++k) {
+    if (idle || node.taken[k] == 0) open.push_back(k);
+  }
+  std::vector<std::size_t> picked;
+  int left = want;
+  while (left > 0) {
+    if (open.empty()) return std::nullopt;
+    std::size_t best = 0;
+    for (std::size_t i = 1; i < open.size(); ++i) {
+      int size = static_cast<int>(node.cores[open[i]].size());
+      int best_size = static_cast<int>(node.cores[open[best]].size());
+      bool covers = size >= left;
+      bool best_covers = best_size >= left;
+      if (covers != best_covers ? covers : (covers ? size < best_size : size > best_size)) {
+        best = i;
+      }
+    }
+    left -= static_cast<int>(node.cores[open[best]].size());
+    picked.push_back(open[best]);
+    open.erase(open.begin() + static_cast<std::ptrdiff_t>(best));
+  }
+  std::sort(picked.begin(), picked.end());
+  return picked;
+}
+
+std::optional<Pool::CorePicks> Pool::SpanCores(int want, bool idle) const {
+  CorePicks picks;
+  int left = want;
+  for (std::size_t i = 0; i < nodes_.size() && left > 0; ++i) {
+    const NodeBooks& node = nodes_[i];
+    int n = std::min(left, idle ? node.total_cpus : node.free_cpus);
+    if (n == 0) continue;
+    std::optional<std::vector<std::size_t>> cores = PickCores(node, n, idle);
+    if (!cores) return std::nullopt;
+    left -= Count(node, *cores).cpus;
+    picks.emplace_back(i, std::move(*cores));
+  }
+  if (left > 0) return std::nullopt;
+  return picks;
+}
+
+CpuGrant Pool::Count(const NodeBooks& node, const std::vector<std::size_t>& cores) {
+  CpuGrant grant;
+  for (std::size_t k : cores) grant.cpus += static_cast<int>(node.cores[k].size());
+  grant.cores = static_cast<int>(cores.size());
+  return grant;
+}
+
+CpuGrant Pool::Grant(const JobDemand& demand) const {
+  CpuGrant grant;
+  if (MaxNodes(demand) > 1) {
+    if (std::optional<CorePicks> picks = SpanCores(demand.cpu, /*idle=*/true)) {
+      for (const auto& [index, cores] : *picks) {
+        CpuGrant part = Count(nodes_[index], cores);
+        grant.cpus += part.cpus;
+        grant.cores += part.cores;
+      }
+    }
+    return grant;
+  }
+  // The node that would round up most: a user is told no less than they get.
+  for (const NodeBooks& node : nodes_) {
+    if (node.total_cpus < demand.cpu) continue;
+    std::optional<std::vector<std::size_t>> cores = PickCores(node, demand.cpu, /*idle=*/true);
+    if (!cores) continue;
+    CpuGrant mine = Count(node, *cores);
+    if (mine.cpus > grant.cpus || (mine.cpus == grant.cpus && mine.cores > grant.cores)) {
+      grant = mine;
+    }
+  }
+  return grant;
 }
 
 bool Pool::tracks_memory() const { return tracks_memory_; }
@@ -94,8 +209,12 @@ Result<void> Pool::Validate(const JobDemand& demand) const {
   int largest = 0;
   for (const NodeBooks& node : nodes_) largest = std::max(largest, node.total_cpus);
   if (demand.cpu > total) {
-    return InvalidArgument("--cpu " + std::to_string(demand.cpu) + " exceeds the " +
-                           std::to_string(total) + " cores available to jobs");
+    int cores = TotalCores();
+    std::string available = cores == total ? std::to_string(total) + " cores"
+                                           : std::to_string(total) + " cpus (" +
+                                                 std::to_string(cores) + " cores)";
+    return InvalidArgument("--cpu " + std::to_string(demand.cpu) + " exceeds the " + available +
+                           " available to jobs");
   }
   if (MaxNodes(demand) == 1 && demand.cpu > largest) {
     return InvalidArgument("--cpu " + std::to_string(demand.cpu) +
@@ -172,18 +291,30 @@ std::optional<double> Pool::DefaultBudget(int cpu, bool exclusive, double min_jo
     largest = std::max(largest, gib);
   }
   if (exclusive) return FloorTo2(usable);
+  // Shares are of the cpus granted (whole cores), so that the jobs filling
+  // a node between them are budgeted its whole memory.
+  auto granted = [&](const NodeBooks& node) {
+    std::optional<std::vector<std::size_t>> cores =
+        PickCores(node, std::min(cpu, node.total_cpus), /*idle=*/true);
+    return cores ? Count(node, *cores).cpus : std::min(cpu, node.total_cpus);
+  };
   std::optional<double> share;
   if (machine_->per_node_memory) {
     // The stingiest node decides: the job may land on any of them.
     for (const NodeBooks& node : nodes_) {
       if (node.total_cpus == 0) continue;
       double n = node.total_cpus;
-      double mine = capacity_.at(node.id) * std::min<double>(cpu, n) / n;
+      double mine = capacity_.at(node.id) * granted(node) / n;
       share = share ? std::min(*share, mine) : mine;
     }
   } else {
-    double total = TotalCpus();
-    if (total > 0) share = capacity_.at(-1) * std::min<double>(cpu, total) / total;
+    int total = TotalCpus();
+    int most = 0;
+    for (const NodeBooks& node : nodes_) {
+      if (node.total_cpus >= cpu) most = std::max(most, granted(node));
+    }
+    if (most == 0) most = cpu;
+    if (total > 0) share = capacity_.at(-1) * std::min(most, total) / total;
   }
   return FloorTo2(std::min(std::max(min_job_mem, share.value_or(0)), largest));
 }
@@ -201,7 +332,7 @@ std::optional<std::size_t> Pool::PickNode(const JobDemand& demand, double mem,
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     const NodeBooks& node = nodes_[i];
     if (forced_home && node.id != *forced_home) continue;
-    int free_cpus = static_cast<int>(node.free_cpus.size());
+    int free_cpus = node.free_cpus;
     if (free_cpus < demand.cpu) continue;
     double free_mem = FreeMem(node.domain);
     if (mem <= free_mem + kSlack) {
@@ -252,9 +383,7 @@ std::optional<Placement> Pool::TryPlace(const JobDemand& demand) const {
   bool spans = MaxNodes(demand) > 1;
   if (!spans) {
     int most = 0;
-    for (const NodeBooks& node : nodes_) {
-      most = std::max(most, static_cast<int>(node.free_cpus.size()));
-    }
+    for (const NodeBooks& node : nodes_) most = std::max(most, node.free_cpus);
     if (demand.cpu > most) return std::nullopt;
   }
 
@@ -273,24 +402,25 @@ std::optional<Placement> Pool::TryPlace(const JobDemand& demand) const {
 
   Placement placement;
   std::vector<int> cpu_nodes;
-  if (spans) {
-    int left = demand.cpu;
-    for (const NodeBooks& node : nodes_) {
-      if (left == 0) break;
-      int n = std::min<int>(left, static_cast<int>(node.free_cpus.size()));
-      if (n == 0) continue;
-      placement.cpus.insert(placement.cpus.end(), node.free_cpus.begin(),
-                            node.free_cpus.begin() + n);
-      cpu_nodes.push_back(node.id);
-      left -= n;
+  auto take = [&](std::size_t index, const std::vector<std::size_t>& cores) {
+    const NodeBooks& node = nodes_[index];
+    for (std::size_t k : cores) {
+      placement.cpus.insert(placement.cpus.end(), node.cores[k].begin(), node.cores[k].end());
     }
-    if (left > 0) return std::nullopt;
+    placement.cores += static_cast<int>(cores.size());
+    cpu_nodes.push_back(node.id);
+  };
+  if (spans) {
+    std::optional<CorePicks> picks = SpanCores(demand.cpu, /*idle=*/false);
+    if (!picks) return std::nullopt;
+    for (const auto& [index, cores] : *picks) take(index, cores);
   } else {
     std::optional<std::size_t> index = PickNode(demand, mem, near, forced_home);
     if (!index) return std::nullopt;
-    const NodeBooks& node = nodes_[*index];
-    placement.cpus.assign(node.free_cpus.begin(), node.free_cpus.begin() + demand.cpu);
-    cpu_nodes.push_back(node.id);
+    std::optional<std::vector<std::size_t>> cores =
+        PickCores(nodes_[*index], demand.cpu, /*idle=*/false);
+    if (!cores) return std::nullopt;
+    take(*index, *cores);
   }
   std::sort(placement.cpus.begin(), placement.cpus.end());
 
@@ -321,17 +451,24 @@ std::optional<Placement> Pool::TryPlace(const JobDemand& demand) const {
 int Pool::HomeDomain(const Placement& placement) const {
   if (!machine_->per_node_memory) return -1;
   if (!placement.cpus.empty()) {
-    auto it = node_of_cpu_.find(placement.cpus.front());
-    if (it != node_of_cpu_.end()) return nodes_[it->second].id;
+    auto it = slots_.find(placement.cpus.front());
+    if (it != slots_.end()) return nodes_[it->second.node].id;
   }
   return nodes_.empty() ? -1 : nodes_.front().id;
 }
 
+// A placement made before the cpu unit changed (adopted after a restart)
+// may hold part of a core: the rest of that core is then not free either.
 void Pool::Reserve(const Placement& placement) {
   for (int cpu : placement.cpus) {
-    auto it = node_of_cpu_.find(cpu);
-    if (it != node_of_cpu_.end() && EraseSorted(nodes_[it->second].free_cpus, cpu)) {
-      --free_cpu_count_;
+    auto it = slots_.find(cpu);
+    if (it == slots_.end() || it->second.busy) continue;
+    it->second.busy = true;
+    NodeBooks& node = nodes_[it->second.node];
+    if (node.taken[it->second.core]++ == 0) {
+      int size = static_cast<int>(node.cores[it->second.core].size());
+      node.free_cpus -= size;
+      free_cpu_count_ -= size;
     }
   }
   for (int gpu : placement.gpus) EraseSorted(free_gpus_, gpu);
@@ -349,12 +486,15 @@ void Pool::Reserve(const Placement& placement) {
 
 void Pool::Release(const Placement& placement) {
   for (int cpu : placement.cpus) {
-    auto it = node_of_cpu_.find(cpu);
-    if (it == node_of_cpu_.end()) continue;
-    std::vector<int>& list = nodes_[it->second].free_cpus;
-    std::size_t before = list.size();
-    InsertSorted(list, cpu);
-    free_cpu_count_ += static_cast<int>(list.size() - before);
+    auto it = slots_.find(cpu);
+    if (it == slots_.end() || !it->second.busy) continue;
+    it->second.busy = false;
+    NodeBooks& node = nodes_[it->second.node];
+    if (--node.taken[it->second.core] == 0) {
+      int size = static_cast<int>(node.cores[it->second.core].size());
+      node.free_cpus += size;
+      free_cpu_count_ += size;
+    }
   }
   const std::vector<int>& owned = machine_->gpus.ids;
   for (int gpu : placement.gpus) {

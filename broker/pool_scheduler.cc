@@ -10,6 +10,8 @@ std::optional<double> PoolScheduler::DefaultBudget(int cpu, bool exclusive) cons
   return pool_.DefaultBudget(cpu, exclusive, min_job_mem_gib_);
 }
 
+CpuGrant PoolScheduler::Grant(const JobDemand& demand) const { return pool_.Grant(demand); }
+
 int PoolScheduler::TotalCpus() const { return pool_.TotalCpus(); }
 
 std::vector<Start> PoolScheduler::Schedule(const std::vector<QueuedJob>& queue,

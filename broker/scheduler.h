@@ -18,6 +18,8 @@ class Scheduler {
   virtual ~Scheduler() = default;
   virtual Result<void> Validate(const JobDemand& demand) const = 0;
   virtual std::optional<double> DefaultBudget(int cpu, bool exclusive) const = 0;
+  // The cpus and whole cores `demand` is given (Pool::Grant).
+  virtual CpuGrant Grant(const JobDemand& demand) const = 0;
   virtual int TotalCpus() const = 0;
   // Placements returned are already reserved.
   virtual std::vector<Start> Schedule(const std::vector<QueuedJob>& queue,
@@ -33,6 +35,7 @@ class PoolScheduler : public Scheduler {
 
   Result<void> Validate(const JobDemand& demand) const override;
   std::optional<double> DefaultBudget(int cpu, bool exclusive) const override;
+  CpuGrant Grant(const JobDemand& demand) const override;
   int TotalCpus() const override;
   std::vector<Start> Schedule(const std::vector<QueuedJob>& queue,
                               const std::vector<RunningJob>& running, double now) override;

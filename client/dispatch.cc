@@ -46,7 +46,9 @@ struct NewFlags {
 };
 
 void AddNewFlags(CLI::App* sub, NewFlags* f) {
-  f->cpu_opt = sub->add_option("--cpu", f->cpu, "CPU cores (default 1, or all with --exclusive)");
+  f->cpu_opt = sub->add_option(
+      "--cpu", f->cpu,
+      "logical cpus, rounded up to whole cores (default 1, or all with --exclusive)");
   sub->add_option("--gpu-cores", f->gpu_cores, "GPUs to allocate (default 0)");
   f->mem_opt = sub->add_option("--max-mem", f->max_mem, "memory budget in GiB (plain number)");
   sub->add_flag("--numa-local", f->numa_local, "both --numa-local-mem and --numa-local-gpu");

@@ -200,10 +200,17 @@ Rendered RenderList(const protocol::ListReply& reply, bool finished) {
 
 std::string RenderSubmit(const protocol::SubmitReply& reply, bool no_output,
                          const std::optional<std::string>& requested_output) {
+  // Without SMT (or under --cpu-unit thread) a cpu is a core and the line
+  // reads as it always did.
+  std::string cpus = std::to_string(reply.cpu) + " cpu";
+  if (reply.granted_cores > 0 && reply.granted_cores != reply.granted_cpus) {
+    cpus = std::to_string(reply.granted_cpus) + " cpus = " +
+           std::to_string(reply.granted_cores) +
+           (reply.granted_cores == 1 ? " core" : " cores");
+  }
   std::string text = "job " + std::to_string(reply.id) + " " +
-                     std::string(protocol::NameOf(reply.state)) + " (" +
-                     std::to_string(reply.cpu) + " cpu, max time " +
-                     FormatDuration(reply.max_time_s);
+                     std::string(protocol::NameOf(reply.state)) + " (" + cpus +
+                     ", max time " + FormatDuration(reply.max_time_s);
   if (reply.max_mem_gb) {
     text += ", memory " + FormatGiB(reply.max_mem_gb);
     if (reply.mem_defaulted) text += " (default)";

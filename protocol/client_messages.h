@@ -93,18 +93,24 @@ struct SubmitReply {
   std::optional<double> max_mem_gb;
   bool mem_defaulted = false;
   std::optional<std::string> output_dest;
+  // What `cpu` became: logical cpus in whole physical cores (the placement
+  // when the job started at once, else what an idle machine would give).
+  std::int64_t granted_cpus = 0;
+  std::int64_t granted_cores = 0;
 
   template <class A> void save(A& ar) const {
     Put(ar, "ok", true); Put(ar, "id", id); Put(ar, "state", state);
     Put(ar, "max_time_s", max_time_s); Put(ar, "cpu", cpu);
     Put(ar, "max_mem_gb", max_mem_gb); Put(ar, "mem_defaulted", mem_defaulted);
-    Put(ar, "output_dest", output_dest);
+    Put(ar, "output_dest", output_dest); Put(ar, "granted_cpus", granted_cpus);
+    Put(ar, "granted_cores", granted_cores);
   }
   template <class A> void load(A& ar) {
     Get(ar, "id", id); Get(ar, "state", state);
     Get(ar, "max_time_s", max_time_s); Get(ar, "cpu", cpu);
     Get(ar, "max_mem_gb", max_mem_gb); Get(ar, "mem_defaulted", mem_defaulted);
-    Get(ar, "output_dest", output_dest);
+    Get(ar, "output_dest", output_dest); Get(ar, "granted_cpus", granted_cpus);
+    Get(ar, "granted_cores", granted_cores);
   }
   Result<void> Validate() const { return Ok(); }
 };

@@ -44,8 +44,13 @@ ParsedFlags ParseDaemonFlags(const std::vector<std::string>& args) {
   app.add_option("--dev-dir", c.dev_dir, "job inspection entries")->capture_default_str();
   app.add_option("--keep-finished", c.keep_finished, "finished jobs remembered per user")
       ->capture_default_str();
-  app.add_option("--reserve-cpu", c.reserve_cpu, "cpus held back for the system")
+  app.add_option("--reserve-cpu", c.reserve_cpu,
+                 "cpus held back for the system (whole cores under --cpu-unit core)")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--cpu-unit", c.cpu_unit,
+                 "core: jobs get whole physical cores, SMT siblings included; thread: single "
+                 "logical cpus")
+      ->check(CLI::IsMember({"core", "thread"}))->capture_default_str();
   app.add_option("--reserve-mem", reserve_mem, "GiB held back for the system (default 2)")
       ->check(ResultValidator(ParseMemoryGiB, "GB"));
   app.add_option("--min-job-mem", min_job_mem, "floor of a defaulted budget, GiB (default 2)")
@@ -105,7 +110,7 @@ std::vector<std::string> ToFlags(const DaemonConfig& c) {
       "--max-lifetime", std::to_string(c.max_lifetime_s),
       "--socket", c.socket, "--state-dir", c.state_dir, "--dev-dir", c.dev_dir,
       "--keep-finished", std::to_string(c.keep_finished),
-      "--reserve-cpu", std::to_string(c.reserve_cpu),
+      "--reserve-cpu", std::to_string(c.reserve_cpu), "--cpu-unit", c.cpu_unit,
       "--reserve-mem", number(c.reserve_mem_gib),
       "--min-job-mem", number(c.min_job_mem_gib),
       "--schedule", c.schedule, "--log-level", c.log_level,

@@ -26,6 +26,9 @@ struct DaemonConfig {
   std::string dev_dir = "/dev/hpc-batch";
   std::int64_t keep_finished = 50;
   std::int64_t reserve_cpu = 2;
+  // "core": jobs get whole physical cores (all SMT siblings), so no two
+  // jobs share one; "thread": each logical cpu is handed out on its own.
+  std::string cpu_unit = "core";
   double reserve_mem_gib = 2.0;
   double min_job_mem_gib = 2.0;
   bool no_cgroups = false;

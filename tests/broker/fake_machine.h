@@ -3,7 +3,12 @@
 #ifndef HPCB_TESTS_BROKER_FAKE_MACHINE_H_
 #define HPCB_TESTS_BROKER_FAKE_MACHINE_H_
 
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
 #include <numeric>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -80,6 +85,52 @@ inline Machine MakeMachine(int nodes, int cpus_per_node, double mem_gib, GpuInfo
   machine.machine_mem_gib = mem_gib * nodes;
   machine.gpus = std::move(gpus);
   return machine;
+}
+
+// `nodes` nodes of `cores_per_node` cores of `threads` SMT siblings each,
+// numbered as x86 Linux numbers them: the first thread of every core, then
+// the second, so core k is {k, k + cores, k + 2 * cores, ...} and siblings
+// are never adjacent.
+inline Machine MakeSmtMachine(int nodes, int cores_per_node, int threads, double mem_gib,
+                              GpuInfo gpus = {}) {
+  Machine machine = MakeMachine(nodes, 0, mem_gib, std::move(gpus));
+  int cores = nodes * cores_per_node;
+  for (NumaNode& node : machine.nodes) {
+    for (int c = 0; c < cores_per_node; ++c) {
+      std::vector<int> core;
+      for (int t = 0; t < threads; ++t) core.push_back(node.id * cores_per_node + c + t * cores);
+      node.cpus.insert(node.cpus.end(), core.begin(), core.end());
+      node.cores.push_back(std::move(core));
+    }
+    std::sort(node.cpus.begin(), node.cpus.end());
+  }
+  return machine;
+}
+
+// Fails the test unless every placement holds whole cores of `machine` and
+// no two of them share a cpu (so no two share a physical core either). A
+// machine without sibling groups has one core per cpu.
+inline void ExpectOwnCores(const Machine& machine, const std::vector<const Placement*>& running) {
+  std::map<int, std::vector<int>> siblings;
+  for (const NumaNode& node : machine.nodes) {
+    for (const std::vector<int>& core : node.cores) {
+      for (int cpu : core) siblings[cpu] = core;
+    }
+  }
+  std::map<int, std::size_t> owner;
+  for (std::size_t i = 0; i < running.size(); ++i) {
+    const std::vector<int>& cpus = running[i]->cpus;
+    std::set<int> mine(cpus.begin(), cpus.end());
+    for (int cpu : cpus) {
+      auto [it, fresh] = owner.emplace(cpu, i);
+      EXPECT_TRUE(fresh) << "cpu " << cpu << " is in running placements " << it->second
+                         << " and " << i;
+      for (int sibling : siblings[cpu]) {
+        EXPECT_TRUE(mine.count(sibling))
+            << "placement " << i << " holds cpu " << cpu << " but not its sibling " << sibling;
+      }
+    }
+  }
 }
 
 inline JobDemand Cpu(int cpu, double mem = 0) {

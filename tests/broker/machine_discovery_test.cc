@@ -47,6 +47,15 @@ class DiscoveryTest : public ::testing::Test {
     }
   }
 
+  // cpuN/topology/<file> holding `siblings`, for each cpu listed in it.
+  void AddSiblings(const std::string& siblings, const std::vector<int>& cpus,
+                   const std::string& file = "thread_siblings_list") {
+    for (int cpu : cpus) {
+      Write(root_ / "sys/devices/system/cpu" / ("cpu" + std::to_string(cpu)) / "topology" / file,
+            siblings + "\n");
+    }
+  }
+
   // A shell script answering -L and topo -m with canned text.
   void FakeNvidiaSmi(const std::string& list, const std::string& topo, int rc = 0) {
     fs::path script = root_ / "nvidia-smi";
@@ -175,6 +184,93 @@ TEST_F(DiscoveryTest, FailingNvidiaSmiMeansNoGpus) {
   AddNode(0, "0-3", 32);
   FakeNvidiaSmi(testing::kList4, testing::kTopo4, /*rc=*/9);
   EXPECT_TRUE(Discover().gpus.ids.empty());
+}
+
+// Adjacent siblings, as AMD parts and qemu number them.
+TEST_F(DiscoveryTest, TwoWaySiblingsBecomeCores) {
+  AddNode(0, "0-7", 32);
+  AddNode(1, "8-15", 32);
+  for (int core = 0; core < 8; ++core) {
+    AddSiblings(std::to_string(2 * core) + "-" + std::to_string(2 * core + 1),
+                {2 * core, 2 * core + 1});
+  }
+  Machine machine = Discover();
+  ASSERT_EQ(machine.nodes.size(), 2u);
+  EXPECT_THAT(machine.nodes[0].cores, ElementsAre(ElementsAre(0, 1), ElementsAre(2, 3),
+                                                  ElementsAre(4, 5), ElementsAre(6, 7)));
+  EXPECT_THAT(machine.nodes[1].cores.front(), ElementsAre(8, 9));
+  Pool pool(machine);
+  EXPECT_EQ(pool.TotalCores(), 8);
+  EXPECT_EQ(pool.DefaultBudget(1, false, 2), 8);
+  EXPECT_EQ(pool.Grant(testing::Cpu(3)), (CpuGrant{4, 2}));
+}
+
+// x86 numbering, four threads a core: core k is {k, k+4, k+8, k+12}.
+TEST_F(DiscoveryTest, FourWayInterleavedSiblings) {
+  AddNode(0, "0-1,4-5,8-9,12-13", 32);
+  AddNode(1, "2-3,6-7,10-11,14-15", 32);
+  for (int core = 0; core < 4; ++core) {
+    AddSiblings(std::to_string(core) + "," + std::to_string(core + 4) + "," +
+                    std::to_string(core + 8) + "," + std::to_string(core + 12),
+                {core, core + 4, core + 8, core + 12});
+  }
+  Machine machine = Discover();
+  EXPECT_THAT(machine.nodes[0].cores,
+              ElementsAre(ElementsAre(0, 4, 8, 12), ElementsAre(1, 5, 9, 13)));
+  EXPECT_THAT(machine.nodes[1].cores,
+              ElementsAre(ElementsAre(2, 6, 10, 14), ElementsAre(3, 7, 11, 15)));
+}
+
+TEST_F(DiscoveryTest, CoreCpusListIsPreferred) {
+  AddNode(0, "0-3", 8);
+  AddSiblings("0", {0});
+  AddSiblings("1", {1});
+  AddSiblings("0-1", {0, 1}, "core_cpus_list");
+  Machine machine = Discover();
+  EXPECT_THAT(machine.nodes[0].cores,
+              ElementsAre(ElementsAre(0, 1), ElementsAre(2), ElementsAre(3)));
+}
+
+TEST_F(DiscoveryTest, ThreadUnitIgnoresSiblings) {
+  AddNode(0, "0-3", 8);
+  AddSiblings("0-1", {0, 1});
+  AddSiblings("2-3", {2, 3});
+  config_.cpu_unit = "thread";
+  config_.reserve_cpu = 1;
+  Machine machine = Discover();
+  EXPECT_THAT(machine.nodes[0].cpus, ElementsAre(1, 2, 3));
+  EXPECT_THAT(machine.nodes[0].cores, ElementsAre(ElementsAre(1), ElementsAre(2), ElementsAre(3)));
+  EXPECT_EQ(Pool(machine).Grant(testing::Cpu(1)), (CpuGrant{1, 1}));
+}
+
+// --reserve-cpu 3 on 2-way SMT holds back two whole cores; a node keeps
+// one core however much is asked.
+TEST_F(DiscoveryTest, ReserveTakesWholeCores) {
+  AddNode(0, "0-3", 8);
+  AddNode(1, "4-7", 8);
+  for (int core = 0; core < 4; ++core) {
+    AddSiblings(std::to_string(2 * core) + "-" + std::to_string(2 * core + 1),
+                {2 * core, 2 * core + 1});
+  }
+  config_.reserve_cpu = 3;
+  Machine machine = Discover();
+  EXPECT_THAT(machine.nodes[0].cpus, ElementsAre(2, 3));
+  EXPECT_THAT(machine.nodes[1].cpus, ElementsAre(6, 7));
+  EXPECT_THAT(machine.nodes[1].cores, ElementsAre(ElementsAre(6, 7)));
+  config_.reserve_cpu = 1;
+  machine = Discover();
+  EXPECT_THAT(machine.nodes[0].cpus, ElementsAre(2, 3));
+  EXPECT_THAT(machine.nodes[1].cpus, ElementsAre(4, 5, 6, 7));
+}
+
+// A sibling the node does not hold (here: offline, so not in its cpulist)
+// does not join the core.
+TEST_F(DiscoveryTest, SiblingsOutsideTheNodeAreDropped) {
+  AddNode(0, "0,2", 8);
+  AddSiblings("0-1", {0});
+  AddSiblings("2-3", {2});
+  Machine machine = Discover();
+  EXPECT_THAT(machine.nodes[0].cores, ElementsAre(ElementsAre(0), ElementsAre(2)));
 }
 
 }  // namespace

@@ -15,16 +15,19 @@ using testing::Cpu;
 using testing::Gpu;
 using testing::Gpus;
 using testing::kTopo4;
+using testing::ExpectOwnCores;
 using testing::MakeMachine;
+using testing::MakeSmtMachine;
 
 constexpr std::int64_t kLong = 86400;
 
 // Drives one policy the way the broker does: queue in id order, starts
-// moved to the running list.
+// moved to the running list. After every pass the running jobs must hold
+// whole cores, none shared.
 class Harness {
  public:
   Harness(const std::string& policy, Machine machine)
-      : policy_(MakePolicy(policy)), live_(machine) {}
+      : policy_(MakePolicy(policy)), machine_(machine), live_(machine) {}
 
   void Submit(std::uint64_t id, JobDemand demand, std::int64_t max_time = kLong) {
     queue_.push_back({id, demand, max_time});
@@ -40,6 +43,9 @@ class Harness {
       running_.push_back({start.id, start.placement, now + static_cast<double>(it->max_time_s)});
       queue_.erase(it);
     }
+    std::vector<const Placement*> held;
+    for (const RunningJob& job : running_) held.push_back(&job.placement);
+    ExpectOwnCores(machine_, held);
     return ids;
   }
 
@@ -53,9 +59,17 @@ class Harness {
 
   Pool& live() { return live_; }
   std::vector<RunningJob>& running() { return running_; }
+  const Placement& PlacementOf(std::uint64_t id) const {
+    auto it = std::find_if(running_.begin(), running_.end(),
+                           [&](const RunningJob& job) { return job.id == id; });
+    EXPECT_NE(it, running_.end()) << "job " << id << " is not running";
+    static const Placement kNone;
+    return it == running_.end() ? kNone : it->placement;
+  }
 
  private:
   std::unique_ptr<Policy> policy_;
+  Machine machine_;
   Pool live_;
   std::vector<QueuedJob> queue_;
   std::vector<RunningJob> running_;
@@ -199,6 +213,99 @@ TEST(PolicyTest, StrictWithoutAnyReleaseNeverBackfills) {
   harness.Submit(2, Cpu(1), 1);
   EXPECT_THAT(harness.Pass(), IsEmpty());
 }
+
+JobDemand Exclusive(int cpu) {
+  JobDemand demand = Cpu(cpu);
+  demand.exclusive = true;
+  return demand;
+}
+
+// The policy, and which jobs of FourWaySmtWithExclusive start once node 1
+// is freed: fifo-strict stops at the exclusive job, the backfilling ones
+// fit job 6 on the core job 4 leaves.
+struct SmtCase {
+  std::string policy;
+  std::vector<std::uint64_t> after_node_1_frees;
+};
+
+std::string NameOfCase(const ::testing::TestParamInfo<SmtCase>& info) {
+  std::string name = info.param.policy;
+  name.erase(std::remove(name.begin(), name.end(), '-'), name.end());
+  return name;
+}
+
+void PrintTo(const SmtCase& param, std::ostream* out) { *out << param.policy; }
+
+class SmtPolicyTest : public ::testing::TestWithParam<SmtCase> {};
+
+// 2 nodes x 4 cores x 2 threads: eight --cpu 1 jobs take a core each and
+// a ninth waits, though eight logical cpus are idle.
+TEST_P(SmtPolicyTest, OneJobPerCoreOnTwoWaySmt) {
+  Harness harness(GetParam().policy, MakeSmtMachine(2, 4, 2, 0));
+  for (std::uint64_t id = 1; id <= 10; ++id) harness.Submit(id, Cpu(1), 100);
+  EXPECT_THAT(harness.Pass(), ElementsAre(1, 2, 3, 4, 5, 6, 7, 8));
+  for (std::uint64_t id = 1; id <= 8; ++id) {
+    EXPECT_EQ(harness.PlacementOf(id).cpus.size(), 2u) << "job " << id;
+    EXPECT_EQ(harness.PlacementOf(id).cores, 1) << "job " << id;
+  }
+  std::vector<int> freed = harness.PlacementOf(3).cpus;
+  harness.Finish(3);
+  EXPECT_THAT(harness.Pass(), ElementsAre(9));
+  EXPECT_EQ(harness.PlacementOf(9).cpus, freed);
+  EXPECT_THAT(harness.Pass(), IsEmpty());
+}
+
+// 2 nodes x 2 cores x 4 threads: node 0 holds {0,4,8,12} {1,5,9,13},
+// node 1 {2,6,10,14} {3,7,11,15}.
+TEST_P(SmtPolicyTest, FourWaySmtWithExclusive) {
+  Harness harness(GetParam().policy, MakeSmtMachine(2, 2, 4, 0));
+  harness.Submit(1, Cpu(3));         // one core of node 0
+  harness.Submit(2, Cpu(5));         // both cores of node 1
+  harness.Submit(3, Cpu(1));         // node 0's other core
+  harness.Submit(4, Cpu(1));         // nothing left: waits
+  harness.Submit(5, Exclusive(16));  // the whole machine
+  harness.Submit(6, Cpu(2));
+  EXPECT_THAT(harness.Pass(), ElementsAre(1, 2, 3));
+  EXPECT_THAT(harness.PlacementOf(1).cpus, ElementsAre(0, 4, 8, 12));
+  EXPECT_THAT(harness.PlacementOf(2).cpus, ElementsAre(2, 3, 6, 7, 10, 11, 14, 15));
+  EXPECT_THAT(harness.PlacementOf(3).cpus, ElementsAre(1, 5, 9, 13));
+  harness.Finish(2);
+  std::vector<std::uint64_t> second = harness.Pass();
+  EXPECT_EQ(second, GetParam().after_node_1_frees);
+  for (std::uint64_t id : second) harness.Finish(id);
+  harness.Finish(1);
+  harness.Finish(3);
+  EXPECT_THAT(harness.Pass(), ElementsAre(5));
+  EXPECT_EQ(harness.PlacementOf(5).cpus.size(), 16u);
+  EXPECT_EQ(harness.PlacementOf(5).cores, 4);
+  harness.Finish(5);
+  bool six_waited = std::find(second.begin(), second.end(), 6u) == second.end();
+  std::vector<std::uint64_t> last = harness.Pass();
+  EXPECT_EQ(last, six_waited ? std::vector<std::uint64_t>{6} : std::vector<std::uint64_t>{});
+}
+
+// Jobs of mixed sizes, each finishing in turn (oldest first): every one
+// runs, and no two running jobs ever share a core (checked by every Pass).
+TEST_P(SmtPolicyTest, EveryJobRunsAndNoneSharesACore) {
+  Harness harness(GetParam().policy, MakeSmtMachine(2, 4, 2, 0));
+  const int sizes[] = {1, 3, 2, 5, 1, 8, 4, 1, 7, 2, 6, 1};
+  for (std::uint64_t id = 1; id <= 12; ++id) {
+    harness.Submit(id, Cpu(sizes[id - 1]), 10 * static_cast<std::int64_t>(id));
+  }
+  std::vector<std::uint64_t> started;
+  for (int pass = 0; pass < 30 && started.size() < 12; ++pass) {
+    for (std::uint64_t id : harness.Pass(1000 + pass)) started.push_back(id);
+    if (!harness.running().empty()) harness.Finish(harness.running().front().id);
+  }
+  std::sort(started.begin(), started.end());
+  EXPECT_THAT(started, ElementsAre(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllPolicies, SmtPolicyTest,
+                         ::testing::Values(SmtCase{"fifo-strict", {4}},
+                                           SmtCase{"easy-backfill", {4, 6}},
+                                           SmtCase{"strict-backfill", {4, 6}}),
+                         NameOfCase);
 
 }  // namespace
 }  // namespace hpcb::broker

@@ -13,12 +13,20 @@ using testing::Cpu;
 using testing::Gpu;
 using testing::Gpus;
 using testing::kTopo4;
+using testing::ExpectOwnCores;
 using testing::MakeMachine;
+using testing::MakeSmtMachine;
 using testing::Topo8;
 
 std::string Refusal(const Pool& pool, const JobDemand& demand) {
   Result<void> result = pool.Validate(demand);
   return result ? "ok" : result.error().message();
+}
+
+JobDemand Exclusive(int cpu, double mem = 0) {
+  JobDemand demand = Cpu(cpu, mem);
+  demand.exclusive = true;
+  return demand;
 }
 
 Placement Take(Pool& pool, const JobDemand& demand) {
@@ -301,6 +309,161 @@ TEST(PoolTest, CopiesAreIndependent) {
   EXPECT_EQ(pool.TotalCpus(), 8);
   EXPECT_TRUE(pool.tracks_memory());
   EXPECT_FALSE(pool.machine_has_gpus());
+}
+
+// 2 nodes x 4 cores x 2 threads: node 0 holds cores {0,8} {1,9} {2,10}
+// {3,11}, node 1 holds {4,12} .. {7,15}.
+TEST(PoolSmtTest, CpuCountsRoundUpToWholeCores) {
+  Machine machine = MakeSmtMachine(2, 4, 2, 32);
+  Pool pool(machine);
+  EXPECT_EQ(pool.TotalCpus(), 16);
+  EXPECT_EQ(pool.TotalCores(), 8);
+  EXPECT_EQ(pool.Grant(Cpu(1)), (CpuGrant{2, 1}));
+  EXPECT_EQ(pool.Grant(Cpu(3)), (CpuGrant{4, 2}));
+  EXPECT_EQ(pool.Grant(Cpu(4)), (CpuGrant{4, 2}));
+  EXPECT_EQ(pool.Grant(Exclusive(16)), (CpuGrant{16, 8}));
+  Placement three = Take(pool, Cpu(3));
+  EXPECT_THAT(three.cpus, ElementsAre(0, 1, 8, 9));
+  EXPECT_EQ(three.cores, 2);
+  // Best fit still packs node 0 first, a core at a time.
+  Placement a = Take(pool, Cpu(1));
+  Placement b = Take(pool, Cpu(1));
+  Placement c = Take(pool, Cpu(1));
+  EXPECT_THAT(a.cpus, ElementsAre(2, 10));
+  EXPECT_THAT(b.cpus, ElementsAre(3, 11));
+  EXPECT_THAT(c.cpus, ElementsAre(4, 12));
+  EXPECT_FALSE(pool.TryPlace(Cpu(7)));  // node 1 has 3 free cores = 6 cpus
+  Placement six = Take(pool, Cpu(6));
+  EXPECT_THAT(six.cpus, ElementsAre(5, 6, 7, 13, 14, 15));
+  EXPECT_FALSE(pool.TryPlace(Cpu(1)));
+  ExpectOwnCores(machine, {&three, &a, &b, &c, &six});
+  pool.Release(a);
+  EXPECT_THAT(Take(pool, Cpu(1)).cpus, ElementsAre(2, 10));
+}
+
+// 2 nodes x 2 cores x 4 threads: node 0 holds {0,4,8,12} {1,5,9,13}.
+TEST(PoolSmtTest, FourWayCoresAreNeverSplit) {
+  Machine machine = MakeSmtMachine(2, 2, 4, 32);
+  Pool pool(machine);
+  EXPECT_EQ(pool.Grant(Cpu(1)), (CpuGrant{4, 1}));
+  EXPECT_EQ(pool.Grant(Cpu(5)), (CpuGrant{8, 2}));
+  std::vector<Placement> held;
+  for (int i = 0; i < 4; ++i) held.push_back(Take(pool, Cpu(1)));
+  EXPECT_FALSE(pool.TryPlace(Cpu(1)));
+  EXPECT_THAT(held[0].cpus, ElementsAre(0, 4, 8, 12));
+  EXPECT_THAT(held[1].cpus, ElementsAre(1, 5, 9, 13));
+  ExpectOwnCores(machine, {&held[0], &held[1], &held[2], &held[3]});
+  pool.Release(held[1]);
+  pool.Release(held[2]);
+  // One free core on each node: a 5-cpu job needs two on one node.
+  EXPECT_FALSE(pool.TryPlace(Cpu(5)));
+  Placement four = Take(pool, Cpu(4));
+  EXPECT_EQ(four.cpus.size(), 4u);
+  ExpectOwnCores(machine, {&held[0], &held[3], &four});
+}
+
+TEST(PoolSmtTest, ValidationCountsCpusAndNamesCores) {
+  Pool pool(MakeSmtMachine(2, 2, 4, 32));
+  EXPECT_EQ(Refusal(pool, Cpu(8)), "ok");
+  EXPECT_EQ(Refusal(pool, Cpu(9)),
+            "--cpu 9 exceeds the largest NUMA node (8 cpus); jobs are always confined to a "
+            "single node");
+  EXPECT_EQ(Refusal(pool, Exclusive(16)), "ok");
+  EXPECT_EQ(Refusal(pool, Exclusive(17)),
+            "--cpu 17 exceeds the 16 cpus (4 cores) available to jobs");
+}
+
+TEST(PoolSmtTest, ExclusiveSpansInWholeCores) {
+  Machine machine = MakeSmtMachine(2, 4, 2, 32);
+  Pool pool(machine);
+  EXPECT_EQ(pool.Grant(Exclusive(10)), (CpuGrant{10, 5}));
+  EXPECT_EQ(pool.Grant(Exclusive(9)), (CpuGrant{10, 5}));
+  Placement wide = Take(pool, Exclusive(9));
+  EXPECT_THAT(wide.cpus, ElementsAre(0, 1, 2, 3, 4, 8, 9, 10, 11, 12));
+  EXPECT_EQ(wide.cores, 5);
+  EXPECT_THAT(wide.mems, ElementsAre(0, 1));
+  ExpectOwnCores(machine, {&wide});
+  EXPECT_FALSE(pool.TryPlace(Cpu(1)));
+  pool.Release(wide);
+  Placement all = Take(pool, Exclusive(16, 64));
+  EXPECT_EQ(all.cpus.size(), 16u);
+  EXPECT_EQ(all.cores, 8);
+  pool.Release(all);
+  Placement busy = Take(pool, Cpu(1));
+  EXPECT_FALSE(pool.TryPlace(Exclusive(1)));
+  pool.Release(busy);
+  Placement small = Take(pool, Exclusive(1));
+  EXPECT_THAT(small.cpus, ElementsAre(0, 8));
+}
+
+// Memory shares follow what a job is given: a --cpu 1 job holds two of a
+// node's eight cpus, so four of them fill the node's memory between them.
+TEST(PoolSmtTest, DefaultBudgetIsTheShareOfWholeCores) {
+  Pool pool(MakeSmtMachine(2, 4, 2, 32));
+  EXPECT_EQ(pool.DefaultBudget(1, false, 2), 8);
+  EXPECT_EQ(pool.DefaultBudget(2, false, 2), 8);
+  EXPECT_EQ(pool.DefaultBudget(3, false, 2), 16);
+  EXPECT_EQ(pool.DefaultBudget(8, false, 2), 32);
+  EXPECT_EQ(pool.DefaultBudget(16, true, 2), 64);
+  Machine wide = MakeSmtMachine(2, 4, 2, 32);
+  wide.per_node_memory = false;
+  EXPECT_EQ(Pool(wide).DefaultBudget(1, false, 2), 8);
+  EXPECT_EQ(Pool(wide).DefaultBudget(3, false, 2), 16);
+}
+
+// A placement from before the unit changed holds one thread of core
+// {0,8}: its sibling is not handed to anyone until it is released.
+TEST(PoolSmtTest, AHalfHeldCoreIsNotFree) {
+  Machine machine = MakeSmtMachine(1, 2, 2, 0);
+  Pool pool(machine);
+  Placement legacy;
+  legacy.cpus = {0};
+  pool.Reserve(legacy);
+  Placement next = Take(pool, Cpu(1));
+  EXPECT_THAT(next.cpus, ElementsAre(1, 3));
+  EXPECT_FALSE(pool.TryPlace(Cpu(1)));
+  pool.Release(legacy);
+  EXPECT_THAT(Take(pool, Cpu(1)).cpus, ElementsAre(0, 2));
+}
+
+// Cores of different sizes (hybrid parts): the smallest core that covers
+// the rest of a request, else the largest.
+TEST(PoolSmtTest, MixedCoreSizesWasteLittle) {
+  Machine machine = MakeMachine(1, 0, 0);
+  machine.nodes[0].cpus = {0, 1, 2, 3, 4, 5};
+  machine.nodes[0].cores = {{0, 1}, {2, 3}, {4}, {5}};
+  Pool pool(machine);
+  EXPECT_EQ(pool.TotalCores(), 4);
+  EXPECT_THAT(Take(pool, Cpu(1)).cpus, ElementsAre(4));
+  EXPECT_THAT(Take(pool, Cpu(3)).cpus, ElementsAre(0, 1, 5));
+  EXPECT_THAT(Take(pool, Cpu(1)).cpus, ElementsAre(2, 3));
+}
+
+// Sibling groups are cut to the node's cpus: a cpu the reserve or another
+// node took never comes back through its sibling's group.
+TEST(PoolSmtTest, GroupsAreCutToTheNodesCpus) {
+  Machine machine = MakeMachine(2, 0, 0);
+  machine.nodes[0].cpus = {0, 1};
+  machine.nodes[0].cores = {{0, 1, 2}};
+  machine.nodes[1].cpus = {2, 3};
+  machine.nodes[1].cores = {{2, 3}};
+  Pool pool(machine);
+  EXPECT_EQ(pool.TotalCpus(), 4);
+  EXPECT_EQ(pool.TotalCores(), 2);
+  EXPECT_THAT(Take(pool, Cpu(1)).cpus, ElementsAre(0, 1));
+  EXPECT_THAT(Take(pool, Cpu(1)).cpus, ElementsAre(2, 3));
+}
+
+TEST(PoolSmtTest, GpuJobsGetWholeCoresNearTheirGpus) {
+  Machine machine = MakeSmtMachine(2, 4, 2, 32, Gpus(4, kTopo4));
+  Pool pool(machine);
+  Placement first = Take(pool, Gpu(2));
+  JobDemand pair = Gpu(2);
+  pair.cpu = 3;
+  Placement second = Take(pool, pair);
+  EXPECT_THAT(second.gpus, ElementsAre(2, 3));
+  EXPECT_THAT(second.cpus, ElementsAre(4, 5, 12, 13));
+  ExpectOwnCores(machine, {&first, &second});
 }
 
 }  // namespace

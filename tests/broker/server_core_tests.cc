@@ -162,6 +162,23 @@ TEST_F(ServerCoreTest, MaxTimeIsClampedToLifetime) {
   EXPECT_EQ(Submit(1000, 1, 60).max_time_s, 60);
 }
 
+// A job that starts at once is told its placement; a queued one what the
+// scheduler would grant it.
+TEST_F(ServerCoreTest, SubmitReplySaysWhatTheCpusBecame) {
+  scheduler_.threads_per_core = 2;
+  StartCore();
+  protocol::SubmitReply started = Submit(1000, 2);
+  EXPECT_EQ(started.state, JobState::kRunning);
+  EXPECT_EQ(started.cpu, 2);
+  EXPECT_EQ(started.granted_cpus, 2);
+  EXPECT_EQ(started.granted_cores, 2);
+  protocol::SubmitReply queued = Submit(1000, 1);
+  EXPECT_EQ(queued.state, JobState::kQueued);
+  EXPECT_EQ(queued.cpu, 1);
+  EXPECT_EQ(queued.granted_cpus, 2);
+  EXPECT_EQ(queued.granted_cores, 1);
+}
+
 TEST_F(ServerCoreTest, SubmitErrors) {
   StartCore();
   protocol::SubmitRequest big;

@@ -190,6 +190,10 @@ class FakeScheduler : public Scheduler {
   }
   std::optional<double> budget = 2.5;
   bool backfill = false;  // skip a job that does not fit instead of stopping
+  // What Grant() rounds a request to: this many cpus per core. Placements
+  // the fake makes hold one cpu per core whatever it says, so a reply
+  // shows which of the two the core used.
+  int threads_per_core = 1;
 
   Result<void> Validate(const JobDemand& demand) const override {
     if (demand.cpu > total_) {
@@ -201,6 +205,9 @@ class FakeScheduler : public Scheduler {
   std::optional<double> DefaultBudget(int cpu, bool) const override {
     if (!budget) return std::nullopt;
     return *budget * cpu;
+  }
+  CpuGrant Grant(const JobDemand& demand) const override {
+    return {demand.cpu * threads_per_core, demand.cpu};
   }
   int TotalCpus() const override { return total_; }
   std::vector<Start> Schedule(const std::vector<QueuedJob>& queue,
@@ -214,6 +221,7 @@ class FakeScheduler : public Scheduler {
       Start start;
       start.id = job.id;
       for (int i = 0; i < job.demand.cpu; ++i) start.placement.cpus.push_back(*std::next(free_.begin(), i));
+      start.placement.cores = job.demand.cpu;
       start.placement.mems = {0};
       start.placement.mem_by_node = {{-1, job.demand.mem_gib}};
       Reserve(start.placement);

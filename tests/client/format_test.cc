@@ -268,6 +268,33 @@ TEST(RenderSubmitTest, MemoryClauseVariants) {
             "job 1 queued (2 cpu, max time 1h30m)\noutput will be saved to /w/x.log\n");
 }
 
+// On SMT the line says what --cpu became; without it (granted cpus equal
+// to cores) it reads as before.
+TEST(RenderSubmitTest, NamesWholeCoresUnderSmt) {
+  protocol::SubmitReply reply;
+  reply.id = 5;
+  reply.state = protocol::JobState::kRunning;
+  reply.cpu = 3;
+  reply.granted_cpus = 4;
+  reply.granted_cores = 2;
+  reply.max_time_s = 3600;
+  reply.max_mem_gb = 8;
+  reply.mem_defaulted = true;
+  EXPECT_EQ(RenderSubmit(reply, true, std::nullopt),
+            "job 5 running (4 cpus = 2 cores, max time 1h, memory 8G (default))\n");
+  reply.cpu = 1;
+  reply.granted_cpus = 2;
+  reply.granted_cores = 1;
+  reply.state = protocol::JobState::kQueued;
+  EXPECT_EQ(RenderSubmit(reply, true, std::nullopt),
+            "job 5 queued (2 cpus = 1 core, max time 1h, memory 8G (default))\n");
+  reply.cpu = 3;
+  reply.granted_cpus = 3;
+  reply.granted_cores = 3;
+  EXPECT_EQ(RenderSubmit(reply, true, std::nullopt),
+            "job 5 queued (3 cpu, max time 1h, memory 8G (default))\n");
+}
+
 TEST(RenderAttachNoticeTest, PerState) {
   protocol::AttachReply reply;
   reply.state = protocol::JobState::kQueued;

@@ -66,6 +66,47 @@ TEST_F(E2eTest, EchoHelloRunsAndItsOutputIsDelivered) {
   EXPECT_EQ(row.substr(row.size() - 2), " 0") << row;
 }
 
+// A sysfs tree in which cpus 0 and 1 (which every test machine has) are
+// SMT siblings of one core on one NUMA node.
+std::string FakeSmtSysfs(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::string root = dir + "/smt-sys";
+  auto write = [&](const std::string& path, const std::string& text) {
+    fs::create_directories(fs::path(root + path).parent_path());
+    std::ofstream(root + path) << text;
+  };
+  write("/devices/system/cpu/online", "0-1\n");
+  write("/devices/system/node/online", "0\n");
+  write("/devices/system/node/node0/cpulist", "0-1\n");
+  write("/devices/system/cpu/cpu0/topology/thread_siblings_list", "0-1\n");
+  write("/devices/system/cpu/cpu1/topology/thread_siblings_list", "0-1\n");
+  return root;
+}
+
+TEST_F(E2eTest, OnSmtACpuIsRoundedUpToAWholeCore) {
+  StartOrFail({"--sys-root", FakeSmtSysfs(daemon_.dir())});
+  CommandResult first = NewSmall(
+      {"--", "sh", "-c", "grep ^Cpus_allowed_list: /proc/self/status; exec sleep 3"});
+  ASSERT_EQ(first.exit_code, 0) << first.err << daemon_.log();
+  EXPECT_NE(first.out.find("job 1 running (2 cpus = 1 core, "), std::string::npos) << first.out;
+  CommandResult second = NewSmall({"--", "true"});
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_NE(second.out.find("job 2 queued (2 cpus = 1 core, "), std::string::npos)
+      << second.out;
+  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return Finished(2); }, seconds(30))) << daemon_.log();
+  EXPECT_NE(daemon_.ReadWorkFile("output.1.log").find("Cpus_allowed_list:\t0-1"),
+            std::string::npos)
+      << daemon_.ReadWorkFile("output.1.log");
+}
+
+TEST_F(E2eTest, ThreadUnitHandsOutSingleCpus) {
+  StartOrFail({"--sys-root", FakeSmtSysfs(daemon_.dir()), "--cpu-unit", "thread"});
+  CommandResult first = NewSmall({"--", "sleep", "30"});
+  CommandResult second = NewSmall({"--", "sleep", "30"});
+  EXPECT_NE(first.out.find("job 1 running (1 cpu, "), std::string::npos) << first.out;
+  EXPECT_NE(second.out.find("job 2 running (1 cpu, "), std::string::npos) << second.out;
+}
+
 TEST_F(E2eTest, ListShowsQueuedAndRunningJobsWithTheHeader) {
   StartOrFail();
   CommandResult first = daemon_.Dispatch({"new", "--cpu", "2", "--", "sleep", "30"});

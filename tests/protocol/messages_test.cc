@@ -198,6 +198,17 @@ TEST(DaemonFlagsTest, RejectsBadValuesWithUsageExit) {
   ASSERT_TRUE(unknown.exit_now);
 }
 
+TEST(DaemonFlagsTest, CpuUnitIsCoreUnlessAskedOtherwise) {
+  EXPECT_EQ(ParseDaemonFlags({}).config.cpu_unit, "core");
+  auto thread = ParseDaemonFlags({"--cpu-unit", "thread"});
+  ASSERT_FALSE(thread.exit_now) << thread.output;
+  EXPECT_EQ(thread.config.cpu_unit, "thread");
+  EXPECT_EQ(ParseDaemonFlags(ToFlags(thread.config)).config.cpu_unit, "thread");
+  auto socket = ParseDaemonFlags({"--cpu-unit", "socket"});
+  ASSERT_TRUE(socket.exit_now);
+  EXPECT_NE(*socket.exit_now, 0);
+}
+
 TEST(DaemonFlagsTest, ToFlagsRoundTrips) {
   auto parsed = ParseDaemonFlags({"--admin-group", "sudo", "--keep-finished", "3",
                                   "--min-job-mem", "0.25", "--list-is-public"});

@@ -4,15 +4,16 @@
 #   tests/vm/boot.sh [-t TIMEOUT_S] [-s HOSTDIR[:rw]]... SCRIPT [ARGS...]
 #
 # The guest: the Debian kernel from setup.sh, cgroup v2 only, systemd as
-# PID 1, VM_CPUS cpus (4) and VM_MEM_MB memory (4096) split evenly over
-# VM_NODES NUMA nodes (2); its root is the host's /usr and /etc (read-only,
-# see init). Each -s HOSTDIR appears at the same path in the guest, read-only
-# unless :rw. Exit status: SCRIPT's; 124 on timeout; 125 when the guest died
+# PID 1, VM_CPUS cpus (4) in cores of VM_THREADS SMT threads (2) and
+# VM_MEM_MB memory (4096), split evenly over VM_NODES NUMA nodes (2), one
+# socket each; its root is the host's /usr and /etc (read-only, see init).
+# Each -s HOSTDIR appears at the same path in the guest, read-only unless
+# :rw. Exit status: SCRIPT's; 124 on timeout; 125 when the guest died
 # without a result. The serial console is kept in the run directory.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 vm_dir=${VM_DIR:-/var/tmp/hpc-batch-vm}
-cpus=${VM_CPUS:-4} mem=${VM_MEM_MB:-4096} nodes=${VM_NODES:-2}
+cpus=${VM_CPUS:-4} mem=${VM_MEM_MB:-4096} nodes=${VM_NODES:-2} threads=${VM_THREADS:-2}
 timeout=300 shares=()
 while getopts t:s: o; do
   case $o in t) timeout=$OPTARG;; s) shares+=("$OPTARG");; *) exit 2;; esac
@@ -20,7 +21,8 @@ done
 shift $((OPTIND - 1))
 [ $# -ge 1 ] || { sed -n 2,12p "$0"; exit 2; }
 [ -f "$vm_dir/initramfs.cpio.gz" ] || { echo "boot.sh: run tests/vm/setup.sh first" >&2; exit 2; }
-((cpus % nodes == 0 && mem % nodes == 0)) || { echo "boot.sh: cpus and memory must split over $nodes nodes" >&2; exit 2; }
+((cpus % (nodes * threads) == 0 && mem % nodes == 0)) ||
+  { echo "boot.sh: cpus must split into $nodes nodes of whole $threads-thread cores, memory over $nodes nodes" >&2; exit 2; }
 
 run=${VM_RUN_DIR:-$(mktemp -d /tmp/hpcb-vm.XXXXXX)}
 h=$run/harness
@@ -32,6 +34,8 @@ shift
 { echo '#!/bin/bash'; printf 'exec /bin/bash /harness/test.sh'; printf ' %q' "$@"; echo; } > "$h/run.sh"
 rm -f "$h/rc" "$h/out.log" "$h/boot.log"
 
+# qemu numbers cpus socket by socket, and within a core thread by thread:
+# node i's range is socket i, its siblings adjacent (cpus 0-1 are one core).
 numa=()
 for ((i = 0; i < nodes; i++)); do
   first=$((i * cpus / nodes)) last=$(((i + 1) * cpus / nodes - 1))
@@ -60,6 +64,9 @@ for s in "${shares[@]}"; do
   cmdline_shares+=" hpcb.share=s$n:$p:$mode"
 done
 
+# vendor=GenuineIntel: TCG's max cpu says AuthenticAMD without topoext, and
+# a Linux guest then sees every thread as a core (no siblings); as Intel it
+# reads the SMT layout from CPUID leaf 0xB.
 # cgroup_no_v1=all and unified_cgroup_hierarchy: a v2-only guest whatever
 # the host runs. No KVM: /dev/kvm on these hosts is a nested (PVM) one on
 # which a stock kernel hangs in early boot; TCG is slow but works (VM_ACCEL
@@ -70,7 +77,9 @@ systemd.show_status=false systemd.log_level=notice systemd.journald.forward_to_c
 t0=$(date +%s.%N)
 set +e
 timeout --kill-after=10 "$timeout" qemu-system-x86_64 \
-  -accel "${VM_ACCEL:-tcg,thread=multi}" -cpu max -smp "$cpus" -m "${mem}M" "${numa[@]}" \
+  -accel "${VM_ACCEL:-tcg,thread=multi}" -cpu max,vendor=GenuineIntel \
+  -smp "cpus=$cpus,sockets=$nodes,cores=$((cpus / nodes / threads)),threads=$threads" \
+  -m "${mem}M" "${numa[@]}" \
   -nodefaults -no-user-config -display none -monitor none -no-reboot \
   -serial "file:$run/console.log" "${fs[@]}" \
   -kernel "$vm_dir/vmlinuz" -initrd "$vm_dir/initramfs.cpio.gz" -append "${cmdline//$'\n'/ }" \

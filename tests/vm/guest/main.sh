@@ -18,6 +18,9 @@ expect "/sys/fs/cgroup is cgroup2" cgroup2fs "$(stat -fc %T /sys/fs/cgroup)"
 for n in /sys/devices/system/node/node[0-9]*; do
   echo "${n##*/}: cpus $(cat "$n/cpulist"), $(awk '/MemTotal/ { print $4 $5 }' "$n/meminfo")"
 done
+for c in /sys/devices/system/cpu/cpu[0-9]*; do
+  echo "${c##*/}: siblings $(cat "$c/topology/thread_siblings_list")"
+done
 expect "two NUMA nodes" 2 "$(ls -d /sys/devices/system/node/node[0-9]* | wc -l)"
 
 # The guest's /etc is a tmpfs overlay on the host's: these users exist only here.
@@ -30,12 +33,12 @@ if ! "$repo/scripts/hpc-batch-install" --no-start --admin-group hpcadm; then
   exit 1
 fi
 
-for group in enforce refuse service; do
+for group in enforce smt refuse service; do
   note "--- $group"
   . "$here/$group.sh"
 done
 echo "--- what the daemons logged at warning and above:"
 # Our daemons log to stderr with no syslog priority prefix: grep, not -p.
-journalctl --no-pager -o cat -u hpcb-enforce -u hpc-batch | grep -E ' (WARNING|ERROR) ' | head -n 40
+journalctl --no-pager -o cat -u hpcb-enforce -u hpcb-smt -u hpc-batch | grep -E ' (WARNING|ERROR) ' | head -n 40
 note "guest checks: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -21,7 +21,8 @@ check "Delegate= gave hpc-batch/ cpuset and memory" \
 # Each job waits for a file of ours, so the order of events is ours too.
 rm -f /tmp/go-*
 waiter='echo started; while [ ! -e /tmp/go-$HPC_BATCH_JOB_ID ]; do sleep 0.2; done; echo finished; exit 7'
-# Defaults hold back 2 cpus and 2G: these budgets fit what is left.
+# Defaults hold back 2 cpus and 2G (here no cpus: whole cores are held back,
+# and each node keeps its only one): these budgets fit what is left.
 r1=$(submit --cpu 1 --max-mem 0.2 -- sh -c "$waiter")
 r2=$(submit --cpu 1 --max-mem 0.2 -- sh -c "$waiter")
 wait_for 60 output_has "$r1" started && wait_for 60 output_has "$r2" started
