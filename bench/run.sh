@@ -16,9 +16,7 @@ QUEUED=${BENCH_QUEUED:-10000}
 
 scratch=$(mktemp -d /tmp/hpc-batch-bench.XXXXXX)
 chmod 0755 "$scratch"
-mkdir -p "$scratch/bin"
-cp build/bin/hpc-batchd build/bin/hpc-batch-executor build/bin/hpc-batch-broker \
-   build/bin/dispatch "$scratch/bin/"
+cmake --install build --prefix "$scratch/prefix" >/dev/null
 as_user=()
 if [ "$(id -u)" -eq 0 ]; then
   chown -R nobody:nogroup "$scratch"
@@ -37,10 +35,10 @@ start_daemon() {
   "${as_user[@]}" mkdir -p "$dir/work"
   case $name in
     ours)
-      "${as_user[@]}" "$scratch/bin/hpc-batchd" --no-cgroups --socket "$dir/sock" \
+      "${as_user[@]}" "$scratch/prefix/sbin/hpc-batchd" --no-cgroups --socket "$dir/sock" \
         --state-dir "$dir/state" --dev-dir "$dir/dev" --max-lifetime 1h --reserve-cpu 0 \
         --keep-finished "$FINISHED" --log-level warning 2>"$dir/log" &
-      CLIENT=("$scratch/bin/dispatch");;
+      CLIENT=("$scratch/prefix/bin/dispatch");;
     upstream)
       local group; group=$(for g in sudo adm staff; do getent group $g >/dev/null && { echo $g; break; }; done)
       PYTHONPATH="$BENCH_UPSTREAM" "${as_user[@]}" python3 -m hpc_batch.daemon --no-cgroups --no-gpu-mask \

@@ -2,8 +2,11 @@
 # Installs the Debian packages hpc-batch builds and tests with. Idempotent;
 # skips apt entirely when everything is already there.
 set -euo pipefail
+# dpkg-dev and file: cpack -G DEB works out the .deb's library dependencies
+# with dpkg-shlibdeps, and CPack finds the ELF files to give it with `file`.
 packages=(cmake ninja-build g++ clang pkg-config libseccomp-dev libcap-ng-dev
-          libcereal-dev libcli11-dev libgtest-dev libgmock-dev passwd util-linux)
+          libcereal-dev libcli11-dev libgtest-dev libgmock-dev passwd util-linux
+          dpkg-dev file)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs one job (`echo hello`) end to end on the embedded default: a
-# user-mode daemon (--no-cgroups) on scratch paths, no systemd. As root it
+# user-mode daemon (--no-cgroups) on scratch paths, no systemd, run from an
+# installed tree (`cmake --install` into the scratch directory). As root it
 # runs the daemon and the client as `nobody`, since the daemon never runs
 # jobs as uid 0. Everything it starts is stopped by pid before it exits.
 set -euo pipefail
@@ -10,9 +11,8 @@ scripts/build.sh >/dev/null
 
 scratch=$(mktemp -d /tmp/hpc-batch-quickstart.XXXXXX)
 chmod 0755 "$scratch"
-mkdir -p "$scratch/bin" "$scratch/work"
-cp build/bin/hpc-batchd build/bin/hpc-batch-executor \
-   build/bin/hpc-batch-broker build/bin/dispatch "$scratch/bin/"
+mkdir -p "$scratch/work"
+cmake --install build --prefix "$scratch/prefix" >/dev/null
 
 as_user=()
 if [ "$(id -u)" -eq 0 ]; then
@@ -31,7 +31,7 @@ cleanup() {
 trap cleanup EXIT
 
 export HPC_BATCH_SOCKET="$scratch/sock"
-"${as_user[@]}" "$scratch/bin/hpc-batchd" --no-cgroups --socket "$scratch/sock" \
+"${as_user[@]}" "$scratch/prefix/sbin/hpc-batchd" --no-cgroups --socket "$scratch/sock" \
     --state-dir "$scratch/state" --dev-dir "$scratch/dev" --max-lifetime 1h \
     2>"$scratch/daemon.log" &
 daemon_pid=$!
@@ -39,10 +39,10 @@ for _ in $(seq 100); do [ -S "$scratch/sock" ] && break; sleep 0.1; done
 [ -S "$scratch/sock" ] || { cat "$scratch/daemon.log"; echo "daemon did not start" >&2; exit 1; }
 
 cd "$scratch/work"
-"${as_user[@]}" "$scratch/bin/dispatch" new -- echo hello
+"${as_user[@]}" "$scratch/prefix/bin/dispatch" new -- echo hello
 for _ in $(seq 100); do [ -s output.1.log ] && break; sleep 0.1; done
 echo "--- output.1.log:"
 cat output.1.log
 echo "--- dispatch list --finished:"
-"${as_user[@]}" "$scratch/bin/dispatch" list --finished
+"${as_user[@]}" "$scratch/prefix/bin/dispatch" list --finished
 grep -qx hello output.1.log

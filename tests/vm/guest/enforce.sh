@@ -8,7 +8,7 @@
 cgroup_root=/sys/fs/cgroup state_dir=/var/lib/hpcb-enforce
 export HPC_BATCH_SOCKET=/run/hpcb-enforce/sock
 systemd-run --quiet --unit=hpcb-enforce -p "Delegate=cpuset memory pids" -p KillMode=process \
-  -p MemorySwapMax=0 /opt/hpc-batch/bin/hpc-batchd --admin-group hpcadm --socket "$HPC_BATCH_SOCKET" \
+  -p MemorySwapMax=0 /usr/sbin/hpc-batchd --admin-group hpcadm --socket "$HPC_BATCH_SOCKET" \
   --state-dir "$state_dir" --dev-dir /dev/hpcb-enforce --reserve-cpu 0 --reserve-mem 0.25 \
   --min-job-mem 0.1 --max-lifetime 1h
 if ! wait_for 30 daemon_up; then
@@ -57,7 +57,7 @@ o=$(submit --cpu 1 --max-mem 0.25 -- memhog 1024)
 wait_for 120 job_done "$o"
 expect "job $o (memhog 1 GiB in a 0.25G budget): EXIT column" oom "$(job_exit "$o")"
 check "job $o: list names the oom on stderr" sh -c "runuser -u $job_user -- env HPC_BATCH_SOCKET=$HPC_BATCH_SOCKET \
-  /opt/hpc-batch/bin/dispatch list --finished 2>&1 >/dev/null | grep -q 'job $o: killed for exceeding its 0.25G memory budget'"
+  /usr/bin/dispatch list --finished 2>&1 >/dev/null | grep -q 'job $o: killed for exceeding its 0.25G memory budget'"
 check "job $o: its cgroup was removed" test ! -e "$(job_cgroup "$o")"
 
 # A job that ignores SIGTERM, with a child in a session of its own: only

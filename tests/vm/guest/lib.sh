@@ -26,7 +26,9 @@ wait_for() {
 
 # The submitting user: the daemon never runs a job as root.
 as_user() { runuser -u "$job_user" -- env HPC_BATCH_SOCKET="$HPC_BATCH_SOCKET" "$@"; }
-dispatch() { as_user /opt/hpc-batch/bin/dispatch "$@"; }
+# The packaged one unless a check installed its own elsewhere.
+dispatch_bin=/usr/bin/dispatch
+dispatch() { as_user "$dispatch_bin" "$@"; }
 
 # submit ARGS... -- CMD...: prints the job id. cwd is the user's home, where
 # output.<id>.log lands.

@@ -1,12 +1,13 @@
 #!/bin/bash
 # Guest side of scripts/vm-test.sh, run as root by boot.sh:
 #
-#   main.sh REPO TOOLS
+#   main.sh REPO TOOLS DEB
 #
 # REPO is the host's checkout (read-only, with build/), TOOLS holds the
-# host-built memhog. Sets the guest up (users, our install), then runs each
-# group of checks; exits 1 if any check failed.
-repo=$1 tools=$2
+# host-built memhog and DEB, the package made from that build. Sets the
+# guest up (users, the package installed with dpkg), then runs each group of
+# checks; exits 1 if any check failed.
+repo=$1 tools=$2 deb=$3
 here=$repo/tests/vm/guest
 . "$here/lib.sh"
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin
@@ -28,12 +29,12 @@ groupadd hpcadm
 useradd -m -d /home/alice -s /bin/bash alice
 job_user=alice job_home=/home/alice
 cp "$tools/memhog" /usr/local/bin/memhog
-if ! "$repo/scripts/hpc-batch-install" --no-start --admin-group hpcadm; then
-  fail "hpc-batch-install --no-start"
-  exit 1
-fi
 
-for group in enforce smt refuse service; do
+note "--- package"
+. "$here/package.sh"
+[ "$(dpkg-query -W -f='${db:Status-Status}' hpc-batch 2>/dev/null)" = installed ] || exit 1
+
+for group in enforce smt refuse service prefix; do
   note "--- $group"
   . "$here/$group.sh"
 done

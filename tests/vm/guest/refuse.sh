@@ -12,7 +12,7 @@ echo "+cpuset +memory" > /sys/fs/cgroup/cgroup.subtree_control
 # refused CGROUP_ROOT WHAT: it must refuse that root.
 start_daemon() {
   rm -rf "$r/state" "$r/sock" "$r/dev"
-  timeout 20 /opt/hpc-batch/bin/hpc-batchd --admin-group hpcadm --cgroup-root "$1" \
+  timeout 20 /usr/sbin/hpc-batchd --admin-group hpcadm --cgroup-root "$1" \
     --state-dir $r/state --socket $r/sock --dev-dir $r/dev --reserve-cpu 0 --reserve-mem 0.25 \
     --min-job-mem 0.1 > $r/log 2>&1
 }
