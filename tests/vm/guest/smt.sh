@@ -10,7 +10,7 @@ threads=$(siblings_of 0 | wc -l)
 expect "the guest has two threads per core (cpu0's siblings)" 2 "$threads"
 
 systemd-run --quiet --unit=hpcb-smt -p "Delegate=cpuset memory pids" -p KillMode=process \
-  -p MemorySwapMax=0 /opt/hpc-batch/bin/hpc-batchd --admin-group hpcadm --socket "$HPC_BATCH_SOCKET" \
+  -p MemorySwapMax=0 /usr/sbin/hpc-batchd --admin-group hpcadm --socket "$HPC_BATCH_SOCKET" \
   --state-dir "$state_dir" --dev-dir /dev/hpcb-smt --reserve-cpu 0 --reserve-mem 0.25 \
   --min-job-mem 0.1 --max-lifetime 1h
 if ! wait_for 30 daemon_up; then
