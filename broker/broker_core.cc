@@ -778,6 +778,7 @@ void BrokerCore::OnExited(const protocol::JobExited& event) {
   }
   JobRecord& job = it->second;
   if (event.oom && !job.reason) job.reason = JobReason::kOom;
+  if (event.note && !job.detail) job.detail = event.note;
   job.output_error = event.output_error;
   Finish(job, event.exit_code, event.end_time > 0 ? event.end_time : clock_.Now());
   ApplyRetention();

@@ -87,7 +87,7 @@ Result<UniqueFd> ReplaceFile(const std::string& dir, const std::string& path,
   UniqueFd fd(::open(tmp.c_str(),
                      O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_APPEND, 0600));
   if (!fd.valid()) return Error::FromErrno(errno, "cannot create " + tmp);
-  if (!text.empty()) HPCB_TRY(protocol::WriteAll(fd.get(), text));
+  if (!text.empty()) HPCB_TRY(protocol::WriteAllToFile(fd.get(), text));
   if (::fsync(fd.get()) != 0) return Error::FromErrno(errno, "cannot fsync " + tmp);
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     return Error::FromErrno(errno, "cannot rename " + tmp + " to " + path);
@@ -211,7 +211,7 @@ Result<void> QueueStore::Append(std::uint64_t next_id, const std::vector<QueueCh
   // seq_ has moved past these lines even if they do not all land: the
   // next snapshot's journal_seq then covers any part that did, and Load
   // never lays that stale part over the newer snapshot.
-  Result<void> written = protocol::WriteAll(journal_.get(), batch);
+  Result<void> written = protocol::WriteAllToFile(journal_.get(), batch);
   if (written && ::fdatasync(journal_.get()) != 0) {
     written = Error::FromErrno(errno, "cannot fdatasync " + journal_path());
   }

@@ -60,7 +60,7 @@ const std::vector<std::string>& SeccompAllowList() {
       "getegid", "getresuid", "getresgid", "getgroups", "futex", "getrandom",
       "uname", "sysinfo", "sched_getaffinity", "sched_yield", "prlimit64",
       "getrlimit", "set_robust_list", "rseq", "restart_syscall", "getcwd", "umask",
-      "capget", "prctl", "close_range", "tgkill", "getppid", "fadvise64",
+      "capget", "prctl", "close_range", "tgkill", "getppid", "fadvise64", "statfs", "fstatfs",
   };
   return kList;
 }

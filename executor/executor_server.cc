@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -49,6 +50,13 @@ void ExecutorServer::Refuse(std::uint64_t req, std::uint64_t id, const std::stri
                             const Error& error) {
   LogWarning("refused " + what + ": " + error.message());
   SendToBroker(Encode(protocol::Ack{req, id, WireError::From(error)}));
+}
+
+bool ExecutorServer::StateDirNearlyFull() const {
+  constexpr std::uint64_t kRoomNeeded = 4u << 20;
+  struct statvfs fs {};
+  if (::statvfs(config_.state_dir.c_str(), &fs) != 0) return false;
+  return static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize < kRoomNeeded;
 }
 
 bool ExecutorServer::Busy(std::uint64_t id) const {

@@ -104,6 +104,9 @@ class ExecutorServer {
   void SendToBroker(const std::string& text, const std::vector<int>& fds = {});
   void Refuse(std::uint64_t req, std::uint64_t id, const std::string& what, const Error& error);
   bool Busy(std::uint64_t id) const;
+  // Too little room left in the state directory to record a job's start
+  // or keep its output whole.
+  bool StateDirNearlyFull() const;
 
   // job_register.cc
   void OnRegister(std::uint64_t req, const protocol::Packet& packet);

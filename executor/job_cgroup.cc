@@ -25,7 +25,7 @@ Result<void> WriteControl(const std::string& dir, const std::string& name,
   std::string path = dir + "/" + name;
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW));
   if (!fd.valid()) return Error::FromErrno(errno, "open " + path);
-  auto written = protocol::WriteAll(fd.get(), value);
+  auto written = protocol::WriteAllToFile(fd.get(), value);
   if (!written) return written.error().WithContext("write " + path);
   return Ok();
 }

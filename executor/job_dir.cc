@@ -79,7 +79,7 @@ Result<UniqueFd> CreateJobDir(const std::string& path, std::optional<JobDirOwner
                         CreateFreshFile(dir.get(), "output", 0640, owner, path + "/output"));
   HPCB_ASSIGN_OR_RETURN(UniqueFd info,
                         CreateFreshFile(dir.get(), "info.json", 0640, owner, path + "/info.json"));
-  HPCB_TRY(protocol::WriteAll(info.get(), info_text));
+  HPCB_TRY(protocol::WriteAllToFile(info.get(), info_text));
   HPCB_TRY(ChownFd(dir.get(), owner, path));
   if (::fchmod(dir.get(), 0750) != 0) return Error::FromErrno(errno, "chmod " + path);
   return dir;
@@ -114,7 +114,7 @@ Result<void> ReplaceJobFile(int dir_fd, const std::string& name, const std::stri
   const std::string tmp = "." + name + ".tmp";
   (void)::unlinkat(dir_fd, tmp.c_str(), 0);  // a leftover, or something the user put there
   HPCB_ASSIGN_OR_RETURN(UniqueFd fd, CreateFreshFile(dir_fd, tmp, mode, owner, tmp));
-  HPCB_TRY(protocol::WriteAll(fd.get(), text));
+  HPCB_TRY(protocol::WriteAllToFile(fd.get(), text));
   // No fsync: these files are views of the spec, which is the durable
   // record. After a crash ext4 (auto_da_alloc on a rename over a name)
   // shows the old or the new text; elsewhere the view may be stale or

@@ -90,7 +90,7 @@ void ExecutorServer::AppendLine(const LaunchSpec& spec, const std::string& line)
     LogWarning("job " + std::to_string(spec.id) + ": " + fd.error().message());
     return;
   }
-  (void)protocol::WriteAll(fd->get(), line + "\n");
+  (void)protocol::WriteAllToFile(fd->get(), line + "\n");
 }
 
 void ExecutorServer::DeliverOutput(const LaunchSpec& spec,
@@ -177,6 +177,9 @@ void ExecutorServer::Finish(std::uint64_t id, std::optional<std::int64_t> exit_c
     }
   }
   if (!config_.no_dev_dir) ::unlink((config_.dev_dir + "/jobs/" + std::to_string(id)).c_str());
+  if (StateDirNearlyFull()) {
+    event.note = "the state directory was full when it ended; its output may be cut short";
+  }
   DeliverOutput(spec, [this, id, event](std::optional<std::string> output_error) mutable {
     finishing_.erase(id);
     auto found = jobs_.find(id);

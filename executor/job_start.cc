@@ -67,6 +67,11 @@ void ExecutorServer::BeginStart(const protocol::StartJob& request, StartDone don
                         "job " + std::to_string(id) + " was already started"));
   }
   if (Result<void> valid = ValidatePlacement(request); !valid) return refuse(valid.error());
+  if (StateDirNearlyFull()) {
+    // Its records could not be kept, nor its output: it waits for room.
+    return refuse(Error(ErrorCode::kUnavailable,
+                        "the state directory " + config_.state_dir + " is full; the job stays queued"));
+  }
   LaunchSpec& spec = it->second;
   starting_.insert(id);
   UniqueFd cgroup_dir;

@@ -50,7 +50,7 @@ Result<HelperChild> StartUserHelper(const protocol::UserIdentity& who, bool chan
     } else {
       result = body(kept);
     }
-    (void)protocol::WriteAll(answer_fd, EncodeAnswer(result));
+    (void)protocol::WriteAllToFile(answer_fd, EncodeAnswer(result));
     ::_exit(0);
   }
   return HelperChild{pid, std::move(read_end)};

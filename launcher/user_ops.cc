@@ -119,7 +119,7 @@ Result<void> CopyAll(int from, int to, std::uint64_t size) {
       n -= static_cast<ssize_t>(static_cast<std::uint64_t>(offset) - size);
       offset = static_cast<off_t>(size);
     }
-    HPCB_TRY(protocol::WriteAll(to, std::string_view(buf, static_cast<size_t>(n))));
+    HPCB_TRY(protocol::WriteAllToFile(to, std::string_view(buf, static_cast<size_t>(n))));
     if (static_cast<std::uint64_t>(offset) >= size) break;
   }
   return Ok();

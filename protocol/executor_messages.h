@@ -438,14 +438,17 @@ struct JobExited {
   bool oom = false;
   double end_time = 0;
   std::optional<std::string> output_error;
+  // Something its owner should know about how it ran (its output may be
+  // cut short by a full state directory, say).
+  std::optional<std::string> note;
   template <class A> void save(A& ar) const {
     PutHeader(ar, kKind, req); Put(ar, "id", id);
     Put(ar, "exit_code", exit_code); Put(ar, "oom", oom);
-    Put(ar, "end_time", end_time); Put(ar, "output_error", output_error);
+    Put(ar, "end_time", end_time); Put(ar, "output_error", output_error); Put(ar, "note", note);
   }
   template <class A> void load(A& ar) {
     Get(ar, "req", req); Get(ar, "id", id); Get(ar, "exit_code", exit_code); Get(ar, "oom", oom);
-    Get(ar, "end_time", end_time); Get(ar, "output_error", output_error);
+    Get(ar, "end_time", end_time); Get(ar, "output_error", output_error); Get(ar, "note", note);
   }
   Result<void> Validate() const { return Ok(); }
 };

@@ -67,9 +67,21 @@ Result<std::optional<std::string>> FrameDecoder::Next() {
 Result<void> WriteAll(int fd, std::string_view bytes) {
   while (!bytes.empty()) {
     ssize_t put = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-    if (put < 0 && errno == ENOTSOCK) put = ::write(fd, bytes.data(), bytes.size());
+    // A pipe or a file handed to the socket writer still works, slower.
+    if (put < 0 && errno == ENOTSOCK) return WriteAllToFile(fd, bytes);
     if (put < 0 && errno == EINTR) continue;
     if (put < 0) return Error::FromErrno(errno, "write");
+    bytes.remove_prefix(static_cast<std::size_t>(put));
+  }
+  return Ok();
+}
+
+Result<void> WriteAllToFile(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    ssize_t put = ::write(fd, bytes.data(), bytes.size());
+    if (put < 0 && errno == EINTR) continue;
+    if (put < 0) return Error::FromErrno(errno, "write");
+    if (put == 0) return Error(ErrorCode::kInternal, "write made no progress");
     bytes.remove_prefix(static_cast<std::size_t>(put));
   }
   return Ok();

@@ -80,8 +80,12 @@ Result<Packet> ReceiveMessage(int fd, std::size_t cap = kMaxInternalMessage);
 // The kernel-attested credentials of a connected unix socket's peer.
 Result<struct ucred> PeerCredentials(int fd);
 
-// Writes all of `bytes`, retrying EINTR and short writes.
+// Writes all of `bytes` to a socket, retrying EINTR and short writes;
+// never raises SIGPIPE (a peer that went away is an error).
 Result<void> WriteAll(int fd, std::string_view bytes);
+
+// The same for a file or a pipe (send(2) would fail there with ENOTSOCK).
+Result<void> WriteAllToFile(int fd, std::string_view bytes);
 
 // fsync of the directory `dir`, which makes a rename into it durable.
 Result<void> SyncDirectory(const std::string& dir);

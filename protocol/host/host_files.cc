@@ -139,14 +139,22 @@ Result<std::uint64_t> ProcStartTime(int pid, const std::string& proc_root) {
 
 Result<void> WriteFileAtomic(const std::string& path, const std::string& text, unsigned mode,
                              Sync sync) {
-  std::string tmp = path + ".tmp";
+  const std::string tmp = path + ".tmp";
   ::unlink(tmp.c_str());
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode));
   if (!fd.valid()) return Error::FromErrno(errno, "create " + tmp);
-  if (::fchmod(fd.get(), mode) != 0) return Error::FromErrno(errno, "chmod " + tmp);
-  HPCB_TRY(protocol::WriteAll(fd.get(), text));
-  if (sync == Sync::kNow && ::fsync(fd.get()) != 0) return Error::FromErrno(errno, "fsync " + tmp);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return Error::FromErrno(errno, "rename " + tmp);
+  Result<void> written = [&]() -> Result<void> {
+    if (::fchmod(fd.get(), mode) != 0) return Error::FromErrno(errno, "chmod " + tmp);
+    HPCB_TRY(protocol::WriteAllToFile(fd.get(), text));
+    if (sync == Sync::kNow && ::fsync(fd.get()) != 0) return Error::FromErrno(errno, "fsync " + tmp);
+    if (::rename(tmp.c_str(), path.c_str()) != 0) return Error::FromErrno(errno, "rename " + tmp);
+    return Ok();
+  }();
+  if (!written) {
+    // A full disk must not leave half-written temp files behind.
+    ::unlink(tmp.c_str());
+    return written;
+  }
   if (sync == Sync::kNow) {
     // The rename is only durable once the directory is: without this a
     // crash can leave just the temp file, and a fresh spec (a queued job

@@ -339,5 +339,211 @@ TEST_F(FaultE2eTest, ChurnUnderRandomKillsLosesNothing) {
   EXPECT_TRUE(violations.empty()) << violations.size() << " violations:" << some;
 }
 
+// The state files, one at a time, damaged or deleted while the daemon is
+// down: a finished job, a running one (it outlives the stop) and two queued
+// behind it. Every accepted job still runs once with its exit code and
+// output, or, where its own record is what was lost, says so.
+class DamagedStateTest : public FaultE2eTest {
+ protected:
+  struct Jobs {
+    Submission finished;
+    std::uint64_t running = 0;  // holds both cpus: sleep 3, exit 5
+    std::vector<Submission> queued;
+  };
+
+  Jobs Populate() {
+    Jobs jobs;
+    jobs.finished = SubmitOne(1000);
+    EXPECT_TRUE(AllDone({jobs.finished}, seconds(20))) << daemon_.log();
+    CommandResult r = daemon_.Dispatch(
+        {"new", "--cpu", "2", "--max-mem", "0.1", "--", "sh", "-c", "sleep 3; echo long; exit 5"});
+    std::smatch match;
+    EXPECT_TRUE(std::regex_search(r.out, match, std::regex("job ([0-9]+) "))) << r.out << r.err;
+    jobs.running = std::stoull(match[1]);
+    for (int n = 1001; n <= 1002; ++n) jobs.queued.push_back(SubmitOne(n));
+    return jobs;
+  }
+
+  std::string State(const std::string& name) const { return daemon_.state() + "/" + name; }
+
+  void Garble(const std::string& path) { std::ofstream(path, std::ios::trunc) << "{\"not\": a record"; }
+
+  // After the damage: everything accepted ran once with its code and output.
+  void ExpectAllWell(const Jobs& jobs) {
+    std::vector<Submission> all = jobs.queued;
+    all.push_back(jobs.finished);
+    ASSERT_TRUE(AllDone(all, seconds(30))) << daemon_.log();
+    std::vector<std::string> violations = Violations(all);
+    std::string listed;
+    for (const std::string& v : violations) listed += "\n  " + v;
+    EXPECT_TRUE(violations.empty()) << listed << "\n" << daemon_.log();
+    ASSERT_TRUE(DaemonHarness::WaitFor(
+        [&] {
+          auto rows = Finished();
+          return rows && rows->contains(jobs.running) &&
+                 rows->at(jobs.running).state == protocol::JobState::kDone;
+        },
+        seconds(20)));
+    EXPECT_EQ(Finished()->at(jobs.running).exit_code, 5) << daemon_.log();
+    EXPECT_EQ(Slurp(daemon_.work() + "/output." + std::to_string(jobs.running) + ".log"), "long\n");
+  }
+};
+
+TEST_F(DamagedStateTest, ATruncatedQueueSnapshotLosesNothing) {
+  Boot();
+  Jobs jobs = Populate();
+  daemon_.Stop();
+  const std::string text = Slurp(State("broker/queue.json"));
+  std::ofstream(State("broker/queue.json"), std::ios::trunc) << text.substr(0, text.size() / 2);
+  Boot();
+  ExpectAllWell(jobs);
+  EXPECT_TRUE(fs::exists(State("broker/queue.json.corrupt"))) << "the damaged copy is kept";
+}
+
+TEST_F(DamagedStateTest, AGarbledQueueSnapshotLosesNothing) {
+  Boot();
+  Jobs jobs = Populate();
+  daemon_.Stop();
+  Garble(State("broker/queue.json"));
+  Boot();
+  ExpectAllWell(jobs);
+}
+
+TEST_F(DamagedStateTest, AGarbledFirstJournalLineLosesNothing) {
+  Boot();
+  Jobs jobs = Populate();
+  daemon_.Stop();
+  std::string journal = Slurp(State("broker/queue.journal"));
+  ASSERT_FALSE(journal.empty()) << "the jobs were journalled after the last snapshot";
+  journal.replace(0, journal.find('\n'), "{garbled");
+  std::ofstream(State("broker/queue.journal"), std::ios::trunc) << journal;
+  Boot();
+  ExpectAllWell(jobs);
+}
+
+TEST_F(DamagedStateTest, DeletedBrokerFilesLoseNothingAndNoIdIsReused) {
+  Boot();
+  Jobs jobs = Populate();
+  daemon_.Stop();
+  fs::remove(State("broker/queue.json"));
+  fs::remove(State("broker/queue.journal"));
+  Boot();
+  ExpectAllWell(jobs);
+  Submission next = SubmitOne(2000);
+  EXPECT_GT(next.id, jobs.queued.back().id) << "an id was handed out again";
+}
+
+TEST_F(DamagedStateTest, AQueuedJobWhoseSpecIsGarbledIsReportedLost) {
+  Boot();
+  Jobs jobs = Populate();
+  daemon_.Stop();
+  const std::uint64_t lost = jobs.queued[0].id;
+  Garble(State("specs/" + std::to_string(lost) + ".json"));
+  Boot();
+  auto rows = Finished();
+  ASSERT_TRUE(rows && rows->contains(lost)) << daemon_.log();
+  EXPECT_EQ(rows->at(lost).reason, protocol::JobReason::kError);
+  ASSERT_TRUE(rows->at(lost).detail);
+  EXPECT_NE(rows->at(lost).detail->find("lost"), std::string::npos) << *rows->at(lost).detail;
+  EXPECT_TRUE(fs::exists(State("specs/" + std::to_string(lost) + ".json.corrupt")));
+  EXPECT_NE(daemon_.log().find("job " + std::to_string(lost) + ": its launch spec cannot be read"),
+            std::string::npos);
+  jobs.queued.erase(jobs.queued.begin());
+  ExpectAllWell(jobs);
+}
+
+TEST_F(DamagedStateTest, ARunningJobWhoseRunRecordIsDeletedKeepsItsExitCode) {
+  Boot();
+  Jobs jobs = Populate();
+  daemon_.Stop();
+  fs::remove(State("run/" + std::to_string(jobs.running) + ".json"));
+  Boot();
+  ExpectAllWell(jobs);
+}
+
+// A state directory that fills up: a submission is refused saying why and
+// leaves nothing behind; a queued job whose turn comes stays queued, and
+// runs once there is room again.
+TEST_F(FaultE2eTest, AFullStateDirectoryRefusesCleanlyAndLosesNothing) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mounting a small filesystem needs root";
+  const std::string mount = daemon_.state();  // where the harness points --state-dir
+  fs::create_directories(mount);
+  const std::string options = "size=24m,mode=0755,uid=" + std::to_string(daemon_.client_uid()) +
+                              ",gid=" + std::to_string(daemon_.client_gid());
+  ASSERT_EQ(std::system(("mount -t tmpfs -o " + options + " hpcb-statefs " + mount).c_str()), 0);
+  struct Unmount {
+    std::string path;
+    ~Unmount() { (void)!std::system(("umount -l " + path + " 2>/dev/null").c_str()); }
+  } unmount{mount};
+  ASSERT_TRUE(daemon_.Start(Flags())) << daemon_.log();
+  CommandResult holder = daemon_.Dispatch(
+      {"new", "--cpu", "2", "--max-mem", "0.1", "--", "sh", "-c", "sleep 4; exit 0"});
+  ASSERT_EQ(holder.exit_code, 0) << holder.err;
+  Submission waiting = SubmitOne(3000);
+  ASSERT_GT(waiting.id, 0u);
+  // Fill it, as the daemon's user would see it.
+  const std::string filler = mount + "/filler";
+  (void)!std::system(("dd if=/dev/zero of=" + filler + " bs=1M count=64 status=none 2>/dev/null").c_str());
+  CommandResult refused = daemon_.Dispatch({"new", "--max-mem", "0.1", "--", "true"});
+  EXPECT_NE(refused.exit_code, 0) << refused.out;
+  EXPECT_NE(refused.err.find("No space left on device"), std::string::npos) << refused.err;
+  std::size_t temps = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(mount)) {
+    temps += entry.path().extension() == ".tmp" ? 1 : 0;
+  }
+  EXPECT_EQ(temps, 0u) << "a refused submission left temp files";
+  EXPECT_FALSE(fs::exists(mount + "/jobs/" + std::to_string(waiting.id + 2)));
+  // The holder ends; the waiting job's turn comes and goes by, queued.
+  std::this_thread::sleep_for(seconds(6));
+  CommandResult listed = daemon_.Dispatch({"list"});
+  EXPECT_NE(DaemonHarness::RowOfJob(listed.out, static_cast<int>(waiting.id)).find("queued"),
+            std::string::npos)
+      << listed.out << daemon_.log();
+  fs::remove(filler);
+  ASSERT_TRUE(AllDone({waiting}, seconds(30))) << daemon_.log();
+  std::vector<std::string> violations = Violations({waiting});
+  EXPECT_TRUE(violations.empty()) << violations.front();
+  daemon_.Stop();
+}
+
+// A destination that fills up: nothing half-written is left there, the
+// output is kept and the job says why; once there is room, `dispatch
+// output` delivers it byte for byte.
+TEST_F(FaultE2eTest, AFullDestinationKeepsTheOutputWhole) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mounting a small filesystem needs root";
+  const std::string dest = daemon_.work() + "/destfs";
+  fs::create_directories(dest);
+  const std::string options = "size=1m,mode=0755,uid=" + std::to_string(daemon_.client_uid()) +
+                              ",gid=" + std::to_string(daemon_.client_gid());
+  ASSERT_EQ(std::system(("mount -t tmpfs -o " + options + " hpcb-destfs " + dest).c_str()), 0);
+  struct Unmount {
+    std::string path;
+    ~Unmount() { (void)!std::system(("umount -l " + path + " 2>/dev/null").c_str()); }
+  } unmount{dest};
+  Boot();
+  // 3 MiB of numbered lines: more than the destination holds.
+  CommandResult r = daemon_.Dispatch({"new", "--max-mem", "0.1", "--output", dest, "--", "sh", "-c",
+                                      "seq 1 450000"});
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(r.out, match, std::regex("job ([0-9]+) "))) << r.out << r.err;
+  const std::string id = match[1];
+  ASSERT_TRUE(DaemonHarness::WaitFor(
+      [&] { return daemon_.Dispatch({"list", "--finished"}).err.find("job " + id + ": could not save") !=
+                   std::string::npos; },
+      seconds(20)))
+      << daemon_.log();
+  EXPECT_NE(daemon_.Dispatch({"list", "--finished"}).err.find("No space left"), std::string::npos);
+  EXPECT_FALSE(fs::exists(dest + "/output." + id + ".log")) << "a cut-short file was left";
+  EXPECT_EQ(std::distance(fs::directory_iterator(dest), fs::directory_iterator()), 0)
+      << "temp files were left at the destination";
+  ASSERT_EQ(std::system(("mount -o remount,size=16m " + dest).c_str()), 0);
+  CommandResult delivered = daemon_.Dispatch({"output", id});
+  ASSERT_EQ(delivered.exit_code, 0) << delivered.err << daemon_.log();
+  std::string expected;
+  for (int i = 1; i <= 450000; ++i) expected += std::to_string(i) + "\n";
+  EXPECT_TRUE(Slurp(dest + "/output." + id + ".log") == expected) << "not byte for byte";
+  daemon_.Stop();
+}
+
 }  // namespace
 }  // namespace hpcb::e2e

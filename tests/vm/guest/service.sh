@@ -4,8 +4,9 @@
 # `systemctl restart` while jobs run, and last a purge. A reload re-execs
 # the main PID in place, so a job still exits to its parent and its exit
 # code is kept; a restart leaves jobs running (KillMode=process, job
-# cgroups outside the unit) and the new daemon adopts them: exit code
-# unknown, output still delivered.
+# cgroups outside the unit) and the new daemon adopts them; each job's
+# shepherd records its exit status, so that is kept too, and the output is
+# delivered.
 cgroup_root=/sys/fs/cgroup state_dir=/var/lib/hpc-batch
 export HPC_BATCH_SOCKET=/run/hpc-batch/hpc-batch.sock
 main_pid() { systemctl show -p MainPID --value hpc-batch; }
@@ -81,7 +82,7 @@ check "restart: job $r2 adopted, listed as running" job_running "$r2"
 touch /tmp/go-"$r2"
 wait_for 60 job_done "$r2"
 check "restart: job $r2 finished" job_done "$r2"
-echo "job $r2 after restart: EXIT $(job_exit "$r2") (the exit code of a job that is no longer our child is unknown)"
+expect "restart: job $r2 kept its real exit code (its shepherd recorded it)" 7 "$(job_exit "$r2")"
 check "restart: job $r2 output delivered" grep -q finished "$job_home/output.$r2.log"
 journalctl -u hpc-batch --no-pager -o cat | grep -E 'adopted|reload|finished' | head -n 10
 
