@@ -98,7 +98,6 @@ Result<void> BrokerCore::Start(QueueFile loaded) {
       // It started, and the queue write saying so was lost.
       job.state = JobState::kRunning;
       job.start_time = summary.start_time;
-      job.env.clear();
       if (summary.placement) {
         job.placement.cpus = summary.placement->cpus;
         job.placement.mems = summary.placement->mems;
@@ -351,7 +350,6 @@ void BrokerCore::CompleteSubmit(std::uint64_t id, protocol::SubmitRequest reques
   job.gid = reply->gid;
   job.argv = std::move(request.argv);
   job.cwd = std::move(request.cwd);
-  job.env = std::move(request.env);
   job.output_dest = reply->output_dest;
   MarkChanged(id);
   if (start_sent) {
@@ -649,7 +647,6 @@ void BrokerCore::ApplyStart(JobRecord& job, const Result<protocol::StartReply>& 
   }
   job.state = JobState::kRunning;
   job.start_time = reply->start_time > 0 ? reply->start_time : now;
-  job.env.clear();
   LogInfo("job " + Id(job.id) + " started (pid " + std::to_string(reply->pid) + ", cpus " +
           FormatCommaList(job.placement.cpus) + ", mem nodes " +
           FormatCommaList(job.placement.mems) + ")");
@@ -682,7 +679,6 @@ void BrokerCore::ReconcileStart(std::uint64_t id, const Error& why) {
     if (*summary && (*summary)->state == SpecState::kRunning) {
       job.state = JobState::kRunning;
       job.start_time = (*summary)->start_time > 0 ? (*summary)->start_time : now;
-      job.env.clear();
       if (job.term_time) SendSignal(job, SignalKind::kTerm, SignalNote::kKilled);
       return;
     }
@@ -745,7 +741,6 @@ void BrokerCore::Finish(JobRecord& job, std::optional<std::int64_t> exit_code, d
   job.end_time = end_time;
   job.exit_code = exit_code;
   job.kill_at.reset();
-  job.env.clear();
   if (job.holds_placement) {
     scheduler_.Release(job.placement);
     job.holds_placement = false;

@@ -38,7 +38,6 @@ struct JobRecord {
   std::optional<double> max_mem_gb;  // budget shown to users
   bool mem_defaulted = false;
   std::int64_t max_time_s = 0;
-  std::map<std::string, std::string> env;  // forwarded; cleared at start
   JobState state = JobState::kQueued;
   double submit_time = 0;
   std::optional<double> start_time;
@@ -98,7 +97,7 @@ void JobRecord::Fields(A& ar) {
   field("numa_local_gpu", demand.numa_local_gpu);
   field("min_gpu_link", demand.min_gpu_link);
   field("max_mem_gb", max_mem_gb); field("mem_defaulted", mem_defaulted);
-  field("max_time_s", max_time_s); field("env", env); field("state", state);
+  field("max_time_s", max_time_s); field("state", state);
   field("submit_time", submit_time); field("start_time", start_time);
   field("end_time", end_time); field("exit_code", exit_code);
   field("reason", reason); field("detail", detail); field("cpus", placement.cpus);

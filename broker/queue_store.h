@@ -1,6 +1,7 @@
 // QueueStore: the broker's queue on disk, in STATE/broker (mode 0700, the
-// service user's own), every file mode 0600 because queued jobs' env
-// values live here until they start:
+// service user's own), every file mode 0600 (job commands and paths are
+// users' business). A forwarded environment is never here: the broker
+// keeps none of it (only the root side's launch spec does, until start).
 //
 //   queue.json     the snapshot: {"next_id","jobs","journal_seq"}, written
 //                  atomically (temp file, fsync, rename, fsync of the dir)
@@ -10,8 +11,7 @@
 // The bargain: a change costs one appended record plus one fdatasync
 // instead of rewriting every job (10k finished ones made each submit
 // O(queue)); in exchange Load replays the journal, and a record that was
-// rewritten stays in the journal (env values included) until the next
-// compaction, which comes once the journal outgrows a few snapshots, so
+// rewritten stays in the journal until the next compaction, which comes once the journal outgrows a few snapshots, so
 // the work a compaction does is paid for by the appends before it.
 #ifndef HPCB_BROKER_QUEUE_STORE_H_
 #define HPCB_BROKER_QUEUE_STORE_H_

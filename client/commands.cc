@@ -18,7 +18,7 @@ constexpr int kWaitNoticeMs = 10'000;
 
 int ReportError(const Error& error, Io io) {
   io.out.flush();
-  io.err << "dispatch: " << error.message() << "\n";
+  io.err << "dispatch: " << EscapeControl(error.message()) << "\n";
   io.err.flush();
   return kExitError;
 }
@@ -102,7 +102,7 @@ int RunOutput(const std::string& socket, const protocol::OutputRequest& request,
   auto reply = Call<protocol::OutputAnswer>(socket, request);
   if (!reply) return ReportError(reply.error(), io);
   io.out << "job " << request.id << "'s output " << (reply->already ? "is" : "is now") << " at "
-         << reply->output_dest << "\n";
+         << EscapeControl(reply->output_dest) << "\n";
   return kExitOk;
 }
 

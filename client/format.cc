@@ -1,6 +1,7 @@
 #include "client/format.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <ctime>
 #include <limits>
@@ -53,6 +54,43 @@ constexpr const char* kLinkNote =
 
 }  // namespace
 
+namespace {
+
+bool IsControl(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return u < 0x20 || u == 0x7f;
+}
+
+// A control character as a C-style escape: \n, \t, \r, \e or \xNN.
+std::string EscapeOne(char c) {
+  switch (c) {
+    case '\n': return "\\n";
+    case '\t': return "\\t";
+    case '\r': return "\\r";
+    case '\x1b': return "\\e";
+    default: {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", static_cast<unsigned char>(c));
+      return hex;
+    }
+  }
+}
+
+}  // namespace
+
+std::string EscapeControl(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (IsControl(c)) {
+      out += EscapeOne(c);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 std::string ShellQuote(std::string_view word) {
   if (word.empty()) return "''";
   bool safe = true;
@@ -67,6 +105,34 @@ std::string ShellQuote(std::string_view word) {
     }
   }
   return quoted + "'";
+}
+
+std::string QuoteForDisplay(std::string_view word) {
+  // A word with control characters would write them to the terminal (an
+  // escape sequence in another user's argv, say): bash's $'...' spells them.
+  // Not for scripts: /bin/sh may not read $'...'.
+  if (!std::any_of(word.begin(), word.end(), IsControl)) return ShellQuote(word);
+  std::string quoted = "$'";
+  for (char c : word) {
+    if (c == '\\' || c == '\'') {
+      quoted += '\\';
+      quoted += c;
+    } else if (IsControl(c)) {
+      quoted += EscapeOne(c);
+    } else {
+      quoted += c;
+    }
+  }
+  return quoted + "'";
+}
+
+std::string JoinForDisplay(const std::vector<std::string>& argv) {
+  std::string joined;
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    if (i > 0) joined += ' ';
+    joined += QuoteForDisplay(argv[i]);
+  }
+  return joined;
 }
 
 std::string ShellJoin(const std::vector<std::string>& argv) {
@@ -165,7 +231,7 @@ Rendered RenderList(const protocol::ListReply& reply, bool finished) {
   for (const auto& row : reply.jobs) {
     std::vector<std::string> cells = {
         row.user,           std::to_string(row.id),
-        ShellJoin(row.argv), FormatStartTime(row.start_time, reply.now),
+        JoinForDisplay(row.argv), FormatStartTime(row.start_time, reply.now),
         UptimeCell(row),    FormatDuration(row.max_time_s),
         MemCell(row)};
     if (show_gpu) cells.push_back(GpuCell(row));
@@ -189,10 +255,11 @@ Rendered RenderList(const protocol::ListReply& reply, bool finished) {
                       (row.mem_defaulted ? "assigned by default" : "requested") +
                       "); pass --max-mem to raise it\n";
     }
-    if (row.detail) rendered.err += prefix + *row.detail + "\n";
+    if (row.detail) rendered.err += prefix + EscapeControl(*row.detail) + "\n";
     if (row.output_error) {
       rendered.err += prefix + "could not save output to " +
-                      row.output_dest.value_or("-") + ": " + *row.output_error + "\n";
+                      EscapeControl(row.output_dest.value_or("-")) + ": " +
+                      EscapeControl(*row.output_error) + "\n";
     }
   }
   return rendered;
@@ -217,7 +284,7 @@ std::string RenderSubmit(const protocol::SubmitReply& reply, bool no_output,
   }
   text += ")\n";
   if (!no_output) {
-    std::string dest = reply.output_dest.value_or(requested_output.value_or("-"));
+    std::string dest = EscapeControl(reply.output_dest.value_or(requested_output.value_or("-")));
     text += "output will be saved to " + dest + "\n";
   }
   return text;
@@ -228,10 +295,13 @@ std::string RenderAttachNotice(std::uint64_t id, const protocol::AttachReply& re
   if (reply.state == protocol::JobState::kQueued) return job + " is queued; waiting for it to start...\n";
   if (reply.state == protocol::JobState::kDone) {
     if (reply.output_dest && reply.output_error) {
-      return job + " has finished; its output could not be saved to " + *reply.output_dest +
-             " (" + *reply.output_error + "), so here is the copy kept for it:\n";
+      return job + " has finished; its output could not be saved to " +
+             EscapeControl(*reply.output_dest) + " (" + EscapeControl(*reply.output_error) +
+             "), so here is the copy kept for it:\n";
     }
-    if (reply.output_dest) return job + " has finished; its output is at " + *reply.output_dest + "\n";
+    if (reply.output_dest) {
+      return job + " has finished; its output is at " + EscapeControl(*reply.output_dest) + "\n";
+    }
     return job + " has finished; it ran with --no-output, so nothing was kept\n";
   }
   return "";

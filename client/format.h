@@ -15,6 +15,13 @@ namespace hpcb::client {
 
 // Python shlex.quote / shlex.join.
 std::string ShellQuote(std::string_view word);
+// For a terminal: ShellQuote, except that a word with control characters
+// is spelled bash's $'...' way, so none of them reaches the terminal.
+std::string QuoteForDisplay(std::string_view word);
+std::string JoinForDisplay(const std::vector<std::string>& argv);
+// `text` with every control character spelled as an escape (\n, \e,
+// \x07...), for anything a user chose that is printed to a terminal.
+std::string EscapeControl(std::string_view text);
 std::string ShellJoin(const std::vector<std::string>& argv);
 
 // Columns padded to their widest cell, joined by two spaces, trailing

@@ -536,7 +536,7 @@ Rendered RenderList(const std::vector<SlurmJob>& jobs, bool finished, double now
       uptime += " (" + job.pending_reason + ")";
     }
     std::vector<std::string> cells = {
-        row.user, std::to_string(row.id), ShellJoin(row.argv),
+        row.user, std::to_string(row.id), JoinForDisplay(row.argv),
         FormatStartTime(row.start_time, now), uptime,
         row.max_time_s > 0 ? FormatDuration(row.max_time_s) : "unlimited",
         FormatGiB(ShownGiB(row.max_mem_gb))};

@@ -53,7 +53,7 @@ const std::vector<std::string>& SeccompAllowList() {
       "fchownat", "chown", "lchown", "fchmod", "fchmodat", "chmod", "access",
       "faccessat", "faccessat2", "fsync", "fdatasync", "ftruncate", "fcntl", "dup",
       "dup2", "dup3", "pipe2", "ioctl", "sendmsg", "recvmsg", "sendto", "recvfrom",
-      "getsockopt", "poll", "ppoll", "kill", "brk", "mmap", "munmap", "mremap",
+      "getsockopt", "getsockname", "poll", "ppoll", "kill", "brk", "mmap", "munmap", "mremap",
       "mprotect", "madvise", "rt_sigaction", "rt_sigprocmask", "rt_sigreturn",
       "exit", "exit_group", "clock_gettime", "clock_nanosleep", "nanosleep",
       "gettimeofday", "time", "getpid", "gettid", "getuid", "geteuid", "getgid",

@@ -209,7 +209,7 @@ void ExecutorServer::OnForget(std::uint64_t req, const std::string& text) {
                   Error(ErrorCode::kFailedPrecondition, JobText(id) + " is running or busy"));
   }
   // The tree is the user's: removed without following anything in it.
-  if (Result<void> removed = RemoveJobDir(job_dir(id)); !removed) {
+  if (Result<void> removed = RemoveJobDir(job_dir(id), OwnerOf(it->second)); !removed) {
     LogWarning("forget " + JobText(id) + ": " + removed.error().message());
   }
   if (!config_.no_dev_dir) ::unlink((config_.dev_dir + "/jobs/" + std::to_string(id)).c_str());

@@ -56,7 +56,7 @@ Result<void> ExecutorServer::MakeJobDir(const LaunchSpec& spec) {
   const std::string dir = job_dir(spec.id);
   if (Result<UniqueFd> made = CreateJobDir(dir, OwnerOf(spec), InfoText(spec)); !made) {
     // A half-made dir would block the id: nothing of it may stay.
-    if (made.error().code() != ErrorCode::kAlreadyExists) (void)RemoveJobDir(dir);
+    if (made.error().code() != ErrorCode::kAlreadyExists) (void)RemoveJobDir(dir, OwnerOf(spec));
     return made.error();
   }
   if (!config_.no_dev_dir) {

@@ -9,6 +9,7 @@
 #include <chrono>
 
 #include "executor/executor_server.h"
+#include "executor/sysfacts.h"
 #include "protocol/base/log.h"
 #include "protocol/client_messages.h"
 #include "protocol/queued_frame.h"
@@ -59,7 +60,7 @@ void ExecutorServer::OnDeliverAgain(std::uint64_t req, const protocol::Packet& p
     });
   }
   // A new place: only from the job's owner, in their own words.
-  Result<struct ucred> peer = protocol::PeerCredentials(packet.fds[0].get());
+  Result<struct ucred> peer = CheckClientConnection(packet.fds[0].get(), config_.socket);
   if (!peer) return answer(std::nullopt, peer.error());
   if (peer->uid != spec.who.uid) {
     return answer(std::nullopt, Error(ErrorCode::kPermissionDenied,

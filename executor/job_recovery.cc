@@ -161,7 +161,11 @@ void ExecutorServer::PruneLeftovers() {
     if (parsed != std::errc() || end != name.data() + name.size() || jobs_.contains(id)) continue;
     // A spec set aside as unreadable keeps its dir: the user's output is there.
     if (::access((specs_dir() + "/" + name + ".json.corrupt").c_str(), F_OK) == 0) continue;
-    if (Result<void> removed = RemoveJobDir(entry.path().string()); !removed) {
+    // Made root's and handed to the job's user: its owner is the job's.
+    struct stat dir {};
+    std::optional<JobDirOwner> owner;
+    if (facts_.as_root && ::lstat(entry.path().c_str(), &dir) == 0) owner = JobDirOwner{dir.st_uid, 0};
+    if (Result<void> removed = RemoveJobDir(entry.path().string(), owner); !removed) {
       LogWarning("cannot remove the leftover job dir " + entry.path().string() + ": " +
                  removed.error().message());
     } else {

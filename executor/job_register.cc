@@ -38,7 +38,7 @@ void ExecutorServer::OnRegister(std::uint64_t req, const protocol::Packet& packe
   if (jobs_.contains(id) || registering_.contains(id) || ::access(job_dir(id).c_str(), F_OK) == 0) {
     return fail(Error(ErrorCode::kAlreadyExists, "job " + std::to_string(id) + " already exists"));
   }
-  Result<struct ucred> peer = protocol::PeerCredentials(packet.fds[0].get());
+  Result<struct ucred> peer = CheckClientConnection(packet.fds[0].get(), config_.socket);
   if (!peer) return fail(peer.error());
   Result<void> allowed = CheckSubmitter(*peer, facts_.as_root, facts_.self_uid, facts_.broker_uid);
   if (!allowed) return fail(allowed.error());
@@ -124,7 +124,7 @@ void ExecutorServer::FinishRegister(protocol::RegisterJob request, LaunchSpec sp
   // it (as running, or as exited if it fails), before the reply below.
   Result<void> saved = Save(spec, request.start ? Sync::kDeferred : Sync::kNow);
   if (!saved) {
-    (void)RemoveJobDir(job_dir(id));
+    (void)RemoveJobDir(job_dir(id), OwnerOf(spec));
     return fail(saved.error());
   }
   high_water_ = std::max(high_water_, id);

@@ -1,5 +1,11 @@
 #include "executor/sysfacts.h"
 
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
 #include <string>
 
 namespace hpcb::executor {
@@ -35,6 +41,37 @@ Result<void> CheckSubmitter(const struct ucred& peer, bool daemon_is_root,
                  "in user mode only uid " + std::to_string(daemon_uid) + " may submit");
   }
   return Ok();
+}
+
+Result<struct ucred> CheckClientConnection(int fd, const std::string& socket_path) {
+  int type = 0;
+  socklen_t size = sizeof type;
+  if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &size) != 0 || type != SOCK_STREAM) {
+    return Error(ErrorCode::kPermissionDenied, "the forwarded descriptor is not a stream socket");
+  }
+  struct sockaddr_un local {};
+  socklen_t length = sizeof local;
+  if (::getsockname(fd, reinterpret_cast<struct sockaddr*>(&local), &length) != 0 ||
+      local.sun_family != AF_UNIX) {
+    return Error(ErrorCode::kPermissionDenied, "the forwarded socket is not a unix socket");
+  }
+  const std::size_t path_bytes = length > offsetof(struct sockaddr_un, sun_path)
+                                     ? length - offsetof(struct sockaddr_un, sun_path)
+                                     : 0;
+  const std::string local_path(local.sun_path, ::strnlen(local.sun_path, path_bytes));
+  if (local_path != socket_path) {
+    return Error(ErrorCode::kPermissionDenied,
+                 "the forwarded socket is not a connection accepted on " + socket_path);
+  }
+  struct ucred peer {};
+  socklen_t cred_size = sizeof peer;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &cred_size) != 0) {
+    return Error::FromErrno(errno, "read SO_PEERCRED");
+  }
+  if (peer.uid == static_cast<uid_t>(-1) || peer.pid == 0) {
+    return Error(ErrorCode::kPermissionDenied, "the forwarded socket has no peer");
+  }
+  return peer;
 }
 
 }  // namespace hpcb::executor

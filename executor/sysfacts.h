@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "protocol/base/result.h"
@@ -25,6 +26,14 @@ Result<void> CheckSubset(const std::vector<int>& ids, const std::set<int>& allow
 Result<void> CheckSubmitter(const struct ucred& peer, bool daemon_is_root,
                             std::uint32_t daemon_uid,
                             std::optional<std::uint32_t> broker_uid = std::nullopt);
+
+// A socket the broker forwards as a client's connection must be one: a
+// connected stream socket whose local address is the daemon's own socket
+// `socket_path` (so it was accepted there, not connected by the broker to
+// some user's service that would echo a submission back), with a real
+// peer (not the uid -1 of an unconnected socket). Returns the peer's
+// kernel-attested credentials.
+Result<struct ucred> CheckClientConnection(int fd, const std::string& socket_path);
 
 }  // namespace hpcb::executor
 

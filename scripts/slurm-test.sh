@@ -45,7 +45,7 @@ if ((${#missing[@]})); then
   rm -f "$apt_log"
 fi
 
-dispatch_bin="$repo/build/client/dispatch"
+dispatch_bin="$repo/build/bin/dispatch"
 if [ ! -x "$dispatch_bin" ]; then
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
   ninja -C build dispatch

@@ -2,7 +2,7 @@
 # The whole test suite: installs build dependencies, builds, runs every
 # test through ctest, the real-kernel checks in a qemu guest
 # (scripts/vm-test.sh), then builds the libFuzzer targets with clang and runs
-# each for a bounded time (FUZZ_SECONDS, default 30).
+# each for a bounded time (FUZZ_SECONDS, default 20).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -18,7 +18,7 @@ scripts/vm-test.sh
 
 CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DHPCB_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 ninja -C build-fuzz decode_fuzzer text_fuzzer state_fuzzer
-seconds="${FUZZ_SECONDS:-30}"
+seconds="${FUZZ_SECONDS:-20}"
 for fuzzer in decode text state; do
   work=$(mktemp -d)
   echo "fuzzing ${fuzzer} decoders for ${seconds}s"

@@ -100,7 +100,6 @@ TEST_F(ServerCoreTest, SubmitRegistersDefaultsAndStarts) {
   ASSERT_EQ(executor_.started.size(), 1u);
   EXPECT_EQ(executor_.started[0].memory_max, std::uint64_t{2684354560});
   EXPECT_EQ(core_->Find(1)->user, "alice");
-  EXPECT_TRUE(core_->Find(1)->env.empty());
 }
 
 TEST_F(ServerCoreTest, AJobThatFitsIsStartedByItsRegistration) {

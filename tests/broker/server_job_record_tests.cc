@@ -34,7 +34,6 @@ JobRecord SampleJob() {
   job.max_mem_gb = 16;
   job.mem_defaulted = true;
   job.max_time_s = 3600;
-  job.env = {{"FOO", "bar"}};
   job.state = JobState::kRunning;
   job.submit_time = 1000.5;
   job.start_time = 1001.25;
@@ -62,7 +61,6 @@ void ExpectSame(const JobRecord& a, const JobRecord& b) {
   EXPECT_EQ(a.max_mem_gb, b.max_mem_gb);
   EXPECT_EQ(a.mem_defaulted, b.mem_defaulted);
   EXPECT_EQ(a.max_time_s, b.max_time_s);
-  EXPECT_EQ(a.env, b.env);
   EXPECT_EQ(a.state, b.state);
   EXPECT_EQ(a.submit_time, b.submit_time);
   EXPECT_EQ(a.start_time, b.start_time);

@@ -47,6 +47,16 @@ TEST(ShellQuoteTest, MatchesPythonShlex) {
   EXPECT_EQ(ShellQuote("\xc3\xa9"), "'\xc3\xa9'");
 }
 
+TEST(ShellQuoteTest, ControlCharactersNeverReachTheTerminal) {
+  EXPECT_EQ(QuoteForDisplay("\x1b]0;owned\x07"), "$'\\e]0;owned\\x07'");
+  EXPECT_EQ(QuoteForDisplay("a\nb"), "$'a\\nb'");
+  EXPECT_EQ(QuoteForDisplay("it's\t"), "$'it\\'s\\t'");
+  EXPECT_EQ(QuoteForDisplay("it's"), ShellQuote("it's"));
+  EXPECT_EQ(JoinForDisplay({"echo", "\x1b[31mred"}), "echo $'\\e[31mred'");
+  EXPECT_EQ(EscapeControl("/tmp/\x1b[2Jx"), "/tmp/\\e[2Jx");
+  EXPECT_EQ(EscapeControl("plain"), "plain");
+}
+
 TEST(ShellQuoteTest, JoinsArgv) {
   EXPECT_EQ(ShellJoin({"sh", "-c", "echo queued-ran; echo to-stderr >&2"}),
             "sh -c 'echo queued-ran; echo to-stderr >&2'");

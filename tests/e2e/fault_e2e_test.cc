@@ -254,7 +254,7 @@ TEST_F(FaultE2eTest, ChurnUnderRandomKillsLosesNothing) {
   Boot();
   const auto churn = seconds(std::getenv("HPCB_FAULT_SECONDS") != nullptr
                                  ? std::atoi(std::getenv("HPCB_FAULT_SECONDS"))
-                                 : 100);
+                                 : 75);
   std::vector<Submission> submissions;
   std::mutex mu;
   std::atomic<bool> stop{false};

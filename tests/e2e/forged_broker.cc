@@ -16,6 +16,10 @@
 //                   JSON with that connection attached
 //   pair JSON       make a socketpair, queue a valid submit frame on it,
 //                   send JSON with our own end attached
+//   echo PATH JSON  connect to the unix socket PATH (some user's own
+//                   service that echoes what it reads), write a submit
+//                   frame into it, wait (bounded) until the echo of it is
+//                   queued on our end, send JSON with our end attached
 //   event           answer the next unsolicited "exited" message (waits)
 // Every message it receives from the executor is also appended to the
 // reply log, one per line. Every wait is bounded (10-20 s).
@@ -177,6 +181,27 @@ std::string PairAndRegister(const std::string& json) {
   return reply;
 }
 
+std::string EchoAndRegister(const std::string& rest) {
+  const std::string path = rest.substr(0, rest.find(' '));
+  const std::string json = rest.size() > path.size() ? rest.substr(path.size() + 1) : "";
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  struct sockaddr_un addr {};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+  if (!fd.valid() || ::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    return std::string("ERROR connect: ") + std::strerror(errno);
+  }
+  protocol::SubmitRequest submit;
+  submit.argv = {"sh", "-c", "id -u > /tmp/hpcb-echo-pwned"};
+  submit.cwd = "/";
+  auto written = protocol::WriteFrame(fd.get(), protocol::Encode(submit));
+  if (!written) return "ERROR write frame: " + written.error().message();
+  if (!FrameQueued(fd.get(), 5000)) return "ERROR the service echoed nothing back";
+  std::string reply = Send(json, {fd.get()});
+  g_kept.push_back(std::move(fd));
+  return reply;
+}
+
 bool DropTo(const std::string& user) {
   struct passwd* pw = ::getpwnam(user.c_str());
   if (pw == nullptr) {
@@ -247,6 +272,8 @@ int main(int argc, char** argv) {
       answer = AcceptAndRegister(rest);
     } else if (cmd == "pair") {
       answer = PairAndRegister(rest);
+    } else if (cmd == "echo") {
+      answer = EchoAndRegister(rest);
     } else if (cmd == "event") {
       answer = AwaitEvent();
     } else {

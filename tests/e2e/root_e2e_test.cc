@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -301,6 +302,130 @@ TEST_F(RootE2eTest, OutputNeverFollowsASymlinkAtTheDestination) {
   EXPECT_NE(daemon_->log().find("could not save output to"), std::string::npos) << daemon_->log();
 }
 
+// 3b. Things another user plants where the output is to go, in a shared
+// sticky directory like /tmp: a file anyone may write, a FIFO, a symlink,
+// a hard link to one of their files. None is written, read or waited on;
+// the output is kept and the job says why.
+TEST_F(RootE2eTest, NothingAnotherUserPlantsAtTheDestinationIsWrittenOrWaitedOn) {
+  Boot();
+  const std::string shared = daemon_->dir() + "/shared";
+  fs::create_directories(shared);
+  ::chmod(shared.c_str(), 01777);
+  const std::string bobs = DirOf(bob_) + "/bobs-own";
+  WriteFile(bobs, "bob's own\n", 0666, bob_.uid, bob_.gid);
+  struct Plant {
+    std::string name;
+    std::function<void(const std::string&)> make;  // as root, owned by bob after
+  };
+  const std::vector<Plant> plants = {
+      {"file", [&](const std::string& p) { WriteFile(p, "planted\n", 0666, bob_.uid, bob_.gid); }},
+      {"fifo", [&](const std::string& p) {
+         ::mkfifo(p.c_str(), 0666);
+         ::chmod(p.c_str(), 0666);
+         (void)!::chown(p.c_str(), bob_.uid, bob_.gid);
+       }},
+      {"symlink", [&](const std::string& p) {
+         (void)!::symlink(bobs.c_str(), p.c_str());
+         (void)!::lchown(p.c_str(), bob_.uid, bob_.gid);
+       }},
+      {"hardlink", [&](const std::string& p) { (void)!::link(bobs.c_str(), p.c_str()); }},
+  };
+  std::vector<std::pair<std::string, int>> jobs;
+  for (const Plant& plant : plants) {
+    const std::string dest = shared + "/out-" + plant.name + ".log";
+    plant.make(dest);
+    jobs.emplace_back(dest, Submit(alice_, {"--output", dest, "--", "echo", "secret-output"}));
+  }
+  for (const auto& [dest, id] : jobs) {
+    SCOPED_TRACE(dest);
+    ASSERT_TRUE(WaitFinished(alice_, id, seconds(20))) << daemon_->log();
+    struct stat st {};
+    ASSERT_EQ(::lstat(dest.c_str(), &st), 0);
+    EXPECT_EQ(st.st_uid, bob_.uid) << "the planted thing was replaced";
+    if (S_ISREG(st.st_mode)) {
+      EXPECT_EQ(Slurp(dest).find("secret-output"), std::string::npos) << "bob can read alice's output";
+    }
+    EXPECT_NE(FinishedRow(alice_, id).find("done"), std::string::npos);
+    EXPECT_EQ(Slurp(daemon_->state() + "/jobs/" + std::to_string(id) + "/output"), "secret-output\n")
+        << "the output was not kept";
+  }
+  EXPECT_EQ(Slurp(bobs), "bob's own\n");
+  CommandResult finished = As(alice_, {"list", "--finished"});
+  for (const auto& [dest, id] : jobs) {
+    EXPECT_NE(finished.err.find("job " + std::to_string(id) + ": could not save output to " + dest),
+              std::string::npos) << finished.err;
+  }
+  // A FIFO never held anyone up: another user's job still runs at once.
+  int after = Submit(carol_, {"--", "true"});
+  EXPECT_TRUE(WaitFinished(carol_, after, seconds(10)));
+}
+
+// 3c. A tree of another user's files that the job's owner moved into the
+// job's directory survives the directory's removal: root deletes nothing
+// its owner could not have deleted.
+TEST_F(RootE2eTest, AForeignTreeMovedIntoAJobDirIsLeftAlone) {
+  Boot();
+  (void)As(alice_, {"list"});
+  const int first = Submit(alice_, {"--", "sleep", "2"});
+  ASSERT_GT(first, 0);
+  const std::string job_dir = daemon_->state() + "/jobs/" + std::to_string(first);
+  // bob's directory, group-writable for a group alice is in, with his file.
+  const std::string tree = DirOf(alice_) + "/bobs-tree";
+  fs::create_directories(tree);
+  (void)!::chown(tree.c_str(), bob_.uid, ::getgrnam(kExtraGroup)->gr_gid);
+  ::chmod(tree.c_str(), 02770);
+  WriteFile(tree + "/precious", "bob's data\n", 0644, bob_.uid, bob_.gid);
+  CommandResult moved = daemon_->RunAs(kAlice, DirOf(alice_), "/bin/mv", {tree, job_dir + "/"});
+  ASSERT_EQ(moved.exit_code, 0) << moved.err;
+  ASSERT_TRUE(WaitFinished(alice_, first, seconds(15)));
+  // Retention (--keep-finished 0 below) forgets the first job's directory.
+  daemon_->Stop();
+  ASSERT_TRUE(daemon_->Start({"--admin-group", kAdminGroup, "--keep-finished", "0"})) << daemon_->log();
+  ASSERT_GT(Submit(alice_, {"--", "true"}), 0);
+  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return !fs::exists(job_dir + "/info.json"); }, seconds(10)))
+      << "the first job was not forgotten\n" << daemon_->log();
+  EXPECT_EQ(Slurp(job_dir + "/bobs-tree/precious"), "bob's data\n") << "bob's file was deleted";
+  EXPECT_NE(daemon_->log().find("the job's user does not own"), std::string::npos) << daemon_->log();
+}
+
+// 3d. A value forwarded in a job's environment is in no file of the state
+// directory once the job has started, nor after it ended.
+TEST_F(RootE2eTest, AForwardedSecretLeavesNoTraceInTheStateDirectory) {
+  Boot();
+  const std::string secret = "s3cr3t-" + std::to_string(::getpid()) + "-xyzzy";
+  const int id = Submit(alice_, {"--", "MY_SECRET=" + secret, "sh", "-c", "sleep 2"});
+  ASSERT_GT(id, 0);
+  auto traces = [&] {
+    std::vector<std::string> found;
+    for (const auto& entry : fs::recursive_directory_iterator(daemon_->state())) {
+      if (entry.is_regular_file() && Slurp(entry.path()).find(secret) != std::string::npos) {
+        found.push_back(entry.path());
+      }
+    }
+    return found;
+  };
+  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return Running(alice_, id); }, seconds(10)));
+  std::vector<std::string> running = traces();
+  EXPECT_TRUE(running.empty()) << "while it runs, in " << running.front();
+  ASSERT_TRUE(WaitFinished(alice_, id, seconds(15)));
+  daemon_->Stop();
+  std::vector<std::string> after = traces();
+  EXPECT_TRUE(after.empty()) << "after it ended, in " << after.front();
+}
+
+// 3e. Control characters in a job's command never reach a terminal raw:
+// an admin listing every job sees them spelled out.
+TEST_F(RootE2eTest, ControlCharactersInArgvAreEscapedInTheList) {
+  Boot();
+  const int id = Submit(bob_, {"--", "sleep", "5", "\x1b]0;owned\x07\x1b[2J"});
+  ASSERT_GT(id, 0);
+  CommandResult listed = As(carol_, {"list", "--all"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_EQ(listed.out.find('\x1b'), std::string::npos) << "an escape sequence reached the terminal";
+  EXPECT_NE(listed.out.find("$'\\e]0;owned\\x07\\e[2J'"), std::string::npos) << listed.out;
+  (void)As(bob_, {"kill", std::to_string(id)});
+}
+
 // 4. The executor is confined (seccomp, no_new_privs, four capabilities),
 // the broker unprivileged and filtered; the launcher and jobs are not.
 TEST_F(RootE2eTest, RolesAreConfinedAndJobsAreNot) {
@@ -561,7 +686,8 @@ TEST_F(ForgedBrokerTest, BrokersOwnSocketIsRefused) {
   auto reply = protocol::Decode<protocol::RegisterReply>(text);
   ASSERT_TRUE(reply) << text;
   ASSERT_TRUE(reply->error) << "a job registered as the broker's uid " << reply->uid << " (" << reply->user << ")";
-  EXPECT_NE(reply->error->message.find(std::to_string(broker_.uid)), std::string::npos) << reply->error->message;
+  EXPECT_NE(reply->error->message.find("not a connection accepted on"), std::string::npos)
+      << reply->error->message;
   EXPECT_TRUE(LogHas("refused register of job 3")) << daemon_->log();
   EXPECT_FALSE(fs::exists(daemon_->state() + "/jobs/3"));
 }
@@ -682,6 +808,50 @@ TEST_F(ForgedBrokerTest, BadPlacementsAndTypesAreRefused) {
   ASSERT_EQ(reply->jobs.size(), 1u) << listed;
   EXPECT_EQ(reply->jobs[0].id, 7u);
   EXPECT_EQ(reply->jobs[0].state, protocol::SpecState::kRegistered) << listed;
+}
+
+// (g) A socket the broker connected to a user's own service that echoes
+// what it reads: the submission the broker wrote comes back as if from that
+// user. Refused: it is not a connection accepted on the daemon's socket.
+TEST_F(ForgedBrokerTest, ASocketToAUsersEchoServiceIsRefused) {
+  Hello();
+  const std::string path = DirOf(alice_) + "/echo.sock";
+  ::unlink("/tmp/hpcb-echo-pwned");
+  // alice's service: accepts one connection and echoes it back.
+  const pid_t service = ::fork();
+  if (service == 0) {
+    if (::setgid(alice_.gid) != 0 || ::setuid(alice_.uid) != 0) ::_exit(1);
+    int listener = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un addr {};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+    if (::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) ::_exit(1);
+    ::chmod(path.c_str(), 0777);
+    ::listen(listener, 1);
+    ::alarm(20);
+    int client = ::accept(listener, nullptr, nullptr);
+    char buf[65536];
+    for (ssize_t n; (n = ::read(client, buf, sizeof buf)) > 0;) {
+      if (::write(client, buf, static_cast<size_t>(n)) != n) break;
+    }
+    ::_exit(0);
+  }
+  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return fs::exists(path); }, seconds(5)));
+  // alice's home dir is 0700 in these tests: the broker user must reach it.
+  ::chmod(DirOf(alice_).c_str(), 0711);
+
+  std::string text = Ask("echo " + path + " " + RegisterJson(9));
+  ::kill(service, SIGKILL);
+  ::waitpid(service, nullptr, 0);
+
+  auto reply = protocol::Decode<protocol::RegisterReply>(text);
+  ASSERT_TRUE(reply) << text << daemon_->log();
+  ASSERT_TRUE(reply->error) << "a job registered as uid " << reply->uid << " (" << reply->user << ")";
+  EXPECT_NE(reply->error->message.find("not a connection accepted on"), std::string::npos)
+      << reply->error->message;
+  EXPECT_FALSE(fs::exists(daemon_->state() + "/specs/9.json"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(fs::exists("/tmp/hpcb-echo-pwned")) << "a job ran as the service's user";
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,6 +23,13 @@ class ExecutorServerTest : public ::testing::Test {
     config_.state_dir = dir_.path() + "/state";
     config_.dev_dir = dir_.path() + "/dev";
     config_.no_cgroups = true;
+    config_.socket = dir_.path() + "/sock";
+    listener_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    struct sockaddr_un addr {};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", config_.socket.c_str());
+    ASSERT_EQ(::bind(listener_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    ASSERT_EQ(::listen(listener_.get(), 8), 0);
     std::filesystem::create_directories(config_.state_dir + "/jobs");
     std::filesystem::create_directories(config_.state_dir + "/specs");
     std::filesystem::create_directories(config_.dev_dir + "/jobs");
@@ -37,6 +45,18 @@ class ExecutorServerTest : public ::testing::Test {
     facts_.cpus = {0, 1};
     facts_.nodes = {0};
     server_ = std::make_unique<ExecutorServer>(config_, facts_, launcher_a_.get(), broker_a_.get());
+  }
+
+  // A client connection as the daemon's socket accepts it: `server` is the
+  // accepted end (what the broker forwards), `client` the user's.
+  void Connect(UniqueFd& server, UniqueFd& client) {
+    client.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    struct sockaddr_un addr {};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", config_.socket.c_str());
+    ASSERT_EQ(::connect(client.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    server.reset(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    ASSERT_TRUE(server.valid());
   }
 
   // The executor's next message to the broker, or "<none>" within 2 s.
@@ -79,6 +99,7 @@ class ExecutorServerTest : public ::testing::Test {
   ExecutorFacts facts_;
   UniqueFd launcher_a_, launcher_b_;
   UniqueFd broker_a_, broker_b_;
+  UniqueFd listener_;
   std::unique_ptr<ExecutorServer> server_;
 };
 
@@ -112,9 +133,8 @@ TEST_F(ExecutorServerTest, RegisterNeedsTheClientSocket) {
 
 TEST_F(ExecutorServerTest, RegisterReadsWhatRunsFromTheClientNotTheBroker) {
   Send(protocol::Encode(protocol::Hello{}));
-  int pair[2];
-  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
-  UniqueFd a(pair[0]), b(pair[1]);
+  UniqueFd a, b;
+  ASSERT_NO_FATAL_FAILURE(Connect(a, b));
   // A broker adding its own command, cwd and identity gets none of them in.
   std::string reply = Register(
       3, a.get(), b.get(),
@@ -130,9 +150,8 @@ TEST_F(ExecutorServerTest, RegisterReadsWhatRunsFromTheClientNotTheBroker) {
 
 TEST_F(ExecutorServerTest, ARegistrationsRefusedStartLeavesTheJobRegisteredAndOnDisk) {
   Send(protocol::Encode(protocol::Hello{}));
-  int pair[2];
-  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
-  UniqueFd a(pair[0]), b(pair[1]);
+  UniqueFd a, b;
+  ASSERT_NO_FATAL_FAILURE(Connect(a, b));
   protocol::RegisterJob job{.req = 6, .id = 6};
   job.start = protocol::StartJob{.id = 6, .cpus = {7}, .mems = {0}};  // not a cpu here
   std::string text = Register(6, a.get(), b.get(), protocol::Encode(job));
@@ -149,11 +168,30 @@ TEST_F(ExecutorServerTest, ARegistrationsRefusedStartLeavesTheJobRegisteredAndOn
   EXPECT_TRUE(IsError(again)) << again;
 }
 
-TEST_F(ExecutorServerTest, RegisterWithoutAQueuedSubmissionIsRefusedWithoutWaiting) {
+TEST_F(ExecutorServerTest, OnlyAConnectionAcceptedOnTheDaemonsSocketCarriesASubmission) {
   Send(protocol::Encode(protocol::Hello{}));
+  // A socketpair the broker made itself, and one end of a connection to
+  // another listening socket (a user's service that would echo a
+  // submission back): neither was accepted on the daemon's socket.
   int pair[2];
   ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
-  UniqueFd a(pair[0]), b(pair[1]);
+  UniqueFd own(pair[0]), other(pair[1]);
+  std::string made_up = Register(3, own.get(), other.get());
+  EXPECT_TRUE(IsError(made_up));
+  EXPECT_NE(made_up.find("not a connection accepted on"), std::string::npos) << made_up;
+  UniqueFd server, client;
+  ASSERT_NO_FATAL_FAILURE(Connect(server, client));
+  std::string wrong_end = Register(4, client.get(), server.get());
+  EXPECT_TRUE(IsError(wrong_end));
+  EXPECT_NE(wrong_end.find("not a connection accepted on"), std::string::npos) << wrong_end;
+  EXPECT_FALSE(std::filesystem::exists(config_.state_dir + "/specs/3.json"));
+  EXPECT_FALSE(std::filesystem::exists(config_.state_dir + "/specs/4.json"));
+}
+
+TEST_F(ExecutorServerTest, RegisterWithoutAQueuedSubmissionIsRefusedWithoutWaiting) {
+  Send(protocol::Encode(protocol::Hello{}));
+  UniqueFd a, b;
+  ASSERT_NO_FATAL_FAILURE(Connect(a, b));
   std::string nothing = Register(4, a.get(), -1);
   EXPECT_TRUE(IsError(nothing));
   EXPECT_NE(nothing.find("no whole request"), std::string::npos) << nothing;
@@ -169,9 +207,8 @@ TEST_F(ExecutorServerTest, RegisterWithoutAQueuedSubmissionIsRefusedWithoutWaiti
 
 TEST_F(ExecutorServerTest, RegisterStoresRootOnlySpecAndRefusesDuplicates) {
   Send(protocol::Encode(protocol::Hello{}));
-  int pair[2];
-  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
-  UniqueFd a(pair[0]), b(pair[1]);
+  UniqueFd a, b;
+  ASSERT_NO_FATAL_FAILURE(Connect(a, b));
   std::string reply = Register(5, a.get(), b.get());
   ASSERT_FALSE(IsError(reply)) << reply;
   struct stat st {};
@@ -193,9 +230,8 @@ TEST_F(ExecutorServerTest, RegistrationsPastTheUsersStateLimitAreRefused) {
   config_.max_user_state_mib = 1;
   server_ = std::make_unique<ExecutorServer>(config_, facts_, launcher_a_.get(), broker_a_.get());
   Send(protocol::Encode(protocol::Hello{}));
-  int pair[2];
-  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
-  UniqueFd a(pair[0]), b(pair[1]);
+  UniqueFd a, b;
+  ASSERT_NO_FATAL_FAILURE(Connect(a, b));
   protocol::SubmitRequest big;
   big.argv = {"echo", std::string(100 * 1024, 'x')};
   big.cwd = "/";
@@ -232,9 +268,8 @@ TEST_F(ExecutorServerTest, RegistrationsPastTheUsersStateLimitAreRefused) {
 TEST_F(ExecutorServerTest, StartChecksPlacementAndOrder) {
   Send(protocol::Encode(protocol::Hello{}));
   EXPECT_TRUE(IsError(Send(R"({"req":1,"type":"start","id":9,"cpus":[0],"mems":[0],"memory_max":[],"gpus":[]})")));
-  int pair[2];
-  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
-  UniqueFd a(pair[0]), b(pair[1]);
+  UniqueFd a, b;
+  ASSERT_NO_FATAL_FAILURE(Connect(a, b));
   ASSERT_FALSE(IsError(Register(9, a.get(), b.get())));
   EXPECT_TRUE(IsError(Send(R"({"req":1,"type":"start","id":9,"cpus":[7],"mems":[0],"memory_max":[],"gpus":[]})")));
   EXPECT_TRUE(IsError(Send(R"({"req":1,"type":"start","id":9,"cpus":[0],"mems":[3],"memory_max":[],"gpus":[]})")));
@@ -251,9 +286,8 @@ TEST_F(ExecutorServerTest, RootModeRefusesAForgedRootSubmitter) {
   facts_.as_root = true;
   server_ = std::make_unique<ExecutorServer>(config_, facts_, launcher_a_.get(), broker_a_.get());
   Send(protocol::Encode(protocol::Hello{}));
-  int pair[2];
-  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
-  UniqueFd a(pair[0]), b(pair[1]);
+  UniqueFd a, b;
+  ASSERT_NO_FATAL_FAILURE(Connect(a, b));
   std::string reply = Register(2, a.get(), b.get());
   EXPECT_TRUE(IsError(reply));
   EXPECT_NE(reply.find("root"), std::string::npos) << reply;

@@ -137,11 +137,11 @@ TEST(JobDirTest, RemoveDeletesNestedTreesButNeverFollowsLinks) {
   WriteText(dir + "/a/b/c", "x");
   ASSERT_EQ(::symlink(outside.c_str(), (dir + "/a/link").c_str()), 0);
   ASSERT_EQ(::symlink(outside.c_str(), (dir + "/dirlink").c_str()), 0);
-  auto removed = RemoveJobDir(dir);
+  auto removed = RemoveJobDir(dir, std::nullopt);
   ASSERT_TRUE(removed) << removed.error().message();
   EXPECT_FALSE(std::filesystem::exists(dir));
   EXPECT_EQ(ReadText(outside + "/keep"), "keep\n");
-  EXPECT_TRUE(RemoveJobDir(dir)) << "removing what is gone is fine";
+  EXPECT_TRUE(RemoveJobDir(dir, std::nullopt)) << "removing what is gone is fine";
 }
 
 TEST(JobDirTest, RemoveOfASymlinkInPlaceOfTheDirRemovesOnlyTheLink) {
@@ -150,7 +150,7 @@ TEST(JobDirTest, RemoveOfASymlinkInPlaceOfTheDirRemovesOnlyTheLink) {
   WriteText(outside + "/keep", "keep\n");
   std::string dir = tmp.path() + "/1";
   ASSERT_EQ(::symlink(outside.c_str(), dir.c_str()), 0);
-  EXPECT_TRUE(RemoveJobDir(dir));
+  EXPECT_TRUE(RemoveJobDir(dir, std::nullopt));
   EXPECT_EQ(ReadText(outside + "/keep"), "keep\n");
   EXPECT_FALSE(std::filesystem::is_symlink(dir));
 }
@@ -160,7 +160,7 @@ TEST(JobDirTest, RemoveRefusesTreesDeeperThanTheBound) {
   std::string dir = tmp.path() + "/1";
   ASSERT_TRUE(CreateJobDir(dir, std::nullopt, "{}\n"));
   WriteText(dir + "/a/b/c/d/e", "x");
-  auto removed = RemoveJobDir(dir, 2);
+  auto removed = RemoveJobDir(dir, std::nullopt, 2);
   ASSERT_FALSE(removed);
   EXPECT_NE(removed.error().message().find("too deep"), std::string::npos);
 }
