@@ -4,63 +4,103 @@
 #include <fcntl.h>
 #include <linux/landlock.h>
 #include <seccomp.h>
+#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <memory>
+#include <set>
+#include <string>
 
 #include "protocol/base/unique_fd.h"
+#include "protocol/framing.h"
 
 namespace hpcb::executor {
 namespace {
+
+// Landlock ABI 3 (Linux 6.2); older headers (Debian 12's) lack the name.
+#ifdef LANDLOCK_ACCESS_FS_TRUNCATE
+constexpr __u64 kLandlockTruncate = LANDLOCK_ACCESS_FS_TRUNCATE;
+#else
+constexpr __u64 kLandlockTruncate = 1ULL << 14;
+#endif
 
 struct CtxDeleter {
   void operator()(scmp_filter_ctx ctx) const { seccomp_release(ctx); }
 };
 using SeccompCtx = std::unique_ptr<void, CtxDeleter>;
 
+Result<void> AddRule(scmp_filter_ctx ctx, uint32_t action, const char* name,
+                     std::vector<struct scmp_arg_cmp> args = {}) {
+  int nr = seccomp_syscall_resolve_name(name);
+  if (nr == __NR_SCMP_ERROR) return Ok();  // not on this architecture
+  int rc = seccomp_rule_add_array(ctx, action, nr, static_cast<unsigned>(args.size()),
+                                  args.empty() ? nullptr : args.data());
+  if (rc != 0) return Error::FromErrno(-rc, std::string("seccomp_rule_add ") + name);
+  return Ok();
+}
+
 Result<SeccompCtx> BuildFilter() {
   SeccompCtx ctx(seccomp_init(SCMP_ACT_KILL_PROCESS));
   if (!ctx) return Error(ErrorCode::kInternal, "seccomp_init failed");
-  for (const auto& name : SeccompAllowList()) {
-    int nr = seccomp_syscall_resolve_name(name.c_str());
-    if (nr == __NR_SCMP_ERROR) continue;  // not on this architecture
-    int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, nr, 0);
-    if (rc != 0) return Error::FromErrno(-rc, "seccomp_rule_add " + name);
+  const std::set<std::string> limited = {"kill", "fcntl"};
+  for (const AllowedSyscall& call : SeccompAllowList()) {
+    if (!limited.contains(call.name)) HPCB_TRY(AddRule(ctx.get(), SCMP_ACT_ALLOW, call.name));
   }
-  // NSS may try nscd/sssd sockets: fail them cleanly instead of dying.
-  for (const char* name : {"socket", "connect"}) {
-    int nr = seccomp_syscall_resolve_name(name);
-    if (nr == __NR_SCMP_ERROR) continue;
-    int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(EACCES), nr, 0);
-    if (rc != 0) return Error::FromErrno(-rc, std::string("seccomp_rule_add ") + name);
+  // Signals: only ending a job (SIGTERM, then SIGKILL).
+  for (int sig : {SIGTERM, SIGKILL}) {
+    HPCB_TRY(AddRule(ctx.get(), SCMP_ACT_ALLOW, "kill",
+                     {SCMP_CMP(1, SCMP_CMP_EQ, static_cast<scmp_datum_t>(sig))}));
+  }
+  // fcntl: flags of an fd we opened, and a private duplicate for readdir.
+  for (int cmd : {F_GETFL, F_SETFL, F_GETFD, F_SETFD, F_DUPFD_CLOEXEC}) {
+    HPCB_TRY(AddRule(ctx.get(), SCMP_ACT_ALLOW, "fcntl",
+                     {SCMP_CMP(1, SCMP_CMP_EQ, static_cast<scmp_datum_t>(cmd))}));
   }
   return ctx;
 }
 
 }  // namespace
 
-const std::vector<std::string>& SeccompAllowList() {
-  // No execve/execveat, no set*uid/set*gid/setgroups, no mount/umount,
-  // no module/kexec/bpf/ptrace/unshare/setns/clone of namespaces.
-  static const std::vector<std::string> kList = {
-      "read", "write", "pread64", "pwrite64", "readv", "writev", "close", "openat",
-      "open", "fstat", "newfstatat", "stat", "lstat", "statx", "lseek", "getdents64",
-      "mkdir", "mkdirat", "rmdir", "unlink", "unlinkat", "rename", "renameat",
-      "renameat2", "symlink", "symlinkat", "readlink", "readlinkat", "fchown",
-      "fchownat", "chown", "lchown", "fchmod", "fchmodat", "chmod", "access",
-      "faccessat", "faccessat2", "fsync", "fdatasync", "ftruncate", "fcntl", "dup",
-      "dup2", "dup3", "pipe2", "ioctl", "sendmsg", "recvmsg", "sendto", "recvfrom",
-      "getsockopt", "getsockname", "poll", "ppoll", "kill", "brk", "mmap", "munmap", "mremap",
-      "mprotect", "madvise", "rt_sigaction", "rt_sigprocmask", "rt_sigreturn",
-      "exit", "exit_group", "clock_gettime", "clock_nanosleep", "nanosleep",
-      "gettimeofday", "time", "getpid", "gettid", "getuid", "geteuid", "getgid",
-      "getegid", "getresuid", "getresgid", "getgroups", "futex", "getrandom",
-      "uname", "sysinfo", "sched_getaffinity", "sched_yield", "prlimit64",
-      "getrlimit", "set_robust_list", "rseq", "restart_syscall", "getcwd", "umask",
-      "capget", "prctl", "close_range", "tgkill", "getppid", "fadvise64", "statfs", "fstatfs",
+const std::vector<AllowedSyscall>& SeccompAllowList() {
+  // No execve, no set*id, no mount, no module/kexec/bpf/ptrace/unshare/setns,
+  // no clone of any kind: the executor never starts a process.
+  static const std::vector<AllowedSyscall> kList = {
+      {"read", "launch specs, run records, /proc, cgroup files, the NSS files"},
+      {"write", "spec and info.json temp files, output lines, cgroup files, log lines"},
+      {"openat", "every file and directory, by path or through a job dir's fd"},
+      {"close", "every fd it opens or is passed"},
+      {"newfstatat", "checking what an opened fd is (a job buffer, a job dir) before use"},
+      {"lseek", "glibc reading /etc/localtime for the time in a log line"},
+      {"getdents64", "listing specs, job dirs, dev entries and job cgroups"},
+      {"access", "whether a job dir or a set-aside spec exists"},
+      {"statfs", "room left in the state directory before a start"},
+      {"mkdir", "job directories and job cgroups"},
+      {"rmdir", "removing job cgroups and emptied job directories"},
+      {"unlink", "specs, run records, dev entries of forgotten jobs"},
+      {"unlinkat", "a delivered buffer and leftover temp files, through a job dir's fd"},
+      {"rename", "a spec, run record or the id high-water mark into place"},
+      {"renameat", "info.json into place through the job dir's fd"},
+      {"symlink", "the job's /dev inspection entry"},
+      {"fchown", "handing a job's dir and files to its user, through their fds"},
+      {"fchmod", "modes of the files it creates, through their fds"},
+      {"fsync", "a spec or the high-water mark on disk before an answer"},
+      {"fcntl", "fd flags (O_NONBLOCK of a buffer just checked), an fd copy for readdir"},
+      {"kill", "SIGTERM and SIGKILL to a job's process group"},
+      {"poll", "the loop over the broker's and launcher's channels"},
+      {"recvmsg", "messages (and passed fds) on both channels"},
+      {"sendmsg", "messages (and passed fds) on both channels"},
+      {"recvfrom", "taking a client's submission frame off its forwarded socket"},
+      {"getsockopt", "SO_PEERCRED and SO_TYPE of a forwarded client socket"},
+      {"getsockname", "that a forwarded socket was accepted on the daemon's socket"},
+      {"getppid", "whether an adopted job's shepherd is the current launcher's child"},
+      {"brk", "the heap growing past what start-up left (many queued jobs)", true},
+      {"mmap", "allocations too large for the heap (a long output line, a big spec)", true},
+      {"munmap", "freeing those", true},
+      {"exit_group", "leaving when the broker goes away"},
+      {"restart_syscall", "the kernel resuming a poll a stop signal interrupted", true},
   };
   return kList;
 }
@@ -70,6 +110,14 @@ Result<void> PrintSeccompPolicy(int fd) {
   int rc = seccomp_export_pfc(ctx.get(), fd);
   if (rc != 0) return Error::FromErrno(-rc, "seccomp_export_pfc");
   return Ok();
+}
+
+Result<void> PrintAllowList(int fd) {
+  std::string text;
+  for (const AllowedSyscall& call : SeccompAllowList()) {
+    text += std::string(call.name) + "\t" + (call.rare ? "rare" : "needed") + "\t" + call.why + "\n";
+  }
+  return protocol::WriteAllToFile(fd, text);
 }
 
 Result<void> ApplySeccomp() {
@@ -86,7 +134,7 @@ Result<void> ReduceCapabilities() {
   if (::geteuid() != 0) return Ok();
   capng_clear(CAPNG_SELECT_ALL);
   int rc = capng_updatev(CAPNG_ADD, static_cast<capng_type_t>(CAPNG_EFFECTIVE | CAPNG_PERMITTED),
-                         CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_KILL, -1);
+                         CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_KILL, -1);
   if (rc != 0) return Error(ErrorCode::kInternal, "capng_updatev failed");
   rc = capng_apply(CAPNG_SELECT_ALL);
   if (rc != 0) return Error(ErrorCode::kInternal, "capng_apply failed (" + std::to_string(rc) + ")");
@@ -107,12 +155,12 @@ Result<bool> ApplyLandlock(const ConfinePaths& paths) {
     handled |= LANDLOCK_ACCESS_FS_REFER;
     write_access |= LANDLOCK_ACCESS_FS_REFER;
   }
-#ifdef LANDLOCK_ACCESS_FS_TRUNCATE
   if (abi >= 3) {
-    handled |= LANDLOCK_ACCESS_FS_TRUNCATE;
-    write_access |= LANDLOCK_ACCESS_FS_TRUNCATE;
+    // Without it truncate(2) is outside Landlock's reach: a file under
+    // /usr could be emptied though it may not be written.
+    handled |= kLandlockTruncate;
+    write_access |= kLandlockTruncate;
   }
-#endif
   struct landlock_ruleset_attr attr {};
   attr.handled_access_fs = handled;
   UniqueFd ruleset(static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0)));

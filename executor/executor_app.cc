@@ -42,8 +42,8 @@ Result<void> Confine(const protocol::DaemonConfig& config) {
 int ExecutorMain(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   SetLogRole("executor");
-  if (!args.empty() && args[0] == "--print-policy") {
-    auto printed = PrintSeccompPolicy(1);
+  if (!args.empty() && (args[0] == "--print-policy" || args[0] == "--print-allowlist")) {
+    auto printed = args[0] == "--print-policy" ? PrintSeccompPolicy(1) : PrintAllowList(1);
     if (!printed) {
       std::cerr << printed.error().message() << "\n";
       return 1;
@@ -88,7 +88,6 @@ int ExecutorMain(int argc, char** argv) {
   facts.gpu_count = CountGpus(config.nvidia_smi);
   const char* lang = std::getenv("LANG");
   facts.lang = lang ? lang : "";
-  (void)::getpwuid(0);  // load the NSS modules before confinement
 
   auto confined = Confine(config);
   if (!confined) {

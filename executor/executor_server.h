@@ -110,6 +110,10 @@ class ExecutorServer {
 
   // job_register.cc
   void OnRegister(std::uint64_t req, const protocol::Packet& packet);
+  void RefuseRegister(std::uint64_t req, std::uint64_t id, const Error& error);
+  // Once the account is known: the launcher checks `output` as the user.
+  void CheckOutputThenRegister(protocol::RegisterJob registration, LaunchSpec spec,
+                               std::optional<std::string> output);
   // After the destination check (or without one): dir, spec, optional start.
   void FinishRegister(protocol::RegisterJob request, LaunchSpec spec,
                       Result<std::optional<std::string>> dest);
@@ -185,7 +189,7 @@ class ExecutorServer {
   protocol::PendingCalls launcher_calls_;
   UsageBook usage_;
   std::map<std::uint64_t, LaunchSpec> jobs_;
-  std::set<std::uint64_t> registering_;  // destination check in flight
+  std::set<std::uint64_t> registering_;  // account lookup or destination check in flight
   std::set<std::uint64_t> starting_;     // spawn in flight
   std::set<std::uint64_t> finishing_;    // delivery in flight
   std::set<std::uint64_t> foreign_;      // running, shepherd not our launcher's child

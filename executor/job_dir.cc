@@ -106,8 +106,9 @@ Result<UniqueFd> CreateJobDir(const std::string& path, std::optional<JobDirOwner
   HPCB_ASSIGN_OR_RETURN(UniqueFd info,
                         CreateFreshFile(dir.get(), "info.json", 0640, owner, path + "/info.json"));
   HPCB_TRY(protocol::WriteAllToFile(info.get(), info_text));
-  HPCB_TRY(ChownFd(dir.get(), owner, path));
+  // Mode first, while root still owns it: afterwards only CAP_FOWNER could.
   if (::fchmod(dir.get(), 0750) != 0) return Error::FromErrno(errno, "chmod " + path);
+  HPCB_TRY(ChownFd(dir.get(), owner, path));
   return dir;
 }
 

@@ -1,6 +1,6 @@
-// Registering a job: who submitted it (SO_PEERCRED), what it runs (the
-// client's own frame), where its output goes (checked as the user by the
-// launcher), then the root-only launch spec.
+// Registering a job: who submitted it (SO_PEERCRED; the account looked up
+// by the launcher), what it runs (the client's own frame), where its output
+// goes (checked as the user by the launcher), then the root-only launch spec.
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,7 +10,6 @@
 #include "executor/sysfacts.h"
 #include "protocol/base/log.h"
 #include "protocol/client_messages.h"
-#include "protocol/host/accounts.h"
 #include "protocol/queued_frame.h"
 
 namespace hpcb::executor {
@@ -22,18 +21,20 @@ using protocol::WireError;
 
 }  // namespace
 
+void ExecutorServer::RefuseRegister(std::uint64_t req, std::uint64_t id, const Error& error) {
+  LogWarning("refused register of job " + std::to_string(id) + ": " + error.message());
+  protocol::RegisterReply reply;
+  reply.req = req;
+  reply.id = id;
+  reply.error = WireError::From(error);
+  SendToBroker(Encode(reply));
+}
+
 void ExecutorServer::OnRegister(std::uint64_t req, const protocol::Packet& packet) {
   Result<protocol::RegisterJob> request = Decode<protocol::RegisterJob>(packet.bytes);
   if (!request) return Refuse(req, 0, "register", request.error());
   const std::uint64_t id = request->id;
-  auto fail = [&](const Error& error) {
-    LogWarning("refused register of job " + std::to_string(id) + ": " + error.message());
-    protocol::RegisterReply reply;
-    reply.req = req;
-    reply.id = id;
-    reply.error = WireError::From(error);
-    SendToBroker(Encode(reply));
-  };
+  auto fail = [&](const Error& error) { RefuseRegister(req, id, error); };
   if (packet.fds.size() != 1) return fail(InvalidArgument("register needs exactly the client socket"));
   if (jobs_.contains(id) || registering_.contains(id) || ::access(job_dir(id).c_str(), F_OK) == 0) {
     return fail(Error(ErrorCode::kAlreadyExists, "job " + std::to_string(id) + " already exists"));
@@ -42,9 +43,6 @@ void ExecutorServer::OnRegister(std::uint64_t req, const protocol::Packet& packe
   if (!peer) return fail(peer.error());
   Result<void> allowed = CheckSubmitter(*peer, facts_.as_root, facts_.self_uid, facts_.broker_uid);
   if (!allowed) return fail(allowed.error());
-  Result<host::UserRecord> user = host::LookUpUser(peer->uid);
-  if (!user) return fail(user.error());
-  if (facts_.as_root) user->who.gid = peer->gid;  // the submitter's current gid
   // What runs comes from the user's own bytes on their connection, never
   // from the broker's message (docs/security/threat-model.md, "What a
   // compromised broker can do").
@@ -69,26 +67,50 @@ void ExecutorServer::OnRegister(std::uint64_t req, const protocol::Packet& packe
   }
   LaunchSpec spec;
   spec.id = id;
-  spec.who = user->who;
-  spec.home = user->facts.home;
-  spec.shell = user->facts.shell;
   spec.argv = std::move(submitted->argv);
   spec.cwd = std::move(submitted->cwd);
   spec.env = std::move(submitted->env);
   spec.request = protocol::JobRequest::From(
       *submitted, std::chrono::duration<double>(
                       std::chrono::system_clock::now().time_since_epoch()).count());
-  if (!submitted->output) {
-    return FinishRegister(std::move(*request), std::move(spec), std::optional<std::string>());
-  }
   registering_.insert(id);
+  protocol::LookUpUserRequest look_up;
+  look_up.id = id;
+  look_up.uid = peer->uid;
+  AskLauncher<protocol::LookUpUserReply>(
+      look_up, {}, deadlines_.check, "the launcher's account lookup",
+      [this, registration = std::move(*request), spec = std::move(spec), peer = *peer,
+       output = std::move(submitted->output)](Result<protocol::LookUpUserReply> found) mutable {
+        if (found && found->error) found = found->error->ToError();
+        if (found && found->who.uid != peer.uid) {
+          found = Error(ErrorCode::kInternal, "the account lookup answered for another uid");
+        }
+        if (!found) {
+          registering_.erase(registration.id);
+          return RefuseRegister(registration.req, registration.id,
+                                found.error().WithContext("looking up uid " + std::to_string(peer.uid)));
+        }
+        spec.who = found->who;
+        if (facts_.as_root) spec.who.gid = peer.gid;  // the submitter's current gid
+        spec.home = found->home;
+        spec.shell = found->shell;
+        CheckOutputThenRegister(std::move(registration), std::move(spec), std::move(output));
+      });
+}
+
+void ExecutorServer::CheckOutputThenRegister(protocol::RegisterJob registration, LaunchSpec spec,
+                                             std::optional<std::string> output) {
+  if (!output) {
+    registering_.erase(registration.id);
+    return FinishRegister(std::move(registration), std::move(spec), std::optional<std::string>());
+  }
   protocol::CheckDestRequest check;
-  check.id = id;
+  check.id = spec.id;
   check.who = spec.who;
-  check.path = *submitted->output;
+  check.path = *output;
   AskLauncher<protocol::CheckDestReply>(
       check, {}, deadlines_.check, "the launcher's output path check",
-      [this, registration = std::move(*request),
+      [this, registration = std::move(registration),
        spec = std::move(spec)](Result<protocol::CheckDestReply> reply) mutable {
         registering_.erase(registration.id);
         Result<std::optional<std::string>> dest = std::optional<std::string>();

@@ -98,6 +98,7 @@ class LauncherServer {
 
   void StartSpawn(const protocol::SpawnRequest& request, const protocol::Packet& packet);
   void StartCheckDest(const protocol::CheckDestRequest& request);
+  void StartLookUpUser(const protocol::LookUpUserRequest& request);
   void StartDeliver(const protocol::DeliverRequest& request, const protocol::Packet& packet);
   void OnAnswerReadable(pid_t pid, Task& task);
   // Sends the reply for `task` from what its child said, or `failure`.

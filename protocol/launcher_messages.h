@@ -40,11 +40,13 @@ enum class LauncherKind {
   kDeliverReply,
   kChildExited,
   kRefused,
+  kLookUpUser,
+  kLookUpUserReply,
 };
 
 template <>
 struct EnumNames<LauncherKind> {
-  static constexpr std::array<std::pair<LauncherKind, std::string_view>, 8> kNames{{
+  static constexpr std::array<std::pair<LauncherKind, std::string_view>, 10> kNames{{
       {LauncherKind::kSpawn, "spawn"},
       {LauncherKind::kSpawnReply, "spawn_reply"},
       {LauncherKind::kCheckDest, "check_dest"},
@@ -53,6 +55,8 @@ struct EnumNames<LauncherKind> {
       {LauncherKind::kDeliverReply, "deliver_reply"},
       {LauncherKind::kChildExited, "child_exited"},
       {LauncherKind::kRefused, "refused"},
+      {LauncherKind::kLookUpUser, "look_up_user"},
+      {LauncherKind::kLookUpUserReply, "look_up_user_reply"},
   }};
 };
 
@@ -118,6 +122,39 @@ struct SpawnReply {
 
 // executor -> launcher: resolve and check an output destination as the
 // user. Reply: CheckDestReply.
+// Who a submitter's uid is. The executor never asks NSS itself once
+// confined: a module (systemd's, sssd's) may make any call at all, and the
+// filter would kill it. The launcher asks, in a child with a deadline.
+struct LookUpUserRequest {
+  static constexpr LauncherKind kKind = LauncherKind::kLookUpUser;
+  std::uint64_t req = 0;
+  std::uint64_t id = 0;  // the job being registered, for log lines
+  std::uint32_t uid = 0;
+  template <class A> void save(A& ar) const {
+    PutHeader(ar, kKind, req); Put(ar, "id", id); Put(ar, "uid", uid);
+  }
+  template <class A> void load(A& ar) { Get(ar, "req", req); Get(ar, "id", id); Get(ar, "uid", uid); }
+  Result<void> Validate() const;
+};
+
+struct LookUpUserReply {
+  static constexpr LauncherKind kKind = LauncherKind::kLookUpUserReply;
+  std::uint64_t req = 0;
+  UserIdentity who;  // gid: the passwd entry's primary group
+  std::string home;
+  std::string shell;
+  std::optional<WireError> error;
+  template <class A> void save(A& ar) const {
+    PutHeader(ar, kKind, req); Put(ar, "who", who); Put(ar, "home", home);
+    Put(ar, "shell", shell); Put(ar, "error", error);
+  }
+  template <class A> void load(A& ar) {
+    Get(ar, "req", req); Get(ar, "who", who); Get(ar, "home", home);
+    Get(ar, "shell", shell); Get(ar, "error", error);
+  }
+  Result<void> Validate() const;
+};
+
 struct CheckDestRequest {
   static constexpr LauncherKind kKind = LauncherKind::kCheckDest;
   std::uint64_t req = 0;

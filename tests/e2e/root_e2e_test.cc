@@ -41,6 +41,7 @@
 #include "protocol/framing.h"
 #include "tests/e2e/daemon_harness.h"
 #include "tests/e2e/test_accounts.h"
+#include "tests/testing/temp_dir.h"
 
 namespace hpcb::e2e {
 namespace {
@@ -426,7 +427,7 @@ TEST_F(RootE2eTest, ControlCharactersInArgvAreEscapedInTheList) {
   (void)As(bob_, {"kill", std::to_string(id)});
 }
 
-// 4. The executor is confined (seccomp, no_new_privs, four capabilities),
+// 4. The executor is confined (seccomp, no_new_privs, three capabilities),
 // the broker unprivileged and filtered; the launcher and jobs are not.
 TEST_F(RootE2eTest, RolesAreConfinedAndJobsAreNot) {
   HarnessOptions options;
@@ -438,8 +439,8 @@ TEST_F(RootE2eTest, RolesAreConfinedAndJobsAreNot) {
   ASSERT_FALSE(broker.empty()) << daemon_->log();
   EXPECT_EQ(executor["Seccomp"], "2");
   EXPECT_EQ(executor["NoNewPrivs"], "1");
-  EXPECT_EQ(executor["CapEff"], "000000000000002b");  // chown, dac_override, fowner, kill
-  EXPECT_EQ(executor["CapPrm"], "000000000000002b");
+  EXPECT_EQ(executor["CapEff"], "0000000000000023");  // chown, dac_override, kill
+  EXPECT_EQ(executor["CapPrm"], "0000000000000023");
   std::string u = std::to_string(broker_.uid);
   EXPECT_EQ(Words(broker["Uid"]), std::set<std::string>{u}) << broker["Uid"];
   EXPECT_EQ(broker["CapEff"], "0000000000000000");
@@ -458,6 +459,128 @@ TEST_F(RootE2eTest, RolesAreConfinedAndJobsAreNot) {
   CommandResult direct = daemon_->RunAs(alice_.name, DirOf(alice_), "/bin/sh", {"-c", grep});
   ASSERT_EQ(direct.exit_code, 0) << direct.err;
   EXPECT_EQ(job, StatusFields(direct.out));
+}
+
+// 4b. The executor's seccomp list is exactly what it needs. Traced (strace
+// -D, so its pid and parent stay the launcher's) through every operation
+// -- submission, start, attach, a reload with a job running, a kill that
+// escalates, an exec failure, a delivery that fails and is redone with
+// `dispatch output --to`, retention forgetting jobs -- it makes no call the
+// list lacks, and every listed call but the rare ones at least once.
+std::string FindInPath(const std::string& name) {
+  for (const char* dir : {"/usr/bin", "/bin", "/usr/sbin", "/usr/local/bin"}) {
+    std::string path = std::string(dir) + "/" + name;
+    if (::access(path.c_str(), X_OK) == 0) return path;
+  }
+  return "";
+}
+
+// Syscall names each traced process made after its seccomp filter was in
+// place ("PID name(..." and "PID <... name resumed>" lines).
+std::map<std::string, int> CallsAfterConfinement(const std::string& trace) {
+  std::set<std::string> confined;
+  std::map<std::string, int> calls;
+  std::istringstream lines(trace);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream words(line);
+    std::string pid, call;
+    if (!(words >> pid)) continue;
+    std::getline(words, call);
+    call.erase(0, call.find_first_not_of(' '));
+    if (call.rfind("<... ", 0) == 0) call = call.substr(5);
+    std::size_t name_end = call.find_first_of("( ");
+    if (name_end == std::string::npos || name_end == 0) continue;
+    std::string name = call.substr(0, name_end);
+    if (!std::isalpha(static_cast<unsigned char>(name[0]))) continue;  // "--- SIG..." and "+++"
+    if (name == "seccomp" && call.find("SECCOMP_SET_MODE_FILTER") != std::string::npos &&
+        call.size() >= 4 && call.compare(call.size() - 4, 4, " = 0") == 0) {
+      confined.insert(pid);
+      continue;
+    }
+    if (confined.count(pid)) ++calls[name];
+  }
+  return calls;
+}
+
+TEST_F(RootE2eTest, ExecutorFilterListsExactlyTheCallsItMakes) {
+  const std::string strace = FindInPath("strace");
+  if (strace.empty()) GTEST_SKIP() << "strace is not installed (scripts/install-deps.sh installs it)";
+  std::string listed;
+  {
+    std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(HPCB_EXECUTOR " --print-allowlist", "r"), ::pclose);
+    ASSERT_TRUE(pipe);
+    char buf[4096];
+    while (std::size_t n = std::fread(buf, 1, sizeof buf, pipe.get())) listed.append(buf, n);
+  }
+  std::set<std::string> allowed, needed;
+  {
+    std::istringstream lines(listed);
+    std::string line;
+    while (std::getline(lines, line)) {
+      std::istringstream fields(line);
+      std::string name, kind;
+      fields >> name >> kind;
+      allowed.insert(name);
+      if (kind == "needed") needed.insert(name);
+    }
+  }
+  ASSERT_GT(needed.size(), 10u) << listed;
+
+  testing::TempDir scratch;
+  const std::string trace = scratch.path() + "/trace";
+  const std::string wrapper = scratch.path() + "/traced-executor";
+  WriteFile(wrapper,
+            "#!/bin/sh\nexec " + strace + " -D -f -qq -A -o " + trace + " " + HPCB_EXECUTOR + " \"$@\"\n",
+            0755, 0, 0);
+  HarnessOptions options;
+  options.replace_binaries = {{"hpc-batch-executor", wrapper}};
+  MakeHarness(options);
+  ASSERT_TRUE(daemon_->Start({"--admin-group", kAdminGroup, "--keep-finished", "1"}))
+      << daemon_->log();
+
+  const std::string home = DirOf(alice_);
+  auto wait = [&](int id) { EXPECT_TRUE(WaitFinished(alice_, id, seconds(30))) << id << daemon_->log(); };
+  wait(Submit(alice_, {"--", "echo", "hello"}));
+  const int across = Submit(alice_, {"--", "sh", "-c", "echo started; sleep 3; echo done"});
+  EXPECT_TRUE(DaemonHarness::WaitFor([&] { return Running(alice_, across); }, seconds(10)));
+  EXPECT_EQ(As(alice_, {"attach", std::to_string(across)}, seconds(15)).out, "started\ndone\n");
+  const int reloaded = Submit(alice_, {"--", "sh", "-c", "sleep 3; echo after reload"});
+  EXPECT_TRUE(DaemonHarness::WaitFor([&] { return Running(alice_, reloaded); }, seconds(10)));
+  daemon_->Reload();
+  wait(reloaded);
+  EXPECT_EQ(Slurp(home + "/output." + std::to_string(reloaded) + ".log"), "after reload\n");
+
+  // Ignores SIGTERM: the broker escalates to SIGKILL after its grace (10 s).
+  const int stubborn = Submit(alice_, {"--", "sh", "-c", "trap '' TERM; echo ready; sleep 30"});
+  EXPECT_TRUE(DaemonHarness::WaitFor([&] { return Running(alice_, stubborn); }, seconds(10)));
+  EXPECT_EQ(As(alice_, {"kill", std::to_string(stubborn)}).exit_code, 0);
+  wait(stubborn);
+  wait(Submit(alice_, {"--", "/nonexistent/program"}));
+
+  const std::string locked = home + "/locked";
+  MakeUserDir(alice_, 0700);
+  fs::create_directories(locked);
+  (void)!::chown(locked.c_str(), alice_.uid, alice_.gid);
+  const int kept = Submit(alice_, {"--output", locked, "--", "sh", "-c", "sleep 1; echo kept"});
+  ::chmod(locked.c_str(), 0500);
+  wait(kept);
+  CommandResult redone = As(alice_, {"output", std::to_string(kept), "--to", home + "/redone.log"});
+  EXPECT_EQ(redone.exit_code, 0) << redone.err;
+  EXPECT_EQ(Slurp(home + "/redone.log"), "kept\n");
+  EXPECT_NE(As(alice_, {"new", "--output", "/nonexistent/x", "--", "true"}).exit_code, 0);
+  wait(Submit(alice_, {"--", "true"}));  // retention forgets the others
+  // The scenario goes on past a failure: the trace says which call it was.
+  daemon_->Stop();
+
+  std::map<std::string, int> calls = CallsAfterConfinement(Slurp(trace));
+  ASSERT_FALSE(calls.empty()) << "no confined executor in the trace:\n" << Slurp(trace).substr(0, 4000);
+  for (const auto& [name, count] : calls) {
+    EXPECT_TRUE(allowed.count(name)) << name << " (" << count << " calls) is not on the list: the filter kills";
+  }
+  for (const std::string& name : needed) {
+    EXPECT_TRUE(calls.count(name)) << name << " is on the list but the executor never made it";
+  }
 }
 
 // 5. A job keeps what a user can do: perf_event_open and ptrace of its
