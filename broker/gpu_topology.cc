@@ -301,7 +301,7 @@ std::vector<std::vector<int>> Islands(const GpuInfo& info, const std::vector<int
 
 std::optional<std::vector<int>> ChooseGpus(const GpuInfo& info, const std::vector<int>& free_gpus,
                                            const GpuRequest& request, double scan_limit) {
-  // Upstream bug #1: a 0-GPU job must never wait on GPU topology.
+  // A 0-GPU job must never wait on GPU topology (docs/user-guide.md, "GPUs and NUMA locality").
   if (request.count <= 0) return std::vector<int>{};
   std::vector<std::vector<int>> pools;
   for (auto& pool : Pools(info, free_gpus, request.numa_local)) {

@@ -93,8 +93,8 @@ class Pool {
  public:
   explicit Pool(const Machine& machine);
 
-  // Refuses requests that could never fit (spec/ "Validation at submit");
-  // merely busy ones pass. Messages name the flag, e.g. "--cpu 5 exceeds
+  // Refuses requests that could never fit (docs/user-guide.md, "Refusals
+  // at submission"); merely busy ones pass. Messages name the flag, e.g. "--cpu 5 exceeds
   // the largest NUMA node (4 cpus); ...".
   Result<void> Validate(const JobDemand& demand) const;
 

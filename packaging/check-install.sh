@@ -17,7 +17,11 @@ expected_files() {
     "$DAEMONDIR/hpc-batchd" "$DAEMONDIR/hpc-batch-executor" "$DAEMONDIR/hpc-batch-broker" \
     "$UNITDIR/hpc-batch.service" "$SYSUSERSDIR/hpc-batch.conf" "$TMPFILESDIR/hpc-batch.conf" \
     "$BASHCOMPDIR/dispatch" "$MANDIR/man1/dispatch.1.gz" "$MANDIR/man8/hpc-batchd.8.gz" \
-    "$DOCDIR/README.md" "$DOCDIR/SECURITY.md" "$DOCDIR/slurm-migration.md" | sort
+    "$DOCDIR/README.md" "$DOCDIR/SECURITY.md" "$DOCDIR/slurm-migration.md" \
+    "$DOCDIR/design.md" "$DOCDIR/user-guide.md" "$DOCDIR/admin-guide.md" \
+    "$DOCDIR/security/README.md" "$DOCDIR/security/confinement.md" \
+    "$DOCDIR/security/open-issues.md" "$DOCDIR/security/operations.md" \
+    "$DOCDIR/security/threat-model.md" | sort
 }
 
 # check_tree ROOT PREFIX: ROOT is where PREFIX's files are (differs under DESTDIR).

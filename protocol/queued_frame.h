@@ -1,7 +1,8 @@
 // A client's request frame read straight out of the socket's receive queue.
 //
-// The bargain behind trust rule 2: what a job runs (argv, cwd, env, output)
-// must reach the root executor from the user, not from the broker. So the
+// The bargain behind "No path from the broker" (docs/design.md): what a
+// job runs (argv, cwd, env, output) must reach the root executor from the
+// user, not from the broker. So the
 // broker only peeks at a submission (MSG_PEEK leaves it queued), decides
 // whether to queue it, and passes the connection itself; the executor then
 // takes the very same bytes from the socket. That only works if a whole

@@ -287,7 +287,7 @@ TEST(PoolTest, MemoryOverridesGpuAffinity) {
   EXPECT_THAT(placement.mems, ElementsAre(0));
 }
 
-// Upstream bug #1: the numa-local flags are inert for a job without GPUs.
+// The numa-local flags are inert for a job without GPUs (docs/user-guide.md, "GPUs and NUMA locality").
 TEST(PoolTest, NumaLocalWithoutGpusNeverWaitsOnTopology) {
   JobDemand demand = Cpu(1);
   demand.numa_local_gpu = true;

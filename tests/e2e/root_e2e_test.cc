@@ -1,4 +1,4 @@
-// Root-mode end-to-end checks (issue 4): the real hpc-batchd as root with
+// Root-mode end-to-end checks: the real hpc-batchd as root with
 // --no-cgroups, real users created here, the real dispatch run as them.
 // Every test skips unless it runs as root. Accounts (created idempotently):
 //   hpcb-alice (supplementary group hpcb-extra), hpcb-bob, hpcb-carol (in
