@@ -22,8 +22,9 @@ struct AllowedSyscall {
   const char* name;
   const char* why;
   // Allowed for a path the traced scenarios may not reach (the heap
-  // growing, the kernel restarting a poll a stop signal interrupted). The
-  // trace test requires every other entry to be made.
+  // growing, the first exception thrown, the kernel restarting a poll a
+  // stop signal interrupted, the vDSO's fallback on some virtual
+  // machines). The trace test requires every other entry to be made.
   bool rare = false;
 };
 

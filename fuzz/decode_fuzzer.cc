@@ -44,7 +44,7 @@ void QueuedFrame(std::string_view bytes) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 40) {
+  switch (data[0] % 42) {
     // client -> broker, and the replies a client decodes
     case 0: Try<SubmitRequest>(text); break;
     case 1: Try<ListRequest>(text); break;
@@ -89,6 +89,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case 36: Try<JobSummary>(text); break;
     case 37: Try<Refused>(text); break;
     case 38: Try<WireError>(text); break;
+    case 39: Try<LookUpUserRequest>(text); break;
+    case 40: Try<LookUpUserReply>(text); break;
     default: (void)PeekOk(text); break;
   }
   return 0;

@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include "protocol/client_messages.h"
+#include "protocol/host/accounts.h"
+#include "protocol/launcher_messages.h"
 #include "tests/testing/temp_dir.h"
 
 namespace hpcb::executor {
@@ -91,7 +93,29 @@ class ExecutorServerTest : public ::testing::Test {
     packet.bytes = register_text.empty() ? protocol::Encode(job) : register_text;
     packet.fds.emplace_back(::dup(client_fd));
     server_->Handle(packet);
+    AnswerLookUp();
     return NextReply();
+  }
+
+  // Plays the launcher's part in a registration: the account lookup, if
+  // the executor asked for one (a refusal before it does not).
+  void AnswerLookUp() {
+    struct pollfd p {launcher_b_.get(), POLLIN, 0};
+    if (::poll(&p, 1, 0) <= 0) return;
+    Result<Packet> asked = protocol::ReceiveMessage(launcher_b_.get());
+    ASSERT_TRUE(asked);
+    Result<protocol::LookUpUserRequest> request = protocol::Decode<protocol::LookUpUserRequest>(asked->bytes);
+    ASSERT_TRUE(request) << asked->bytes;
+    protocol::LookUpUserReply reply;
+    reply.req = request->req;
+    Result<host::UserRecord> record = host::LookUpUser(request->uid);
+    ASSERT_TRUE(record);
+    reply.who = record->who;
+    reply.home = record->facts.home;
+    reply.shell = record->facts.shell;
+    Packet answer;
+    answer.bytes = protocol::Encode(reply);
+    server_->OnLauncherMessage(answer);
   }
 
   testing::TempDir dir_;
@@ -244,6 +268,7 @@ TEST_F(ExecutorServerTest, RegistrationsPastTheUsersStateLimitAreRefused) {
     packet.bytes = protocol::Encode(job);
     packet.fds.emplace_back(::dup(a.get()));
     server_->Handle(packet);
+    AnswerLookUp();
     last = NextReply();
     if (IsError(last)) break;
     ++registered;
@@ -261,6 +286,7 @@ TEST_F(ExecutorServerTest, RegistrationsPastTheUsersStateLimitAreRefused) {
   packet.bytes = protocol::Encode(again);
   packet.fds.emplace_back(::dup(a.get()));
   server_->Handle(packet);
+  AnswerLookUp();
   const std::string room = NextReply();
   EXPECT_FALSE(IsError(room)) << room;
 }
