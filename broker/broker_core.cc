@@ -93,6 +93,7 @@ Result<void> BrokerCore::Start(QueueFile loaded) {
       LogInfo("job " + Id(id) + " ended while the broker was away");
       if (summary.oom && !job.reason) job.reason = JobReason::kOom;
       job.output_error = summary.output_error;
+      job.usage = summary.usage;
       Finish(job, summary.exit_code, summary.end_time > 0 ? summary.end_time : now);
     } else if (job.queued() && there == SpecState::kRunning) {
       // It started, and the queue write saying so was lost.
@@ -113,6 +114,7 @@ Result<void> BrokerCore::Start(QueueFile loaded) {
       if (summary.oom && !job.reason) job.reason = JobReason::kOom;
       if (!summary.exit_code && !job.reason) job.reason = JobReason::kError;
       job.output_error = summary.output_error;
+      job.usage = summary.usage;
       Finish(job, summary.exit_code, summary.end_time > 0 ? summary.end_time : now);
     } else if (job.queued()) {
       ++restored;
@@ -257,6 +259,7 @@ void BrokerCore::Rebuild(const protocol::JobSummary& summary) {
       job.exit_code = summary.exit_code;
       if (summary.oom) job.reason = JobReason::kOom;
       job.output_error = summary.output_error;
+      job.usage = summary.usage;
       break;
   }
   LogWarning("job " + Id(id) + " (" + job.user + ") was missing from the queue file; rebuilt " +
@@ -775,6 +778,7 @@ void BrokerCore::OnExited(const protocol::JobExited& event) {
   if (event.oom && !job.reason) job.reason = JobReason::kOom;
   if (event.note && !job.detail) job.detail = event.note;
   job.output_error = event.output_error;
+  job.usage = event.usage;
   Finish(job, event.exit_code, event.end_time > 0 ? event.end_time : clock_.Now());
   ApplyRetention();
 }

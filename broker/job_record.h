@@ -12,6 +12,7 @@
 #include "broker/placement.h"
 #include "protocol/base/result.h"
 #include "protocol/codec.h"
+#include "protocol/job_usage.h"
 #include "protocol/job_state.h"
 
 namespace hpcb::broker {
@@ -52,6 +53,7 @@ struct JobRecord {
   std::optional<double> kill_at;      // next SIGKILL due
   std::optional<std::string> output_dest;
   std::optional<std::string> output_error;
+  std::optional<protocol::JobUsage> usage;  // once done, if it ran
 
   bool queued() const { return state == JobState::kQueued; }
   bool running() const { return state == JobState::kRunning; }
@@ -106,6 +108,11 @@ void JobRecord::Fields(A& ar) {
   field("spans_nodes", placement.spans_nodes);
   field("term_time", term_time); field("kill_at", kill_at);
   field("output_dest", output_dest); field("output_error", output_error);
+  if constexpr (A::is_saving::value) {
+    protocol::Put(ar, "usage", usage);
+  } else {
+    protocol::GetIfPresent(ar, "usage", usage);  // files written before accounting
+  }
   if constexpr (!A::is_saving::value) {
     demand.cpu = static_cast<int>(cpu);
     demand.gpus = static_cast<int>(gpus);

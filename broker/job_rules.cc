@@ -36,6 +36,7 @@ protocol::JobRow BuildRow(const JobRecord& job, double now) {
   row.detail = job.detail;
   row.output_dest = job.output_dest;
   row.output_error = job.output_error;
+  row.usage = job.usage;
   return row;
 }
 

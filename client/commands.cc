@@ -30,7 +30,8 @@ int RunSubmit(const std::string& socket, const protocol::SubmitRequest& request,
   return kExitOk;
 }
 
-int RunList(const std::string& socket, const protocol::ListRequest& request, bool json, Io io) {
+int RunList(const std::string& socket, const protocol::ListRequest& request, bool json,
+            bool long_format, Io io) {
   auto fd = Connect(socket);
   if (!fd) return ReportError(fd.error(), io);
   auto text = Exchange(fd->get(), protocol::Encode(request));
@@ -42,7 +43,7 @@ int RunList(const std::string& socket, const protocol::ListRequest& request, boo
     return kExitOk;
   }
   if (reply->now <= 0) reply->now = static_cast<double>(std::time(nullptr));
-  Rendered rendered = RenderList(*reply, request.finished);
+  Rendered rendered = RenderList(*reply, request.finished, long_format);
   io.out << rendered.out;
   io.out.flush();
   io.err << rendered.err;

@@ -12,7 +12,9 @@
 namespace hpcb::client {
 
 int RunSubmit(const std::string& socket, const protocol::SubmitRequest& request, Io io);
-int RunList(const std::string& socket, const protocol::ListRequest& request, bool json, Io io);
+// `long_format`: the usage columns (what finished jobs used).
+int RunList(const std::string& socket, const protocol::ListRequest& request, bool json,
+            bool long_format, Io io);
 int RunAttach(const std::string& socket, std::uint64_t id, Io io);
 int RunKill(const std::string& socket, std::uint64_t id, Io io);
 int RunJobField(const std::string& socket, const protocol::JobFieldRequest& request, Io io);

@@ -139,10 +139,13 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
 
   protocol::ListRequest list_request;
   bool list_json = false;
+  bool list_long = false;
   CLI::App* list_cmd = app.add_subcommand("list", "list jobs");
   list_cmd->add_flag("--all", list_request.all, "all users (admins, or with --list-is-public)");
   list_cmd->add_flag("--finished", list_request.finished, "include finished jobs with their exit");
   list_cmd->add_flag("--json", list_json, "print the daemon's reply as JSON");
+  list_cmd->add_flag("-l,--long", list_long,
+                     "add what finished jobs used: wall and cpu time, cpus used, peak memory");
 
   std::uint64_t attach_id = 0;
   CLI::App* attach_cmd = app.add_subcommand("attach", "follow a job's output");
@@ -208,7 +211,7 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
   }
   if (list_cmd->parsed()) {
     if (slurm) return slurm::List(*backend, list_request, list_json, io);
-    return RunList(socket, list_request, list_json, io);
+    return RunList(socket, list_request, list_json, list_long, io);
   }
   if (attach_cmd->parsed()) {
     if (slurm) return slurm::Attach(*backend, attach_id, io);

@@ -209,7 +209,51 @@ std::string ExitCell(const protocol::JobRow& row) {
   return "-";
 }
 
-Rendered RenderList(const protocol::ListReply& reply, bool finished) {
+// Seconds as people read a stopwatch: "0.42s", "12.3s", "2m05s", "1h02m03s".
+std::string FormatSeconds(double seconds) {
+  char buffer[64];
+  if (!(seconds >= 0)) return "-";
+  if (seconds < 10) {
+    std::snprintf(buffer, sizeof buffer, "%.2fs", seconds);
+  } else if (seconds < 60) {
+    std::snprintf(buffer, sizeof buffer, "%.1fs", seconds);
+  } else {
+    const auto whole = static_cast<std::int64_t>(seconds + 0.5);
+    const std::int64_t h = whole / 3600, m = whole / 60 % 60, sec = whole % 60;
+    if (h > 0) {
+      std::snprintf(buffer, sizeof buffer, "%lldh%02lldm%02llds", static_cast<long long>(h),
+                    static_cast<long long>(m), static_cast<long long>(sec));
+    } else {
+      std::snprintf(buffer, sizeof buffer, "%lldm%02llds", static_cast<long long>(m),
+                    static_cast<long long>(sec));
+    }
+  }
+  return buffer;
+}
+
+// Bytes in GiB like the budgets, to two significant places below 1 GiB.
+std::string FormatPeak(std::optional<std::uint64_t> bytes) {
+  if (!bytes) return "-";
+  const double gib = static_cast<double>(*bytes) / (1024.0 * 1024 * 1024);
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, gib < 1 ? "%.2gG" : "%.3gG", gib);
+  return buffer;
+}
+
+std::vector<std::string> UsageCells(const protocol::JobRow& row) {
+  if (!row.usage) return {"-", "-", "-", "-"};
+  const protocol::JobUsage& usage = *row.usage;
+  std::string load = "-";
+  if (usage.wall_s > 0.01) {
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%.2f", usage.cpu_s() / usage.wall_s);
+    load = buffer;
+  }
+  return {FormatSeconds(usage.wall_s), FormatSeconds(usage.cpu_s()), load,
+          FormatPeak(usage.peak_memory_bytes)};
+}
+
+Rendered RenderList(const protocol::ListReply& reply, bool finished, bool usage_columns) {
   Rendered rendered;
   if (reply.jobs.empty()) {
     rendered.out = "no jobs\n";
@@ -225,6 +269,9 @@ Rendered RenderList(const protocol::ListReply& reply, bool finished) {
     header.push_back("STATE");
     header.push_back("EXIT");
   }
+  if (usage_columns) {
+    for (const char* name : {"WALL", "CPU-TIME", "CPUS-USED", "PEAK-MEM"}) header.push_back(name);
+  }
   std::vector<std::vector<std::string>> table = {header};
   bool any_span = false;
   bool any_slow = false;
@@ -239,6 +286,9 @@ Rendered RenderList(const protocol::ListReply& reply, bool finished) {
     if (finished) {
       cells.push_back(std::string(protocol::NameOf(row.state)));
       cells.push_back(ExitCell(row));
+    }
+    if (usage_columns) {
+      for (std::string& cell : UsageCells(row)) cells.push_back(std::move(cell));
     }
     any_span = any_span || (row.max_mem_gb && row.mem_spans_nodes);
     any_slow = any_slow || (row.gpus > 0 && row.gpu_link && IsSlowLink(*row.gpu_link));

@@ -36,6 +36,12 @@ std::string UptimeCell(const protocol::JobRow& row);
 std::string MemCell(const protocol::JobRow& row);
 std::string GpuCell(const protocol::JobRow& row);
 std::string ExitCell(const protocol::JobRow& row);
+// Seconds as a stopwatch shows them: "0.42s", "12.3s", "2m05s", "1h02m03s".
+std::string FormatSeconds(double seconds);
+// A peak in GiB, like the memory budgets ("0.21G", "3.5G"); "-" if unknown.
+std::string FormatPeak(std::optional<std::uint64_t> bytes);
+// WALL, CPU-TIME, CPUS-USED, PEAK-MEM of a finished job; dashes otherwise.
+std::vector<std::string> UsageCells(const protocol::JobRow& row);
 // True for the worst-link labels that earn a '!'.
 bool IsSlowLink(std::string_view label);
 
@@ -45,7 +51,10 @@ struct Rendered {
 };
 
 // The whole `dispatch list` output (table, footnotes, stderr notes).
-Rendered RenderList(const protocol::ListReply& reply, bool finished);
+// `usage_columns` (list --long): what finished jobs used: WALL (start to
+// end), CPU-TIME (user + system, every thread), CPUS-USED (their ratio)
+// and PEAK-MEM; "-" for jobs still queued or running.
+Rendered RenderList(const protocol::ListReply& reply, bool finished, bool usage_columns = false);
 
 // `job 3 running (2 cpu, max time 1h, memory 4G (default))` and, unless
 // `no_output`, `output will be saved to DEST`. Lines end in '\n'.

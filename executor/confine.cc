@@ -42,6 +42,15 @@ Result<void> AddRule(scmp_filter_ctx ctx, uint32_t action, const char* name,
   return Ok();
 }
 
+// SCMP_CMP's compound literal is C99, not C++: built field by field.
+struct scmp_arg_cmp ArgEquals(unsigned arg, scmp_datum_t value) {
+  struct scmp_arg_cmp cmp {};
+  cmp.arg = arg;
+  cmp.op = SCMP_CMP_EQ;
+  cmp.datum_a = value;
+  return cmp;
+}
+
 Result<SeccompCtx> BuildFilter() {
   SeccompCtx ctx(seccomp_init(SCMP_ACT_KILL_PROCESS));
   if (!ctx) return Error(ErrorCode::kInternal, "seccomp_init failed");
@@ -52,12 +61,12 @@ Result<SeccompCtx> BuildFilter() {
   // Signals: only ending a job (SIGTERM, then SIGKILL).
   for (int sig : {SIGTERM, SIGKILL}) {
     HPCB_TRY(AddRule(ctx.get(), SCMP_ACT_ALLOW, "kill",
-                     {SCMP_CMP(1, SCMP_CMP_EQ, static_cast<scmp_datum_t>(sig))}));
+                     {ArgEquals(1, static_cast<scmp_datum_t>(sig))}));
   }
   // fcntl: flags of an fd we opened, and a private duplicate for readdir.
   for (int cmd : {F_GETFL, F_SETFL, F_GETFD, F_SETFD, F_DUPFD_CLOEXEC}) {
     HPCB_TRY(AddRule(ctx.get(), SCMP_ACT_ALLOW, "fcntl",
-                     {SCMP_CMP(1, SCMP_CMP_EQ, static_cast<scmp_datum_t>(cmd))}));
+                     {ArgEquals(1, static_cast<scmp_datum_t>(cmd))}));
   }
   return ctx;
 }

@@ -163,6 +163,7 @@ void ExecutorServer::OnListJobs(std::uint64_t req, const std::string& text) {
     summary.oom = spec.oom;
     summary.end_time = spec.end_time;
     summary.output_error = spec.output_error;
+    summary.usage = spec.usage;
     bytes += protocol::Encode(summary).size();
     reply.jobs.push_back(std::move(summary));
   }

@@ -35,6 +35,7 @@
 #include "protocol/daemon_config.h"
 #include "protocol/executor_messages.h"
 #include "protocol/framing.h"
+#include "protocol/host/run_record.h"
 #include "protocol/launcher_messages.h"
 #include "protocol/pending_calls.h"
 
@@ -160,6 +161,10 @@ class ExecutorServer {
   void WriteInfo(const LaunchSpec& spec);
   void RetryCgroupRemovals();
   // SaveSpec, then the user's usage (usage_book.h) brought up to date.
+  // What a job that ended used (job_finish.cc); none if nothing counted it.
+  std::optional<protocol::JobUsage> MeasureUsage(const LaunchSpec& spec,
+                                                 const host::RunRecord* record,
+                                                 double end_time) const;
   Result<void> Save(const LaunchSpec& spec, Sync sync = Sync::kNow);
   // What `spec` holds on disk: its record, plus a kept buffer once exited.
   std::uint64_t BytesHeld(const LaunchSpec& spec, std::uint64_t spec_bytes) const;

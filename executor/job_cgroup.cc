@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <sstream>
@@ -74,7 +75,35 @@ long long EventCount(const std::string& cgroup_root, std::uint64_t id, const cha
   return 0;
 }
 
+// A file holding one number ("max" or garbage: none).
+std::optional<std::uint64_t> SingleNumber(const std::string& path) {
+  auto text = host::ReadSmallFile(path);
+  if (!text) return std::nullopt;
+  std::istringstream in(*text);
+  std::uint64_t value = 0;
+  if (!(in >> value)) return std::nullopt;
+  return value;
+}
+
 }  // namespace
+
+Result<CgroupUsage> ReadJobCgroupUsage(const std::string& cgroup_root, std::uint64_t id) {
+  const std::string dir = JobCgroupPath(cgroup_root, id);
+  auto stat = host::ReadSmallFile(dir + "/cpu.stat");
+  if (!stat) return stat.error().WithContext("job " + std::to_string(id) + "'s cpu usage");
+  CgroupUsage usage;
+  std::istringstream in(*stat);
+  std::string key;
+  std::uint64_t value = 0;
+  while (in >> key >> value) {
+    if (key == "user_usec") usage.user_s = static_cast<double>(value) / 1e6;
+    if (key == "system_usec") usage.system_s = static_cast<double>(value) / 1e6;
+  }
+  usage.peak_memory_bytes = SingleNumber(dir + "/memory.peak");
+  usage.oom_kills = static_cast<std::uint64_t>(std::max(0LL, EventCount(cgroup_root, id, "memory.events", "oom_kill")));
+  usage.peak_pids = SingleNumber(dir + "/pids.peak");
+  return usage;
+}
 
 bool JobWasOomKilled(const std::string& cgroup_root, std::uint64_t id) {
   return EventCount(cgroup_root, id, "memory.events", "oom_kill") > 0;

@@ -39,6 +39,19 @@ Result<UniqueFd> CreateJobCgroup(const std::string& cgroup_root, std::uint64_t i
 // memory.events has oom_kill > 0. Missing/garbled -> false.
 bool JobWasOomKilled(const std::string& cgroup_root, std::uint64_t id);
 
+// What the job's cgroup counted, read when it ends (before removal):
+// cpu.stat user_usec/system_usec, memory.peak, memory.events oom_kill and
+// pids.peak. A file the kernel lacks (memory.peak before 5.19, pids.peak)
+// leaves its figure unset; cpu.stat missing is an error.
+struct CgroupUsage {
+  double user_s = 0;
+  double system_s = 0;
+  std::optional<std::uint64_t> peak_memory_bytes;
+  std::uint64_t oom_kills = 0;
+  std::optional<std::uint64_t> peak_pids;
+};
+Result<CgroupUsage> ReadJobCgroupUsage(const std::string& cgroup_root, std::uint64_t id);
+
 // cgroup.events says "populated 1". Missing/garbled -> false.
 bool JobCgroupPopulated(const std::string& cgroup_root, std::uint64_t id);
 

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -34,6 +35,8 @@ struct JobInfo {
     Put(ar, "gid", spec->who.gid); Put(ar, "argv", spec->argv); Put(ar, "cwd", spec->cwd);
     Put(ar, "state", spec->state); Put(ar, "pid", spec->pid);
     Put(ar, "start_time", spec->start_time); Put(ar, "output_dest", spec->output_dest);
+    Put(ar, "placement", spec->placement); Put(ar, "exit_code", spec->exit_code);
+    Put(ar, "end_time", spec->end_time); Put(ar, "usage", spec->usage);
   }
 };
 
@@ -164,10 +167,9 @@ void ExecutorServer::Finish(std::uint64_t id, std::optional<std::int64_t> exit_c
   event.id = id;
   event.exit_code = exit_code;
   event.end_time = EpochNow();
-  if (Result<host::RunRecord> record = host::LoadRunRecord(run_dir(), id);
-      record && record->end_time) {
-    event.end_time = *record->end_time;
-  }
+  Result<host::RunRecord> record = host::LoadRunRecord(run_dir(), id);
+  if (record && record->end_time) event.end_time = *record->end_time;
+  event.usage = MeasureUsage(spec, record ? &*record : nullptr, event.end_time);
   if (!config_.no_cgroups) {
     event.oom = JobWasOomKilled(config_.cgroup_root, id);
     // Whatever the job left behind is killed; the group goes once empty,
@@ -190,6 +192,7 @@ void ExecutorServer::Finish(std::uint64_t id, std::optional<std::int64_t> exit_c
     done_spec.oom = event.oom;
     done_spec.end_time = event.end_time;
     done_spec.output_error = output_error;
+    done_spec.usage = event.usage;
     if (Result<void> saved = Save(done_spec); !saved) {
       LogWarning("cannot save the spec of job " + std::to_string(id) + ": " +
                  saved.error().message());
@@ -201,6 +204,34 @@ void ExecutorServer::Finish(std::uint64_t id, std::optional<std::int64_t> exit_c
             (event.exit_code ? std::to_string(*event.exit_code) : std::string("unknown")) + ")");
     SendToBroker(Encode(event));
   });
+}
+
+std::optional<protocol::JobUsage> ExecutorServer::MeasureUsage(const LaunchSpec& spec,
+                                                               const host::RunRecord* record,
+                                                               double end_time) const {
+  protocol::JobUsage usage;
+  const double start = record && record->start_time > 0 ? record->start_time : spec.start_time;
+  usage.wall_s = std::max(0.0, end_time - start);
+  if (!config_.no_cgroups) {
+    Result<CgroupUsage> counted = ReadJobCgroupUsage(config_.cgroup_root, spec.id);
+    if (counted) {
+      usage.source = protocol::UsageSource::kCgroup;
+      usage.user_s = counted->user_s;
+      usage.system_s = counted->system_s;
+      usage.peak_memory_bytes = counted->peak_memory_bytes;
+      usage.oom_kills = counted->oom_kills;
+      usage.peak_pids = counted->peak_pids;
+      return usage;
+    }
+    LogWarning(counted.error().message() + "; reporting what wait4 saw instead");
+  }
+  // The shepherd's wait4 of the job: its own and its reaped descendants'.
+  if (!record || !record->end_time) return std::nullopt;
+  usage.source = protocol::UsageSource::kRusage;
+  usage.user_s = record->user_s;
+  usage.system_s = record->system_s;
+  usage.peak_memory_bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(0, record->max_rss_kib)) * 1024;
+  return usage;
 }
 
 Result<void> ExecutorServer::Save(const LaunchSpec& spec, Sync sync) {

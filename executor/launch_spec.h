@@ -13,6 +13,7 @@
 #include "protocol/base/result.h"
 #include "protocol/codec.h"
 #include "protocol/host/host_files.h"
+#include "protocol/job_usage.h"
 #include "protocol/launcher_messages.h"
 #include "protocol/executor_messages.h"
 
@@ -42,6 +43,7 @@ struct LaunchSpec {
   bool oom = false;
   double end_time = 0;
   std::optional<std::string> output_error;
+  std::optional<protocol::JobUsage> usage;
   template <class A> void save(A& ar) const {
     using protocol::Put;
     Put(ar, "id", id); Put(ar, "who", who); Put(ar, "home", home); Put(ar, "shell", shell);
@@ -51,7 +53,7 @@ struct LaunchSpec {
     Put(ar, "proc_start", proc_start); Put(ar, "shepherd", shepherd);
     Put(ar, "shepherd_start", shepherd_start); Put(ar, "start_time", start_time);
     Put(ar, "exit_code", exit_code); Put(ar, "oom", oom); Put(ar, "end_time", end_time);
-    Put(ar, "output_error", output_error);
+    Put(ar, "output_error", output_error); Put(ar, "usage", usage);
   }
   template <class A> void load(A& ar) {
     using protocol::Get;
@@ -63,6 +65,7 @@ struct LaunchSpec {
     Get(ar, "shepherd_start", shepherd_start); Get(ar, "start_time", start_time);
     Get(ar, "exit_code", exit_code); Get(ar, "oom", oom); Get(ar, "end_time", end_time);
     Get(ar, "output_error", output_error);
+    protocol::GetIfPresent(ar, "usage", usage);  // specs written before accounting
   }
   Result<void> Validate() const;
 };

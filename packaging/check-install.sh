@@ -118,7 +118,7 @@ check_completion() {
     expect_completion "--numa-local --numa-local-gpu --numa-local-mem" dispatch new --cpu 2 --nu
     expect_completion "NODE NV PHB PIX PXB" dispatch new --gpu-link ""
     expect_completion "" dispatch new --max-time ""
-    expect_completion "--all --finished --help --json" dispatch list --
+    expect_completion "--all --finished --help --json --long" dispatch list --
     expect_completion "12 7" "$tmp/fake/dispatch" kill ""
     expect_completion "7" "$tmp/fake/dispatch" attach 7
     expect_completion "max-time" "$tmp/fake/dispatch" job 12 ""

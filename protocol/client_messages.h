@@ -19,6 +19,7 @@
 
 #include "protocol/base/result.h"
 #include "protocol/codec.h"
+#include "protocol/job_usage.h"
 #include "protocol/job_state.h"
 
 namespace hpcb::protocol {
@@ -147,6 +148,7 @@ struct JobRow {
   std::optional<std::string> detail;  // why it ended in error
   std::optional<std::string> output_dest;
   std::optional<std::string> output_error;
+  std::optional<JobUsage> usage;  // once done, if it ran
 
   // One field list for both directions (A::is_saving picks Put or Get).
   template <class A> void Fields(A& ar);
@@ -172,6 +174,7 @@ void JobRow::Fields(A& ar) {
   field("gpus", gpus); field("gpu_link", gpu_link); field("state", state);
   field("exit_code", exit_code); field("reason", reason); field("detail", detail);
   field("output_dest", output_dest); field("output_error", output_error);
+  field("usage", usage);
 }
 
 struct ListReply {

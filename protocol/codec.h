@@ -171,6 +171,18 @@ void Get(Archive& ar, const char* name, T& value) {
   }
 }
 
+// For a field added to a state file after files without it were written:
+// such a file loads with `value` left as it was. Only for state files; a
+// message must carry every field.
+template <class Archive, class T>
+void GetIfPresent(Archive& ar, const char* name, T& value) {
+  try {
+    Get(ar, name, value);
+  } catch (const FieldError& failure) {
+    if (std::string(failure.what()) != std::string("field '") + name + "' is missing") throw;
+  }
+}
+
 template <class Archive, WireEnum E>
 void Put(Archive& ar, const char* name, const E& value) {
   Put(ar, name, std::string(NameOf(value)));

@@ -30,11 +30,12 @@
 #include "protocol/client_messages.h"
 #include "protocol/codec.h"
 #include "protocol/envelope.h"
+#include "protocol/job_usage.h"
 
 namespace hpcb::protocol {
 
 // 3: every message carries a req id and a typed kind; errors are coded.
-inline constexpr std::int64_t kProtocolVersion = 3;
+inline constexpr std::int64_t kProtocolVersion = 4;
 
 enum class ExecutorKind {
   kHello,
@@ -215,19 +216,20 @@ struct JobSummary {
   bool oom = false;
   double end_time = 0;
   std::optional<std::string> output_error;
+  std::optional<JobUsage> usage;
   template <class A> void save(A& ar) const {
     Put(ar, "id", id); Put(ar, "state", state); Put(ar, "uid", uid); Put(ar, "gid", gid);
     Put(ar, "user", user); Put(ar, "output_dest", output_dest); Put(ar, "argv", argv);
     Put(ar, "cwd", cwd); Put(ar, "request", request); Put(ar, "placement", placement);
     Put(ar, "start_time", start_time); Put(ar, "exit_code", exit_code); Put(ar, "oom", oom); Put(ar, "end_time", end_time);
-    Put(ar, "output_error", output_error);
+    Put(ar, "output_error", output_error); Put(ar, "usage", usage);
   }
   template <class A> void load(A& ar) {
     Get(ar, "id", id); Get(ar, "state", state); Get(ar, "uid", uid); Get(ar, "gid", gid);
     Get(ar, "user", user); Get(ar, "output_dest", output_dest); Get(ar, "argv", argv);
     Get(ar, "cwd", cwd); Get(ar, "request", request); Get(ar, "placement", placement);
     Get(ar, "start_time", start_time); Get(ar, "exit_code", exit_code); Get(ar, "oom", oom); Get(ar, "end_time", end_time);
-    Get(ar, "output_error", output_error);
+    Get(ar, "output_error", output_error); Get(ar, "usage", usage);
   }
   Result<void> Validate() const { return Ok(); }
 };
@@ -441,16 +443,19 @@ struct JobExited {
   // Something its owner should know about how it ran (its output may be
   // cut short by a full state directory, say).
   std::optional<std::string> note;
+  std::optional<JobUsage> usage;  // none for a job that never ran
   template <class A> void save(A& ar) const {
     PutHeader(ar, kKind, req); Put(ar, "id", id);
     Put(ar, "exit_code", exit_code); Put(ar, "oom", oom);
     Put(ar, "end_time", end_time); Put(ar, "output_error", output_error); Put(ar, "note", note);
+    Put(ar, "usage", usage);
   }
   template <class A> void load(A& ar) {
     Get(ar, "req", req); Get(ar, "id", id); Get(ar, "exit_code", exit_code); Get(ar, "oom", oom);
     Get(ar, "end_time", end_time); Get(ar, "output_error", output_error); Get(ar, "note", note);
+    Get(ar, "usage", usage);
   }
-  Result<void> Validate() const { return Ok(); }
+  Result<void> Validate() const { return usage ? usage->Validate() : Ok(); }
 };
 
 // broker -> executor: deliver a finished job's kept output again, to where

@@ -18,7 +18,9 @@
 #include <fstream>
 
 #include "protocol/base/unique_fd.h"
+#include "protocol/client_messages.h"
 #include "tests/e2e/daemon_harness.h"
+#include "tests/testing/temp_dir.h"
 
 namespace hpcb::e2e {
 namespace {
@@ -195,6 +197,41 @@ TEST_F(E2eTest, OutputGoesWhereAskedOrNowhere) {
   ASSERT_TRUE(DaemonHarness::WaitFor([&] { return Finished(no_output_id); }, seconds(10)));
   EXPECT_FALSE(std::filesystem::exists(daemon_.work() + "/output." +
                                        std::to_string(no_output_id) + ".log"));
+}
+
+// What a finished job used, here from the shepherd's wait4 (user mode has
+// no cgroups; the guest checks the cgroup figures): two processes burn cpu
+// on two cpus and one holds a 64 MiB buffer.
+TEST_F(E2eTest, FinishedJobsReportWhatTheyUsed) {
+  StartOrFail();
+  const std::string burn = "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done";
+  CommandResult submit = daemon_.Dispatch(
+      {"new", "--cpu", "2", "--", "sh", "-c",
+       "(" + burn + ") & (" + burn + "); wait; dd if=/dev/zero of=/dev/null bs=64M count=1 2>/dev/null"});
+  ASSERT_EQ(submit.exit_code, 0) << submit.err;
+  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return Finished(1); }, seconds(60))) << ListFinished();
+
+  CommandResult json = daemon_.Dispatch({"list", "--finished", "--json"});
+  Result<protocol::ListReply> reply = protocol::Decode<protocol::ListReply>(json.out);
+  ASSERT_TRUE(reply) << json.out;
+  ASSERT_EQ(reply->jobs.size(), 1u);
+  ASSERT_TRUE(reply->jobs[0].usage) << json.out;
+  const protocol::JobUsage& usage = *reply->jobs[0].usage;
+  EXPECT_EQ(usage.source, protocol::UsageSource::kRusage);
+  EXPECT_GT(usage.cpu_s(), 0.1) << json.out;
+  EXPECT_GT(usage.wall_s, 0.05) << json.out;
+  // Two cpus at most (its affinity), whatever else the machine was doing.
+  EXPECT_LE(usage.cpu_s(), 2 * usage.wall_s + 0.1) << json.out;
+  ASSERT_TRUE(usage.peak_memory_bytes);
+  EXPECT_GE(*usage.peak_memory_bytes, std::uint64_t{64} << 20) << json.out;
+
+  std::string table = daemon_.Dispatch({"list", "--finished", "--long"}).out;
+  EXPECT_NE(table.find("CPU-TIME"), std::string::npos) << table;
+  std::string row = DaemonHarness::RowOfJob(table, 1);
+  ASSERT_FALSE(row.empty()) << table;
+  EXPECT_EQ(row.back(), 'G') << row;  // PEAK-MEM, the last column
+  std::string info = testing::ReadText(daemon_.state() + "/jobs/1/info.json");
+  EXPECT_NE(info.find("\"usage\":[{\"source\":\"rusage\""), std::string::npos) << info;
 }
 
 TEST_F(E2eTest, ExitCodesAndSpawnFailuresAreReported) {

@@ -107,6 +107,37 @@ TEST(JobCgroupTest, OomOnlyFromOomKill) {
   EXPECT_FALSE(JobWasOomKilled(root.path(), 99));
 }
 
+TEST(JobCgroupTest, UsageComesFromTheGroupsOwnCounters) {
+  testing::TempDir root;
+  const std::string dir = JobCgroupPath(root.path(), 5);
+  testing::WriteText(dir + "/cpu.stat",
+                     "usage_usec 4100000\nuser_usec 3600000\nsystem_usec 500000\n"
+                     "nr_periods 0\nnr_throttled 0\nthrottled_usec 0\n");
+  testing::WriteText(dir + "/memory.peak", "209715200\n");
+  testing::WriteText(dir + "/memory.events", "low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n");
+  testing::WriteText(dir + "/pids.peak", "3\n");
+  Result<CgroupUsage> usage = ReadJobCgroupUsage(root.path(), 5);
+  ASSERT_TRUE(usage) << usage.error().message();
+  EXPECT_DOUBLE_EQ(usage->user_s, 3.6);
+  EXPECT_DOUBLE_EQ(usage->system_s, 0.5);
+  EXPECT_EQ(usage->peak_memory_bytes, 209715200u);
+  EXPECT_EQ(usage->oom_kills, 1u);
+  EXPECT_EQ(usage->peak_pids, 3u);
+}
+
+TEST(JobCgroupTest, UsageLeavesOutWhatAnOlderKernelLacks) {
+  testing::TempDir root;
+  const std::string dir = JobCgroupPath(root.path(), 6);
+  testing::WriteText(dir + "/cpu.stat", "usage_usec 10\nuser_usec 6\nsystem_usec 4\n");
+  Result<CgroupUsage> usage = ReadJobCgroupUsage(root.path(), 6);
+  ASSERT_TRUE(usage) << usage.error().message();
+  EXPECT_FALSE(usage->peak_memory_bytes);
+  EXPECT_FALSE(usage->peak_pids);
+  EXPECT_EQ(usage->oom_kills, 0u);
+  // No cpu.stat: no cgroup to speak of, an error the caller reports.
+  EXPECT_FALSE(ReadJobCgroupUsage(root.path(), 7));
+}
+
 TEST(JobCgroupTest, KillWritesOneAndRemoveToleratesAbsence) {
   testing::TempDir root;
   LayOutJob(root.path(), 7);

@@ -59,6 +59,22 @@ expect "job $o (memhog 1 GiB in a 0.25G budget): EXIT column" oom "$(job_exit "$
 check "job $o: list names the oom on stderr" sh -c "runuser -u $job_user -- env HPC_BATCH_SOCKET=$HPC_BATCH_SOCKET \
   /usr/bin/dispatch list --finished 2>&1 >/dev/null | grep -q 'job $o: killed for exceeding its 0.25G memory budget'"
 check "job $o: its cgroup was removed" test ! -e "$(job_cgroup "$o")"
+check "job $o: its usage counts the oom kill ($(usage_of "$o" oom_kills))" within 1 "$(usage_of "$o" oom_kills)" 1000000
+
+# What jobs used, from their cgroups: 2 s of two busy threads is ~4 s of
+# cpu in ~2 s of wall time; 200 MiB touched is a peak of at least that.
+u=$(submit --cpu 2 --max-mem 0.5 -- sh -c 'spin() { timeout 2 sh -c "while :; do :; done"; }; spin & spin; wait')
+m=$(submit --cpu 1 --max-mem 0.5 -- memhog 200)
+wait_for 60 job_done "$u" && wait_for 60 job_done "$m"
+cpu=$(awk -v u="$(usage_of "$u" user_s)" -v s="$(usage_of "$u" system_s)" 'BEGIN { print u + s }')
+wall=$(usage_of "$u" wall_s)
+echo "job $u: source $(usage_of "$u" source), cpu ${cpu}s, wall ${wall}s; job $m: peak $(usage_of "$m" peak_memory_bytes) bytes"
+expect "job $u: usage comes from its cgroup" cgroup "$(usage_of "$u" source)"
+check "job $u: two threads for 2 s used about 4 s of cpu (${cpu}s)" within 3.2 "$cpu" 4.8
+check "job $u: in about 2 s of wall time (${wall}s)" within 1.9 "$wall" 3.5
+check "job $m: a peak of at least the 200 MiB it touched" within 209715200 "$(usage_of "$m" peak_memory_bytes)" 536870912
+check "job $m: list --long shows the peak" sh -c "runuser -u $job_user -- env HPC_BATCH_SOCKET=$HPC_BATCH_SOCKET \
+  /usr/bin/dispatch list --finished --long | awk -v id=$m '\$2 == id { print \$NF }' | grep -qE '^0\.2[0-9]*G$'"
 
 # A job that ignores SIGTERM, with a child in a session of its own: only
 # cgroup.kill reaches that child (it is in no process group the daemon knows).

@@ -44,6 +44,12 @@ list_row() { dispatch list --finished 2> /dev/null | awk -v id="$1" 'NR > 1 && $
 job_mem() { list_row "$1" | awk '{ print $(NF - 3) }'; }
 job_state() { list_row "$1" | awk '{ print $(NF - 1) }'; }
 job_exit() { list_row "$1" | awk '{ print $NF }'; }
+# A number in job ID's `list --finished --json` object: usage_of ID FIELD
+# (wall_s, user_s, system_s, peak_memory_bytes, oom_kills, source as text).
+job_json() { dispatch list --finished --json 2> /dev/null | sed 's/{"user"/\n{"user"/g' | grep "\"id\":$1,"; }
+usage_of() { job_json "$1" | grep -oE "\"$2\":\[?\"?[A-Za-z0-9.e+-]*" | head -n 1 | sed -E 's/.*:\[?"?//'; }
+# within LOW VALUE HIGH: LOW <= VALUE <= HIGH, as decimals.
+within() { awk -v l="$1" -v v="$2" -v h="$3" 'BEGIN { exit !(v != "" && v + 0 >= l + 0 && v + 0 <= h + 0) }'; }
 job_running() { [ "$(job_state "$1")" = running ]; }
 job_done() { [ "$(job_state "$1")" = done ]; }
 

@@ -1,0 +1,59 @@
+// What a finished job used: read by the executor when the job ends, kept
+// with the job's record for as long as the job is, shown by `dispatch list
+// --finished --long`, `--json` and the job's info.json.
+#ifndef HPCB_PROTOCOL_JOB_USAGE_H_
+#define HPCB_PROTOCOL_JOB_USAGE_H_
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "protocol/base/result.h"
+#include "protocol/codec.h"
+
+namespace hpcb::protocol {
+
+// Where the figures come from. A cgroup counts every process of the job
+// (daemons it left behind included) and the memory the kernel charged it
+// (page cache too); wait4's rusage counts the job and the descendants it
+// reaped, and its peak is the largest single process's resident set.
+enum class UsageSource { kCgroup, kRusage };
+
+template <>
+struct EnumNames<UsageSource> {
+  static constexpr std::array<std::pair<UsageSource, std::string_view>, 2> kNames{{
+      {UsageSource::kCgroup, "cgroup"},
+      {UsageSource::kRusage, "rusage"},
+  }};
+};
+
+struct JobUsage {
+  UsageSource source = UsageSource::kRusage;
+  double wall_s = 0;    // start (exec) to end
+  double user_s = 0;    // cpu seconds in user mode, all threads
+  double system_s = 0;  // and in the kernel
+  std::optional<std::uint64_t> peak_memory_bytes;
+  std::uint64_t oom_kills = 0;                // memory.events oom_kill
+  std::optional<std::uint64_t> peak_pids;     // pids.peak, where the kernel has it
+
+  double cpu_s() const { return user_s + system_s; }
+
+  template <class A> void save(A& ar) const {
+    Put(ar, "source", source); Put(ar, "wall_s", wall_s); Put(ar, "user_s", user_s);
+    Put(ar, "system_s", system_s); Put(ar, "peak_memory_bytes", peak_memory_bytes);
+    Put(ar, "oom_kills", oom_kills); Put(ar, "peak_pids", peak_pids);
+  }
+  template <class A> void load(A& ar) {
+    Get(ar, "source", source); Get(ar, "wall_s", wall_s); Get(ar, "user_s", user_s);
+    Get(ar, "system_s", system_s); Get(ar, "peak_memory_bytes", peak_memory_bytes);
+    Get(ar, "oom_kills", oom_kills); Get(ar, "peak_pids", peak_pids);
+  }
+  Result<void> Validate() const;
+};
+
+}  // namespace hpcb::protocol
+
+#endif  // HPCB_PROTOCOL_JOB_USAGE_H_
