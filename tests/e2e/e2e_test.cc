@@ -425,7 +425,10 @@ TEST_F(E2eTest, OutputThatCannotBeDeliveredIsKeptAndDeliveredLater) {
 
   // A second one is delivered by a later try once the directory is back.
   ::chmod(out.c_str(), 0755);
-  ASSERT_EQ(daemon_.Dispatch({"new", "--max-mem", "0.25", "--output", out, "--", "echo", "two"})
+  // The job outlives the chmod below by a second; a bare echo could finish and be delivered
+  // before the directory is closed again.
+  ASSERT_EQ(daemon_.Dispatch({"new", "--max-mem", "0.25", "--output", out, "--", "sh", "-c",
+                              "sleep 1; echo two"})
                 .exit_code, 0);
   ::chmod(out.c_str(), 0555);
   ASSERT_TRUE(DaemonHarness::WaitFor(
