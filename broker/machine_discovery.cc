@@ -226,11 +226,17 @@ GpuInfo DiscoverGpus(const std::string& nvidia_smi) {
   info.ids = ParseGpuList(*list);
   if (info.ids.empty()) return info;
   std::optional<std::string> topo = RunCapture(nvidia_smi, {"topo", "-m"}, kNvidiaSmiTimeoutS);
-  if (topo) ParseTopology(*topo, info);
+  if (topo) {
+    ParseTopology(*topo, info);
+  } else if (info.ids.size() >= 2) {
+    LogWarning("gpu topology unavailable (" + nvidia_smi +
+               " topo -m); multi-gpu jobs will get the lowest free indices, which can straddle "
+               "the interconnect");
+  }
   return info;
 }
 
-std::string Describe(const Machine& machine) {
+std::string Describe(const Machine& machine, const protocol::DaemonConfig& config) {
   int cpus = 0;
   int cores = 0;
   for (const NumaNode& node : machine.nodes) {
@@ -243,10 +249,14 @@ std::string Describe(const Machine& machine) {
     for (const NumaNode& node : machine.nodes) mem += node.mem_gib;
   }
   std::string unit = cores == cpus ? "" : " in " + std::to_string(cores) + " whole cores";
-  return std::to_string(cpus) + " cpus" + unit + " on " + std::to_string(machine.nodes.size()) +
-         " NUMA node(s), " + FormatGiB(FloorTo2(mem)) + " memory (" +
-         (machine.per_node_memory ? "per-node" : "machine-wide") + "), " +
-         std::to_string(machine.gpus.ids.size()) + " gpus";
+  char reserved_mem[32];
+  std::snprintf(reserved_mem, sizeof reserved_mem, "%g", config.reserve_mem_gib);
+  return "resources available to jobs: " + std::to_string(cpus) + " cpus" + unit + " over " +
+         std::to_string(machine.nodes.size()) + " NUMA node(s), " +
+         std::to_string(machine.gpus.ids.size()) + " gpu(s), " + FormatGiB(FloorTo2(mem)) +
+         " memory (" + (machine.per_node_memory ? "per-node" : "machine-wide") +
+         "); reserved for the system: " + std::to_string(config.reserve_cpu) + " cpu, " +
+         reserved_mem + " GiB";
 }
 
 }  // namespace
@@ -300,7 +310,7 @@ Result<Machine> DiscoverMachine(const protocol::DaemonConfig& config, bool confi
     ReserveMemory({&machine.machine_mem_gib}, config.reserve_mem_gib);
   }
   machine.gpus = DiscoverGpus(config.nvidia_smi);
-  LogInfo(Describe(machine));
+  LogInfo(Describe(machine, config));
   return machine;
 }
 

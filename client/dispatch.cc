@@ -13,6 +13,7 @@
 #include "client/backend_config.h"
 #include "client/command_line.h"
 #include "client/commands.h"
+#include "client/parse_errors.h"
 #include "client/slurm_backend.h"
 #include "client/transport.h"
 #include "protocol/base/units.h"
@@ -191,7 +192,14 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e, io.out, io.err);
   } catch (const CLI::ParseError& e) {
-    return UsageError(e.what(), io);
+    auto value_type = [&app](const std::string& name) -> std::string {
+      for (const CLI::App* sub : app.get_subcommands({})) {
+        const CLI::Option* option = sub->get_option_no_throw(name);
+        if (option != nullptr && option->get_type_name() == "FLOAT") return "float";
+      }
+      return "int";
+    };
+    return UsageError(ArgparseWording(e.get_name(), e.what(), value_type), io);
   }
 
   std::vector<std::string> extras = app.remaining(true);

@@ -37,6 +37,14 @@ struct JobInfo {
     Put(ar, "start_time", spec->start_time); Put(ar, "output_dest", spec->output_dest);
     Put(ar, "placement", spec->placement); Put(ar, "exit_code", spec->exit_code);
     Put(ar, "end_time", spec->end_time); Put(ar, "usage", spec->usage);
+    Put(ar, "max_mem_gib", BudgetGiB());
+  }
+  // The placement's budget as one figure, as the job was promised it.
+  std::optional<double> BudgetGiB() const {
+    if (!spec->placement) return std::nullopt;
+    double total = 0;
+    for (const auto& [node, gib] : spec->placement->mem_by_node) total += gib;
+    return total;
   }
 };
 

@@ -103,6 +103,7 @@ void ExecutorServer::BeginStart(const protocol::StartJob& request, StartDone don
   spawn.cwd = spec.cwd;
   spawn.env = BuildJobEnv(who, spec.env, id, request.gpus, facts_.gpu_count > 0, facts_.lang);
   spawn.cpus = request.cpus;
+  spawn.gpus = request.gpus;
   // Where it will run, on disk before it can run: if we stop while it
   // starts, whoever reads this spec and finds the job running (its run
   // record) knows what it holds.

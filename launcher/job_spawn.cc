@@ -14,13 +14,14 @@
 #include <vector>
 
 #include "launcher/exec_path.h"
+#include "launcher/gpu_mask.h"
 #include "launcher/user_ops.h"
 
 namespace hpcb::launcher {
 namespace {
 
 enum Stage : int {
-  kSetsid = 1, kCgroup, kAffinity, kOomScore, kIdentity, kChdir, kStdio, kExec,
+  kSetsid = 1, kCgroup, kAffinity, kOomScore, kIdentity, kChdir, kStdio, kExec, kGpuMask,
 };
 
 const char* StageName(int stage) {
@@ -33,6 +34,7 @@ const char* StageName(int stage) {
     case kChdir: return "cannot enter the working directory";
     case kStdio: return "cannot set up stdio";
     case kExec: return "cannot execute";
+    case kGpuMask: return "cannot hide the GPUs it was not given";
     default: return "unknown stage";
   }
 }
@@ -53,8 +55,10 @@ std::vector<char*> Pointers(std::vector<std::string>& texts) {
 
 }  // namespace
 
-Result<PreparedJob> PreparedJob::Build(const protocol::SpawnRequest& request) {
+Result<PreparedJob> PreparedJob::Build(const protocol::SpawnRequest& request,
+                                       std::vector<std::string> hide) {
   PreparedJob p;
+  p.hide_ = std::move(hide);
   p.argv_text_ = request.argv;
   p.env_text_ = request.env;
   p.argv_ = Pointers(p.argv_text_);
@@ -91,7 +95,8 @@ PreparedJob::PreparedJob(PreparedJob&& other) noexcept
       gid_(other.gid_),
       mask_(std::exchange(other.mask_, nullptr)),
       mask_size_(other.mask_size_),
-      cwd_(std::move(other.cwd_)) {
+      cwd_(std::move(other.cwd_)),
+      hide_(std::move(other.hide_)) {
   argv_ = Pointers(argv_text_);
   envp_ = Pointers(env_text_);
 }
@@ -112,6 +117,8 @@ void PreparedJob::Exec(const SpawnFds& fds, int report_fd, bool change_identity)
     if (::write(oom, "0", 1) != 1) Fail(report_fd, kOomScore, errno);
     ::close(oom);
   }
+  // Needs CAP_SYS_ADMIN, so while still root.
+  if (int hidden = HideNodes(hide_); hidden != 0) Fail(report_fd, kGpuMask, hidden);
   int err = DropIdentity(change_identity, uid_, gid_, groups_.data(),
                          static_cast<int>(groups_.size()));
   if (err != 0) Fail(report_fd, kIdentity, err);

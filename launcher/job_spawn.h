@@ -1,6 +1,6 @@
 // The job child: what runs between the shepherd's fork and the job's
 // execve (no allocation, no logging): setsid, join the cgroup or set
-// affinity, oom_score_adj 0, drop identity, chdir, stdio, close every other
+// affinity, oom_score_adj 0, hide the GPUs it was not given, drop identity, chdir, stdio, close every other
 // descriptor, reset signals, execve over the job's PATH. A failure travels
 // back through a CLOEXEC pipe as a JobChildReport; a successful execve
 // closes the pipe, which is how the shepherd learns the job started.
@@ -33,7 +33,9 @@ struct JobChildReport {
 // nothing.
 class PreparedJob {
  public:
-  static Result<PreparedJob> Build(const protocol::SpawnRequest& request);
+  // `hide`: device nodes to cover with /dev/null (launcher/gpu_mask.h).
+  static Result<PreparedJob> Build(const protocol::SpawnRequest& request,
+                                   std::vector<std::string> hide = {});
   ~PreparedJob();
   PreparedJob(PreparedJob&& other) noexcept;
   PreparedJob(const PreparedJob&) = delete;
@@ -60,6 +62,7 @@ class PreparedJob {
   cpu_set_t* mask_ = nullptr;
   size_t mask_size_ = 0;
   std::string cwd_;
+  std::vector<std::string> hide_;
 };
 
 }  // namespace hpcb::launcher

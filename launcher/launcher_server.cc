@@ -12,9 +12,11 @@
 #include <cstring>
 #include <vector>
 
+#include "launcher/gpu_mask.h"
 #include "launcher/user_helper.h"
 #include "launcher/user_ops.h"
 #include "protocol/host/accounts.h"
+#include "protocol/host/run_record.h"
 #include "protocol/base/log.h"
 
 namespace hpcb::launcher {
@@ -182,7 +184,11 @@ void LauncherServer::StartSpawn(const protocol::SpawnRequest& request,
   if (packet.fds.empty() || packet.fds.size() > 2) {
     return refuse(InvalidArgument("failed to start job: spawn needs the buffer (and cgroup) fds"));
   }
-  Result<PreparedJob> job = PreparedJob::Build(request);
+  std::vector<std::string> hide;
+  if (options_.mask_gpus) {
+    hide = NodesToHide(options_.gpu_dev_dir, CardNodes(options_.gpu_dev_dir), request.gpus);
+  }
+  Result<PreparedJob> job = PreparedJob::Build(request, std::move(hide));
   if (!job) return refuse(job.error().WithContext("failed to start job"));
   SpawnFds fds;
   fds.buffer = packet.fds[0].get();
@@ -494,12 +500,14 @@ LauncherServer::Outcome LauncherServer::Run() {
       struct signalfd_siginfo info {};
       if (::read(signal_fd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
         if (info.ssi_signo == SIGTERM || info.ssi_signo == SIGINT) {
-          LogInfo("shutting down; leaving running jobs untouched");
+          LogInfo("shutting down; leaving " + std::to_string(host::CountRunningJobs(options_.run_dir)) +
+                  " running job(s) untouched");
           StopRoles();
           return Outcome::kStop;
         }
         if (info.ssi_signo == SIGHUP) {
-          LogInfo("reloading: re-exec with running jobs preserved");
+          LogInfo("reloading: re-exec with " + std::to_string(host::CountRunningJobs(options_.run_dir)) +
+                  " running job(s) preserved");
           StopRoles();
           return Outcome::kReload;
         }

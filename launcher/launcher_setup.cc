@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "launcher/gpu_mask.h"
 #include "protocol/host/accounts.h"
 #include "protocol/host/host_files.h"
 
@@ -118,6 +119,11 @@ Result<void> RunStartupChecks(const protocol::DaemonConfig& config, bool as_root
   if (as_root) {
     auto admin = host::ResolveAdminGroup(config.admin_group);
     if (!admin) return Refusal(admin.error().message());
+  }
+  // Cards present and masking on: the daemon can hide them, or it refuses
+  // to run jobs that could reach every card. No cards: nothing to hide.
+  if (!config.no_gpu_mask && !CardNodes(config.gpu_dev_dir).empty()) {
+    if (Result<void> probed = ProbeGpuMasking(); !probed) return Refusal(probed.error().message());
   }
   return Ok();
 }

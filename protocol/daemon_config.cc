@@ -69,6 +69,11 @@ ParsedFlags ParseDaemonFlags(const std::vector<std::string>& args) {
   app.add_option("--cgroup-root", c.cgroup_root, "cgroup2 mount")->capture_default_str();
   app.add_option("--nvidia-smi", c.nvidia_smi, "nvidia-smi to query for GPUs")
       ->capture_default_str();
+  app.add_flag("--no-gpu-mask", c.no_gpu_mask,
+               "leave every GPU's device node visible to every job (development only)");
+  app.add_option("--gpu-dev-dir", c.gpu_dev_dir,
+                 "where the per-card nodes nvidiaN are (tests point it at a fake tree)")
+      ->capture_default_str();
   app.add_option("--broker-user", c.broker_user, "service user the broker runs as (root mode)")
       ->capture_default_str();
   app.add_option("--max-queued-per-user", c.max_queued_per_user,
@@ -115,7 +120,8 @@ std::vector<std::string> ToFlags(const DaemonConfig& c) {
       "--min-job-mem", number(c.min_job_mem_gib),
       "--schedule", c.schedule, "--log-level", c.log_level,
       "--sys-root", c.sys_root, "--cgroup-root", c.cgroup_root,
-      "--nvidia-smi", c.nvidia_smi, "--broker-user", c.broker_user,
+      "--nvidia-smi", c.nvidia_smi, "--gpu-dev-dir", c.gpu_dev_dir,
+      "--broker-user", c.broker_user,
       "--max-queued-per-user", std::to_string(c.max_queued_per_user),
       "--max-user-state-mib", std::to_string(c.max_user_state_mib),
       "--max-output-mib", std::to_string(c.max_output_mib)};
@@ -126,6 +132,7 @@ std::vector<std::string> ToFlags(const DaemonConfig& c) {
   if (c.list_is_public) out.push_back("--list-is-public");
   if (c.no_cgroups) out.push_back("--no-cgroups");
   if (c.no_dev_dir) out.push_back("--no-dev-dir");
+  if (c.no_gpu_mask) out.push_back("--no-gpu-mask");
   return out;
 }
 

@@ -38,6 +38,10 @@ struct DaemonConfig {
   std::string sys_root = "/sys";
   std::string cgroup_root = "/sys/fs/cgroup";
   std::string nvidia_smi = "nvidia-smi";
+  // Each job runs in a mount namespace where the per-card nodes it was not
+  // given (GPU_DEV_DIR/nvidiaN) are /dev/null; --no-gpu-mask turns it off.
+  bool no_gpu_mask = false;
+  std::string gpu_dev_dir = "/dev";
   std::string broker_user = "hpc-batch";  // ignored in user mode
   // Per-user limits, so that one user cannot fill the queue or the state
   // directory for everyone: queued jobs, and MiB of launch specs plus

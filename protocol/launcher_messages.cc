@@ -34,6 +34,10 @@ Result<void> SpawnRequest::Validate() const {
   for (int cpu : cpus) {
     if (cpu < 0 || cpu >= (1 << 20)) return InvalidArgument("cpu id out of range");
   }
+  if (gpus.size() > 4096) return InvalidArgument("too many gpus");
+  for (int gpu : gpus) {
+    if (gpu < 0 || gpu >= (1 << 20)) return InvalidArgument("gpu id out of range");
+  }
   return Ok();
 }
 

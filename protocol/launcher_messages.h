@@ -90,14 +90,15 @@ struct SpawnRequest {
   std::string cwd;
   std::vector<std::string> env;  // "K=V", final
   std::vector<int> cpus;         // affinity (always set explicitly)
+  std::vector<int> gpus;         // allocated; every other card is hidden
   template <class A> void save(A& ar) const {
     PutHeader(ar, kKind, req); Put(ar, "id", id); Put(ar, "who", who);
     Put(ar, "argv", argv); Put(ar, "cwd", cwd); Put(ar, "env", env);
-    Put(ar, "cpus", cpus);
+    Put(ar, "cpus", cpus); Put(ar, "gpus", gpus);
   }
   template <class A> void load(A& ar) {
     Get(ar, "req", req); Get(ar, "id", id); Get(ar, "who", who); Get(ar, "argv", argv);
-    Get(ar, "cwd", cwd); Get(ar, "env", env); Get(ar, "cpus", cpus);
+    Get(ar, "cwd", cwd); Get(ar, "env", env); Get(ar, "cpus", cpus); Get(ar, "gpus", gpus);
   }
   Result<void> Validate() const;
 };

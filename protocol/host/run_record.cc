@@ -1,5 +1,10 @@
 #include "protocol/host/run_record.h"
 
+#include <dirent.h>
+
+#include <cstdlib>
+#include <cstring>
+
 #include "protocol/host/host_files.h"
 
 namespace hpcb::host {
@@ -20,6 +25,21 @@ Result<RunRecord> LoadRunRecord(const std::string& run_dir, std::uint64_t id) {
   if (record.id != id) return InvalidArgument("run record " + std::to_string(id) + " names job " +
                                               std::to_string(record.id));
   return record;
+}
+
+std::size_t CountRunningJobs(const std::string& run_dir) {
+  std::size_t running = 0;
+  DIR* dir = ::opendir(run_dir.c_str());
+  if (dir == nullptr) return 0;
+  while (const struct dirent* entry = ::readdir(dir)) {
+    char* end = nullptr;
+    const unsigned long long id = std::strtoull(entry->d_name, &end, 10);
+    if (id == 0 || end == entry->d_name || std::strcmp(end, ".json") != 0) continue;
+    Result<RunRecord> record = LoadRunRecord(run_dir, id);
+    if (record && record->pid > 0 && !record->status) ++running;
+  }
+  ::closedir(dir);
+  return running;
 }
 
 }  // namespace hpcb::host

@@ -11,6 +11,7 @@
 #ifndef HPCB_PROTOCOL_HOST_RUN_RECORD_H_
 #define HPCB_PROTOCOL_HOST_RUN_RECORD_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -52,6 +53,10 @@ std::string RunRecordPath(const std::string& run_dir, std::uint64_t id);
 
 // kNotFound when there is none (no shepherd ever ran for the job).
 Result<RunRecord> LoadRunRecord(const std::string& run_dir, std::uint64_t id);
+
+// Jobs whose run record says they run (started, no end status yet): the
+// count the launcher logs when it reloads or stops.
+std::size_t CountRunningJobs(const std::string& run_dir);
 
 }  // namespace hpcb::host
 

@@ -186,6 +186,42 @@ TEST_F(DiscoveryTest, FailingNvidiaSmiMeansNoGpus) {
   EXPECT_TRUE(Discover().gpus.ids.empty());
 }
 
+// -L answers but topo -m fails, as on a driver without topology support.
+TEST_F(DiscoveryTest, MissingTopologyWithSeveralGpusIsWarnedAbout) {
+  AddNode(0, "0-3", 32);
+  FakeNvidiaSmi(testing::kList4, testing::kTopo4);
+  Write(root_ / "nvidia-smi",
+        "#!/bin/sh\nif [ \"$1\" = -L ]; then cat '" + (root_ / "list.txt").string() +
+            "'; else exit 3; fi\n");
+  ::testing::internal::CaptureStderr();
+  Machine machine = Discover();
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(machine.gpus.ids.size(), 4u);
+  EXPECT_TRUE(machine.gpus.links.empty());
+  EXPECT_NE(log.find("gpu topology unavailable"), std::string::npos) << log;
+  EXPECT_NE(log.find("multi-gpu jobs will get the lowest free indices"), std::string::npos) << log;
+
+  // One GPU has no interconnect to straddle.
+  Write(root_ / "list.txt", "GPU 0: Fake (UUID: GPU-0)\n");
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(Discover().gpus.ids.size(), 1u);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr().find("gpu topology unavailable"),
+            std::string::npos);
+}
+
+TEST_F(DiscoveryTest, ResourcesLineNamesTheReserve) {
+  AddNode(0, "0-3", 32);
+  AddNode(1, "4-7", 32);
+  config_.reserve_cpu = 1;
+  config_.reserve_mem_gib = 2;
+  ::testing::internal::CaptureStderr();
+  Discover();
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("resources available to jobs: 7 cpus over 2 NUMA node(s), 0 gpu(s)"),
+            std::string::npos) << log;
+  EXPECT_NE(log.find("; reserved for the system: 1 cpu, 2 GiB"), std::string::npos) << log;
+}
+
 // Adjacent siblings, as AMD parts and qemu number them.
 TEST_F(DiscoveryTest, TwoWaySiblingsBecomeCores) {
   AddNode(0, "0-7", 32);

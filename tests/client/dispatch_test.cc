@@ -329,6 +329,29 @@ TEST(DispatchTest, UsageErrorsExitTwoWithoutConnecting) {
   }
 }
 
+// Worded as the original tool's argparse words them: flag, kind, value.
+TEST(DispatchTest, BadValuesNameTheFlagAndTheValue) {
+  ::setenv("HPC_BATCH_SOCKET", "/nonexistent/hpcb.sock", 1);
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"new", "--max-mem", "1G", "--", "x"}, "argument --max-mem: invalid float value: '1G'"},
+      {{"new", "--cpu", "two", "--", "x"}, "argument --cpu: invalid int value: 'two'"},
+      {{"new", "--gpu-cores", "1.5", "--", "x"}, "argument --gpu-cores: invalid int value: '1.5'"},
+      {{"new", "--gpu-link", "SYS", "--", "x"},
+       "argument --gpu-link: invalid choice: 'SYS' (choose from 'NV', 'PIX', 'PXB', 'PHB', 'NODE')"},
+      {{"attach", "abc"}, "argument ID: invalid int value: 'abc'"},
+      {{"job", "7", "max-time", "frob"},
+       "argument ACTION: invalid choice: 'frob' (choose from 'get', 'set', 'add')"},
+      {{"job", "7", "bogus", "get"}, "argument FIELD: invalid choice: 'bogus' (choose from 'max-time')"},
+      {{"kill"}, "the following arguments are required: ID"},
+      {{"new", "--max-mem"}, "argument --max-mem: expected one argument"},
+  };
+  for (const auto& [args, wording] : cases) {
+    Outcome run = Dispatch(args);
+    EXPECT_EQ(run.code, 2) << wording;
+    EXPECT_NE(run.err.find("dispatch: error: " + wording + "\n"), std::string::npos) << run.err;
+  }
+}
+
 TEST(DispatchTest, NoCommandMessage) {
   Outcome run = Dispatch({"new", "--cpu", "2", "--", "FOO=1"});
   EXPECT_NE(run.err.find("no command given; usage: dispatch new [options] -- <command>"),

@@ -234,6 +234,24 @@ TEST_F(E2eTest, FinishedJobsReportWhatTheyUsed) {
   EXPECT_NE(info.find("\"usage\":[{\"source\":\"rusage\""), std::string::npos) << info;
 }
 
+// The inspection entry says where the job ran, as the scheduler placed it.
+TEST_F(E2eTest, InfoJsonCarriesThePlacement) {
+  StartOrFail();
+  CommandResult submit = daemon_.Dispatch({"new", "--cpu", "1", "--max-mem", "0.25", "--", "true"});
+  ASSERT_EQ(submit.exit_code, 0) << submit.err;
+  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return Finished(1); }, seconds(20))) << ListFinished();
+  std::string info = testing::ReadText(daemon_.state() + "/jobs/1/info.json");
+  EXPECT_NE(info.find("\"placement\":[{\"cpus\":["), std::string::npos) << info;
+  EXPECT_NE(info.find("\"mems\":[0]"), std::string::npos) << info;
+  EXPECT_NE(info.find("\"gpus\":[]"), std::string::npos) << info;
+  EXPECT_NE(info.find("\"spans_nodes\":false"), std::string::npos) << info;
+  EXPECT_NE(info.find("\"max_mem_gib\":[0.25]"), std::string::npos) << info;
+  EXPECT_NE(info.find("\"exit_code\":[0]"), std::string::npos) << info;
+  // One cpu, as asked: the list holds a single id.
+  const std::size_t cpus = info.find("\"cpus\":[") + 8;
+  EXPECT_EQ(info.find(',', cpus), info.find(']', cpus) + 1) << info;
+}
+
 TEST_F(E2eTest, ExitCodesAndSpawnFailuresAreReported) {
   StartOrFail();
 

@@ -219,6 +219,18 @@ TEST(DaemonFlagsTest, ToFlagsRoundTrips) {
   EXPECT_EQ(again.config.keep_finished, 3);
   EXPECT_DOUBLE_EQ(again.config.min_job_mem_gib, 0.25);
   EXPECT_TRUE(again.config.list_is_public);
+  EXPECT_FALSE(again.config.no_gpu_mask);
+  EXPECT_EQ(again.config.gpu_dev_dir, "/dev");
+}
+
+TEST(DaemonFlagsTest, GpuMaskingIsOnUnlessTurnedOff) {
+  auto off = ParseDaemonFlags({"--no-gpu-mask", "--gpu-dev-dir", "/tmp/fake-dev"});
+  ASSERT_FALSE(off.exit_now) << off.output;
+  EXPECT_TRUE(off.config.no_gpu_mask);
+  auto again = ParseDaemonFlags(ToFlags(off.config));
+  ASSERT_FALSE(again.exit_now) << again.output;
+  EXPECT_TRUE(again.config.no_gpu_mask) << "a reload must not turn masking back on";
+  EXPECT_EQ(again.config.gpu_dev_dir, "/tmp/fake-dev");
 }
 
 }  // namespace

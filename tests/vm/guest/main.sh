@@ -34,12 +34,12 @@ note "--- package"
 . "$here/package.sh"
 [ "$(dpkg-query -W -f='${db:Status-Status}' hpc-batch 2>/dev/null)" = installed ] || exit 1
 
-for group in enforce smt refuse service prefix; do
+for group in enforce smt refuse service prefix gpu; do
   note "--- $group"
   . "$here/$group.sh"
 done
 echo "--- what the daemons logged at warning and above:"
 # Our daemons log to stderr with no syslog priority prefix: grep, not -p.
-journalctl --no-pager -o cat -u hpcb-enforce -u hpcb-smt -u hpc-batch | grep -E ' (WARNING|ERROR) ' | head -n 40
+journalctl --no-pager -o cat -u hpcb-enforce -u hpcb-smt -u hpcb-gpu -u hpc-batch | grep -E ' (WARNING|ERROR) ' | head -n 40
 note "guest checks: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
