@@ -11,7 +11,7 @@ ctest --test-dir build --output-on-failure --timeout 300 -j2
 scripts/slurm-test.sh  # dispatch's Slurm backend against a one-node cluster it starts (skips unless root with apt)
 
 # Real-kernel checks (cgroup v2 limits, NUMA placement, systemd unit) in a
-# qemu guest, ~4 min under TCG, bounded by VM_TIMEOUT (420 s). As root with
+# qemu guest, ~5 min under TCG, bounded by VM_TIMEOUT (600 s). As root with
 # apt (CI) qemu and the kernel can be had, so not getting them is a failure.
 if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then export VM_REQUIRED=${VM_REQUIRED:-1}; fi
 scripts/vm-test.sh

@@ -4,7 +4,7 @@
 # .deb made from build/ (cpack -G DEB), which the guest installs with dpkg,
 # and against build/ itself (hpc-batch-install --prefix). Prints PASS/FAIL
 # per check; exits non-zero if any check failed or the guest did not finish
-# within VM_TIMEOUT seconds (default 420).
+# within VM_TIMEOUT seconds (default 600).
 # Skips (exit 0, with a message) only when qemu or a kernel cannot be had;
 # VM_REQUIRED=1 makes that a failure instead.
 set -euo pipefail
@@ -40,7 +40,7 @@ echo "vm-test: $(basename "$deb") ($(du -k "$deb" | cut -f1) KiB)"
 set +e
 # The host's dpkg database goes in read-only: the guest's /usr is the host's,
 # so that database is what tells the guest's dpkg the dependencies are there.
-tests/vm/boot.sh -t "${VM_TIMEOUT:-420}" -s "$PWD" -s "$tools" -s /var/lib/dpkg \
+tests/vm/boot.sh -t "${VM_TIMEOUT:-600}" -s "$PWD" -s "$tools" -s /var/lib/dpkg \
   tests/vm/guest/main.sh "$PWD" "$tools" "$deb"
 rc=$?
 set -e

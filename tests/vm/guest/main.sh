@@ -34,7 +34,7 @@ note "--- package"
 . "$here/package.sh"
 [ "$(dpkg-query -W -f='${db:Status-Status}' hpc-batch 2>/dev/null)" = installed ] || exit 1
 
-for group in enforce smt refuse service prefix gpu; do
+for group in enforce smt gpu refuse service prefix; do
   note "--- $group"
   . "$here/$group.sh"
 done
