@@ -355,15 +355,10 @@ void BrokerCore::CompleteSubmit(std::uint64_t id, protocol::SubmitRequest reques
   job.cwd = std::move(request.cwd);
   job.output_dest = reply->output_dest;
   MarkChanged(id);
-  if (start_sent) {
-    ApplyStart(job, *reply->start);
-  } else if (job.holds_placement) {
-    SendStart(job);  // the policy placed it while it was registering
-  }
+  // The reply is built before the start is applied: a start that failed
+  // finishes the job, and retention may drop its record (and `job` with it)
+  // at once.
   broker::CpuGrant grant = scheduler_.Grant(job.demand);
-  if (job.holds_placement && job.placement.cores > 0) {
-    grant = {static_cast<int>(job.placement.cpus.size()), job.placement.cores};
-  }
   protocol::SubmitReply answer{id,
                                job.state,
                                job.max_time_s,
@@ -373,7 +368,23 @@ void BrokerCore::CompleteSubmit(std::uint64_t id, protocol::SubmitRequest reques
                                job.output_dest,
                                grant.cpus,
                                grant.cores};
-  LogInfo("job " + Id(id) + " submitted by uid " + std::to_string(job.uid));
+  const std::uint32_t uid = job.uid;
+  if (start_sent) {
+    ApplyStart(job, *reply->start);
+  } else if (job.holds_placement) {
+    SendStart(job);  // the policy placed it while it was registering
+  }
+  if (auto kept = jobs_.find(id); kept == jobs_.end()) {
+    answer.state = JobState::kDone;
+  } else {
+    const JobRecord& now = kept->second;
+    answer.state = now.state;
+    if (now.holds_placement && now.placement.cores > 0) {
+      answer.granted_cpus = static_cast<int>(now.placement.cpus.size());
+      answer.granted_cores = now.placement.cores;
+    }
+  }
+  LogInfo("job " + Id(id) + " submitted by uid " + std::to_string(uid));
   AnswerWhenWritten(std::move(respond), Response{protocol::Encode(answer), std::nullopt},
                     [this, id](const Error& error) -> Response {
                       auto found = jobs_.find(id);

@@ -14,6 +14,8 @@
 #include <memory>
 #include <vector>
 
+#include "protocol/host/unlisted_call_action.h"
+
 namespace hpcb::broker {
 namespace {
 
@@ -88,7 +90,7 @@ Result<void> ApplySeccomp() {
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
     return Error::FromErrno(errno, "PR_SET_NO_NEW_PRIVS");
   }
-  std::unique_ptr<void, void (*)(scmp_filter_ctx)> ctx(seccomp_init(SCMP_ACT_KILL_PROCESS),
+  std::unique_ptr<void, void (*)(scmp_filter_ctx)> ctx(seccomp_init(host::kUnlistedCallAction),
                                                         seccomp_release);
   if (!ctx) return Error(ErrorCode::kInternal, "seccomp_init failed");
   static const char* const kAllowed[] = {

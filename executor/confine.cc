@@ -16,6 +16,7 @@
 
 #include "protocol/base/unique_fd.h"
 #include "protocol/framing.h"
+#include "protocol/host/unlisted_call_action.h"
 
 namespace hpcb::executor {
 namespace {
@@ -52,7 +53,7 @@ struct scmp_arg_cmp ArgEquals(unsigned arg, scmp_datum_t value) {
 }
 
 Result<SeccompCtx> BuildFilter() {
-  SeccompCtx ctx(seccomp_init(SCMP_ACT_KILL_PROCESS));
+  SeccompCtx ctx(seccomp_init(host::kUnlistedCallAction));
   if (!ctx) return Error(ErrorCode::kInternal, "seccomp_init failed");
   const std::set<std::string> limited = {"kill", "fcntl"};
   for (const AllowedSyscall& call : SeccompAllowList()) {

@@ -238,10 +238,11 @@ TEST_F(SlurmDispatchTest, FinishedJobsNeedAccounting) {
 }
 
 TEST_F(SlurmDispatchTest, FinishedJobsComeFromSacct) {
-  const char sep = slurm::kFieldSeparator;
-  auto record = [sep](const Words& fields) {
+  auto record = [](const Words& fields) {
     std::string line;
-    for (const std::string& f : fields) line += (line.empty() ? "" : std::string(1, sep)) + f;
+    for (const std::string& f : fields) {
+      line += (line.empty() ? "" : std::string(1, slurm::kFieldSeparator)) + f;
+    }
     return line + "\n";
   };
   Say("sacct.out", record({"3", "alice", "COMPLETED", "2024-05-01T10:00:00", "00:00:05",
