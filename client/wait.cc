@@ -80,6 +80,7 @@ int RunWait(const std::string& socket, const std::vector<std::uint64_t>& ids,
   const auto begin = std::chrono::steady_clock::now();
   std::set<std::uint64_t> pending(ids.begin(), ids.end());
   std::map<std::uint64_t, protocol::JobRow> ended;
+  bool answered = false;
   bool unreachable = false;
   auto unreachable_since = begin;
   bool progress_shown = false;
@@ -100,8 +101,9 @@ int RunWait(const std::string& socket, const std::vector<std::uint64_t>& ids,
       return kExitTimeout;
     }
     Result<std::map<std::uint64_t, protocol::JobRow>> rows = Poll(socket, pending);
-    if (!rows && rows.error().code() == ErrorCode::kUnavailable) {
-      // The daemon is restarting (or reloading): keep asking, boundedly.
+    if (!rows && rows.error().code() == ErrorCode::kUnavailable && answered) {
+      // It answered before, so it is restarting or reloading: keep asking,
+      // boundedly. A daemon that never answered is an error at once.
       if (!unreachable) unreachable_since = now;
       unreachable = true;
       if (Seconds(now - unreachable_since) < kWaitUnreachableS) continue;
@@ -111,6 +113,7 @@ int RunWait(const std::string& socket, const std::vector<std::uint64_t>& ids,
       return ReportError(rows.error(), io);
     }
     unreachable = false;
+    answered = true;
     std::vector<protocol::JobRow> unfinished;
     for (auto it = pending.begin(); it != pending.end();) {
       auto row = rows->find(*it);

@@ -84,8 +84,10 @@ TEST_F(WorkflowE2eTest, NewWaitStreamsTheOutputAndExitsWithTheJobsStatus) {
 
 TEST_F(WorkflowE2eTest, ADependencyChainHoldsAcrossARestart) {
   StartOrFail();
-  const int first = New({"--", "sleep", "3"});
-  const int second = New({"--after", std::to_string(first), "--", "echo", "second ran"});
+  // The second job fails if it starts before the first one has ended.
+  const int first = New({"--", "sh", "-c", "sleep 3; touch first.done"});
+  const int second = New({"--after", std::to_string(first), "--", "sh", "-c",
+                          "test -f first.done && echo second ran"});
   const int failing = New({"--", "sh", "-c", "exit 2"});
   const int never = New({"--after", std::to_string(failing), "--", "echo", "never"});
   const int cascade = New({"--after", std::to_string(never), "--", "echo", "never"});
@@ -96,6 +98,10 @@ TEST_F(WorkflowE2eTest, ADependencyChainHoldsAcrossARestart) {
 
   daemon_.Stop();
   StartOrFail();
+  const std::string after_restart =
+      DaemonHarness::RowOfJob(daemon_.Dispatch({"list"}).out, second);
+  EXPECT_NE(after_restart.find("after " + std::to_string(first)), std::string::npos)
+      << after_restart;
 
   CommandResult chain = Wait({std::to_string(second)});
   EXPECT_EQ(chain.exit_code, 0) << chain.err << daemon_.log();
@@ -155,8 +161,10 @@ TEST_F(WorkflowE2eTest, InfoAndEveryReadCommandSpeakJson) {
   EXPECT_EQ(info.exit_code, 0) << info.err;
   EXPECT_NE(info.out.find("policy easy-backfill, 0 queued, 1 running"), std::string::npos)
       << info.out;
-  EXPECT_NE(info.out.find("NODE  RESOURCE  TOTAL  RESERVED  IN-USE  FREE"), std::string::npos)
-      << info.out;
+  EXPECT_NE(info.out.find("\nNODE  RESOURCE  TOTAL"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("\n0     cpus "), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("\nall   mem "), std::string::npos) << "--no-cgroups: machine-wide\n"
+                                                            << info.out;
   EXPECT_EQ(info_json.out.rfind(R"({"ok":true,"policy":"easy-backfill","draining":false,)", 0), 0u)
       << info_json.out;
   EXPECT_NE(info_json.out.find(R"("in_use":1,)"), std::string::npos) << info_json.out;
