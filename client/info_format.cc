@@ -10,7 +10,7 @@ namespace {
 
 std::string Gib(double gib) {
   char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.4gG", gib);
+  (void)std::snprintf(buffer, sizeof buffer, "%.4gG", gib);
   return buffer;
 }
 
