@@ -253,7 +253,7 @@ void BrokerCore::ResolveDependencies() {
     if (check.state != DependencyState::kFailed) continue;
     ForgetOnExecutor(id);
     job.reason = JobReason::kDependency;
-    job.detail = "it did not run: " + check.why;
+    job.detail = check.why + ", so it did not run";
     LogInfo("job " + Id(id) + " will not run: " + check.why);
     Finish(job, std::nullopt, now);
     ended = true;
@@ -518,6 +518,11 @@ Result<std::string> BrokerCore::List(const Peer& peer, const std::string& text) 
 
 Result<std::string> BrokerCore::Attach(const Peer& peer, std::uint64_t id, Response& response) {
   HPCB_ASSIGN_OR_RETURN(JobRecord * job, Lookup(peer, id));
+  if (job->done() && job->reason == JobReason::kDependency) {
+    // It never ran, so there is no output to point at.
+    return Error(ErrorCode::kFailedPrecondition,
+                 "job " + Id(id) + ": " + job->detail.value_or("a dependency failed"));
+  }
   protocol::AttachReply reply{job->state, job->output_dest, job->output_error};
   // A finished job's output is streamed only when it was kept (its delivery
   // failed); delivered, it is at its destination, which the reply names.

@@ -494,8 +494,12 @@ TEST_F(ServerCoreTest, AFailedDependencyEndsTheChainWithoutRunningIt) {
     EXPECT_EQ(job->reason, JobReason::kDependency) << id;
     EXPECT_FALSE(job->start_time) << id;
   }
-  EXPECT_EQ(core_->Find(2)->detail, "it did not run: job 1 failed (exit 3)");
-  EXPECT_EQ(core_->Find(3)->detail, "it did not run: job 2 ended as dependency");
+  EXPECT_EQ(core_->Find(2)->detail, "job 1 failed (exit 3), so it did not run");
+  EXPECT_EQ(core_->Find(3)->detail, "job 2 ended as dependency, so it did not run");
+  EXPECT_EQ(ErrorOf(Call(1000, protocol::Encode(protocol::JobIdRequest{
+                                   protocol::ClientCommand::kAttach, 3}))),
+            "job 3: job 2 ended as dependency, so it did not run")
+      << "there is no output to attach to";
   EXPECT_EQ(executor_.started.size(), 1u);
   // Their registrations are dropped (then job 1 by retention: keep 2).
   ASSERT_GE(executor_.forgotten.size(), 2u);

@@ -114,6 +114,12 @@ TEST_F(WorkflowE2eTest, ADependencyChainHoldsAcrossARestart) {
     EXPECT_NE(row.find(" dependency"), std::string::npos) << row;
   }
   EXPECT_EQ(Wait({std::to_string(anyway)}).exit_code, 0);
+  CommandResult doomed = daemon_.Dispatch(
+      {"new", "--wait", "--after", std::to_string(failing), "--", "echo", "never"}, seconds(30));
+  EXPECT_EQ(doomed.exit_code, 1);
+  EXPECT_NE(doomed.err.find("job " + std::to_string(failing) + " failed (exit 2), so it did not run"),
+            std::string::npos)
+      << doomed.err;
   CommandResult refused = daemon_.Dispatch({"new", "--after", "77", "--", "true"});
   EXPECT_EQ(refused.exit_code, 1);
   EXPECT_NE(refused.err.find("--after: no such job 77"), std::string::npos) << refused.err;
