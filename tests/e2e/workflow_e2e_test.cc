@@ -128,6 +128,23 @@ TEST_F(WorkflowE2eTest, ADependencyChainHoldsAcrossARestart) {
   EXPECT_NE(bad.err.find("'x' is not a job id"), std::string::npos) << bad.err;
 }
 
+// Under fifo-strict a job that does not fit holds back everything behind
+// it; a job waiting for a dependency must not, even one that cannot fit
+// now (an exclusive job fits only on an idle machine).
+TEST_F(WorkflowE2eTest, AWaitingDependentNeverHoldsTheHeadUnderFifoStrict) {
+  StartOrFail({"--schedule", "fifo-strict"});
+  const int first = New({"--", "sleep", "30"});
+  const int waiting = New({"--exclusive", "--after", std::to_string(first), "--", "true"});
+
+  CommandResult behind = daemon_.Dispatch({"new", "--max-mem", "0.25", "--", "sleep", "30"});
+
+  EXPECT_NE(behind.out.find("job " + std::to_string(waiting + 1) + " running"), std::string::npos)
+      << behind.out;
+  CommandResult info = daemon_.Dispatch({"info"});
+  EXPECT_NE(info.out.find("1 queued (1 waiting for dependencies), 2 running"), std::string::npos)
+      << info.out;
+}
+
 TEST_F(WorkflowE2eTest, DrainHoldsTheQueueAcrossAReloadUntilResume) {
   StartOrFail(ClientIsAdmin());
   const int running = New({"--", "sleep", "2"});
