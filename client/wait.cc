@@ -75,81 +75,94 @@ std::string EndedLine(const protocol::JobRow& row) {
          (row.reason || !row.exit_code ? ExitCell(row) : "exit " + ExitCell(row)) + "\n";
 }
 
+namespace {
+
+// The one progress line a terminal gets, rewritten in place; cleared
+// before anything else is written to stderr.
+class ProgressDisplay {
+ public:
+  explicit ProgressDisplay(Io io) : io_(io) {}
+  void Show(const std::vector<protocol::JobRow>& unfinished) {
+    if (!io_.err_is_tty || unfinished.empty()) return;
+    io_.err << "\r\033[K" << ProgressLine(unfinished, static_cast<double>(std::time(nullptr)));
+    io_.err.flush();
+    shown_ = true;
+  }
+  void Clear() {
+    if (shown_) io_.err << "\r\033[K";
+    shown_ = false;
+  }
+
+ private:
+  Io io_;
+  bool shown_ = false;
+};
+
+}  // namespace
+
 int RunWait(const std::string& socket, const std::vector<std::uint64_t>& ids,
             const WaitOptions& options, Io io) {
-  const auto begin = std::chrono::steady_clock::now();
-  std::set<std::uint64_t> pending(ids.begin(), ids.end());
+  std::vector<std::uint64_t> unique;
+  for (std::uint64_t id : ids) {
+    if (std::find(unique.begin(), unique.end(), id) == unique.end()) unique.push_back(id);
+  }
+  std::set<std::uint64_t> pending(unique.begin(), unique.end());
   std::map<std::uint64_t, protocol::JobRow> ended;
-  bool answered = false;
-  bool unreachable = false;
-  auto unreachable_since = begin;
-  bool progress_shown = false;
-  auto clear_progress = [&] {
-    if (progress_shown) io.err << "\r\033[K";
-    progress_shown = false;
-  };
-  bool first = true;
-  while (!pending.empty()) {
-    if (!first) std::this_thread::sleep_for(std::chrono::duration<double>(kWaitPollS));
-    first = false;
-    const auto now = std::chrono::steady_clock::now();
-    if (options.timeout_s && Seconds(now - begin) >= *options.timeout_s) {
-      clear_progress();
+  ProgressDisplay progress(io);
+  const auto begin = std::chrono::steady_clock::now();
+  bool answered = false;  // the daemon answered at least once
+  double unreachable_since_s = -1;  // negative: the last poll was answered
+  for (;;) {
+    const double elapsed = Seconds(std::chrono::steady_clock::now() - begin);
+    Result<std::map<std::uint64_t, protocol::JobRow>> rows = Poll(socket, pending);
+    if (!rows) {
+      // A daemon that answered before is restarting or reloading: keep
+      // asking, boundedly. One that never answered is an error at once.
+      if (unreachable_since_s < 0) unreachable_since_s = elapsed;
+      if (!answered || rows.error().code() != ErrorCode::kUnavailable ||
+          elapsed - unreachable_since_s >= kWaitUnreachableS) {
+        progress.Clear();
+        return ReportError(rows.error(), io);
+      }
+    } else {
+      answered = true;
+      unreachable_since_s = -1;
+      std::vector<protocol::JobRow> unfinished;
+      for (std::uint64_t id : std::vector<std::uint64_t>(pending.begin(), pending.end())) {
+        auto row = rows->find(id);
+        if (row == rows->end()) {
+          progress.Clear();
+          return ReportError(Error(ErrorCode::kNotFound,
+                                   "no such job " + std::to_string(id) +
+                                       " (or not yours, or finished and no longer kept)"),
+                             io);
+        }
+        if (row->second.state != protocol::JobState::kDone) {
+          unfinished.push_back(row->second);
+          continue;
+        }
+        progress.Clear();
+        if (options.announce) io.err << EndedLine(row->second);
+        ended[id] = row->second;
+        pending.erase(id);
+      }
+      if (pending.empty()) break;
+      progress.Show(unfinished);
+    }
+    if (options.timeout_s && elapsed >= *options.timeout_s) {
+      progress.Clear();
       std::string left;
       for (std::uint64_t id : pending) left += (left.empty() ? "" : ", ") + std::to_string(id);
       io.err << "dispatch: --timeout reached; still unfinished: job " << left << "\n";
       return kExitTimeout;
     }
-    Result<std::map<std::uint64_t, protocol::JobRow>> rows = Poll(socket, pending);
-    if (!rows && rows.error().code() == ErrorCode::kUnavailable && answered) {
-      // It answered before, so it is restarting or reloading: keep asking,
-      // boundedly. A daemon that never answered is an error at once.
-      if (!unreachable) unreachable_since = now;
-      unreachable = true;
-      if (Seconds(now - unreachable_since) < kWaitUnreachableS) continue;
-    }
-    if (!rows) {
-      clear_progress();
-      return ReportError(rows.error(), io);
-    }
-    unreachable = false;
-    answered = true;
-    std::vector<protocol::JobRow> unfinished;
-    for (auto it = pending.begin(); it != pending.end();) {
-      auto row = rows->find(*it);
-      if (row == rows->end()) {
-        clear_progress();
-        return ReportError(Error(ErrorCode::kNotFound,
-                                 "no such job " + std::to_string(*it) +
-                                     " (or not yours, or finished and no longer kept)"),
-                           io);
-      }
-      if (row->second.state != protocol::JobState::kDone) {
-        unfinished.push_back(row->second);
-        ++it;
-        continue;
-      }
-      if (options.announce) {
-        clear_progress();
-        io.err << EndedLine(row->second);
-      }
-      ended[*it] = row->second;
-      it = pending.erase(it);
-    }
-    if (io.err_is_tty && !unfinished.empty()) {
-      io.err << "\r\033[K"
-             << ProgressLine(unfinished, static_cast<double>(std::time(nullptr)));
-      progress_shown = true;
-    }
-    io.err.flush();
+    std::this_thread::sleep_for(std::chrono::duration<double>(kWaitPollS));
   }
-  clear_progress();
+  progress.Clear();
   io.err.flush();
-  std::vector<protocol::JobRow> rows;
-  for (std::uint64_t id : ids) {
-    if (ended.contains(id)) rows.push_back(ended[id]);
-  }
-  return WaitExitCode(rows);
+  std::vector<protocol::JobRow> in_order;
+  for (std::uint64_t id : unique) in_order.push_back(ended[id]);
+  return WaitExitCode(in_order);
 }
 
 }  // namespace hpcb::client
