@@ -25,7 +25,7 @@ DependencyCheck CheckDependencies(const JobRecord& job,
     auto it = jobs.find(id);
     if (it == jobs.end()) {
       return {DependencyState::kFailed,
-              "job " + std::to_string(id) + " is no longer known, so how it ended is not"};
+              "job " + std::to_string(id) + " is no longer known"};
     }
     const JobRecord& other = it->second;
     if (!other.done()) {
