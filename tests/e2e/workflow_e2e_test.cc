@@ -128,6 +128,22 @@ TEST_F(WorkflowE2eTest, ADependencyChainHoldsAcrossARestart) {
   EXPECT_NE(bad.err.find("'x' is not a job id"), std::string::npos) << bad.err;
 }
 
+// `dispatch wait` keeps asking while the daemon restarts under it.
+TEST_F(WorkflowE2eTest, WaitRidesOutADaemonRestart) {
+  StartOrFail();
+  const int job = New({"--", "sh", "-c", "sleep 2; exit 6"});
+  CommandResult waited;
+  std::thread waiter([&] { waited = Wait({std::to_string(job)}); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+
+  daemon_.Stop();
+  const bool restarted = daemon_.Start();
+  waiter.join();
+
+  ASSERT_TRUE(restarted) << daemon_.log();
+  EXPECT_EQ(waited.exit_code, 6) << waited.err << daemon_.log();
+}
+
 // Under fifo-strict a job that does not fit holds back everything behind
 // it; a job waiting for a dependency must not, even one that cannot fit
 // now (an exclusive job fits only on an idle machine).
