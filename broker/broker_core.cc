@@ -507,8 +507,10 @@ Result<std::string> BrokerCore::List(const Peer& peer, const std::string& text) 
   protocol::ListReply reply;
   reply.now = clock_.Now();
   reply.draining = draining_;
+  const std::set<std::uint64_t> only(request.ids.begin(), request.ids.end());
   for (const auto& [id, job] : jobs_) {
     if (job.phase == JobPhase::kRegistering) continue;
+    if (!only.empty() && !only.contains(id)) continue;
     if (!request.all && job.uid != peer.uid) continue;
     if (!request.finished && job.done()) continue;
     reply.jobs.push_back(BuildRow(job, reply.now));

@@ -22,15 +22,17 @@ double Seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
-// One poll: the rows of `ids` the caller may see, finished ones included.
+// One poll: the rows of `ids` the caller may see, finished ones included
+// (only those: a user with thousands of jobs does not ship them all twice
+// a second).
 // Own jobs first; `--all` only when an id is not among them (an admin
 // waiting for someone else's job), so ordinary users never need it.
 Result<std::map<std::uint64_t, protocol::JobRow>> Poll(const std::string& socket,
                                                        const std::set<std::uint64_t>& ids) {
   std::map<std::uint64_t, protocol::JobRow> found;
   for (bool all : {false, true}) {
-    Result<protocol::ListReply> reply =
-        Call<protocol::ListReply>(socket, protocol::ListRequest{all, true});
+    Result<protocol::ListReply> reply = Call<protocol::ListReply>(
+        socket, protocol::ListRequest{all, true, {ids.begin(), ids.end()}});
     // Refused --all: the missing ids are not this user's to see.
     if (!reply && all) break;
     if (!reply) return reply.error();

@@ -92,6 +92,14 @@ Result<void> SubmitRequest::Validate() const {
   return Ok();
 }
 
+Result<void> ListRequest::Validate() const {
+  if (ids.size() > kMaxListIds) {
+    return InvalidArgument("list names " + std::to_string(ids.size()) + " jobs, limit " +
+                           std::to_string(kMaxListIds));
+  }
+  return Ok();
+}
+
 Result<void> OutputRequest::Validate() const {
   if (to) HPCB_TRY(CheckPath(*to, "--to"));
   return Ok();

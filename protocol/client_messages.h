@@ -126,15 +126,22 @@ struct SubmitReply {
   Result<void> Validate() const { return Ok(); }
 };
 
+inline constexpr std::size_t kMaxListIds = 4096;
+
 struct ListRequest {
   bool all = false;
   bool finished = false;
+  // Only these jobs (`dispatch wait` polls just its own); empty: every job
+  // `all` and `finished` let through.
+  std::vector<std::uint64_t> ids;
   template <class A> void save(A& ar) const {
     Put(ar, "cmd", std::string("list")); Put(ar, "all", all);
-    Put(ar, "finished", finished);
+    Put(ar, "finished", finished); Put(ar, "ids", ids);
   }
-  template <class A> void load(A& ar) { Get(ar, "all", all); Get(ar, "finished", finished); }
-  Result<void> Validate() const { return Ok(); }
+  template <class A> void load(A& ar) {
+    Get(ar, "all", all); Get(ar, "finished", finished); Get(ar, "ids", ids);
+  }
+  Result<void> Validate() const;
 };
 
 // One row of `dispatch list`. Times are epoch seconds (wall clock).

@@ -605,6 +605,26 @@ TEST_F(ServerCoreTest, DrainingIsKeptAcrossARestartAndRunningJobsFinish) {
   EXPECT_EQ(core_->Find(2)->state, JobState::kQueued);
 }
 
+TEST_F(ServerCoreTest, ListCanBeNarrowedToSomeIds) {
+  StartCore();
+  Submit(1000);
+  Submit(1000);
+  Submit(1002);
+  protocol::ListRequest request{true, true, {2, 3, 9}};
+  Result<protocol::ListReply> some =
+      protocol::Decode<protocol::ListReply>(Call(1001, protocol::Encode(request)));
+  ASSERT_TRUE(some);
+  ASSERT_EQ(some->jobs.size(), 2u);
+  EXPECT_EQ(some->jobs[0].id, 2u);
+  EXPECT_EQ(some->jobs[1].id, 3u);
+  request.all = false;
+  Result<protocol::ListReply> own =
+      protocol::Decode<protocol::ListReply>(Call(1000, protocol::Encode(request)));
+  ASSERT_TRUE(own);
+  ASSERT_EQ(own->jobs.size(), 1u) << "ids never widen what a user may see";
+  EXPECT_EQ(own->jobs[0].id, 2u);
+}
+
 TEST_F(ServerCoreTest, InfoShowsTheMachineTheQueueAndTheDrainToAnyone) {
   options_.policy = "easy-backfill";
   StartCore();

@@ -71,6 +71,14 @@ TEST(SubmitValidateTest, RefusesBadDependencies) {
   EXPECT_TRUE(r.Validate());
 }
 
+TEST(ClientMessagesTest, ListNamesAtMostSoManyIds) {
+  ListRequest request;
+  request.ids.assign(kMaxListIds, 1);
+  EXPECT_TRUE(request.Validate());
+  request.ids.push_back(1);
+  EXPECT_EQ(request.Validate().error().message(), "list names 4097 jobs, limit 4096");
+}
+
 TEST(ClientMessagesTest, DependenciesTravelInTheSubmission) {
   SubmitRequest r = ValidSubmit();
   r.after = {4, 9};
