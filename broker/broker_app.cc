@@ -117,6 +117,7 @@ int RunBroker(const protocol::DaemonConfig& config) {
   options.keep_finished = config.keep_finished;
   options.list_is_public = config.list_is_public;
   options.max_queued_per_user = config.max_queued_per_user;
+  options.policy = config.schedule;
   if (!as_root) options.only_uid = ::getuid();
   BrokerCore core(options, scheduler, executor, clock, permissions, &store);
   if (Result<void> started = core.Start(std::move(loaded).value()); !started) {

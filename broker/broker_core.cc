@@ -6,7 +6,9 @@
 #include <utility>
 #include <vector>
 
+#include "broker/dependencies.h"
 #include "broker/job_rules.h"
+#include "broker/machine_info.h"
 #include "protocol/base/log.h"
 #include "protocol/base/units.h"
 #include "protocol/client_messages.h"
@@ -40,6 +42,8 @@ ExecutorChannel::Done<protocol::Ack> LogRefusal(std::string what) {
 
 Result<void> BrokerCore::Start(QueueFile loaded) {
   next_id_ = std::max<std::uint64_t>(1, loaded.next_id);
+  draining_ = loaded.draining;
+  if (draining_) LogInfo("draining: no queued job is started until `dispatch resume`");
   for (JobRecord& job : loaded.jobs) {
     next_id_ = std::max(next_id_, job.id + 1);
     job.holds_placement = false;
@@ -163,7 +167,98 @@ void BrokerCore::Handle(const Peer& peer, const std::string& text, Respond respo
       return Field(peer, text, std::move(respond));
     case protocol::ClientCommand::kOutput:
       return Output(peer, text, std::move(respond));
+    case protocol::ClientCommand::kInfo:
+    case protocol::ClientCommand::kDrain:
+    case protocol::ClientCommand::kResume: {
+      Result<protocol::BareRequest> request = protocol::Decode<protocol::BareRequest>(text);
+      if (!request) return answer(request.error());
+      if (*command == protocol::ClientCommand::kInfo) return answer(Info());
+      return SetDraining(peer, *command == protocol::ClientCommand::kDrain, std::move(respond));
+    }
   }
+}
+
+std::string BrokerCore::Info() const {
+  protocol::InfoReply reply;
+  reply.policy = options_.policy;
+  reply.draining = draining_;
+  std::vector<const Placement*> held;
+  for (const auto& [id, job] : jobs_) {
+    if (job.holds_placement) held.push_back(&job.placement);
+    if (job.running() || (job.queued() && job.holds_placement)) {
+      ++reply.running;
+    } else if (job.queued() && job.phase != JobPhase::kRegistering) {
+      ++reply.queued;
+      if (CheckDependencies(job, jobs_).state != DependencyState::kMet) ++reply.waiting;
+    }
+  }
+  DescribeMachine(scheduler_.machine(), held, reply);
+  return protocol::Encode(reply);
+}
+
+void BrokerCore::SetDraining(const Peer& peer, bool on, Respond respond) {
+  Result<void> allowed = permissions_.RequireAdmin(peer.uid, on ? "drain" : "resume");
+  if (!allowed) return respond(Response{ErrorFrame(allowed.error()), std::nullopt});
+  protocol::DrainReply reply{on, draining_ != on};
+  if (!reply.changed) return respond(Response{protocol::Encode(reply), std::nullopt});
+  draining_ = on;
+  draining_unsaved_ = true;
+  LogInfo(std::string(on ? "draining: no queued job is started from now on"
+                         : "resumed: queued jobs are started again") +
+          " (uid " + std::to_string(peer.uid) + ")");
+  AnswerWhenWritten(std::move(respond), Response{protocol::Encode(reply), std::nullopt},
+                    [this, on](const Error& error) -> Response {
+                      // Not on disk: a restart would forget it, so it is undone.
+                      draining_ = !on;
+                      draining_unsaved_ = true;
+                      return Response{ErrorFrame(Error(ErrorCode::kUnavailable,
+                                                       "the queue could not be saved (" +
+                                                           error.message() + "); nothing changed")),
+                                      std::nullopt};
+                    });
+  if (!on) Schedule();
+}
+
+Result<std::vector<std::uint64_t>> BrokerCore::CheckAfter(
+    const Peer& peer, const std::vector<std::uint64_t>& after) const {
+  std::vector<std::uint64_t> ids;
+  for (std::uint64_t id : after) {
+    if (std::find(ids.begin(), ids.end(), id) != ids.end()) continue;
+    auto it = jobs_.find(id);
+    if (it == jobs_.end() || it->second.phase == JobPhase::kRegistering) {
+      return Error(ErrorCode::kNotFound,
+                   "--after: no such job " + Id(id) + " (never submitted, or finished and "
+                   "no longer kept)");
+    }
+    if (!options_.list_is_public) {
+      Result<void> visible = permissions_.OwnerOrAdmin(peer.uid, it->second);
+      if (!visible) {
+        return Error(ErrorCode::kPermissionDenied, "--after: " + visible.error().message());
+      }
+    }
+    ids.push_back(id);
+  }
+  return ids;
+}
+
+void BrokerCore::ResolveDependencies() {
+  const double now = clock_.Now();
+  bool ended = false;
+  for (auto& [id, job] : jobs_) {
+    if (!job.queued() || job.after.empty() || job.phase != JobPhase::kIdle ||
+        job.holds_placement) {
+      continue;
+    }
+    DependencyCheck check = CheckDependencies(job, jobs_);
+    if (check.state != DependencyState::kFailed) continue;
+    ForgetOnExecutor(id);
+    job.reason = JobReason::kDependency;
+    job.detail = check.why + ", so it did not run";
+    LogInfo("job " + Id(id) + " will not run: " + check.why);
+    Finish(job, std::nullopt, now);
+    ended = true;
+  }
+  if (ended) ApplyRetention();
 }
 
 Result<JobRecord*> BrokerCore::Lookup(const Peer& peer, std::uint64_t id) {
@@ -283,10 +378,14 @@ void BrokerCore::Submit(const Peer& peer, const std::string& text, Respond respo
                             " queued jobs, the most one user may have (--max-queued-per-user); "
                             "submit more once some have started"));
   }
+  Result<std::vector<std::uint64_t>> after = CheckAfter(peer, request->after);
+  if (!after) return refuse(after.error());
   Result<JobRecord> made =
       RecordFor(next_id_, protocol::JobRequest::From(*request, clock_.Now()));
   if (!made) return refuse(made.error());
   JobRecord job = std::move(*made);
+  job.after = std::move(*after);
+  job.after_any = request->after_any;
   job.id = next_id_++;
   job.uid = peer.uid;
   job.submit_time = clock_.Now();
@@ -418,8 +517,11 @@ Result<std::string> BrokerCore::List(const Peer& peer, const std::string& text) 
   }
   protocol::ListReply reply;
   reply.now = clock_.Now();
+  reply.draining = draining_;
+  const std::set<std::uint64_t> only(request.ids.begin(), request.ids.end());
   for (const auto& [id, job] : jobs_) {
     if (job.phase == JobPhase::kRegistering) continue;
+    if (!only.empty() && !only.contains(id)) continue;
     if (!request.all && job.uid != peer.uid) continue;
     if (!request.finished && job.done()) continue;
     reply.jobs.push_back(BuildRow(job, reply.now));
@@ -429,6 +531,11 @@ Result<std::string> BrokerCore::List(const Peer& peer, const std::string& text) 
 
 Result<std::string> BrokerCore::Attach(const Peer& peer, std::uint64_t id, Response& response) {
   HPCB_ASSIGN_OR_RETURN(JobRecord * job, Lookup(peer, id));
+  if (job->done() && job->reason == JobReason::kDependency) {
+    // It never ran, so there is no output to point at.
+    return Error(ErrorCode::kFailedPrecondition,
+                 "job " + Id(id) + ": " + job->detail.value_or("a dependency failed"));
+  }
   protocol::AttachReply reply{job->state, job->output_dest, job->output_error};
   // A finished job's output is streamed only when it was kept (its delivery
   // failed); delivered, it is at its destination, which the reply names.
@@ -569,7 +676,8 @@ void BrokerCore::CollectForScheduler(std::vector<QueuedJob>& queue,
       // Running, or placed and starting: its resources are taken.
       const double start = job.start_time.value_or(now);
       running.push_back({id, job.placement, start + static_cast<double>(job.max_time_s)});
-    } else if (job.queued()) {
+    } else if (job.queued() && !draining_ &&
+               CheckDependencies(job, jobs_).state == DependencyState::kMet) {
       queue.push_back({id, job.demand, job.max_time_s});
     }
   }
@@ -666,6 +774,8 @@ void BrokerCore::ApplyStart(JobRecord& job, const Result<protocol::StartReply>& 
           FormatCommaList(job.placement.mems) + ")");
   // Killed while it was starting: its SIGTERM is due now.
   if (job.term_time) SendSignal(job, SignalKind::kTerm, SignalNote::kKilled);
+  // Started, it no longer needs its dependencies kept (AwaitedJobs).
+  if (!job.after.empty()) ApplyRetention();
 }
 
 void BrokerCore::ReconcileStart(std::uint64_t id, const Error& why) {
@@ -709,6 +819,7 @@ void BrokerCore::ReconcileStart(std::uint64_t id, const Error& why) {
 }
 
 void BrokerCore::Schedule() {
+  ResolveDependencies();
   std::vector<QueuedJob> queue;
   std::vector<RunningJob> running;
   CollectForScheduler(queue, running);
@@ -810,8 +921,8 @@ void BrokerCore::Tick() {
 }
 
 void BrokerCore::Flush() {
-  if (changed_.empty() && awaiting_write_.empty()) return;
-  Result<void> saved = changed_.empty() ? Ok() : Persist();
+  if (changed_.empty() && awaiting_write_.empty() && !draining_unsaved_) return;
+  Result<void> saved = changed_.empty() && !draining_unsaved_ ? Ok() : Persist();
   std::vector<DurableAnswer> answers;
   answers.swap(awaiting_write_);
   for (DurableAnswer& answer : answers) {
@@ -832,6 +943,7 @@ const JobRecord* BrokerCore::Find(std::uint64_t id) const {
 QueueFile BrokerCore::Snapshot() const {
   QueueFile file;
   file.next_id = next_id_;
+  file.draining = draining_;
   for (const auto& [id, job] : jobs_) {
     // Not acknowledged yet: a restart must not find it.
     if (job.phase != JobPhase::kRegistering) file.jobs.push_back(job);
@@ -842,10 +954,11 @@ QueueFile BrokerCore::Snapshot() const {
 Result<void> BrokerCore::Persist(bool compact) {
   if (store_ == nullptr) {
     changed_.clear();
+    draining_unsaved_ = false;
     return Ok();
   }
   Result<void> saved = Ok();
-  if (compact || store_->WantsCompaction()) {
+  if (compact || draining_unsaved_ || store_->WantsCompaction()) {
     saved = store_->Save(Snapshot());
   } else if (!changed_.empty()) {
     std::vector<QueueChange> changes;
@@ -864,6 +977,7 @@ Result<void> BrokerCore::Persist(bool compact) {
     return saved;
   }
   changed_.clear();
+  draining_unsaved_ = false;
   return Ok();
 }
 

@@ -50,6 +50,7 @@ struct CoreOptions {
   std::optional<uid_t> only_uid;
   // Queued jobs one uid may have; further submissions are refused.
   std::int64_t max_queued_per_user = 10000;
+  std::string policy;  // --schedule, for `dispatch info`
 };
 
 struct Peer {
@@ -129,13 +130,25 @@ class BrokerCore {
   Result<std::string> Attach(const Peer& peer, std::uint64_t id, Response& response);
   void Field(const Peer& peer, const std::string& text, Respond respond);
   void Output(const Peer& peer, const std::string& text, Respond respond);
+  std::string Info() const;
+  // `dispatch drain` (on) and `dispatch resume` (off); admins only.
+  void SetDraining(const Peer& peer, bool on, Respond respond);
+  // --after: every id an existing job `peer` may see (the attach rule, or
+  // any job with --list-is-public); duplicates dropped.
+  Result<std::vector<std::uint64_t>> CheckAfter(const Peer& peer,
+                                                const std::vector<std::uint64_t>& after) const;
+  // Ends, without running, every queued job a dependency failed (in id
+  // order, so a chain fails in one pass).
+  void ResolveDependencies();
   Result<JobRecord*> Lookup(const Peer& peer, std::uint64_t id);
   void AnswerWhenWritten(Respond respond, Response response,
                          std::function<Response(const Error&)> if_lost = nullptr);
 
   void Schedule();
   // Queued jobs in id order and the jobs holding a placement, as the
-  // scheduler wants them.
+  // scheduler wants them. A job still waiting for a dependency is left
+  // out, as is every queued job while draining: a policy never sees them,
+  // so none of them blocks the head of the queue.
   void CollectForScheduler(std::vector<QueuedJob>& queue, std::vector<RunningJob>& running) const;
   // The placement `job` (just added, newest of all) gets right now, already
   // reserved; nullopt when it has to wait. Older jobs the same pass places
@@ -172,6 +185,10 @@ class BrokerCore {
   std::set<std::uint64_t> changed_;  // not yet persisted
   std::vector<DurableAnswer> awaiting_write_;
   bool executor_lost_ = false;
+  bool draining_ = false;
+  // The drain flag changed and is not on disk: the next Persist compacts
+  // (the journal holds job records only).
+  bool draining_unsaved_ = false;
 };
 
 }  // namespace hpcb::broker

@@ -54,6 +54,10 @@ struct JobRecord {
   std::optional<std::string> output_dest;
   std::optional<std::string> output_error;
   std::optional<protocol::JobUsage> usage;  // once done, if it ran
+  // Jobs it waits for (`--after`); met ones stay listed. Done jobs keep
+  // theirs, so a restart knows why a `dependency` job never ran.
+  std::vector<std::uint64_t> after;
+  bool after_any = false;  // any ending will do, not only exit 0
 
   bool queued() const { return state == JobState::kQueued; }
   bool running() const { return state == JobState::kRunning; }
@@ -65,17 +69,22 @@ struct JobRecord {
   Result<void> Validate() const;
 };
 
-// The queue file: {"next_id": N, "jobs": [...]}.
+// The queue file: {"next_id": N, "jobs": [...], "draining": B}.
 struct QueueFile {
   std::uint64_t next_id = 1;
   std::vector<JobRecord> jobs;
+  // `dispatch drain`: start nothing. Only in the snapshot: a change of it
+  // is always written as a compaction, never as a journal line.
+  bool draining = false;
   template <class A> void save(A& ar) const {
     protocol::Put(ar, "next_id", next_id);
     protocol::Put(ar, "jobs", jobs);
+    protocol::Put(ar, "draining", draining);
   }
   template <class A> void load(A& ar) {
     protocol::Get(ar, "next_id", next_id);
     protocol::Get(ar, "jobs", jobs);
+    protocol::GetIfPresent(ar, "draining", draining);  // files from before drain
   }
   Result<void> Validate() const;
 };
@@ -110,8 +119,13 @@ void JobRecord::Fields(A& ar) {
   field("output_dest", output_dest); field("output_error", output_error);
   if constexpr (A::is_saving::value) {
     protocol::Put(ar, "usage", usage);
+    protocol::Put(ar, "after", after);
+    protocol::Put(ar, "after_any", after_any);
   } else {
     protocol::GetIfPresent(ar, "usage", usage);  // files written before accounting
+    // Files written before dependencies.
+    protocol::GetIfPresent(ar, "after", after);
+    protocol::GetIfPresent(ar, "after_any", after_any);
   }
   if constexpr (!A::is_saving::value) {
     demand.cpu = static_cast<int>(cpu);

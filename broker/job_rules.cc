@@ -1,6 +1,9 @@
 #include "broker/job_rules.h"
 
 #include <algorithm>
+#include <set>
+
+#include "broker/dependencies.h"
 
 namespace hpcb::broker {
 
@@ -34,6 +37,8 @@ protocol::JobRow BuildRow(const JobRecord& job, double now) {
   row.exit_code = job.exit_code;
   row.reason = job.reason;
   row.detail = job.detail;
+  row.after = job.after;
+  row.after_any = job.after_any;
   row.output_dest = job.output_dest;
   row.output_error = job.output_error;
   row.usage = job.usage;
@@ -86,10 +91,14 @@ std::vector<std::uint64_t> RetentionVictims(const std::map<std::uint64_t, JobRec
                                             std::int64_t keep) {
   keep = std::max<std::int64_t>(0, keep);
   std::map<std::uint32_t, std::vector<std::uint64_t>> done_by_uid;
+  const std::set<std::uint64_t> awaited = AwaitedJobs(jobs);
   for (const auto& [id, job] : jobs) {
     // Undelivered output is kept, job and all, until it is fetched: it
-    // counts against its user's state limit instead of vanishing.
-    if (job.done() && !job.output_error) done_by_uid[job.uid].push_back(id);  // ascending ids
+    // counts against its user's state limit instead of vanishing. A job
+    // another still waits on is kept until that one has its answer.
+    if (job.done() && !job.output_error && !awaited.contains(id)) {
+      done_by_uid[job.uid].push_back(id);  // ascending ids
+    }
   }
   std::vector<std::uint64_t> victims;
   for (auto& [uid, ids] : done_by_uid) {

@@ -26,7 +26,8 @@ Result<protocol::JobFieldReply> ApplyJobField(JobRecord& job,
 
 // Ids of done jobs to drop: per uid, everything but the newest `keep` by id
 // (negative acts as 0). Queued and running jobs are never chosen, nor a
-// job whose output could not be delivered (its buffer is kept).
+// job whose output could not be delivered (its buffer is kept), nor one
+// a queued job still waits on (`--after`).
 std::vector<std::uint64_t> RetentionVictims(const std::map<std::uint64_t, JobRecord>& jobs,
                                             std::int64_t keep);
 

@@ -143,18 +143,21 @@ std::int64_t ReserveCpus(std::vector<NumaNode>& nodes, std::int64_t reserve) {
         node.cpus.erase(std::remove(node.cpus.begin(), node.cpus.end(), cpu), node.cpus.end());
       }
       held += static_cast<std::int64_t>(node.cores.front().size());
+      node.reserved_cpus += static_cast<int>(node.cores.front().size());
       node.cores.erase(node.cores.begin());
     }
   }
   return held;
 }
 
-// Lowest domain first, never more than half of any one.
-void ReserveMemory(std::vector<double*> domains, double reserve) {
-  for (double* gib : domains) {
+// Lowest domain first, never more than half of any one. Each domain's
+// `held` (same order) gets what was taken from it.
+void ReserveMemory(std::vector<double*> domains, std::vector<double*> held, double reserve) {
+  for (std::size_t i = 0; i < domains.size(); ++i) {
     if (reserve <= 0) break;
-    double take = std::min(reserve, *gib / 2);
-    *gib -= take;
+    double take = std::min(reserve, *domains[i] / 2);
+    *domains[i] -= take;
+    *held[i] += take;
     reserve -= take;
   }
 }
@@ -302,12 +305,17 @@ Result<Machine> DiscoverMachine(const protocol::DaemonConfig& config, bool confi
   }
   if (per_node_data) {
     std::vector<double*> domains;
-    for (NumaNode& node : machine.nodes) domains.push_back(&node.mem_gib);
-    ReserveMemory(domains, config.reserve_mem_gib);
+    std::vector<double*> held_mem;
+    for (NumaNode& node : machine.nodes) {
+      domains.push_back(&node.mem_gib);
+      held_mem.push_back(&node.reserved_mem_gib);
+    }
+    ReserveMemory(domains, held_mem, config.reserve_mem_gib);
     for (const NumaNode& node : machine.nodes) machine.machine_mem_gib += node.mem_gib;
   } else {
     machine.machine_mem_gib = PhysicalMemoryGiB();
-    ReserveMemory({&machine.machine_mem_gib}, config.reserve_mem_gib);
+    ReserveMemory({&machine.machine_mem_gib}, {&machine.machine_reserved_mem_gib},
+                  config.reserve_mem_gib);
   }
   machine.gpus = DiscoverGpus(config.nvidia_smi);
   LogInfo(Describe(machine, config));

@@ -36,6 +36,9 @@ struct NumaNode {
   // Empty means every cpu is a core of its own.
   std::vector<std::vector<int>> cores;
   double mem_gib = 0;  // 0 when per-node memory is unknown
+  // Held back by --reserve-cpu / --reserve-mem (not in cpus or mem_gib).
+  int reserved_cpus = 0;
+  double reserved_mem_gib = 0;
 };
 
 struct GpuInfo {
@@ -50,6 +53,7 @@ struct Machine {
   // machine-wide pool (--no-cgroups), keyed -1.
   bool per_node_memory = false;
   double machine_mem_gib = 0;  // used when !per_node_memory
+  double machine_reserved_mem_gib = 0;  // its --reserve-mem share
   GpuInfo gpus;
 };
 

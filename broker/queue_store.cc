@@ -175,6 +175,7 @@ Result<QueueFile> QueueStore::Load() {
   }
 
   QueueFile loaded;
+  loaded.draining = base.file.draining;
   loaded.next_id = std::max<std::uint64_t>({1, base.file.next_id, replay.next_id, journal_ids});
   loaded.jobs.reserve(jobs.size());
   for (auto& [id, job] : jobs) {

@@ -21,6 +21,8 @@ class Scheduler {
   // The cpus and whole cores `demand` is given (Pool::Grant).
   virtual CpuGrant Grant(const JobDemand& demand) const = 0;
   virtual int TotalCpus() const = 0;
+  // What discovery found, after the reserve (`dispatch info`).
+  virtual const Machine& machine() const = 0;
   // Placements returned are already reserved.
   virtual std::vector<Start> Schedule(const std::vector<QueuedJob>& queue,
                                       const std::vector<RunningJob>& running, double now) = 0;
@@ -31,18 +33,21 @@ class Scheduler {
 class PoolScheduler : public Scheduler {
  public:
   PoolScheduler(const Machine& machine, std::unique_ptr<Policy> policy, double min_job_mem_gib)
-      : pool_(machine), policy_(std::move(policy)), min_job_mem_gib_(min_job_mem_gib) {}
+      : machine_(machine), pool_(machine), policy_(std::move(policy)),
+        min_job_mem_gib_(min_job_mem_gib) {}
 
   Result<void> Validate(const JobDemand& demand) const override;
   std::optional<double> DefaultBudget(int cpu, bool exclusive) const override;
   CpuGrant Grant(const JobDemand& demand) const override;
   int TotalCpus() const override;
+  const Machine& machine() const override { return machine_; }
   std::vector<Start> Schedule(const std::vector<QueuedJob>& queue,
                               const std::vector<RunningJob>& running, double now) override;
   void Reserve(const Placement& placement) override;
   void Release(const Placement& placement) override;
 
  private:
+  Machine machine_;
   Pool pool_;
   std::unique_ptr<Policy> policy_;
   double min_job_mem_gib_;

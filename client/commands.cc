@@ -7,7 +7,9 @@
 #include <ctime>
 
 #include "client/format.h"
+#include "client/info_format.h"
 #include "client/transport.h"
+#include "client/wait.h"
 
 namespace hpcb::client {
 namespace {
@@ -27,6 +29,43 @@ int RunSubmit(const std::string& socket, const protocol::SubmitRequest& request,
   auto reply = Call<protocol::SubmitReply>(socket, request);
   if (!reply) return ReportError(reply.error(), io);
   io.out << RenderSubmit(*reply, !request.output.has_value(), request.output);
+  return kExitOk;
+}
+
+int RunSubmitAndWait(const std::string& socket, const protocol::SubmitRequest& request, Io io) {
+  auto reply = Call<protocol::SubmitReply>(socket, request);
+  if (!reply) return ReportError(reply.error(), io);
+  // stdout carries the job's output alone, so a script can capture it.
+  io.err << RenderSubmit(*reply, !request.output.has_value(), request.output);
+  io.err.flush();
+  const int attached = RunAttach(socket, reply->id, io);
+  if (attached != kExitOk) return attached;
+  WaitOptions options;
+  options.announce = false;
+  return RunWait(socket, {reply->id}, options, io);
+}
+
+int RunInfo(const std::string& socket, bool json, Io io) {
+  auto fd = Connect(socket);
+  if (!fd) return ReportError(fd.error(), io);
+  auto text = Exchange(fd->get(), protocol::Encode(protocol::BareRequest{protocol::ClientCommand::kInfo}));
+  if (!text) return ReportError(text.error(), io);
+  auto reply = DecodeReply<protocol::InfoReply>(*text);
+  if (!reply) return ReportError(reply.error(), io);
+  io.out << (json ? *text + "\n" : RenderInfo(*reply));
+  return kExitOk;
+}
+
+int RunDrain(const std::string& socket, bool on, Io io) {
+  const protocol::ClientCommand cmd = on ? protocol::ClientCommand::kDrain : protocol::ClientCommand::kResume;
+  auto reply = Call<protocol::DrainReply>(socket, protocol::BareRequest{cmd});
+  if (!reply) return ReportError(reply.error(), io);
+  if (on) {
+    io.out << (reply->changed ? "draining: queued jobs will not be started; running jobs finish\n"
+                              : "already draining\n");
+  } else {
+    io.out << (reply->changed ? "resumed: queued jobs are started again\n" : "not draining\n");
+  }
   return kExitOk;
 }
 
@@ -92,10 +131,15 @@ int RunKill(const std::string& socket, std::uint64_t id, Io io) {
   return kExitOk;
 }
 
-int RunJobField(const std::string& socket, const protocol::JobFieldRequest& request, Io io) {
-  auto reply = Call<protocol::JobFieldReply>(socket, request);
+int RunJobField(const std::string& socket, const protocol::JobFieldRequest& request, bool json,
+                Io io) {
+  auto fd = Connect(socket);
+  if (!fd) return ReportError(fd.error(), io);
+  auto text = Exchange(fd->get(), protocol::Encode(request));
+  if (!text) return ReportError(text.error(), io);
+  auto reply = DecodeReply<protocol::JobFieldReply>(*text);
   if (!reply) return ReportError(reply.error(), io);
-  io.out << RenderJobField(request.id, request.field, request.action, *reply);
+  io.out << (json ? *text + "\n" : RenderJobField(request.id, request.field, request.action, *reply));
   return kExitOk;
 }
 

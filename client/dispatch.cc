@@ -9,6 +9,7 @@
 #include <climits>
 #include <cstring>
 #include <optional>
+#include <tuple>
 
 #include "client/backend_config.h"
 #include "client/command_line.h"
@@ -16,6 +17,7 @@
 #include "client/parse_errors.h"
 #include "client/slurm_backend.h"
 #include "client/transport.h"
+#include "client/wait.h"
 #include "protocol/base/units.h"
 #include "protocol/daemon_config.h"
 
@@ -25,7 +27,8 @@ namespace hpcb::client {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: dispatch [-h] [--version] {new,list,attach,kill,job,output} ...\n";
+    "usage: dispatch [-h] [--version] "
+    "{new,list,attach,kill,job,output,wait,info,drain,resume} ...\n";
 
 int UsageError(const std::string& message, Io io) {
   io.err << kUsage << "dispatch: error: " << message << "\n";
@@ -37,13 +40,15 @@ struct NewFlags {
   std::int64_t gpu_cores = 0;
   double max_mem = 0;
   bool numa_local = false, numa_local_mem = false, numa_local_gpu = false;
-  std::string gpu_link, max_time, output;
-  bool env = false, exclusive = false, no_output = false;
+  std::string gpu_link, max_time, output, after, after_any;
+  bool env = false, exclusive = false, no_output = false, wait = false;
   CLI::Option* cpu_opt = nullptr;
   CLI::Option* mem_opt = nullptr;
   CLI::Option* link_opt = nullptr;
   CLI::Option* time_opt = nullptr;
   CLI::Option* output_opt = nullptr;
+  CLI::Option* after_opt = nullptr;
+  CLI::Option* after_any_opt = nullptr;
 };
 
 void AddNewFlags(CLI::App* sub, NewFlags* f) {
@@ -61,6 +66,34 @@ void AddNewFlags(CLI::App* sub, NewFlags* f) {
   sub->add_flag("--exclusive", f->exclusive, "run alone on the machine");
   f->output_opt = sub->add_option("--output", f->output, "directory or file for output.<id>.log");
   sub->add_flag("--no-output", f->no_output, "discard the output");
+  f->after_opt = sub->add_option("--after", f->after,
+                                 "ID[,ID...]: start once these jobs exited 0 (else never run)");
+  f->after_any_opt = sub->add_option("--after-any", f->after_any,
+                                     "ID[,ID...]: start once these jobs ended, however they ended");
+  sub->add_flag("--wait", f->wait,
+                "stay attached: stream the output, exit with the job's exit code");
+}
+
+// "3,4,7" -> {3, 4, 7}; an error names the word that is not a job id.
+Result<std::vector<std::uint64_t>> ParseIdList(const std::string& text, const char* flag) {
+  std::vector<std::uint64_t> ids;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string word = text.substr(start, comma - start);
+    std::uint64_t id = 0;
+    const bool digits = !word.empty() && word.size() <= 19 &&
+                        std::all_of(word.begin(), word.end(), [](unsigned char c) { return std::isdigit(c); });
+    if (digits) id = std::stoull(word);
+    if (!digits || id == 0) {
+      return InvalidArgument(std::string("argument ") + flag + ": '" + word.substr(0, 40) +
+                             "' is not a job id (expected ID[,ID...])");
+    }
+    ids.push_back(id);
+    start = comma + 1;
+  }
+  return ids;
 }
 
 std::optional<std::string> CurrentDirectory() {
@@ -116,6 +149,17 @@ std::optional<int> BuildSubmit(const NewFlags& f, const std::vector<std::string>
     }
   }
   for (const auto& [name, value] : peeled.env) request->env[name] = value;
+  if (f.after_opt->count() > 0 && f.after_any_opt->count() > 0) {
+    return UsageError("--after and --after-any cannot be combined in one job", io);
+  }
+  for (const auto& [opt, text, name] : {std::tuple{f.after_opt, &f.after, "--after"},
+                                        std::tuple{f.after_any_opt, &f.after_any, "--after-any"}}) {
+    if (opt->count() == 0) continue;
+    auto ids = ParseIdList(*text, name);
+    if (!ids) return UsageError(ids.error().message(), io);
+    request->after = *ids;
+    request->after_any = opt == f.after_any_opt;
+  }
   if (!f.no_output) {
     request->output = MakeAbsolute(f.output_opt->count() > 0 ? f.output : ".", *cwd);
   }
@@ -144,7 +188,7 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
   CLI::App* list_cmd = app.add_subcommand("list", "list jobs");
   list_cmd->add_flag("--all", list_request.all, "all users (admins, or with --list-is-public)");
   list_cmd->add_flag("--finished", list_request.finished, "include finished jobs with their exit");
-  list_cmd->add_flag("--json", list_json, "print the daemon's reply as JSON");
+  list_cmd->add_flag("--json", list_json, "print the daemon's reply as JSON (one line)");
   list_cmd->add_flag("-l,--long", list_long,
                      "add what finished jobs used: wall and cpu time, cpus used, peak memory");
 
@@ -165,6 +209,16 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
   job_cmd->add_option("ACTION", field_request.action, "get, set (admins only), add (admins only)")
       ->required()->check(CLI::IsMember({"get", "set", "add"}));
   CLI::Option* value_opt = job_cmd->add_option("DURATION", field_value, "for set and add");
+  bool field_json = false;
+  job_cmd->add_flag("--json", field_json, "print the daemon's reply as JSON (one line)");
+
+  bool info_json = false;
+  CLI::App* info_cmd = app.add_subcommand(
+      "info", "the machine per NUMA node (total, reserved, in use, free), policy, queue, drain");
+  info_cmd->add_flag("--json", info_json, "print the daemon's reply as JSON (one line)");
+  CLI::App* drain_cmd = app.add_subcommand(
+      "drain", "stop starting queued jobs; running ones finish, submissions are kept (admins)");
+  CLI::App* resume_cmd = app.add_subcommand("resume", "start queued jobs again after drain (admins)");
 
   std::uint64_t output_id = 0;
   std::string output_to;
@@ -175,11 +229,12 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
       output_cmd->add_option("--to", output_to, "somewhere new for it (the job's owner only)");
 
   std::vector<std::uint64_t> wait_ids;
-  CLI::App* wait_cmd = nullptr;
-  if (slurm) {
-    wait_cmd = app.add_subcommand("wait", "wait for jobs to end; exit with the first failing one's code");
-    wait_cmd->add_option("ID", wait_ids, "job ids")->required();
-  }
+  std::string wait_timeout;
+  CLI::App* wait_cmd = app.add_subcommand(
+      "wait", "wait for jobs to end; exit with the job's code (one job) or 1 if any failed");
+  wait_cmd->add_option("ID", wait_ids, "job ids")->required();
+  CLI::Option* wait_timeout_opt = wait_cmd->add_option(
+      "--timeout", wait_timeout, "DURATION; give up then with exit code 124");
 
   std::vector<const char*> argv = {"dispatch"};
   for (const std::string& word : split.options) argv.push_back(word.c_str());
@@ -214,7 +269,14 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
     protocol::SubmitRequest request;
     std::vector<std::string> words = split.command.value_or(std::vector<std::string>{});
     if (auto code = BuildSubmit(new_flags, words, &request, io)) return *code;
+    if (slurm && (!request.after.empty() || new_flags.wait)) {
+      return ReportError(Error(ErrorCode::kFailedPrecondition,
+                               "--after, --after-any and --wait are not available with the Slurm "
+                               "backend; use sbatch --dependency or srun"),
+                         io);
+    }
     if (slurm) return slurm::Submit(*backend, request, PeelAssignments(words).env, io);
+    if (new_flags.wait) return RunSubmitAndWait(socket, request, io);
     return RunSubmit(socket, request, io);
   }
   if (list_cmd->parsed()) {
@@ -229,7 +291,33 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
     if (slurm) return slurm::Kill(*backend, kill_id, io);
     return RunKill(socket, kill_id, io);
   }
-  if (wait_cmd != nullptr && wait_cmd->parsed()) return slurm::Wait(*backend, wait_ids, io);
+  if (wait_cmd->parsed()) {
+    WaitOptions options;
+    if (wait_timeout_opt->count() > 0) {
+      auto seconds = ParseDuration(wait_timeout);
+      if (!seconds) return UsageError("argument --timeout: " + seconds.error().message(), io);
+      options.timeout_s = static_cast<double>(*seconds);
+    }
+    if (slurm) {
+      if (options.timeout_s) {
+        return ReportError(Error(ErrorCode::kFailedPrecondition,
+                                 "wait --timeout is not available with the Slurm backend"),
+                           io);
+      }
+      return slurm::Wait(*backend, wait_ids, io);
+    }
+    return RunWait(socket, wait_ids, options, io);
+  }
+  if (info_cmd->parsed() || drain_cmd->parsed() || resume_cmd->parsed()) {
+    if (slurm) {
+      return ReportError(Error(ErrorCode::kFailedPrecondition,
+                               "info, drain and resume are not available with the Slurm backend; "
+                               "use sinfo and scontrol"),
+                         io);
+    }
+    if (info_cmd->parsed()) return RunInfo(socket, info_json, io);
+    return RunDrain(socket, drain_cmd->parsed(), io);
+  }
   if (output_cmd->parsed()) {
     if (slurm) {
       return ReportError(Error(ErrorCode::kFailedPrecondition,
@@ -260,7 +348,7 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
       field_request.value = *seconds;
     }
     if (slurm) return slurm::JobField(*backend, field_request, io);
-    return RunJobField(socket, field_request, io);
+    return RunJobField(socket, field_request, field_json, io);
   }
   return UsageError("the following arguments are required: command", io);
 }

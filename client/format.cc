@@ -253,10 +253,23 @@ std::vector<std::string> UsageCells(const protocol::JobRow& row) {
           FormatPeak(usage.peak_memory_bytes)};
 }
 
+std::string StartCell(const protocol::JobRow& row, double now) {
+  if (row.state != protocol::JobState::kQueued || row.after.empty()) {
+    return FormatStartTime(row.start_time, now);
+  }
+  std::string ids;
+  for (std::uint64_t id : row.after) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+  return (row.after_any ? "after-any " : "after ") + ids;
+}
+
 Rendered RenderList(const protocol::ListReply& reply, bool finished, bool usage_columns) {
   Rendered rendered;
+  const std::string drain_note =
+      reply.draining ? "\ndraining: queued jobs are not started until an admin runs "
+                       "`dispatch resume`\n"
+                     : "";
   if (reply.jobs.empty()) {
-    rendered.out = "no jobs\n";
+    rendered.out = "no jobs\n" + drain_note;
     return rendered;
   }
   bool show_gpu = false;
@@ -278,7 +291,7 @@ Rendered RenderList(const protocol::ListReply& reply, bool finished, bool usage_
   for (const auto& row : reply.jobs) {
     std::vector<std::string> cells = {
         row.user,           std::to_string(row.id),
-        JoinForDisplay(row.argv), FormatStartTime(row.start_time, reply.now),
+        JoinForDisplay(row.argv), StartCell(row, reply.now),
         UptimeCell(row),    FormatDuration(row.max_time_s),
         MemCell(row)};
     if (show_gpu) cells.push_back(GpuCell(row));
@@ -297,6 +310,7 @@ Rendered RenderList(const protocol::ListReply& reply, bool finished, bool usage_
   rendered.out = FormatTable(table);
   if (any_span) rendered.out += std::string("\n") + kSpanNote + "\n";
   if (any_slow) rendered.out += std::string("\n") + kLinkNote + "\n";
+  rendered.out += drain_note;
   for (const auto& row : reply.jobs) {
     std::string prefix = "job " + std::to_string(row.id) + ": ";
     if (row.reason == protocol::JobReason::kOom) {

@@ -33,6 +33,9 @@ std::string FormatTable(const std::vector<std::vector<std::string>>& rows);
 std::string FormatStartTime(std::optional<double> start, double now);
 
 std::string UptimeCell(const protocol::JobRow& row);
+// START: the start time, or "after 3,4" / "after-any 3" for a queued job
+// with dependencies.
+std::string StartCell(const protocol::JobRow& row, double now);
 std::string MemCell(const protocol::JobRow& row);
 std::string GpuCell(const protocol::JobRow& row);
 std::string ExitCell(const protocol::JobRow& row);

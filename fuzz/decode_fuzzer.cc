@@ -44,7 +44,7 @@ void QueuedFrame(std::string_view bytes) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 42) {
+  switch (data[0] % 45) {
     // client -> broker, and the replies a client decodes
     case 0: Try<SubmitRequest>(text); break;
     case 1: Try<ListRequest>(text); break;
@@ -91,6 +91,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case 38: Try<WireError>(text); break;
     case 39: Try<LookUpUserRequest>(text); break;
     case 40: Try<LookUpUserReply>(text); break;
+    // info, drain, resume and their replies
+    case 41: Try<BareRequest>(text); break;
+    case 42: Try<InfoReply>(text); break;
+    case 43: Try<DrainReply>(text); break;
     default: (void)PeekOk(text); break;
   }
   return 0;

@@ -113,7 +113,7 @@ check_completion() {
     chmod +x "$tmp/fake/dispatch"
     export HPC_BATCH_CLIENT_CONFIG=/dev/null HPC_BATCH_BACKEND=local
     . "$src/packaging/bash-completion/dispatch"
-    expect_completion "attach job kill list new output" dispatch ""
+    expect_completion "attach drain info job kill list new output resume wait" dispatch ""
     expect_completion "--help --version" dispatch --
     expect_completion "--numa-local --numa-local-gpu --numa-local-mem" dispatch new --cpu 2 --nu
     expect_completion "NODE NV PHB PIX PXB" dispatch new --gpu-link ""
@@ -123,7 +123,11 @@ check_completion() {
     expect_completion "7" "$tmp/fake/dispatch" attach 7
     expect_completion "max-time" "$tmp/fake/dispatch" job 12 ""
     expect_completion "add get set" dispatch job 12 max-time ""
-    HPC_BATCH_BACKEND=slurm expect_completion "attach job kill list new output wait" dispatch ""
+    expect_completion "--after --after-any" dispatch new --aft
+    expect_completion "12 7" "$tmp/fake/dispatch" new --after ""
+    expect_completion "--timeout" dispatch wait 7 --t
+    expect_completion "--help --json" dispatch info --
+    HPC_BATCH_BACKEND=slurm expect_completion "attach drain info job kill list new output resume wait" dispatch ""
     exit $failed
   ) || failed=1
 }

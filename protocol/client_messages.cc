@@ -74,12 +74,28 @@ Result<void> SubmitRequest::Validate() const {
   if (cpu && *cpu > (1 << 20)) return InvalidArgument("--cpu is out of range");
   if (gpu_cores > 4096) return InvalidArgument("--gpu-cores is out of range");
   if (max_mem_gb && *max_mem_gb > 1e9) return InvalidArgument("--max-mem is out of range");
+  if (after.size() > kMaxDependencies) {
+    return InvalidArgument("--after names " + std::to_string(after.size()) +
+                           " jobs, limit " + std::to_string(kMaxDependencies));
+  }
+  if (std::find(after.begin(), after.end(), 0) != after.end()) {
+    return InvalidArgument("--after: job ids start at 1");
+  }
+  if (after_any && after.empty()) return InvalidArgument("--after-any needs job ids");
   if (min_gpu_link) {
     static const char* const kLinks[] = {"NV", "PIX", "PXB", "PHB", "NODE"};
     if (std::none_of(std::begin(kLinks), std::end(kLinks),
                      [&](const char* l) { return *min_gpu_link == l; })) {
       return InvalidArgument("--gpu-link must be one of NV, PIX, PXB, PHB, NODE");
     }
+  }
+  return Ok();
+}
+
+Result<void> ListRequest::Validate() const {
+  if (ids.size() > kMaxListIds) {
+    return InvalidArgument("list names " + std::to_string(ids.size()) + " jobs, limit " +
+                           std::to_string(kMaxListIds));
   }
   return Ok();
 }

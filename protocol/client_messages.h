@@ -1,7 +1,7 @@
 // Messages between `dispatch` and the broker (stream socket, framing.h).
 //
 // A request is a JSON object whose "cmd" is one of new, list, kill, attach,
-// job. A reply has "ok": true plus the fields below, or is an ErrorReply
+// job, output, info, drain, resume. A reply has "ok": true plus the fields below, or is an ErrorReply
 // ({"ok": false, "error": "...", "code": N}). After an ok AttachReply the
 // broker sends raw output chunks as further frames; an empty frame ends the
 // stream. One request per connection.
@@ -25,17 +25,20 @@
 namespace hpcb::protocol {
 
 // The "cmd" of a request: a wire enum, dispatched by one switch.
-enum class ClientCommand { kNew, kList, kKill, kAttach, kJob, kOutput };
+enum class ClientCommand { kNew, kList, kKill, kAttach, kJob, kOutput, kInfo, kDrain, kResume };
 
 template <>
 struct EnumNames<ClientCommand> {
-  static constexpr std::array<std::pair<ClientCommand, std::string_view>, 6> kNames{{
+  static constexpr std::array<std::pair<ClientCommand, std::string_view>, 9> kNames{{
       {ClientCommand::kNew, "new"},
       {ClientCommand::kList, "list"},
       {ClientCommand::kKill, "kill"},
       {ClientCommand::kAttach, "attach"},
       {ClientCommand::kJob, "job"},
       {ClientCommand::kOutput, "output"},
+      {ClientCommand::kInfo, "info"},
+      {ClientCommand::kDrain, "drain"},
+      {ClientCommand::kResume, "resume"},
   }};
 };
 
@@ -44,6 +47,7 @@ inline constexpr std::size_t kMaxArgs = 4096;
 inline constexpr std::size_t kMaxArgBytes = 128 * 1024;
 inline constexpr std::size_t kMaxPathBytes = 4096;
 inline constexpr std::size_t kMaxEnvBytes = 256 * 1024;  // sum of k+v+2
+inline constexpr std::size_t kMaxDependencies = 64;     // ids in --after
 
 Result<void> CheckArgv(const std::vector<std::string>& argv);
 Result<void> CheckEnv(const std::map<std::string, std::string>& env);
@@ -63,6 +67,10 @@ struct SubmitRequest {
   bool forward_env = false;                 // --env
   std::map<std::string, std::string> env;   // forwarded + leading NAME=VALUE
   std::optional<std::string> output;        // absolute; none = --no-output
+  // Start only once these jobs ended: successfully (afterok), or however
+  // they ended when `after_any`.
+  std::vector<std::uint64_t> after;
+  bool after_any = false;
 
   template <class A> void save(A& ar) const {
     Put(ar, "cmd", std::string("new"));
@@ -73,6 +81,7 @@ struct SubmitRequest {
     Put(ar, "numa_local_gpu", numa_local_gpu);
     Put(ar, "min_gpu_link", min_gpu_link); Put(ar, "forward_env", forward_env);
     Put(ar, "env", env); Put(ar, "output", output);
+    Put(ar, "after", after); Put(ar, "after_any", after_any);
   }
   template <class A> void load(A& ar) {
     Get(ar, "argv", argv); Get(ar, "cwd", cwd); Get(ar, "cpu", cpu);
@@ -82,6 +91,7 @@ struct SubmitRequest {
     Get(ar, "numa_local_gpu", numa_local_gpu);
     Get(ar, "min_gpu_link", min_gpu_link); Get(ar, "forward_env", forward_env);
     Get(ar, "env", env); Get(ar, "output", output);
+    Get(ar, "after", after); Get(ar, "after_any", after_any);
   }
   Result<void> Validate() const;
 };
@@ -116,15 +126,22 @@ struct SubmitReply {
   Result<void> Validate() const { return Ok(); }
 };
 
+inline constexpr std::size_t kMaxListIds = 4096;
+
 struct ListRequest {
   bool all = false;
   bool finished = false;
+  // Only these jobs (`dispatch wait` polls just its own); empty: every job
+  // `all` and `finished` let through.
+  std::vector<std::uint64_t> ids;
   template <class A> void save(A& ar) const {
     Put(ar, "cmd", std::string("list")); Put(ar, "all", all);
-    Put(ar, "finished", finished);
+    Put(ar, "finished", finished); Put(ar, "ids", ids);
   }
-  template <class A> void load(A& ar) { Get(ar, "all", all); Get(ar, "finished", finished); }
-  Result<void> Validate() const { return Ok(); }
+  template <class A> void load(A& ar) {
+    Get(ar, "all", all); Get(ar, "finished", finished); Get(ar, "ids", ids);
+  }
+  Result<void> Validate() const;
 };
 
 // One row of `dispatch list`. Times are epoch seconds (wall clock).
@@ -149,6 +166,8 @@ struct JobRow {
   std::optional<std::string> output_dest;
   std::optional<std::string> output_error;
   std::optional<JobUsage> usage;  // once done, if it ran
+  std::vector<std::uint64_t> after;  // dependencies not yet met (queued only)
+  bool after_any = false;
 
   // One field list for both directions (A::is_saving picks Put or Get).
   template <class A> void Fields(A& ar);
@@ -174,16 +193,20 @@ void JobRow::Fields(A& ar) {
   field("gpus", gpus); field("gpu_link", gpu_link); field("state", state);
   field("exit_code", exit_code); field("reason", reason); field("detail", detail);
   field("output_dest", output_dest); field("output_error", output_error);
-  field("usage", usage);
+  field("usage", usage); field("after", after); field("after_any", after_any);
 }
 
 struct ListReply {
   std::vector<JobRow> jobs;
   double now = 0;
+  bool draining = false;  // no queued job is started (`dispatch drain`)
   template <class A> void save(A& ar) const {
     Put(ar, "ok", true); Put(ar, "jobs", jobs); Put(ar, "now", now);
+    Put(ar, "draining", draining);
   }
-  template <class A> void load(A& ar) { Get(ar, "jobs", jobs); Get(ar, "now", now); }
+  template <class A> void load(A& ar) {
+    Get(ar, "jobs", jobs); Get(ar, "now", now); Get(ar, "draining", draining);
+  }
   Result<void> Validate() const { return Ok(); }
 };
 
@@ -264,6 +287,82 @@ struct OutputAnswer {
     Put(ar, "ok", true); Put(ar, "output_dest", output_dest); Put(ar, "already", already);
   }
   template <class A> void load(A& ar) { Get(ar, "output_dest", output_dest); Get(ar, "already", already); }
+  Result<void> Validate() const { return Ok(); }
+};
+
+// `dispatch info`: the machine and the daemon, no one's jobs. Requests
+// that carry nothing but their "cmd" (info, drain, resume) share one type.
+struct BareRequest {
+  ClientCommand cmd = ClientCommand::kInfo;
+  template <class A> void save(A& ar) const { Put(ar, "cmd", cmd); }
+  template <class A> void load(A& ar) { Get(ar, "cmd", cmd); }
+  Result<void> Validate() const { return Ok(); }
+};
+
+// One resource of one NUMA node. `reserved` is held back for the system
+// (--reserve-cpu, --reserve-mem), `in_use` held by running jobs, and
+// free = total - reserved - in_use. Counts for cpus and gpus, GiB for memory.
+template <class T>
+struct Amounts {
+  T total{};
+  T reserved{};
+  T in_use{};
+  T free{};
+  template <class A> void save(A& ar) const {
+    Put(ar, "total", total); Put(ar, "reserved", reserved);
+    Put(ar, "in_use", in_use); Put(ar, "free", free);
+  }
+  template <class A> void load(A& ar) {
+    Get(ar, "total", total); Get(ar, "reserved", reserved);
+    Get(ar, "in_use", in_use); Get(ar, "free", free);
+  }
+};
+
+struct NodeInfo {
+  std::int64_t node = 0;
+  Amounts<std::int64_t> cpus;
+  // Absent when memory is booked machine-wide (InfoReply::memory).
+  std::optional<Amounts<double>> mem_gib;
+  Amounts<std::int64_t> gpus;
+  template <class A> void save(A& ar) const {
+    Put(ar, "node", node); Put(ar, "cpus", cpus); Put(ar, "mem_gib", mem_gib);
+    Put(ar, "gpus", gpus);
+  }
+  template <class A> void load(A& ar) {
+    Get(ar, "node", node); Get(ar, "cpus", cpus); Get(ar, "mem_gib", mem_gib);
+    Get(ar, "gpus", gpus);
+  }
+};
+
+struct InfoReply {
+  std::string policy;
+  bool draining = false;
+  std::int64_t queued = 0;   // queued jobs, waiting ones included
+  std::int64_t waiting = 0;  // of those, waiting for dependencies
+  std::int64_t running = 0;
+  std::vector<NodeInfo> nodes;
+  std::optional<Amounts<double>> mem_gib;  // machine-wide memory, if booked so
+  template <class A> void save(A& ar) const {
+    Put(ar, "ok", true); Put(ar, "policy", policy); Put(ar, "draining", draining);
+    Put(ar, "queued", queued); Put(ar, "waiting", waiting); Put(ar, "running", running);
+    Put(ar, "nodes", nodes); Put(ar, "mem_gib", mem_gib);
+  }
+  template <class A> void load(A& ar) {
+    Get(ar, "policy", policy); Get(ar, "draining", draining);
+    Get(ar, "queued", queued); Get(ar, "waiting", waiting); Get(ar, "running", running);
+    Get(ar, "nodes", nodes); Get(ar, "mem_gib", mem_gib);
+  }
+  Result<void> Validate() const { return Ok(); }
+};
+
+// `dispatch drain` / `dispatch resume`.
+struct DrainReply {
+  bool draining = false;
+  bool changed = false;  // false: it already was so
+  template <class A> void save(A& ar) const {
+    Put(ar, "ok", true); Put(ar, "draining", draining); Put(ar, "changed", changed);
+  }
+  template <class A> void load(A& ar) { Get(ar, "draining", draining); Get(ar, "changed", changed); }
   Result<void> Validate() const { return Ok(); }
 };
 

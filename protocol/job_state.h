@@ -22,16 +22,18 @@ struct EnumNames<JobState> {
   }};
 };
 
-// Why a job ended other than by exiting on its own.
-enum class JobReason { kKilled, kTimeout, kError, kOom };
+// Why a job ended other than by exiting on its own. kDependency: a job
+// it waited for (`--after`) did not succeed, so it never ran.
+enum class JobReason { kKilled, kTimeout, kError, kOom, kDependency };
 
 template <>
 struct EnumNames<JobReason> {
-  static constexpr std::array<std::pair<JobReason, std::string_view>, 4> kNames{{
+  static constexpr std::array<std::pair<JobReason, std::string_view>, 5> kNames{{
       {JobReason::kKilled, "killed"},
       {JobReason::kTimeout, "timeout"},
       {JobReason::kError, "error"},
       {JobReason::kOom, "oom"},
+      {JobReason::kDependency, "dependency"},
   }};
 };
 

@@ -105,6 +105,11 @@ TEST_F(DiscoveryTest, ReserveTakesLowestNodeAndCpus) {
   EXPECT_THAT(machine.nodes[1].cpus, ElementsAre(4, 5, 6, 7));
   EXPECT_DOUBLE_EQ(machine.nodes[1].mem_gib, 32);
   EXPECT_EQ(Pool(machine).DefaultBudget(4, false, 2), 24);
+  // What `dispatch info` shows as held back.
+  EXPECT_EQ(machine.nodes[0].reserved_cpus, 2);
+  EXPECT_DOUBLE_EQ(machine.nodes[0].reserved_mem_gib, 8);
+  EXPECT_EQ(machine.nodes[1].reserved_cpus, 0);
+  EXPECT_DOUBLE_EQ(machine.nodes[1].reserved_mem_gib, 0);
 }
 
 TEST_F(DiscoveryTest, ReserveSpillsButNeverStrandsANode) {
@@ -141,6 +146,7 @@ TEST_F(DiscoveryTest, WithoutCgroupsMemoryIsMachineWide) {
   Machine machine = Discover(/*confine=*/false);
   EXPECT_FALSE(machine.per_node_memory);
   EXPECT_DOUBLE_EQ(machine.machine_mem_gib, 56);
+  EXPECT_DOUBLE_EQ(machine.nodes[0].reserved_mem_gib, 8) << "taken from node 0's share";
 }
 
 TEST_F(DiscoveryTest, MissingMeminfoFallsBackToMachineMemory) {

@@ -44,6 +44,28 @@ class ServerCoreTest : public ::testing::Test {
     return reply ? *reply : protocol::SubmitReply{};
   }
 
+  // Submits a one-cpu job that waits for `after` (any ending when
+  // `any`); returns the reply frame.
+  std::string SubmitAfter(uid_t uid, std::vector<std::uint64_t> after, bool any = false) {
+    protocol::SubmitRequest request;
+    request.argv = {"true"};
+    request.cwd = "/tmp";
+    request.cpu = 1;
+    request.output = "/tmp";
+    request.after = std::move(after);
+    request.after_any = any;
+    return Call(uid, protocol::Encode(request));
+  }
+
+  void Exit(std::uint64_t id, std::int64_t code) {
+    executor_.events.push_back({0, id, code, false, 0, std::nullopt});
+    TickNow();
+  }
+
+  std::string Bare(uid_t uid, protocol::ClientCommand cmd) {
+    return Call(uid, protocol::Encode(protocol::BareRequest{cmd}));
+  }
+
   // Handles one request as the server's loop would: the executor answers,
   // then the turn's journal write releases the acknowledgments.
   std::optional<Response> HandleNow(const Peer& peer, const std::string& text) {
@@ -439,6 +461,189 @@ TEST_F(ServerCoreTest, HelloReconcilesTheLoadedQueue) {
   ASSERT_NE(core_->Find(8), nullptr);
   EXPECT_EQ(core_->Find(8)->state, JobState::kQueued);
   EXPECT_EQ(Submit(1000).id, 10u);
+}
+
+}  // namespace
+}  // namespace hpcb::broker
+
+namespace hpcb::broker {
+namespace {
+
+TEST_F(ServerCoreTest, AJobAfterAnotherStartsOnlyOnceThatOneSucceeded) {
+  StartCore();
+  Submit(1000, 1);
+  Result<protocol::SubmitReply> second = protocol::Decode<protocol::SubmitReply>(SubmitAfter(1000, {1}));
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->state, JobState::kQueued) << "a cpu is free, but job 1 has not ended";
+  TickNow();
+  EXPECT_EQ(core_->Find(2)->state, JobState::kQueued);
+  Exit(1, 0);
+  EXPECT_EQ(core_->Find(2)->state, JobState::kRunning);
+}
+
+TEST_F(ServerCoreTest, AFailedDependencyEndsTheChainWithoutRunningIt) {
+  StartCore();
+  Submit(1000, 1);
+  SubmitAfter(1000, {1});
+  SubmitAfter(1000, {2});
+  Exit(1, 3);
+  for (std::uint64_t id : {2u, 3u}) {
+    const JobRecord* job = core_->Find(id);
+    ASSERT_NE(job, nullptr);
+    EXPECT_EQ(job->state, JobState::kDone) << id;
+    EXPECT_EQ(job->reason, JobReason::kDependency) << id;
+    EXPECT_FALSE(job->start_time) << id;
+  }
+  EXPECT_EQ(core_->Find(2)->detail, "job 1 failed (exit 3), so it did not run");
+  EXPECT_EQ(core_->Find(3)->detail, "job 2 ended as dependency, so it did not run");
+  EXPECT_EQ(ErrorOf(Call(1000, protocol::Encode(protocol::JobIdRequest{
+                                   protocol::ClientCommand::kAttach, 3}))),
+            "job 3: job 2 ended as dependency, so it did not run")
+      << "there is no output to attach to";
+  EXPECT_EQ(executor_.started.size(), 1u);
+  // Their registrations are dropped (then job 1 by retention: keep 2).
+  ASSERT_GE(executor_.forgotten.size(), 2u);
+  EXPECT_EQ(executor_.forgotten[0], 2u);
+  EXPECT_EQ(executor_.forgotten[1], 3u);
+}
+
+TEST_F(ServerCoreTest, AfterAnyStartsHoweverTheDependencyEnded) {
+  StartCore();
+  Submit(1000, 1);
+  SubmitAfter(1000, {1}, /*any=*/true);
+  Kill(1000, 1);
+  Exit(1, -15);
+  EXPECT_EQ(core_->Find(2)->state, JobState::kRunning);
+}
+
+TEST_F(ServerCoreTest, ADependencyThatAlreadyFailedEndsTheJobAtOnce) {
+  StartCore();
+  Submit(1000, 1);
+  Exit(1, 1);
+  SubmitAfter(1000, {1});
+  EXPECT_EQ(core_->Find(2)->reason, JobReason::kDependency);
+}
+
+TEST_F(ServerCoreTest, AWaitingDependentNeverBlocksTheHead) {
+  StartCore();
+  Submit(1000, 1);                // 1 runs
+  SubmitAfter(1000, {1});         // 2 waits for 1
+  EXPECT_EQ(Submit(1000, 1).state, JobState::kRunning) << "job 3 passes the waiting job 2";
+}
+
+TEST_F(ServerCoreTest, DependenciesMustBeJobsTheSubmitterMaySee) {
+  StartCore();
+  Submit(1000, 1);
+  EXPECT_EQ(ErrorOf(SubmitAfter(1000, {9})),
+            "--after: no such job 9 (never submitted, or finished and no longer kept)");
+  EXPECT_EQ(ErrorOf(SubmitAfter(1002, {1})), "--after: job 1 belongs to alice");
+  EXPECT_TRUE(protocol::Decode<protocol::SubmitReply>(SubmitAfter(1001, {1})))
+      << "an admin sees every job";
+}
+
+TEST_F(ServerCoreTest, RetentionKeepsAFinishedJobSomeoneStillWaitsFor) {
+  options_.keep_finished = 0;
+  StartCore();
+  Submit(1000, 2);                       // 1 holds both cpus
+  Submit(1000, 1);                       // 2
+  SubmitAfter(1000, {2}, /*any=*/true);  // 3 waits for 2
+  Kill(1000, 2);                         // 2 ends while 3 cannot start yet
+  ASSERT_NE(core_->Find(2), nullptr) << "job 3 still needs to know how job 2 ended";
+  Exit(1, 0);
+  EXPECT_EQ(core_->Find(3)->state, JobState::kRunning);
+  EXPECT_EQ(core_->Find(2), nullptr) << "answered, it may go";
+}
+
+TEST_F(ServerCoreTest, DependenciesSurviveARestart) {
+  StartCore();
+  Submit(1000, 1);
+  SubmitAfter(1000, {1});
+  QueueFile saved = core_->Snapshot();
+  executor_.hello.running = {1};
+  executor_.hello.registered = {2};
+  core_.reset();
+  StartCore(saved);
+  EXPECT_EQ(core_->Find(2)->after, std::vector<std::uint64_t>{1});
+  EXPECT_EQ(core_->Find(2)->state, JobState::kQueued);
+  Exit(1, 0);
+  EXPECT_EQ(core_->Find(2)->state, JobState::kRunning);
+}
+
+TEST_F(ServerCoreTest, DrainStopsStartsUntilResumeAndIsAdminsOnly) {
+  StartCore();
+  EXPECT_EQ(ErrorOf(Bare(1000, protocol::ClientCommand::kDrain)),
+            "'drain' requires membership of group 'wheel'");
+  Result<protocol::DrainReply> drained =
+      protocol::Decode<protocol::DrainReply>(Bare(1001, protocol::ClientCommand::kDrain));
+  ASSERT_TRUE(drained);
+  EXPECT_TRUE(drained->draining);
+  EXPECT_TRUE(drained->changed);
+  EXPECT_EQ(Submit(1000, 1).state, JobState::kQueued) << "accepted, not started";
+  TickNow();
+  EXPECT_EQ(core_->Find(1)->state, JobState::kQueued);
+  EXPECT_TRUE(List(1000, false, false).draining);
+  EXPECT_TRUE(core_->Snapshot().draining);
+  Result<protocol::DrainReply> resumed =
+      protocol::Decode<protocol::DrainReply>(Bare(1001, protocol::ClientCommand::kResume));
+  ASSERT_TRUE(resumed);
+  EXPECT_FALSE(resumed->draining);
+  EXPECT_EQ(core_->Find(1)->state, JobState::kRunning);
+}
+
+TEST_F(ServerCoreTest, DrainingIsKeptAcrossARestartAndRunningJobsFinish) {
+  StartCore();
+  Submit(1000, 1);
+  Bare(1001, protocol::ClientCommand::kDrain);
+  Submit(1000, 1);
+  QueueFile saved = core_->Snapshot();
+  executor_.hello.running = {1};
+  executor_.hello.registered = {2};
+  core_.reset();
+  StartCore(saved);
+  Exit(1, 0);
+  EXPECT_EQ(core_->Find(1)->state, JobState::kDone);
+  EXPECT_EQ(core_->Find(2)->state, JobState::kQueued);
+}
+
+TEST_F(ServerCoreTest, ListCanBeNarrowedToSomeIds) {
+  StartCore();
+  Submit(1000);
+  Submit(1000);
+  Submit(1002);
+  protocol::ListRequest request{true, true, {2, 3, 9}};
+  Result<protocol::ListReply> some =
+      protocol::Decode<protocol::ListReply>(Call(1001, protocol::Encode(request)));
+  ASSERT_TRUE(some);
+  ASSERT_EQ(some->jobs.size(), 2u);
+  EXPECT_EQ(some->jobs[0].id, 2u);
+  EXPECT_EQ(some->jobs[1].id, 3u);
+  request.all = false;
+  Result<protocol::ListReply> own =
+      protocol::Decode<protocol::ListReply>(Call(1000, protocol::Encode(request)));
+  ASSERT_TRUE(own);
+  ASSERT_EQ(own->jobs.size(), 1u) << "ids never widen what a user may see";
+  EXPECT_EQ(own->jobs[0].id, 2u);
+}
+
+TEST_F(ServerCoreTest, InfoShowsTheMachineTheQueueAndTheDrainToAnyone) {
+  options_.policy = "easy-backfill";
+  StartCore();
+  Submit(1000, 1);
+  SubmitAfter(1000, {1});
+  Result<protocol::InfoReply> info =
+      protocol::Decode<protocol::InfoReply>(Bare(1002, protocol::ClientCommand::kInfo));
+  ASSERT_TRUE(info);
+  EXPECT_EQ(info->policy, "easy-backfill");
+  EXPECT_FALSE(info->draining);
+  EXPECT_EQ(info->running, 1);
+  EXPECT_EQ(info->queued, 1);
+  EXPECT_EQ(info->waiting, 1);
+  ASSERT_EQ(info->nodes.size(), 1u);
+  EXPECT_EQ(info->nodes[0].cpus.total, 2);
+  EXPECT_EQ(info->nodes[0].cpus.in_use, 1);
+  EXPECT_EQ(info->nodes[0].cpus.free, 1);
+  ASSERT_TRUE(info->mem_gib);
+  EXPECT_EQ(info->mem_gib->in_use, 2.5);
 }
 
 }  // namespace

@@ -186,7 +186,12 @@ class FakeExecutor : public ExecutorChannel {
 class FakeScheduler : public Scheduler {
  public:
   explicit FakeScheduler(int cpus) : total_(cpus) {
-    for (int i = 0; i < cpus; ++i) free_.insert(i);
+    machine_.nodes.emplace_back();
+    for (int i = 0; i < cpus; ++i) {
+      free_.insert(i);
+      machine_.nodes[0].cpus.push_back(i);
+    }
+    machine_.machine_mem_gib = 16;
   }
   std::optional<double> budget = 2.5;
   bool backfill = false;  // skip a job that does not fit instead of stopping
@@ -210,6 +215,8 @@ class FakeScheduler : public Scheduler {
     return {demand.cpu * threads_per_core, demand.cpu};
   }
   int TotalCpus() const override { return total_; }
+  // One node holding every cpu, memory booked machine-wide.
+  const Machine& machine() const override { return machine_; }
   std::vector<Start> Schedule(const std::vector<QueuedJob>& queue,
                               const std::vector<RunningJob>&, double) override {
     std::vector<Start> out;
@@ -240,6 +247,7 @@ class FakeScheduler : public Scheduler {
  private:
   int total_;
   std::set<int> free_;
+  Machine machine_;
 };
 
 }  // namespace hpcb::broker

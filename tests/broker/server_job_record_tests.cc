@@ -95,6 +95,44 @@ TEST(ServerJobRecordTest, RefusesUnknownStateAndDuplicateIds) {
   EXPECT_FALSE(protocol::Decode<QueueFile>(protocol::Encode(file)));
 }
 
+TEST(ServerJobRecordTest, DependenciesRoundTripAndOldRecordsLoadWithout) {
+  JobRecord job = SampleJob();
+  job.after = {3, 5};
+  job.after_any = true;
+  Result<JobRecord> back = protocol::Decode<JobRecord>(protocol::Encode(job));
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_EQ(back->after, (std::vector<std::uint64_t>{3, 5}));
+  EXPECT_TRUE(back->after_any);
+
+  // A record from before dependencies existed has neither field.
+  std::string old = protocol::Encode(SampleJob());
+  for (const std::string field : {",\"after\":[]", ",\"after_any\":false"}) {
+    ASSERT_NE(old.find(field), std::string::npos) << old;
+    old.erase(old.find(field), field.size());
+  }
+  Result<JobRecord> loaded = protocol::Decode<JobRecord>(old);
+  ASSERT_TRUE(loaded) << loaded.error().message();
+  EXPECT_TRUE(loaded->after.empty());
+  EXPECT_FALSE(loaded->after_any);
+}
+
+TEST(ServerQueueStoreTest, DrainingIsKeptAndOldSnapshotsLoadAsNotDraining) {
+  TempDir dir;
+  QueueStore store(dir.path());
+  QueueFile file;
+  file.draining = true;
+  ASSERT_TRUE(store.Save(file));
+  Result<QueueFile> loaded = store.Load();
+  ASSERT_TRUE(loaded) << loaded.error().message();
+  EXPECT_TRUE(loaded->draining);
+
+  std::ofstream(store.path()) << R"({"next_id":4,"jobs":[],"journal_seq":0})";
+  loaded = store.Load();
+  ASSERT_TRUE(loaded) << loaded.error().message();
+  EXPECT_FALSE(loaded->draining);
+  EXPECT_EQ(loaded->next_id, 4u);
+}
+
 TEST(ServerQueueStoreTest, MissingFileIsAnEmptyQueue) {
   TempDir dir;
   Result<QueueFile> loaded = QueueStore(dir.path()).Load();

@@ -150,6 +150,51 @@ TEST(DispatchTest, NewOutputDefaultsToCwd) {
   EXPECT_NE(run.out.find("output will be saved to " + sent->cwd), std::string::npos);
 }
 
+TEST(DispatchTest, AfterSendsTheIdsAndRefusesWhatIsNotOne) {
+  protocol::SubmitReply reply;
+  reply.id = 5;
+  {
+    FakeBroker broker({protocol::Encode(reply)});
+    Outcome run = Dispatch({"new", "--after-any", "3,4", "--", "true"});
+    EXPECT_EQ(run.code, 0) << run.err;
+    auto sent = protocol::Decode<protocol::SubmitRequest>(broker.request());
+    ASSERT_TRUE(sent);
+    EXPECT_EQ(sent->after, (std::vector<std::uint64_t>{3, 4}));
+    EXPECT_TRUE(sent->after_any);
+  }
+  Outcome bad = Dispatch({"new", "--after", "3,,4", "--", "true"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("argument --after: '' is not a job id (expected ID[,ID...])"),
+            std::string::npos)
+      << bad.err;
+  Outcome both = Dispatch({"new", "--after", "3", "--after-any", "4", "--", "true"});
+  EXPECT_EQ(both.code, 2);
+  EXPECT_NE(both.err.find("cannot be combined"), std::string::npos) << both.err;
+}
+
+TEST(DispatchTest, InfoAndJobGetPrintTheReplyAsJson) {
+  protocol::InfoReply info;
+  info.policy = "fifo-strict";
+  {
+    FakeBroker broker({protocol::Encode(info)});
+    Outcome run = Dispatch({"info", "--json"});
+    EXPECT_EQ(run.code, 0) << run.err;
+    EXPECT_EQ(run.out, protocol::Encode(info) + "\n");
+    EXPECT_EQ(broker.request(), R"({"cmd":"info"})");
+  }
+  {
+    FakeBroker broker({protocol::Encode(protocol::JobFieldReply{3600, std::nullopt})});
+    Outcome run = Dispatch({"job", "4", "max-time", "get", "--json"});
+    EXPECT_EQ(run.out, "{\"ok\":true,\"value\":3600,\"before\":[]}\n") << run.err;
+  }
+  {
+    FakeBroker broker({protocol::Encode(protocol::DrainReply{true, true})});
+    Outcome run = Dispatch({"drain"});
+    EXPECT_EQ(run.out, "draining: queued jobs will not be started; running jobs finish\n");
+    EXPECT_EQ(broker.request(), R"({"cmd":"drain"})");
+  }
+}
+
 TEST(DispatchTest, DaemonErrorIsExitOne) {
   protocol::ErrorReply error{"daemon is not running as root; it can only run your own jobs",
                              static_cast<std::uint8_t>(ErrorCode::kPermissionDenied)};

@@ -45,7 +45,8 @@ class SlurmDispatchTest : public ::testing::Test {
   void SetUp() override {
     char dir_template[] = "/tmp/hpcb-slurm-test-XXXXXX";
     dir_ = ::mkdtemp(dir_template);
-    for (const char* name : {"HPC_BATCH_BACKEND", "HPC_BATCH_SLURM_BIN", "HPC_BATCH_CLIENT_CONFIG"}) {
+    for (const char* name : {"HPC_BATCH_BACKEND", "HPC_BATCH_SLURM_BIN", "HPC_BATCH_CLIENT_CONFIG",
+                             "HPC_BATCH_SOCKET"}) {
       const char* value = std::getenv(name);
       saved_.emplace_back(name, value ? std::optional<std::string>(value) : std::nullopt);
     }
@@ -361,11 +362,24 @@ TEST_F(SlurmDispatchTest, AttachPrintsAFinishedJobsOutput) {
   EXPECT_EQ(run.err, "job 5 has finished; its output is at " + dir_ + "/output.5.log\n");
 }
 
-TEST_F(SlurmDispatchTest, TheLocalBackendHasNoWait) {
+TEST_F(SlurmDispatchTest, TheLocalBackendWaitsThroughTheDaemonNotSlurm) {
   Say("client.conf", "backend = local\n");
+  ::setenv("HPC_BATCH_SOCKET", (dir_ + "/no-daemon.sock").c_str(), 1);
   Outcome run = Dispatch({"wait", "5"});
-  EXPECT_EQ(run.code, 2);
+  EXPECT_EQ(run.code, 1);
+  EXPECT_NE(run.err.find("cannot reach the hpc-batch daemon"), std::string::npos) << run.err;
   EXPECT_TRUE(Calls("scontrol").empty());
+}
+
+TEST_F(SlurmDispatchTest, WorkflowCommandsSlurmHasNoCounterpartForAreRefused) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"info"}, {"drain"}, {"wait", "--timeout", "1m", "5"},
+        {"new", "--after", "4", "--", "true"}, {"new", "--wait", "--", "true"}}) {
+    Outcome run = Dispatch(args);
+    EXPECT_EQ(run.code, 1) << args[0];
+    EXPECT_NE(run.err.find("not available with the Slurm backend"), std::string::npos) << run.err;
+  }
+  EXPECT_TRUE(Calls("sbatch").empty());
 }
 
 TEST_F(SlurmDispatchTest, ABrokenConfigurationStopsEveryCommand) {

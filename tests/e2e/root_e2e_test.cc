@@ -259,6 +259,40 @@ TEST_F(RootE2eTest, AnotherUserCannotSeeAttachOrKillAJob) {
   EXPECT_NE(FinishedRow(alice_, second).find("killed"), std::string::npos) << FinishedRow(alice_, second);
 }
 
+// 2b. A dependency must be a job the submitter may see (the attach rule),
+// `wait` sees what `list` does, anyone may read `info` (which names no
+// one), and only the admin group drains.
+TEST_F(RootE2eTest, DependenciesWaitAndDrainFollowWhoMaySeeWhat) {
+  Boot();
+  int id = Submit(alice_, {"--", "sleep", "2"});
+  ASSERT_GT(id, 0);
+  const std::string job = std::to_string(id);
+
+  CommandResult bob_after = As(bob_, {"new", "--after", job, "--", "true"});
+  CommandResult bob_wait = As(bob_, {"wait", job});
+  int carol_job = Submit(carol_, {"--after", job, "--", "true"});
+  CommandResult bob_info = As(bob_, {"info"});
+  CommandResult bob_drain = As(bob_, {"drain"});
+
+  EXPECT_EQ(bob_after.exit_code, 1) << bob_after.out;
+  EXPECT_NE(bob_after.err.find("--after: job " + job + " belongs to " + kAlice), std::string::npos)
+      << bob_after.err;
+  EXPECT_EQ(bob_wait.exit_code, 1);
+  EXPECT_NE(bob_wait.err.find("no such job " + job), std::string::npos) << bob_wait.err;
+  EXPECT_GT(carol_job, 0) << "an admin may wait for anyone's job";
+  EXPECT_EQ(bob_info.exit_code, 0) << bob_info.err;
+  EXPECT_NE(bob_info.out.find("1 queued (1 waiting for dependencies), 1 running"),
+            std::string::npos)
+      << bob_info.out;
+  EXPECT_EQ(bob_info.out.find(kAlice), std::string::npos) << bob_info.out;
+  EXPECT_EQ(bob_drain.exit_code, 1);
+  EXPECT_NE(bob_drain.err.find(kAdminGroup), std::string::npos) << bob_drain.err;
+  EXPECT_EQ(As(carol_, {"drain"}).exit_code, 0);
+  EXPECT_EQ(As(carol_, {"resume"}).exit_code, 0);
+  CommandResult carol_wait = As(carol_, {"wait", job, std::to_string(carol_job)}, seconds(30));
+  EXPECT_EQ(carol_wait.exit_code, 0) << carol_wait.err << daemon_->log();
+}
+
 // 3. A symlink put at the destination while the job runs is not followed:
 // neither a root-owned file nor a file of another user is written.
 TEST_F(RootE2eTest, OutputNeverFollowsASymlinkAtTheDestination) {

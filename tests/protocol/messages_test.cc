@@ -58,6 +58,76 @@ TEST(SubmitValidateTest, RefusesNonPositiveResourcesAndUnknownLinks) {
   EXPECT_TRUE(r.Validate());
 }
 
+TEST(SubmitValidateTest, RefusesBadDependencies) {
+  SubmitRequest r = ValidSubmit();
+  r.after = {3, 0};
+  EXPECT_EQ(r.Validate().error().message(), "--after: job ids start at 1");
+  r.after.assign(kMaxDependencies + 1, 7);
+  EXPECT_NE(r.Validate().error().message().find("limit 64"), std::string::npos);
+  r.after.clear();
+  r.after_any = true;
+  EXPECT_EQ(r.Validate().error().message(), "--after-any needs job ids");
+  r.after = {3};
+  EXPECT_TRUE(r.Validate());
+}
+
+TEST(ClientMessagesTest, ListNamesAtMostSoManyIds) {
+  ListRequest request;
+  request.ids.assign(kMaxListIds, 1);
+  EXPECT_TRUE(request.Validate());
+  request.ids.push_back(1);
+  EXPECT_EQ(request.Validate().error().message(), "list names 4097 jobs, limit 4096");
+}
+
+TEST(ClientMessagesTest, DependenciesTravelInTheSubmission) {
+  SubmitRequest r = ValidSubmit();
+  r.after = {4, 9};
+  r.after_any = true;
+  Result<SubmitRequest> back = Decode<SubmitRequest>(Encode(r));
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_EQ(back->after, (std::vector<std::uint64_t>{4, 9}));
+  EXPECT_TRUE(back->after_any);
+}
+
+TEST(ClientMessagesTest, InfoDrainAndResumeAreBareRequests) {
+  for (ClientCommand cmd : {ClientCommand::kInfo, ClientCommand::kDrain, ClientCommand::kResume}) {
+    const std::string text = Encode(BareRequest{cmd});
+    EXPECT_EQ(PeekTag(text, "cmd").value(), NameOf(cmd));
+    Result<BareRequest> back = Decode<BareRequest>(text);
+    ASSERT_TRUE(back);
+    EXPECT_EQ(back->cmd, cmd);
+  }
+  Result<BareRequest> bad = Decode<BareRequest>(R"({"cmd":"reboot"})");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message().find("field 'cmd' must be one of"), std::string::npos);
+}
+
+TEST(ClientMessagesTest, InfoReplyRoundTripsWithOptionalMemory) {
+  InfoReply reply;
+  reply.policy = "easy-backfill";
+  reply.draining = true;
+  reply.queued = 4;
+  reply.waiting = 2;
+  reply.running = 1;
+  NodeInfo node;
+  node.node = 1;
+  node.cpus = {16, 2, 4, 10};
+  node.mem_gib = Amounts<double>{64, 2, 8.5, 53.5};
+  node.gpus = {2, 0, 1, 1};
+  reply.nodes = {node};
+  const std::string text = Encode(reply);
+  Result<InfoReply> back = Decode<InfoReply>(text);
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_EQ(Encode(*back), text);
+  EXPECT_NE(text.find(R"("cpus":{"total":16,"reserved":2,"in_use":4,"free":10})"),
+            std::string::npos)
+      << text;
+  Result<DrainReply> drain = Decode<DrainReply>(Encode(DrainReply{true, false}));
+  ASSERT_TRUE(drain);
+  EXPECT_TRUE(drain->draining);
+  EXPECT_FALSE(drain->changed);
+}
+
 TEST(ExecutorMessagesTest, StartJobRoundTripsAndValidates) {
   StartJob start{.id = 7, .cpus = {0, 1}, .mems = {0}, .memory_max = 1 << 30, .gpus = {}};
   auto out = Decode<StartJob>(Encode(start));

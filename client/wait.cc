@@ -1,0 +1,170 @@
+#include "client/wait.h"
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "client/commands.h"
+#include "client/format.h"
+#include "client/transport.h"
+
+namespace hpcb::client {
+namespace {
+
+bool Succeeded(const protocol::JobRow& row) {
+  return row.state == protocol::JobState::kDone && !row.reason && row.exit_code == 0;
+}
+
+double Seconds(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+// One poll: the rows of `ids` the caller may see, finished ones included
+// (only those: a user with thousands of jobs does not ship them all twice
+// a second).
+// Own jobs first; `--all` only when an id is not among them (an admin
+// waiting for someone else's job), so ordinary users never need it.
+Result<std::map<std::uint64_t, protocol::JobRow>> Poll(const std::string& socket,
+                                                       const std::set<std::uint64_t>& ids) {
+  std::map<std::uint64_t, protocol::JobRow> found;
+  for (bool all : {false, true}) {
+    Result<protocol::ListReply> reply = Call<protocol::ListReply>(
+        socket, protocol::ListRequest{all, true, {ids.begin(), ids.end()}});
+    // Refused --all: the missing ids are not this user's to see.
+    if (!reply && all) break;
+    if (!reply) return reply.error();
+    for (protocol::JobRow& row : reply->jobs) {
+      if (ids.contains(row.id)) found[row.id] = std::move(row);
+    }
+    if (found.size() == ids.size()) break;
+  }
+  return found;
+}
+
+}  // namespace
+
+int WaitExitCode(const std::vector<protocol::JobRow>& ended) {
+  if (ended.size() == 1) {
+    const protocol::JobRow& row = ended.front();
+    if (Succeeded(row)) return 0;
+    if (!row.reason && row.exit_code && *row.exit_code > 0 && *row.exit_code < 256) {
+      return static_cast<int>(*row.exit_code);
+    }
+    return 1;
+  }
+  return std::all_of(ended.begin(), ended.end(), Succeeded) ? 0 : 1;
+}
+
+std::string ProgressLine(const std::vector<protocol::JobRow>& unfinished, double now) {
+  std::string line = "waiting for";
+  for (std::size_t i = 0; i < unfinished.size(); ++i) {
+    const protocol::JobRow& row = unfinished[i];
+    line += (i == 0 ? " job " : ", job ") + std::to_string(row.id);
+    if (row.state == protocol::JobState::kRunning && row.start_time) {
+      line += " (running " + FormatSeconds(std::max(0.0, now - *row.start_time)) + ")";
+    } else {
+      line += " (" + std::string(protocol::NameOf(row.state)) + ")";
+    }
+  }
+  return line;
+}
+
+std::string EndedLine(const protocol::JobRow& row) {
+  return "job " + std::to_string(row.id) + " finished: " +
+         (row.reason || !row.exit_code ? ExitCell(row) : "exit " + ExitCell(row)) + "\n";
+}
+
+namespace {
+
+// The one progress line a terminal gets, rewritten in place; cleared
+// before anything else is written to stderr.
+class ProgressDisplay {
+ public:
+  explicit ProgressDisplay(Io io) : io_(io) {}
+  void Show(const std::vector<protocol::JobRow>& unfinished) {
+    if (!io_.err_is_tty || unfinished.empty()) return;
+    io_.err << "\r\033[K" << ProgressLine(unfinished, static_cast<double>(std::time(nullptr)));
+    io_.err.flush();
+    shown_ = true;
+  }
+  void Clear() {
+    if (shown_) io_.err << "\r\033[K";
+    shown_ = false;
+  }
+
+ private:
+  Io io_;
+  bool shown_ = false;
+};
+
+}  // namespace
+
+int RunWait(const std::string& socket, const std::vector<std::uint64_t>& ids,
+            const WaitOptions& options, Io io) {
+  std::vector<std::uint64_t> unique;
+  for (std::uint64_t id : ids) {
+    if (std::find(unique.begin(), unique.end(), id) == unique.end()) unique.push_back(id);
+  }
+  std::set<std::uint64_t> pending(unique.begin(), unique.end());
+  std::map<std::uint64_t, protocol::JobRow> ended;
+  ProgressDisplay progress(io);
+  const auto begin = std::chrono::steady_clock::now();
+  bool answered = false;  // the daemon answered at least once
+  double unreachable_since_s = -1;  // negative: the last poll was answered
+  for (;;) {
+    const double elapsed = Seconds(std::chrono::steady_clock::now() - begin);
+    Result<std::map<std::uint64_t, protocol::JobRow>> rows = Poll(socket, pending);
+    if (!rows) {
+      // A daemon that answered before is restarting or reloading: keep
+      // asking, boundedly. One that never answered is an error at once.
+      if (unreachable_since_s < 0) unreachable_since_s = elapsed;
+      if (!answered || rows.error().code() != ErrorCode::kUnavailable ||
+          elapsed - unreachable_since_s >= kWaitUnreachableS) {
+        progress.Clear();
+        return ReportError(rows.error(), io);
+      }
+    } else {
+      answered = true;
+      unreachable_since_s = -1;
+      std::vector<protocol::JobRow> unfinished;
+      for (std::uint64_t id : std::vector<std::uint64_t>(pending.begin(), pending.end())) {
+        auto row = rows->find(id);
+        if (row == rows->end()) {
+          progress.Clear();
+          return ReportError(Error(ErrorCode::kNotFound,
+                                   "no such job " + std::to_string(id) +
+                                       " (or not yours, or finished and no longer kept)"),
+                             io);
+        }
+        if (row->second.state != protocol::JobState::kDone) {
+          unfinished.push_back(row->second);
+          continue;
+        }
+        progress.Clear();
+        if (options.announce) io.err << EndedLine(row->second);
+        ended[id] = row->second;
+        pending.erase(id);
+      }
+      if (pending.empty()) break;
+      progress.Show(unfinished);
+    }
+    if (options.timeout_s && elapsed >= *options.timeout_s) {
+      progress.Clear();
+      std::string left;
+      for (std::uint64_t id : pending) left += (left.empty() ? "" : ", ") + std::to_string(id);
+      io.err << "dispatch: --timeout reached; still unfinished: job " << left << "\n";
+      return kExitTimeout;
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(kWaitPollS));
+  }
+  progress.Clear();
+  io.err.flush();
+  std::vector<protocol::JobRow> in_order;
+  for (std::uint64_t id : unique) in_order.push_back(ended[id]);
+  return WaitExitCode(in_order);
+}
+
+}  // namespace hpcb::client

@@ -1,0 +1,47 @@
+#include <gtest/gtest.h>
+
+#include "client/wait.h"
+
+namespace hpcb::client {
+namespace {
+
+protocol::JobRow Ended(std::uint64_t id, std::optional<std::int64_t> exit_code,
+                       std::optional<protocol::JobReason> reason = std::nullopt) {
+  protocol::JobRow row;
+  row.id = id;
+  row.state = protocol::JobState::kDone;
+  row.exit_code = exit_code;
+  row.reason = reason;
+  return row;
+}
+
+TEST(WaitExitCodeTest, OneJobGivesItsOwnExitCode) {
+  EXPECT_EQ(WaitExitCode({Ended(1, 0)}), 0);
+  EXPECT_EQ(WaitExitCode({Ended(1, 3)}), 3);
+  EXPECT_EQ(WaitExitCode({Ended(1, std::nullopt, protocol::JobReason::kDependency)}), 1);
+  EXPECT_EQ(WaitExitCode({Ended(1, 0, protocol::JobReason::kKilled)}), 1)
+      << "killed is a failure even if the job exited 0 on SIGTERM";
+  EXPECT_EQ(WaitExitCode({Ended(1, -9, protocol::JobReason::kTimeout)}), 1);
+}
+
+TEST(WaitExitCodeTest, SeveralJobsGiveOneIfAnyFailed) {
+  EXPECT_EQ(WaitExitCode({Ended(1, 0), Ended(2, 0)}), 0);
+  EXPECT_EQ(WaitExitCode({Ended(1, 0), Ended(2, 7)}), 1);
+}
+
+TEST(WaitProgressTest, NamesEachUnfinishedJobAndHowLongItRan) {
+  protocol::JobRow running;
+  running.id = 5;
+  running.state = protocol::JobState::kRunning;
+  running.start_time = 1000;
+  protocol::JobRow queued;
+  queued.id = 6;
+  EXPECT_EQ(ProgressLine({running, queued}, 1063),
+            "waiting for job 5 (running 1m03s), job 6 (queued)");
+  EXPECT_EQ(EndedLine(Ended(5, 2)), "job 5 finished: exit 2\n");
+  EXPECT_EQ(EndedLine(Ended(6, std::nullopt, protocol::JobReason::kDependency)),
+            "job 6 finished: dependency\n");
+}
+
+}  // namespace
+}  // namespace hpcb::client
