@@ -141,13 +141,17 @@ void ExecutorServer::FinishRegister(protocol::RegisterJob request, LaunchSpec sp
   if (jobs_.contains(id)) {
     return fail(Error(ErrorCode::kAlreadyExists, "job " + std::to_string(id) + " already exists"));
   }
-  if (Result<void> made = MakeJobDir(spec); !made) return fail(made.error());
-  // With a start to follow, the spec reaches the disk when the start saves
-  // it (as running, or as exited if it fails), before the reply below.
-  Result<void> saved = Save(spec, request.start ? Sync::kDeferred : Sync::kNow);
-  if (!saved) {
-    (void)RemoveJobDir(job_dir(id), OwnerOf(spec));
-    return fail(saved.error());
+  const bool start_follows = request.start.has_value();
+  if (Result<void> made = MakeJobDir(spec, start_follows); !made) return fail(made.error());
+  // With a start to follow, the spec is first written by the start (with
+  // its placement, before the launcher spawns it) and reaches the disk when
+  // the start saves it again (as running, or as exited, or as still
+  // registered if it was refused), in the turn that sends the reply below.
+  if (!start_follows) {
+    if (Result<void> saved = Save(spec); !saved) {
+      (void)RemoveJobDir(job_dir(id), OwnerOf(spec));
+      return fail(saved.error());
+    }
   }
   high_water_ = std::max(high_water_, id);
   reply.uid = spec.who.uid;
@@ -166,6 +170,7 @@ void ExecutorServer::FinishRegister(protocol::RegisterJob request, LaunchSpec sp
           LogWarning("cannot save the spec of job " + std::to_string(reply.id) + ": " +
                      synced.error().message());
         }
+        WriteInfo(it->second);  // not written at registration: a start followed
       }
     }
     reply.start = std::move(started);
