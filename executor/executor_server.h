@@ -16,6 +16,7 @@
 #ifndef HPCB_EXECUTOR_EXECUTOR_SERVER_H_
 #define HPCB_EXECUTOR_EXECUTOR_SERVER_H_
 
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -27,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "executor/account_cache.h"
 #include "executor/job_dir.h"
 #include "executor/launch_spec.h"
 #include "executor/turn_commit.h"
@@ -119,6 +121,9 @@ class ExecutorServer {
   // job_register.cc
   void OnRegister(std::uint64_t req, const protocol::Packet& packet);
   void RefuseRegister(std::uint64_t req, std::uint64_t id, const Error& error);
+  // The launcher's (or the cache's) answer for the submitter's account.
+  void OnAccount(protocol::RegisterJob registration, LaunchSpec spec, const struct ucred& peer,
+                 std::optional<std::string> output, Result<protocol::LookUpUserReply> found);
   // Once the account is known: the launcher checks `output` as the user.
   void CheckOutputThenRegister(protocol::RegisterJob registration, LaunchSpec spec,
                                std::optional<std::string> output);
@@ -206,6 +211,7 @@ class ExecutorServer {
   int broker_fd_;
   protocol::PendingCalls launcher_calls_;
   UsageBook usage_;
+  AccountCache accounts_;  // recent lookups: one per user per burst
   std::map<std::uint64_t, LaunchSpec> jobs_;
   std::set<std::uint64_t> registering_;  // account lookup or destination check in flight
   std::set<std::uint64_t> starting_;     // spawn in flight

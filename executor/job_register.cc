@@ -74,6 +74,11 @@ void ExecutorServer::OnRegister(std::uint64_t req, const protocol::Packet& packe
       *submitted, std::chrono::duration<double>(
                       std::chrono::system_clock::now().time_since_epoch()).count());
   registering_.insert(id);
+  if (std::optional<protocol::LookUpUserReply> known =
+          accounts_.Find(peer->uid, AccountCache::Clock::now())) {
+    return OnAccount(std::move(*request), std::move(spec), *peer, std::move(submitted->output),
+                     std::move(*known));
+  }
   protocol::LookUpUserRequest look_up;
   look_up.id = id;
   look_up.uid = peer->uid;
@@ -81,21 +86,29 @@ void ExecutorServer::OnRegister(std::uint64_t req, const protocol::Packet& packe
       look_up, {}, deadlines_.check, "the launcher's account lookup",
       [this, registration = std::move(*request), spec = std::move(spec), peer = *peer,
        output = std::move(submitted->output)](Result<protocol::LookUpUserReply> found) mutable {
-        if (found && found->error) found = found->error->ToError();
-        if (found && found->who.uid != peer.uid) {
-          found = Error(ErrorCode::kInternal, "the account lookup answered for another uid");
-        }
-        if (!found) {
-          registering_.erase(registration.id);
-          return RefuseRegister(registration.req, registration.id,
-                                found.error().WithContext("looking up uid " + std::to_string(peer.uid)));
-        }
-        spec.who = found->who;
-        if (facts_.as_root) spec.who.gid = peer.gid;  // the submitter's current gid
-        spec.home = found->home;
-        spec.shell = found->shell;
-        CheckOutputThenRegister(std::move(registration), std::move(spec), std::move(output));
+        if (found && !found->error) accounts_.Put(peer.uid, *found, AccountCache::Clock::now());
+        OnAccount(std::move(registration), std::move(spec), peer, std::move(output),
+                  std::move(found));
       });
+}
+
+void ExecutorServer::OnAccount(protocol::RegisterJob registration, LaunchSpec spec,
+                               const struct ucred& peer, std::optional<std::string> output,
+                               Result<protocol::LookUpUserReply> found) {
+  if (found && found->error) found = found->error->ToError();
+  if (found && found->who.uid != peer.uid) {
+    found = Error(ErrorCode::kInternal, "the account lookup answered for another uid");
+  }
+  if (!found) {
+    registering_.erase(registration.id);
+    return RefuseRegister(registration.req, registration.id,
+                          found.error().WithContext("looking up uid " + std::to_string(peer.uid)));
+  }
+  spec.who = found->who;
+  if (facts_.as_root) spec.who.gid = peer.gid;  // the submitter's current gid
+  spec.home = found->home;
+  spec.shell = found->shell;
+  CheckOutputThenRegister(std::move(registration), std::move(spec), std::move(output));
 }
 
 void ExecutorServer::CheckOutputThenRegister(protocol::RegisterJob registration, LaunchSpec spec,
