@@ -245,7 +245,7 @@ Result<void> ExecutorServer::Save(const LaunchSpec& spec, Sync sync) {
   std::uint64_t bytes = 0;
   if (sync == Sync::kNow) {
     HPCB_ASSIGN_OR_RETURN(UnsyncedSpec saved, SaveSpecUnsynced(specs_dir(), spec));
-    turn_.Add(std::move(saved.file));  // on disk before this turn's answers
+    HPCB_TRY(turn_.Add(std::move(saved.file)));  // on disk before this turn's answers
     bytes = saved.bytes;
   } else {
     HPCB_ASSIGN_OR_RETURN(bytes, SaveSpec(specs_dir(), spec, sync));

@@ -20,7 +20,21 @@ Result<void> TurnCommit::Hold(std::string text, const std::vector<int>& fds) {
   return Ok();
 }
 
+Result<void> TurnCommit::Add(UniqueFd file) {
+  files_.push_back(std::move(file));
+  if (files_.size() < kMaxOpen) return Ok();
+  Result<void> flushed = Flush();
+  if (!flushed) failed_ = flushed.error();
+  return flushed;
+}
+
 Result<void> TurnCommit::Flush() {
+  if (failed_) {
+    Error error = *failed_;
+    failed_.reset();
+    files_.clear();
+    return error;
+  }
   if (files_.empty()) return Ok();
   std::vector<UniqueFd> files;
   files.swap(files_);

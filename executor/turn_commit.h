@@ -16,6 +16,8 @@
 #ifndef HPCB_EXECUTOR_TURN_COMMIT_H_
 #define HPCB_EXECUTOR_TURN_COMMIT_H_
 
+#include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,8 +31,12 @@ class TurnCommit {
   // `dir` is the directory every added file was renamed into.
   explicit TurnCommit(std::string dir) : dir_(std::move(dir)) {}
 
-  // A file written and renamed into `dir` this turn, still open.
-  void Add(UniqueFd file) { files_.push_back(std::move(file)); }
+  // A file written and renamed into `dir` this turn, still open. A turn
+  // that saves more than kMaxOpen files flushes them early rather than hold
+  // an fd each (a restart that finishes a thousand jobs in one turn must
+  // not run out of fds); an error then also fails the turn's Flush.
+  static constexpr std::size_t kMaxOpen = 128;
+  Result<void> Add(UniqueFd file);
 
   // An answer held until the turn's files are on disk; `fds` are duplicated
   // (the caller's close once it returns).
@@ -51,6 +57,7 @@ class TurnCommit {
   std::string dir_;
   std::vector<UniqueFd> files_;
   std::vector<Answer> answers_;
+  std::optional<Error> failed_;  // an early flush failed: so does the turn
 };
 
 }  // namespace hpcb::executor
