@@ -25,6 +25,13 @@ using protocol::SpecState;
 using protocol::WireError;
 
 constexpr int kMaxPollMs = 1000;
+constexpr int kMaxPerTurn = 64;
+
+// The poll events `fd` has right now (0: nothing to read), without waiting.
+short Readable(int fd) {
+  struct pollfd one = {fd, POLLIN, 0};
+  return ::poll(&one, 1, 0) > 0 ? one.revents : 0;
+}
 
 std::string JobText(std::uint64_t id) { return "job " + std::to_string(id); }
 
@@ -42,8 +49,19 @@ ExecutorServer::ExecutorServer(protocol::DaemonConfig config, ExecutorFacts fact
       broker_fd_(broker_fd) {}
 
 void ExecutorServer::SendToBroker(const std::string& text, const std::vector<int>& fds) {
-  Result<void> sent = protocol::SendMessage(broker_fd_, text, fds);
-  if (!sent) LogError("cannot reach the broker: " + sent.error().message());
+  Result<void> held = turn_.Hold(text, fds);
+  if (!held) LogError("cannot answer the broker: " + held.error().message());
+}
+
+Result<void> ExecutorServer::EndTurn() {
+  HPCB_TRY(turn_.Flush());
+  for (const TurnCommit::Answer& answer : turn_.TakeAnswers()) {
+    std::vector<int> fds;
+    for (const UniqueFd& fd : answer.fds) fds.push_back(fd.get());
+    Result<void> sent = protocol::SendMessage(broker_fd_, answer.text, fds);
+    if (!sent) LogError("cannot reach the broker: " + sent.error().message());
+  }
+  return Ok();
 }
 
 void ExecutorServer::Refuse(std::uint64_t req, std::uint64_t id, const std::string& what,
@@ -306,6 +324,8 @@ Result<void> ExecutorServer::Run() {
       LogInfo("removed the leftover empty cgroup of " + JobText(id));
     }
   }
+  // What recovery saved and said, flushed before anything else is read.
+  if (Result<void> ended = EndTurn(); !ended) return ended.error();
   auto last_tick = std::chrono::steady_clock::now();
   for (;;) {
     int wait_ms = kMaxPollMs;
@@ -320,35 +340,47 @@ Result<void> ExecutorServer::Run() {
       if (errno == EINTR) continue;
       return Error::FromErrno(errno, "poll");
     }
-    if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+    // A turn takes what is waiting on both sockets, up to kMaxPerTurn
+    // messages each (so neither side starves the other), and its answers
+    // share one flush (EndTurn).
+    for (int taken = 0; taken < kMaxPerTurn && (fds[1].revents & (POLLIN | POLLHUP | POLLERR));
+         ++taken) {
       Result<protocol::Packet> packet = protocol::ReceiveMessage(launcher_fd_);
       if (!packet) {
         if (packet.error().code() == ErrorCode::kUnavailable) {
           launcher_calls_.FailAll(Error(ErrorCode::kUnavailable, "the launcher went away"));
+          HPCB_TRY(EndTurn());
           return packet.error().WithContext("launcher");
         }
         LogWarning("refused a launcher message: " + packet.error().message());
       } else {
         OnLauncherMessage(*packet);
       }
+      fds[1].revents = Readable(launcher_fd_);
     }
-    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+    for (int taken = 0; taken < kMaxPerTurn && (fds[0].revents & (POLLIN | POLLHUP | POLLERR));
+         ++taken) {
       Result<protocol::Packet> packet = protocol::ReceiveMessage(broker_fd_);
       if (!packet) {
         if (packet.error().code() == ErrorCode::kUnavailable) {
           LogInfo("broker went away; stopping");
-          return Ok();
+          return EndTurn();
         }
         Refuse(0, 0, "a broker message", packet.error());
       } else {
         Handle(*packet);
       }
+      fds[0].revents = Readable(broker_fd_);
     }
     const auto now = std::chrono::steady_clock::now();
     launcher_calls_.ExpireOverdue(now);
     if (now - last_tick >= std::chrono::milliseconds(kMaxPollMs) || ready == 0) {
       Tick();
       last_tick = now;
+    }
+    if (Result<void> ended = EndTurn(); !ended) {
+      return ended.error().WithContext("cannot make the state directory durable; stopping "
+                                       "rather than acknowledge what may not be on disk");
     }
   }
 }

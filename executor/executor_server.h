@@ -16,6 +16,7 @@
 #ifndef HPCB_EXECUTOR_EXECUTOR_SERVER_H_
 #define HPCB_EXECUTOR_EXECUTOR_SERVER_H_
 
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -27,8 +28,10 @@
 #include <string>
 #include <vector>
 
+#include "executor/account_cache.h"
 #include "executor/job_dir.h"
 #include "executor/launch_spec.h"
+#include "executor/turn_commit.h"
 #include "executor/usage_book.h"
 #include "protocol/base/result.h"
 #include "protocol/base/unique_fd.h"
@@ -84,6 +87,12 @@ class ExecutorServer {
   void OnLauncherMessage(const protocol::Packet& packet);
   // Times out overdue launcher calls and retries cgroup removals.
   void Tick();
+  // Ends a loop turn: the specs saved during it reach the disk (one fsync
+  // each, one of their directory), then the answers the turn held go to
+  // the broker, in order (turn_commit.h). An error means the disk would not
+  // take them: nothing was sent, and the executor must stop. Public for
+  // tests, which call it where the loop would.
+  Result<void> EndTurn();
 
   std::string specs_dir() const { return config_.state_dir + "/specs"; }
   std::string high_water_path() const { return specs_dir() + "/high_water"; }
@@ -112,6 +121,9 @@ class ExecutorServer {
   // job_register.cc
   void OnRegister(std::uint64_t req, const protocol::Packet& packet);
   void RefuseRegister(std::uint64_t req, std::uint64_t id, const Error& error);
+  // The launcher's (or the cache's) answer for the submitter's account.
+  void OnAccount(protocol::RegisterJob registration, LaunchSpec spec, const struct ucred& peer,
+                 std::optional<std::string> output, Result<protocol::LookUpUserReply> found);
   // Once the account is known: the launcher checks `output` as the user.
   void CheckOutputThenRegister(protocol::RegisterJob registration, LaunchSpec spec,
                                std::optional<std::string> output);
@@ -154,7 +166,9 @@ class ExecutorServer {
                      std::function<void(std::optional<std::string>)> done);
   void AppendLine(const LaunchSpec& spec, const std::string& line);
   Result<UniqueFd> OpenBuffer(const LaunchSpec& spec, int flags) const;
-  Result<void> MakeJobDir(const LaunchSpec& spec);
+  // The job's dir and dev link; info.json too unless a start follows
+  // (which writes it, as started).
+  Result<void> MakeJobDir(const LaunchSpec& spec, bool start_follows);
   std::optional<JobDirOwner> OwnerOf(const LaunchSpec& spec) const;
   // info.json: the job as users see it, never its environment.
   static std::string InfoText(const LaunchSpec& spec);
@@ -165,6 +179,9 @@ class ExecutorServer {
   std::optional<protocol::JobUsage> MeasureUsage(const LaunchSpec& spec,
                                                  const host::RunRecord* record,
                                                  double end_time) const;
+  // Sync::kNow: durable before any answer of this turn goes out (the
+  // turn's group commit); kDeferred: a later durable save follows before
+  // anyone is told.
   Result<void> Save(const LaunchSpec& spec, Sync sync = Sync::kNow);
   // What `spec` holds on disk: its record, plus a kept buffer once exited.
   std::uint64_t BytesHeld(const LaunchSpec& spec, std::uint64_t spec_bytes) const;
@@ -187,12 +204,14 @@ class ExecutorServer {
                    std::function<void(Result<Reply>)> done);
 
   protocol::DaemonConfig config_;
+  TurnCommit turn_{config_.state_dir + "/specs"};
   ExecutorFacts facts_;
   LauncherDeadlines deadlines_;
   int launcher_fd_;
   int broker_fd_;
   protocol::PendingCalls launcher_calls_;
   UsageBook usage_;
+  AccountCache accounts_;  // recent lookups: one per user per burst
   std::map<std::uint64_t, LaunchSpec> jobs_;
   std::set<std::uint64_t> registering_;  // account lookup or destination check in flight
   std::set<std::uint64_t> starting_;     // spawn in flight

@@ -96,16 +96,18 @@ Result<void> EmptyDir(int dir_fd, const std::string& where, int depth_left,
 }  // namespace
 
 Result<UniqueFd> CreateJobDir(const std::string& path, std::optional<JobDirOwner> owner,
-                              const std::string& info_text) {
+                              const std::optional<std::string>& info_text) {
   if (::mkdir(path.c_str(), 0700) != 0) return Error::FromErrno(errno, "mkdir " + path);
   // Still root's 0700 here, so nobody else can have swapped a name yet: the
   // files are created in place, with no temp name and rename.
   HPCB_ASSIGN_OR_RETURN(UniqueFd dir, OpenJobDir(path));
   HPCB_ASSIGN_OR_RETURN(UniqueFd buffer,
                         CreateFreshFile(dir.get(), "output", 0640, owner, path + "/output"));
-  HPCB_ASSIGN_OR_RETURN(UniqueFd info,
-                        CreateFreshFile(dir.get(), "info.json", 0640, owner, path + "/info.json"));
-  HPCB_TRY(protocol::WriteAllToFile(info.get(), info_text));
+  if (info_text) {
+    HPCB_ASSIGN_OR_RETURN(UniqueFd info,
+                          CreateFreshFile(dir.get(), "info.json", 0640, owner, path + "/info.json"));
+    HPCB_TRY(protocol::WriteAllToFile(info.get(), *info_text));
+  }
   // Mode first, while root still owns it: afterwards only CAP_FOWNER could.
   if (::fchmod(dir.get(), 0750) != 0) return Error::FromErrno(errno, "chmod " + path);
   HPCB_TRY(ChownFd(dir.get(), owner, path));
@@ -139,9 +141,15 @@ Result<UniqueFd> OpenJobBuffer(int dir_fd, int flags, std::optional<JobDirOwner>
 Result<void> ReplaceJobFile(int dir_fd, const std::string& name, const std::string& text,
                             mode_t mode, std::optional<JobDirOwner> owner) {
   const std::string tmp = "." + name + ".tmp";
-  (void)::unlinkat(dir_fd, tmp.c_str(), 0);  // a leftover, or something the user put there
-  HPCB_ASSIGN_OR_RETURN(UniqueFd fd, CreateFreshFile(dir_fd, tmp, mode, owner, tmp));
-  HPCB_TRY(protocol::WriteAllToFile(fd.get(), text));
+  Result<UniqueFd> fd = CreateFreshFile(dir_fd, tmp, mode, owner, tmp);
+  if (!fd && fd.error().sys_errno() == EEXIST) {
+    // A leftover, or something the user put there: removed only when
+    // found, so the usual case costs no failing unlink.
+    (void)::unlinkat(dir_fd, tmp.c_str(), 0);
+    fd = CreateFreshFile(dir_fd, tmp, mode, owner, tmp);
+  }
+  if (!fd) return fd.error();
+  HPCB_TRY(protocol::WriteAllToFile(fd->get(), text));
   // No fsync: these files are views of the spec, which is the durable
   // record. After a crash ext4 (auto_da_alloc on a rename over a name)
   // shows the old or the new text; elsewhere the view may be stale or

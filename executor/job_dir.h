@@ -26,11 +26,13 @@ struct JobDirOwner {
   gid_t gid = 0;
 };
 
-// Creates `path` (0750) with its empty `output` buffer and `info.json`
-// holding `info_text` (both 0640), all chowned through fds; the parent must
-// be root's. Fails if `path` exists.
+// Creates `path` (0750) with its empty `output` buffer and, given
+// `info_text`, `info.json` holding it (both 0640), all chowned through fds;
+// the parent must be root's. Fails if `path` exists. Without `info_text`
+// the caller writes info.json later (ReplaceJobFile): a job that starts at
+// once gets it written once, as started, instead of twice.
 Result<UniqueFd> CreateJobDir(const std::string& path, std::optional<JobDirOwner> owner,
-                              const std::string& info_text);
+                              const std::optional<std::string>& info_text);
 
 // Opens an existing job dir: a real directory, never a symlink.
 Result<UniqueFd> OpenJobDir(const std::string& path);

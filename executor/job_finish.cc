@@ -63,17 +63,24 @@ Result<UniqueFd> ExecutorServer::OpenBuffer(const LaunchSpec& spec, int flags) c
   return OpenJobBuffer(dir.get(), flags, OwnerOf(spec));
 }
 
-Result<void> ExecutorServer::MakeJobDir(const LaunchSpec& spec) {
+Result<void> ExecutorServer::MakeJobDir(const LaunchSpec& spec, bool start_follows) {
   const std::string dir = job_dir(spec.id);
-  if (Result<UniqueFd> made = CreateJobDir(dir, OwnerOf(spec), InfoText(spec)); !made) {
+  std::optional<std::string> info;
+  if (!start_follows) info = InfoText(spec);
+  if (Result<UniqueFd> made = CreateJobDir(dir, OwnerOf(spec), info); !made) {
     // A half-made dir would block the id: nothing of it may stay.
     if (made.error().code() != ErrorCode::kAlreadyExists) (void)RemoveJobDir(dir, OwnerOf(spec));
     return made.error();
   }
   if (!config_.no_dev_dir) {
     const std::string link = config_.dev_dir + "/jobs/" + std::to_string(spec.id);
-    ::unlink(link.c_str());
-    if (::symlink(dir.c_str(), link.c_str()) != 0) {
+    // A leftover link is removed only when found: no failing unlink per job.
+    int linked = ::symlink(dir.c_str(), link.c_str());
+    if (linked != 0 && errno == EEXIST) {
+      ::unlink(link.c_str());
+      linked = ::symlink(dir.c_str(), link.c_str());
+    }
+    if (linked != 0) {
       LogWarning("cannot create " + link + ": " + std::strerror(errno));
     }
   }
@@ -243,7 +250,14 @@ std::optional<protocol::JobUsage> ExecutorServer::MeasureUsage(const LaunchSpec&
 }
 
 Result<void> ExecutorServer::Save(const LaunchSpec& spec, Sync sync) {
-  HPCB_ASSIGN_OR_RETURN(std::uint64_t bytes, SaveSpec(specs_dir(), spec, sync));
+  std::uint64_t bytes = 0;
+  if (sync == Sync::kNow) {
+    HPCB_ASSIGN_OR_RETURN(UnsyncedSpec saved, SaveSpecUnsynced(specs_dir(), spec));
+    HPCB_TRY(turn_.Add(std::move(saved.file)));  // on disk before this turn's answers
+    bytes = saved.bytes;
+  } else {
+    HPCB_ASSIGN_OR_RETURN(bytes, SaveSpec(specs_dir(), spec, sync));
+  }
   usage_.Set(spec.id, spec.who.uid, BytesHeld(spec, bytes));
   return Ok();
 }

@@ -74,6 +74,11 @@ void ExecutorServer::OnRegister(std::uint64_t req, const protocol::Packet& packe
       *submitted, std::chrono::duration<double>(
                       std::chrono::system_clock::now().time_since_epoch()).count());
   registering_.insert(id);
+  if (std::optional<protocol::LookUpUserReply> known =
+          accounts_.Find(peer->uid, AccountCache::Clock::now())) {
+    return OnAccount(std::move(*request), std::move(spec), *peer, std::move(submitted->output),
+                     std::move(*known));
+  }
   protocol::LookUpUserRequest look_up;
   look_up.id = id;
   look_up.uid = peer->uid;
@@ -81,21 +86,29 @@ void ExecutorServer::OnRegister(std::uint64_t req, const protocol::Packet& packe
       look_up, {}, deadlines_.check, "the launcher's account lookup",
       [this, registration = std::move(*request), spec = std::move(spec), peer = *peer,
        output = std::move(submitted->output)](Result<protocol::LookUpUserReply> found) mutable {
-        if (found && found->error) found = found->error->ToError();
-        if (found && found->who.uid != peer.uid) {
-          found = Error(ErrorCode::kInternal, "the account lookup answered for another uid");
-        }
-        if (!found) {
-          registering_.erase(registration.id);
-          return RefuseRegister(registration.req, registration.id,
-                                found.error().WithContext("looking up uid " + std::to_string(peer.uid)));
-        }
-        spec.who = found->who;
-        if (facts_.as_root) spec.who.gid = peer.gid;  // the submitter's current gid
-        spec.home = found->home;
-        spec.shell = found->shell;
-        CheckOutputThenRegister(std::move(registration), std::move(spec), std::move(output));
+        if (found && !found->error) accounts_.Put(peer.uid, *found, AccountCache::Clock::now());
+        OnAccount(std::move(registration), std::move(spec), peer, std::move(output),
+                  std::move(found));
       });
+}
+
+void ExecutorServer::OnAccount(protocol::RegisterJob registration, LaunchSpec spec,
+                               const struct ucred& peer, std::optional<std::string> output,
+                               Result<protocol::LookUpUserReply> found) {
+  if (found && found->error) found = found->error->ToError();
+  if (found && found->who.uid != peer.uid) {
+    found = Error(ErrorCode::kInternal, "the account lookup answered for another uid");
+  }
+  if (!found) {
+    registering_.erase(registration.id);
+    return RefuseRegister(registration.req, registration.id,
+                          found.error().WithContext("looking up uid " + std::to_string(peer.uid)));
+  }
+  spec.who = found->who;
+  if (facts_.as_root) spec.who.gid = peer.gid;  // the submitter's current gid
+  spec.home = found->home;
+  spec.shell = found->shell;
+  CheckOutputThenRegister(std::move(registration), std::move(spec), std::move(output));
 }
 
 void ExecutorServer::CheckOutputThenRegister(protocol::RegisterJob registration, LaunchSpec spec,
@@ -141,13 +154,17 @@ void ExecutorServer::FinishRegister(protocol::RegisterJob request, LaunchSpec sp
   if (jobs_.contains(id)) {
     return fail(Error(ErrorCode::kAlreadyExists, "job " + std::to_string(id) + " already exists"));
   }
-  if (Result<void> made = MakeJobDir(spec); !made) return fail(made.error());
-  // With a start to follow, the spec reaches the disk when the start saves
-  // it (as running, or as exited if it fails), before the reply below.
-  Result<void> saved = Save(spec, request.start ? Sync::kDeferred : Sync::kNow);
-  if (!saved) {
-    (void)RemoveJobDir(job_dir(id), OwnerOf(spec));
-    return fail(saved.error());
+  const bool start_follows = request.start.has_value();
+  if (Result<void> made = MakeJobDir(spec, start_follows); !made) return fail(made.error());
+  // With a start to follow, the spec is first written by the start (with
+  // its placement, before the launcher spawns it) and reaches the disk when
+  // the start saves it again (as running, or as exited, or as still
+  // registered if it was refused), in the turn that sends the reply below.
+  if (!start_follows) {
+    if (Result<void> saved = Save(spec); !saved) {
+      (void)RemoveJobDir(job_dir(id), OwnerOf(spec));
+      return fail(saved.error());
+    }
   }
   high_water_ = std::max(high_water_, id);
   reply.uid = spec.who.uid;
@@ -166,6 +183,7 @@ void ExecutorServer::FinishRegister(protocol::RegisterJob request, LaunchSpec sp
           LogWarning("cannot save the spec of job " + std::to_string(reply.id) + ": " +
                      synced.error().message());
         }
+        WriteInfo(it->second);  // not written at registration: a start followed
       }
     }
     reply.start = std::move(started);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "protocol/base/result.h"
+#include "protocol/base/unique_fd.h"
 #include "protocol/codec.h"
 #include "protocol/host/host_files.h"
 #include "protocol/job_usage.h"
@@ -75,6 +76,13 @@ struct LaunchSpec {
 // Returns the bytes written.
 Result<std::uint64_t> SaveSpec(const std::string& specs_dir, const LaunchSpec& spec,
                                Sync sync = Sync::kNow);
+// The same, renamed into place but not fsynced: the file comes back open
+// for the turn's group commit (turn_commit.h) to flush.
+struct UnsyncedSpec {
+  UniqueFd file;
+  std::uint64_t bytes = 0;
+};
+Result<UnsyncedSpec> SaveSpecUnsynced(const std::string& specs_dir, const LaunchSpec& spec);
 Result<LaunchSpec> LoadSpec(const std::string& specs_dir, std::uint64_t id);
 void RemoveSpec(const std::string& specs_dir, std::uint64_t id);
 // Ids of every well-named spec file (others are ignored).

@@ -137,24 +137,47 @@ Result<std::uint64_t> ProcStartTime(int pid, const std::string& proc_root) {
   return Error(ErrorCode::kInternal, "garbled /proc stat for pid " + std::to_string(pid));
 }
 
-Result<void> WriteFileAtomic(const std::string& path, const std::string& text, unsigned mode,
-                             Sync sync) {
-  const std::string tmp = path + ".tmp";
-  ::unlink(tmp.c_str());
-  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode));
+namespace {
+
+// Creates `tmp` afresh. A leftover (a crash between create and rename) is
+// removed only when found, so the usual case costs no failing unlink.
+Result<UniqueFd> CreateTemp(const std::string& tmp, unsigned mode) {
+  constexpr int kFlags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW;
+  UniqueFd fd(::open(tmp.c_str(), kFlags, mode));
+  if (!fd.valid() && errno == EEXIST) {
+    ::unlink(tmp.c_str());
+    fd = UniqueFd(::open(tmp.c_str(), kFlags, mode));
+  }
   if (!fd.valid()) return Error::FromErrno(errno, "create " + tmp);
+  return fd;
+}
+
+// `path`.tmp written with `text` and renamed over `path`; fsynced before
+// the rename when `sync_before_rename`.
+Result<UniqueFd> WriteAndRename(const std::string& path, const std::string& text, unsigned mode,
+                                bool sync_before_rename) {
+  const std::string tmp = path + ".tmp";
+  HPCB_ASSIGN_OR_RETURN(UniqueFd fd, CreateTemp(tmp, mode));
   Result<void> written = [&]() -> Result<void> {
     if (::fchmod(fd.get(), mode) != 0) return Error::FromErrno(errno, "chmod " + tmp);
     HPCB_TRY(protocol::WriteAllToFile(fd.get(), text));
-    if (sync == Sync::kNow && ::fsync(fd.get()) != 0) return Error::FromErrno(errno, "fsync " + tmp);
+    if (sync_before_rename && ::fsync(fd.get()) != 0) return Error::FromErrno(errno, "fsync " + tmp);
     if (::rename(tmp.c_str(), path.c_str()) != 0) return Error::FromErrno(errno, "rename " + tmp);
     return Ok();
   }();
   if (!written) {
     // A full disk must not leave half-written temp files behind.
     ::unlink(tmp.c_str());
-    return written;
+    return written.error();
   }
+  return fd;
+}
+
+}  // namespace
+
+Result<void> WriteFileAtomic(const std::string& path, const std::string& text, unsigned mode,
+                             Sync sync) {
+  HPCB_ASSIGN_OR_RETURN(UniqueFd fd, WriteAndRename(path, text, mode, sync == Sync::kNow));
   if (sync == Sync::kNow) {
     // The rename is only durable once the directory is: without this a
     // crash can leave just the temp file, and a fresh spec (a queued job
@@ -163,6 +186,11 @@ Result<void> WriteFileAtomic(const std::string& path, const std::string& text, u
     HPCB_TRY(protocol::SyncDirectory(slash == std::string::npos ? "." : path.substr(0, slash + 1)));
   }
   return Ok();
+}
+
+Result<UniqueFd> WriteFileAtomicUnsynced(const std::string& path, const std::string& text,
+                                         unsigned mode) {
+  return WriteAndRename(path, text, mode, false);
 }
 
 }  // namespace hpcb::host

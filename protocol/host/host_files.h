@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "protocol/base/result.h"
+#include "protocol/base/unique_fd.h"
 
 namespace hpcb::host {
 
@@ -44,6 +45,14 @@ enum class Sync { kNow, kDeferred };
 // deferred). A crash leaves the old file or the new one, never a mix.
 Result<void> WriteFileAtomic(const std::string& path, const std::string& text, unsigned mode,
                              Sync sync = Sync::kNow);
+
+// The same, without either fsync, and the new file still open: a caller
+// that saves many files in one turn fsyncs them all, then their directory
+// once, before it tells anyone (group commit; see the executor's
+// TurnCommit). Until then a crash of the process keeps the new text (it is
+// in the page cache) and a crash of the machine may lose it.
+Result<UniqueFd> WriteFileAtomicUnsynced(const std::string& path, const std::string& text,
+                                         unsigned mode);
 
 }  // namespace hpcb::host
 

@@ -247,6 +247,56 @@ TEST_F(FaultE2eTest, AKilledLauncherLosesNoExitCodeOnceTheDaemonIsBack) {
   EXPECT_EQ(Slurp(daemon_.work() + "/output." + std::to_string(id) + ".log"), "outlived\n");
 }
 
+// A burst from 8 clients, and every role (executor, broker, launcher)
+// killed with SIGKILL the moment the burst's 40th acknowledgment arrives,
+// while the other clients' submissions are still in flight. Acknowledgments
+// share one flush per loop turn on each side (group commit); whatever was
+// acknowledged must still be there after the restart, and run once.
+TEST_F(FaultE2eTest, EveryAcknowledgedSubmissionOfABurstSurvivesKillingEveryRole) {
+  Boot();
+  constexpr int kClients = 8;
+  constexpr int kPerClient = 10;
+  constexpr int kKillAfter = 40;
+  std::vector<Submission> submissions;
+  std::mutex mu;
+  std::atomic<int> acked{0};
+  std::atomic<bool> killed{false};
+  pid_t executor = -1, broker = -1;
+  ASSERT_TRUE(LatestRolePids(daemon_.log(), &executor, &broker)) << daemon_.log();
+  const pid_t launcher = daemon_.daemon_pid();
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&, c] {
+      for (int i = 0; i < kPerClient; ++i) {
+        Submission s = SubmitOne(c * kPerClient + i);
+        if (s.id != 0 && ++acked == kKillAfter && !killed.exchange(true)) {
+          ::kill(executor, SIGKILL);
+          ::kill(broker, SIGKILL);
+          ::kill(launcher, SIGKILL);
+        }
+        std::lock_guard<std::mutex> lock(mu);
+        submissions.push_back(std::move(s));
+      }
+    });
+  }
+  for (std::thread& client : clients) client.join();
+  ASSERT_TRUE(killed) << "fewer than " << kKillAfter << " submissions were acknowledged\n"
+                      << daemon_.log();
+  daemon_.WaitForExit(seconds(5));
+  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return !Alive(executor) && !Alive(broker); },
+                                     seconds(10)));
+  ASSERT_TRUE(daemon_.Start(Flags())) << daemon_.log();
+  const bool settled = AllDone(submissions, seconds(90));
+  std::size_t acknowledged = 0;
+  for (const Submission& s : submissions) acknowledged += s.id ? 1 : 0;
+  const std::vector<std::string> violations = Violations(submissions);
+  std::string some;
+  for (std::size_t i = 0; i < violations.size() && i < 20; ++i) some += "\n  " + violations[i];
+  EXPECT_GE(acknowledged, static_cast<std::size_t>(kKillAfter));
+  EXPECT_TRUE(settled) << "not every acknowledged job finished" << some;
+  EXPECT_TRUE(violations.empty()) << violations.size() << " violations:" << some;
+}
+
 // The churn: jobs submitted as fast as one client goes while a killer sends
 // SIGKILL to a random role (now and then the launcher itself, now and then
 // a reload instead) every second or so.

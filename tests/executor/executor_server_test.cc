@@ -62,7 +62,9 @@ class ExecutorServerTest : public ::testing::Test {
   }
 
   // The executor's next message to the broker, or "<none>" within 2 s.
+  // The turn ends first, as the loop would end it: answers wait for that.
   std::string NextReply() {
+    EXPECT_TRUE(server_->EndTurn());
     struct pollfd p {broker_b_.get(), POLLIN, 0};
     if (::poll(&p, 1, 2000) <= 0) return "<none>";
     Result<Packet> packet = protocol::ReceiveMessage(broker_b_.get());

@@ -1,0 +1,61 @@
+#include "executor/turn_commit.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "protocol/host/host_files.h"
+#include "tests/testing/temp_dir.h"
+
+namespace hpcb::executor {
+namespace {
+
+TEST(TurnCommitTest, AnswersComeBackInOrderWithTheirOwnCopiesOfTheFds) {
+  TurnCommit turn("/nonexistent");
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  ASSERT_TRUE(turn.Hold("first", {}));
+  ASSERT_TRUE(turn.Hold("second", {pipe_fds[0]}));
+  ::close(pipe_fds[0]);  // the caller's copy goes; the held one stays
+
+  ASSERT_TRUE(turn.Flush()) << "nothing to flush: the directory is never opened";
+  std::vector<TurnCommit::Answer> answers = turn.TakeAnswers();
+
+  ASSERT_EQ(answers.size(), 2u);
+  EXPECT_EQ(answers[0].text, "first");
+  ASSERT_EQ(answers[1].fds.size(), 1u);
+  EXPECT_GE(::fcntl(answers[1].fds[0].get(), F_GETFD), 0);
+  EXPECT_TRUE(turn.TakeAnswers().empty());
+  ::close(pipe_fds[1]);
+}
+
+TEST(TurnCommitTest, FlushSyncsWhatWasAddedAndAManyFileTurnFlushesEarly) {
+  testing::TempDir dir;
+  TurnCommit turn(dir.path());
+  for (std::size_t i = 0; i < TurnCommit::kMaxOpen + 3; ++i) {
+    Result<UniqueFd> file = host::WriteFileAtomicUnsynced(
+        dir.path() + "/" + std::to_string(i) + ".json", "{}", 0600);
+    ASSERT_TRUE(file);
+    ASSERT_TRUE(turn.Add(std::move(*file)));
+  }
+
+  EXPECT_TRUE(turn.Flush());
+  EXPECT_EQ(::access((dir.path() + "/0.json").c_str(), F_OK), 0);
+  EXPECT_NE(::access((dir.path() + "/0.json.tmp").c_str(), F_OK), 0);
+}
+
+TEST(TurnCommitTest, AMissingDirectoryFailsTheFlush) {
+  testing::TempDir dir;
+  TurnCommit turn(dir.path() + "/gone");
+  Result<UniqueFd> file = host::WriteFileAtomicUnsynced(dir.path() + "/1.json", "{}", 0600);
+  ASSERT_TRUE(file);
+  ASSERT_TRUE(turn.Add(std::move(*file)));
+
+  EXPECT_FALSE(turn.Flush());
+}
+
+}  // namespace
+}  // namespace hpcb::executor
