@@ -29,9 +29,12 @@
 
 namespace hpcb::protocol {
 
-// Replies from the broker (a `list --finished` of 10k jobs is a few MiB).
-// Requests to it are capped far lower, by kMaxRequestFrame (queued_frame.h).
-inline constexpr std::size_t kMaxClientFrame = std::size_t{64} << 20;
+// Replies from the broker, as `dispatch` reads them. A list of every job
+// the daemon holds is about 400 bytes a row, so 200k queued jobs (a dozen
+// users at their queue cap) are ~80 MiB in one frame; only the client reads
+// it, so the cap is generous. Requests to the broker are capped far lower,
+// by kMaxRequestFrame (queued_frame.h).
+inline constexpr std::size_t kMaxClientFrame = std::size_t{1} << 30;
 inline constexpr std::size_t kMaxInternalMessage = std::size_t{1} << 20;
 inline constexpr std::size_t kMaxPassedFds = 4;
 
