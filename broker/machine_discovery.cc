@@ -150,7 +150,7 @@ std::int64_t ReserveCpus(std::vector<NumaNode>& nodes, std::int64_t reserve) {
 }
 
 // Lowest domain first, never more than half of any one.
-void ReserveMemory(std::vector<double*> domains, double reserve) {
+void ReserveMemory(const std::vector<double*>& domains, double reserve) {
   for (double* gib : domains) {
     if (reserve <= 0) break;
     double take = std::min(reserve, *gib / 2);
@@ -250,7 +250,7 @@ std::string Describe(const Machine& machine, const protocol::DaemonConfig& confi
   }
   std::string unit = cores == cpus ? "" : " in " + std::to_string(cores) + " whole cores";
   char reserved_mem[32];
-  std::snprintf(reserved_mem, sizeof reserved_mem, "%g", config.reserve_mem_gib);
+  (void)std::snprintf(reserved_mem, sizeof reserved_mem, "%g", config.reserve_mem_gib);
   return "resources available to jobs: " + std::to_string(cpus) + " cpus" + unit + " over " +
          std::to_string(machine.nodes.size()) + " NUMA node(s), " +
          std::to_string(machine.gpus.ids.size()) + " gpu(s), " + FormatGiB(FloorTo2(mem)) +

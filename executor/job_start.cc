@@ -194,7 +194,7 @@ void ExecutorServer::FailStart(std::uint64_t id, const std::string& message, boo
   protocol::StartReply failed;
   failed.id = id;
   failed.error = WireError::From(Error(ErrorCode::kFailedPrecondition, message));
-  done(std::move(failed));
+  std::move(done)(std::move(failed));
   finishing_.insert(id);
   DeliverOutput(spec, [this, id](std::optional<std::string> output_error) {
     finishing_.erase(id);
