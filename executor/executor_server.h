@@ -131,7 +131,7 @@ class ExecutorServer {
   // the failed StartReply at once, and the output is delivered after (a
   // JobExited then carries the delivery's error, if any).
   void FailStart(std::uint64_t id, const std::string& message, bool remove_cgroup,
-                 const StartDone& done);
+                 StartDone done);
 
   // job_output.cc: delivering a kept output again, on request and on a
   // back-off.

@@ -86,14 +86,14 @@ void ExecutorServer::BeginStart(const protocol::StartJob& request, StartDone don
       // A populated leftover (someone else's processes) is never killed here.
       const bool someone_elses = made.error().code() == ErrorCode::kAlreadyExists;
       return FailStart(id, "failed to start job: " + made.error().message(), !someone_elses,
-                       done);
+                       std::move(done));
     }
     cgroup_dir = std::move(*made);
   }
   Result<UniqueFd> buffer = OpenBuffer(spec, O_WRONLY | O_APPEND);
   if (!buffer) {
     return FailStart(id, "failed to start job: " + buffer.error().message(), true,
-                     done);
+                     std::move(done));
   }
   host::PasswdFacts who{spec.who.user, spec.home, spec.shell};
   protocol::SpawnRequest spawn;
@@ -110,7 +110,7 @@ void ExecutorServer::BeginStart(const protocol::StartJob& request, StartDone don
   spec.placement = request.Record();
   if (Result<void> saved = Save(spec, Sync::kDeferred); !saved) {
     return FailStart(id, "failed to start job: cannot record its placement: " +
-                             saved.error().message(), true, done);
+                             saved.error().message(), true, std::move(done));
   }
   std::vector<int> fds{buffer->get()};
   if (cgroup_dir.valid()) fds.push_back(cgroup_dir.get());
@@ -145,8 +145,8 @@ void ExecutorServer::OnSpawned(std::uint64_t id, const protocol::StartJob& reque
     not_started.error = WireError::From(reply.error().WithContext("not started; still queued"));
     return done(std::move(not_started));
   }
-  if (!reply) return FailStart(id, "failed to start job: " + reply.error().message(), true, done);
-  if (reply->error) return FailStart(id, reply->error->message, true, done);
+  if (!reply) return FailStart(id, "failed to start job: " + reply.error().message(), true, std::move(done));
+  if (reply->error) return FailStart(id, reply->error->message, true, std::move(done));
   LaunchSpec& spec = it->second;
   spec.state = SpecState::kRunning;
   spec.placement = request.Record();
@@ -166,7 +166,7 @@ void ExecutorServer::OnSpawned(std::uint64_t id, const protocol::StartJob& reque
     if (!config_.no_cgroups) (void)KillJobCgroup(config_.cgroup_root, id);
     spec.state = SpecState::kRegistered;
     return FailStart(id, "failed to start job: cannot record it as running: " +
-                             saved.error().message(), true, done);
+                             saved.error().message(), true, std::move(done));
   }
   WriteInfo(spec);
   LogInfo("job " + std::to_string(id) + " started (pid " + std::to_string(spec.pid) +
@@ -180,7 +180,7 @@ void ExecutorServer::OnSpawned(std::uint64_t id, const protocol::StartJob& reque
 }
 
 void ExecutorServer::FailStart(std::uint64_t id, const std::string& message, bool remove_cgroup,
-                               const StartDone& done) {
+                               StartDone done) {
   starting_.erase(id);
   LaunchSpec& spec = jobs_.at(id);
   LogWarning("job " + std::to_string(id) + " " + message);
@@ -194,7 +194,7 @@ void ExecutorServer::FailStart(std::uint64_t id, const std::string& message, boo
   protocol::StartReply failed;
   failed.id = id;
   failed.error = WireError::From(Error(ErrorCode::kFailedPrecondition, message));
-  done(std::move(failed));
+  std::move(done)(std::move(failed));
   finishing_.insert(id);
   DeliverOutput(spec, [this, id](std::optional<std::string> output_error) {
     finishing_.erase(id);
