@@ -433,7 +433,7 @@ void BrokerCore::CompleteSubmit(std::uint64_t id, protocol::SubmitRequest reques
     // a start that did happen is killed and dropped when it ends).
     LogError("cannot register job " + Id(id) + ": " + reply.error().message());
     executor_.Signal(protocol::SignalJob{0, id, SignalKind::kKill, SignalNote::kKilled, 0},
-                     [](Result<protocol::Ack>) {});
+                     [](const Result<protocol::Ack>&) {});
     ForgetOnExecutor(id);
     return fail(Error(ErrorCode::kUnavailable,
                       "the executor did not take the job (" + reply.error().message() +
@@ -734,7 +734,7 @@ void BrokerCore::StartPlanned(broker::Start& start) {
 void BrokerCore::SendStart(JobRecord& job) {
   job.phase = JobPhase::kStarting;
   const std::uint64_t id = job.id;
-  executor_.Start(StartRequest(job, job.placement), [this, id](Result<protocol::StartReply> reply) {
+  executor_.Start(StartRequest(job, job.placement), [this, id](const Result<protocol::StartReply>& reply) {
     auto it = jobs_.find(id);
     if (it == jobs_.end() || it->second.phase != JobPhase::kStarting) return;
     ApplyStart(it->second, reply);

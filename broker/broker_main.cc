@@ -13,7 +13,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   hpcb::protocol::ParsedFlags parsed = hpcb::protocol::ParseDaemonFlags(args);
   if (parsed.exit_now) {
-    std::fputs(parsed.output.c_str(), *parsed.exit_now == 0 ? stdout : stderr);
+    (void)std::fputs(parsed.output.c_str(), *parsed.exit_now == 0 ? stdout : stderr);
     return *parsed.exit_now;
   }
   hpcb::SetLogLevel(parsed.config.log_level);

@@ -22,7 +22,7 @@ namespace {
 constexpr int kPollMs = 250;
 constexpr int kStalledPollMs = 20;
 constexpr double kStalledRetryS = 0.02;
-constexpr std::size_t kChunk = 64 * 1024;
+constexpr std::size_t kChunk = std::size_t{64} * 1024;
 constexpr int kMaxAcceptsPerTurn = 64;
 constexpr int kMaxExecutorMessagesPerTurn = 256;
 constexpr double kRefusalLogEveryS = 10.0;
@@ -141,10 +141,10 @@ void BrokerServer::OnReadable(std::uint64_t key, Connection& connection) {
   connection.stage = Stage::kWaiting;
   connection.request_bytes = 4 + (*frame)->size();
   core_.Handle(Peer{connection.uid, connection.fd.get()}, **frame,
-               [this, key](Response response) { OnAnswer(key, std::move(response)); });
+               [this, key](const Response& response) { OnAnswer(key, response); });
 }
 
-void BrokerServer::OnAnswer(std::uint64_t key, Response response) {
+void BrokerServer::OnAnswer(std::uint64_t key, const Response& response) {
   auto it = connections_.find(key);
   if (it == connections_.end() || it->second.closing) return;
   Connection& connection = it->second;

@@ -40,7 +40,7 @@ struct ServerLimits {
   // An answer other than an attach stream must be read within this.
   double answer_deadline_s = 120;
   // Attach reads a job's output only while less than this is buffered.
-  std::size_t attach_high_water = 256 * 1024;
+  std::size_t attach_high_water = std::size_t{256} * 1024;
 };
 
 class BrokerServer {
@@ -86,7 +86,7 @@ class BrokerServer {
   bool MakeRoomFor(uid_t uid, std::size_t from_uid);
   void Refuse(int fd, const std::string& why);
   void OnReadable(std::uint64_t key, Connection& connection);
-  void OnAnswer(std::uint64_t key, Response response);
+  void OnAnswer(std::uint64_t key, const Response& response);
   // Writes what the client will take now; false when it went away.
   bool WriteSome(Connection& connection);
   void PumpAttach(std::uint64_t key, Connection& connection);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <vector>
 
@@ -22,9 +23,14 @@ namespace {
 int LastCap() {
   int last = CAP_LAST_CAP;
   if (FILE* f = std::fopen("/proc/sys/kernel/cap_last_cap", "re")) {
-    int value = 0;
-    if (std::fscanf(f, "%d", &value) == 1 && value > 0 && value < 128) last = value;
-    std::fclose(f);
+    char text[32] = {};
+    if (std::fgets(text, sizeof text, f) != nullptr) {
+      char* end = nullptr;
+      errno = 0;
+      const long value = std::strtol(text, &end, 10);
+      if (end != text && errno == 0 && value > 0 && value < 128) last = static_cast<int>(value);
+    }
+    (void)std::fclose(f);  // opened for reading: nothing to lose
   }
   return last;
 }

@@ -76,7 +76,7 @@ Result<protocol::ListJobsReply> SocketExecutorChannel::ListJobs(std::uint64_t af
 void SocketExecutorChannel::Register(const protocol::RegisterJob& job, int client_fd,
                                      Done<protocol::RegisterReply> done) {
   Call(job, {client_fd}, "the executor (registering job " + std::to_string(job.id) + ")",
-       kCallTimeout, [done = std::move(done)](Result<protocol::Packet> packet) {
+       kCallTimeout, [done = std::move(done)](const Result<protocol::Packet>& packet) {
          done(DecodeReply<protocol::RegisterReply>(packet));
        });
 }
@@ -84,14 +84,14 @@ void SocketExecutorChannel::Register(const protocol::RegisterJob& job, int clien
 void SocketExecutorChannel::Start(const protocol::StartJob& start,
                                   Done<protocol::StartReply> done) {
   Call(start, {}, "the executor (starting job " + std::to_string(start.id) + ")", kCallTimeout,
-       [done = std::move(done)](Result<protocol::Packet> packet) {
+       [done = std::move(done)](const Result<protocol::Packet>& packet) {
          done(DecodeReply<protocol::StartReply>(packet));
        });
 }
 
 void SocketExecutorChannel::Signal(const protocol::SignalJob& signal, Done<protocol::Ack> done) {
   Call(signal, {}, "the executor (signalling job " + std::to_string(signal.id) + ")",
-       kCallTimeout, [done = std::move(done)](Result<protocol::Packet> packet) {
+       kCallTimeout, [done = std::move(done)](const Result<protocol::Packet>& packet) {
          done(DecodeReply<protocol::Ack>(packet));
        });
 }
@@ -100,7 +100,7 @@ void SocketExecutorChannel::Forget(std::uint64_t id, Done<protocol::Ack> done) {
   protocol::ForgetJob forget;
   forget.id = id;
   Call(forget, {}, "the executor (forgetting job " + std::to_string(id) + ")", kCallTimeout,
-       [done = std::move(done)](Result<protocol::Packet> packet) {
+       [done = std::move(done)](const Result<protocol::Packet>& packet) {
          done(DecodeReply<protocol::Ack>(packet));
        });
 }
@@ -127,7 +127,7 @@ void SocketExecutorChannel::DeliverAgain(std::uint64_t id, int client_fd,
   std::vector<int> fds;
   if (client_fd >= 0) fds.push_back(client_fd);
   Call(request, fds, "the executor (delivering the output of job " + std::to_string(id) + ")",
-       kCallTimeout, [done = std::move(done)](Result<protocol::Packet> packet) {
+       kCallTimeout, [done = std::move(done)](const Result<protocol::Packet>& packet) {
          done(DecodeReply<protocol::OutputReply>(packet));
        });
 }
@@ -138,7 +138,7 @@ void SocketExecutorChannel::Query(std::uint64_t id,
   request.after = id - 1;
   request.limit = 1;
   Call(request, {}, "the executor (asked about job " + std::to_string(id) + ")", kCallTimeout,
-       [id, done = std::move(done)](Result<protocol::Packet> packet) {
+       [id, done = std::move(done)](const Result<protocol::Packet>& packet) {
          Result<protocol::ListJobsReply> page = DecodeReply<protocol::ListJobsReply>(packet);
          if (!page) return done(page.error());
          if (page->jobs.empty() || page->jobs[0].id != id) {

@@ -22,7 +22,7 @@ std::string StripAnsi(std::string_view text);
 
 // Fills links and node_of from `nvidia-smi topo -m`; ids untouched. Text
 // without a matrix header gives an empty topology.
-void ParseTopology(std::string_view text, GpuInfo& info);
+void ParseTopology(std::string_view raw, GpuInfo& info);
 
 // NV<n> 0, PIX 1, PXB 2, PHB 3, NODE 4, SYS 5, anything else 6.
 int LinkRank(std::string_view label);
@@ -35,6 +35,7 @@ struct SetQuality {
   int worst = 0;
   int sum = 0;
   int neg_lanes = 0;
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 misreads the defaulted <=>'s 0.
   auto operator<=>(const SetQuality&) const = default;
 };
 SetQuality QualityOf(const GpuInfo& info, const std::vector<int>& gpus);

@@ -152,7 +152,8 @@ std::int64_t ReserveCpus(std::vector<NumaNode>& nodes, std::int64_t reserve) {
 
 // Lowest domain first, never more than half of any one. Each domain's
 // `held` (same order) gets what was taken from it.
-void ReserveMemory(std::vector<double*> domains, std::vector<double*> held, double reserve) {
+void ReserveMemory(const std::vector<double*>& domains, const std::vector<double*>& held,
+                   double reserve) {
   for (std::size_t i = 0; i < domains.size(); ++i) {
     if (reserve <= 0) break;
     double take = std::min(reserve, *domains[i] / 2);
@@ -253,7 +254,7 @@ std::string Describe(const Machine& machine, const protocol::DaemonConfig& confi
   }
   std::string unit = cores == cpus ? "" : " in " + std::to_string(cores) + " whole cores";
   char reserved_mem[32];
-  std::snprintf(reserved_mem, sizeof reserved_mem, "%g", config.reserve_mem_gib);
+  (void)std::snprintf(reserved_mem, sizeof reserved_mem, "%g", config.reserve_mem_gib);
   return "resources available to jobs: " + std::to_string(cpus) + " cpus" + unit + " over " +
          std::to_string(machine.nodes.size()) + " NUMA node(s), " +
          std::to_string(machine.gpus.ids.size()) + " gpu(s), " + FormatGiB(FloorTo2(mem)) +

@@ -17,13 +17,13 @@ constexpr double kSlack = 1e-9;
 
 std::string G(double value) {
   char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%g", value);
+  (void)std::snprintf(buffer, sizeof buffer, "%g", value);  // %g fits in 64 bytes
   return buffer;
 }
 
 std::string F0(double value) {
   char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.0f", value);
+  (void)std::snprintf(buffer, sizeof buffer, "%.0f", value);  // truncation is still a string
   return buffer;
 }
 

@@ -12,7 +12,7 @@
 namespace hpcb::client {
 namespace {
 
-constexpr std::size_t kMaxConfigBytes = 64 * 1024;
+constexpr std::size_t kMaxConfigBytes = std::size_t{64} * 1024;
 
 std::string_view Trim(std::string_view text) {
   const char* space = " \t\r";

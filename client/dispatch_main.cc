@@ -15,8 +15,8 @@ extern "C" void OnInterrupt(int) { ::_exit(130); }
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::signal(SIGPIPE, SIG_IGN);
-  std::signal(SIGINT, OnInterrupt);
+  (void)std::signal(SIGPIPE, SIG_IGN);  // fails only for an invalid signal number
+  (void)std::signal(SIGINT, OnInterrupt);
   std::ios::sync_with_stdio(false);
   std::vector<std::string> args(argv + 1, argv + argc);
   hpcb::client::Io io{std::cout, std::cerr, ::isatty(STDERR_FILENO) == 1};

@@ -70,7 +70,7 @@ std::string EscapeOne(char c) {
     case '\x1b': return "\\e";
     default: {
       char hex[8];
-      std::snprintf(hex, sizeof hex, "\\x%02x", static_cast<unsigned char>(c));
+      (void)std::snprintf(hex, sizeof hex, "\\x%02x", static_cast<unsigned char>(c));
       return hex;
     }
   }
@@ -214,17 +214,17 @@ std::string FormatSeconds(double seconds) {
   char buffer[64];
   if (!(seconds >= 0)) return "-";
   if (seconds < 10) {
-    std::snprintf(buffer, sizeof buffer, "%.2fs", seconds);
+    (void)std::snprintf(buffer, sizeof buffer, "%.2fs", seconds);
   } else if (seconds < 60) {
-    std::snprintf(buffer, sizeof buffer, "%.1fs", seconds);
+    (void)std::snprintf(buffer, sizeof buffer, "%.1fs", seconds);
   } else {
-    const auto whole = static_cast<std::int64_t>(seconds + 0.5);
+    const auto whole = static_cast<std::int64_t>(std::lround(seconds));
     const std::int64_t h = whole / 3600, m = whole / 60 % 60, sec = whole % 60;
     if (h > 0) {
-      std::snprintf(buffer, sizeof buffer, "%lldh%02lldm%02llds", static_cast<long long>(h),
+      (void)std::snprintf(buffer, sizeof buffer, "%lldh%02lldm%02llds", static_cast<long long>(h),
                     static_cast<long long>(m), static_cast<long long>(sec));
     } else {
-      std::snprintf(buffer, sizeof buffer, "%lldm%02llds", static_cast<long long>(m),
+      (void)std::snprintf(buffer, sizeof buffer, "%lldm%02llds", static_cast<long long>(m),
                     static_cast<long long>(sec));
     }
   }
@@ -236,7 +236,7 @@ std::string FormatPeak(std::optional<std::uint64_t> bytes) {
   if (!bytes) return "-";
   const double gib = static_cast<double>(*bytes) / (1024.0 * 1024 * 1024);
   char buffer[64];
-  std::snprintf(buffer, sizeof buffer, gib < 1 ? "%.2gG" : "%.3gG", gib);
+  (void)std::snprintf(buffer, sizeof buffer, gib < 1 ? "%.2gG" : "%.3gG", gib);
   return buffer;
 }
 
@@ -246,7 +246,7 @@ std::vector<std::string> UsageCells(const protocol::JobRow& row) {
   std::string load = "-";
   if (usage.wall_s > 0.01) {
     char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%.2f", usage.cpu_s() / usage.wall_s);
+    (void)std::snprintf(buffer, sizeof buffer, "%.2f", usage.cpu_s() / usage.wall_s);
     load = buffer;
   }
   return {FormatSeconds(usage.wall_s), FormatSeconds(usage.cpu_s()), load,

@@ -40,8 +40,8 @@ class SpawnSetup {
   posix_spawn_file_actions_t* actions() { return &actions_; }
 
  private:
-  posix_spawnattr_t attr_;
-  posix_spawn_file_actions_t actions_;
+  posix_spawnattr_t attr_{};
+  posix_spawn_file_actions_t actions_{};
 };
 
 // The text is put in a sealed-off memory file rather than a pipe: nothing

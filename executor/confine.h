@@ -19,8 +19,8 @@ struct ConfinePaths {
 
 // One syscall the executor may make once confined, and why it must.
 struct AllowedSyscall {
-  const char* name;
-  const char* why;
+  const char* name = nullptr;
+  const char* why = nullptr;
   // Allowed for a path the traced scenarios may not reach (the heap
   // growing, the first exception thrown, the kernel restarting a poll a
   // stop signal interrupted, the vDSO's fallback on some virtual

@@ -102,7 +102,8 @@ void ExecutorServer::Redeliver(std::uint64_t id, std::string dest,
   target.output_dest = dest;
   finishing_.insert(id);
   retries_.erase(id);
-  DeliverOutput(target, [this, id, dest, done = std::move(done)](std::optional<std::string> error) {
+  DeliverOutput(target, [this, id, dest = std::move(dest), done = std::move(done)](
+                            std::optional<std::string> error) {
     finishing_.erase(id);
     auto found = jobs_.find(id);
     if (found == jobs_.end()) return done(error);
@@ -146,7 +147,7 @@ void ExecutorServer::RetryDeliveries() {
     }
     const Retry kept = retries_[id];
     const std::string dest = *it->second.output_dest;
-    Redeliver(id, dest, [this, id, dest, kept](std::optional<std::string> error) {
+    Redeliver(id, dest, [this, id, dest, kept](const std::optional<std::string>& error) {
       if (error) {
         // Redeliver scheduled the next try; it keeps doubling from here.
         auto retry = retries_.find(id);

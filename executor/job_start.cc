@@ -179,8 +179,9 @@ void ExecutorServer::OnSpawned(std::uint64_t id, const protocol::StartJob& reque
   done(std::move(started));
 }
 
+// By value: callers hand over a callback whose owner (a pending call) may go while it runs.
 void ExecutorServer::FailStart(std::uint64_t id, const std::string& message, bool remove_cgroup,
-                               StartDone done) {
+                               StartDone done) {  // NOLINT(performance-unnecessary-value-param)
   starting_.erase(id);
   LaunchSpec& spec = jobs_.at(id);
   LogWarning("job " + std::to_string(id) + " " + message);

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 namespace hpcb::launcher {
@@ -23,7 +24,7 @@ std::vector<int> CardNodes(const std::string& dev_dir) {
     const std::size_t length = std::strlen(digits);
     // "nvidia" + 1..6 digits: never nvidiactl, nvidia-uvm, nvidia-modeset.
     if (length == 0 || length > 6 || std::strspn(digits, "0123456789") != length) continue;
-    cards.push_back(std::atoi(digits));
+    cards.push_back(static_cast<int>(std::strtol(digits, nullptr, 10)));  // 1..6 digits: fits
   }
   ::closedir(dir);
   std::sort(cards.begin(), cards.end());

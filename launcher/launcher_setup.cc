@@ -210,7 +210,7 @@ void StopRole(Role& role, int grace_ms) {
       role.pid = -1;
       return;
     }
-    struct timespec pause {0, 20 * 1000 * 1000};
+    struct timespec pause {0, 20L * 1000 * 1000};
     ::nanosleep(&pause, nullptr);
   }
   ::kill(role.pid, SIGKILL);

@@ -98,7 +98,7 @@ std::string TempNameFor(const std::string& name) {
              static_cast<std::uint64_t>(::time(nullptr));
   }
   char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(random));
+  (void)std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(random));
   return "." + name + ".hpcb-" + hex;
 }
 

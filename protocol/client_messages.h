@@ -44,9 +44,9 @@ struct EnumNames<ClientCommand> {
 
 // Limits checked by Validate() on every decoded request.
 inline constexpr std::size_t kMaxArgs = 4096;
-inline constexpr std::size_t kMaxArgBytes = 128 * 1024;
+inline constexpr std::size_t kMaxArgBytes = std::size_t{128} * 1024;
 inline constexpr std::size_t kMaxPathBytes = 4096;
-inline constexpr std::size_t kMaxEnvBytes = 256 * 1024;  // sum of k+v+2
+inline constexpr std::size_t kMaxEnvBytes = std::size_t{256} * 1024;  // sum of k+v+2
 inline constexpr std::size_t kMaxDependencies = 64;     // ids in --after
 
 Result<void> CheckArgv(const std::vector<std::string>& argv);

@@ -108,7 +108,7 @@ ParsedFlags ParseDaemonFlags(const std::vector<std::string>& args) {
 std::vector<std::string> ToFlags(const DaemonConfig& c) {
   auto number = [](double v) {
     char buffer[64];
-    std::snprintf(buffer, sizeof buffer, "%.17g", v);
+    (void)std::snprintf(buffer, sizeof buffer, "%.17g", v);  // %.17g fits in 64 bytes
     return std::string(buffer);
   };
   std::vector<std::string> out = {

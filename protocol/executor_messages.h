@@ -242,7 +242,7 @@ struct JobSummary {
 struct ListJobs {
   static constexpr ExecutorKind kKind = ExecutorKind::kListJobs;
   static constexpr std::uint32_t kMaxLimit = 4096;
-  static constexpr std::size_t kMaxPageBytes = 512 * 1024;
+  static constexpr std::size_t kMaxPageBytes = std::size_t{512} * 1024;
   std::uint64_t req = 0;
   std::uint64_t after = 0;
   std::uint32_t limit = kMaxLimit;

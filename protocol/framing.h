@@ -56,7 +56,7 @@ class FrameDecoder {
 
 std::string EncodeFrame(std::string_view payload);
 // The length a 4-byte frame header announces, and the error for one over a cap.
-std::uint32_t FrameLength(const char* header);
+std::uint32_t FrameLength(const char* bytes);
 Error FrameTooLarge(std::size_t size, std::size_t cap);
 
 // Blocking: writes one frame (retries EINTR and short writes).

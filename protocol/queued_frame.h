@@ -20,7 +20,7 @@
 
 namespace hpcb::protocol {
 
-inline constexpr std::size_t kMaxRequestFrame = 128 * 1024;
+inline constexpr std::size_t kMaxRequestFrame = std::size_t{128} * 1024;
 
 // The payload of the first frame queued on `fd`, left in the queue.
 // nullopt while it has not fully arrived; kUnavailable once the client

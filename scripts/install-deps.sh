@@ -5,9 +5,10 @@ set -euo pipefail
 # dpkg-dev and file: cpack -G DEB works out the .deb's library dependencies
 # with dpkg-shlibdeps, and CPack finds the ELF files to give it with `file`.
 # strace: a root test traces the executor to hold its seccomp list exact.
+# clang-format and clang-tidy: scripts/lint.sh.
 packages=(cmake ninja-build g++ clang pkg-config libseccomp-dev libcap-ng-dev
           libcereal-dev libcli11-dev libgtest-dev libgmock-dev passwd util-linux
-          dpkg-dev file strace)
+          dpkg-dev file strace clang-format clang-tidy)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -26,7 +26,7 @@ void Log(LogLevel level, std::string_view message) {
   struct tm local {};
   localtime_r(&now, &local);
   char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &local);
+  if (std::strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &local) == 0) stamp[0] = '\0';
   std::string line = stamp;
   line += ' ';
   line += kNames[static_cast<int>(level)];

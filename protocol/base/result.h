@@ -115,9 +115,10 @@ inline Result<void> Ok() { return {}; }
 // `lhs = value of expr`, or return its Error.
 #define HPCB_ASSIGN_OR_RETURN(lhs, expr) \
   HPCB_ASSIGN_OR_RETURN_IMPL_(HPCB_CONCAT_(hpcb_result_, __LINE__), lhs, expr)
-#define HPCB_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
-  auto tmp = (expr);                                \
-  if (!tmp) return tmp.error();                     \
-  lhs = std::move(tmp).value()
+// tmp is a name this macro declares and lhs may be a declaration: neither can be parenthesised.
+#define HPCB_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr)                              \
+  auto tmp = (expr);            /* NOLINT(bugprone-macro-parentheses): declared */ \
+  if (!tmp) return tmp.error(); /* NOLINT(bugprone-macro-parentheses): a name */   \
+  lhs = std::move(tmp).value()  /* NOLINT(bugprone-macro-parentheses): a decl */
 
 #endif  // HPCB_PROTOCOL_BASE_RESULT_H_

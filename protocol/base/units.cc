@@ -11,10 +11,12 @@ namespace hpcb {
 namespace {
 
 std::string_view Trim(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
     text.remove_prefix(1);
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+  }
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
     text.remove_suffix(1);
+  }
   return text;
 }
 
@@ -114,7 +116,7 @@ Result<double> ParseMemoryGiB(std::string_view raw) {
   for (char c : text) lowered += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   for (std::string_view suffix : {"ib", "b", "i"}) {
     if (lowered.size() > suffix.size() &&
-        std::string_view(lowered).substr(lowered.size() - suffix.size()) == suffix) {
+        std::string_view{lowered}.substr(lowered.size() - suffix.size()) == suffix) {
       lowered.resize(lowered.size() - suffix.size());
       break;
     }
@@ -127,8 +129,11 @@ Result<double> ParseMemoryGiB(std::string_view raw) {
       case 't': scale = 1024.0; break;
       default: scale = 0; break;
     }
-    if (scale != 0) lowered.pop_back();
-    else scale = 1.0;
+    if (scale != 0) {
+      lowered.pop_back();
+    } else {
+      scale = 1.0;
+    }
   }
   double value = 0;
   const char* begin = lowered.data();
@@ -145,7 +150,7 @@ Result<double> ParseMemoryGiB(std::string_view raw) {
 std::string FormatGiB(std::optional<double> gib) {
   if (!gib) return "-";
   char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%gG", *gib);
+  (void)std::snprintf(buffer, sizeof buffer, "%gG", *gib);  // %g fits in 64 bytes
   return buffer;
 }
 

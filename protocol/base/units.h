@@ -16,14 +16,14 @@ namespace hpcb {
 // Plain seconds ("3600") or a gap-free run of <digits><s|m|h|d> in any order
 // ("1h30m", "30m1h"); surrounding spaces and case are ignored. Rejects "",
 // "1x", "h1", "1h30", "-5", "1.5h" and anything that overflows.
-Result<std::int64_t> ParseDuration(std::string_view text);
+Result<std::int64_t> ParseDuration(std::string_view raw);
 
 // "1d2h3m4s" omitting zero parts; "0s" for zero or negative; "-" for none.
 std::string FormatDuration(std::optional<std::int64_t> seconds);
 
 // A memory size in GiB: a plain number ("2", "0.5") is GiB; a K/M/G/T
 // suffix (optionally followed by "i" and/or "B") scales it. Must be >= 0.
-Result<double> ParseMemoryGiB(std::string_view text);
+Result<double> ParseMemoryGiB(std::string_view raw);
 
 // "%g" of the GiB figure followed by "G": 16 -> "16G", 2.08 -> "2.08G".
 std::string FormatGiB(std::optional<double> gib);
@@ -33,10 +33,10 @@ double FloorTo2(double value);
 
 // "0-3,8,10-11" -> {0,1,2,3,8,10,11}, sorted and de-duplicated. Empty text
 // is an empty list; bad syntax, reversed ranges or ids > 1<<20 are errors.
-Result<std::vector<int>> ParseCpuList(std::string_view text);
+Result<std::vector<int>> ParseCpuList(std::string_view raw);
 
 // {0,1,2,3,8} -> "0-3,8" (the kernel's cpulist form).
-std::string FormatCpuRanges(const std::vector<int>& ids);
+std::string FormatCpuRanges(const std::vector<int>& unsorted);
 
 // {0,1,2} -> "0,1,2": the only form CUDA_VISIBLE_DEVICES understands, and
 // what the executor writes to cpuset files.

@@ -22,8 +22,10 @@ std::string RunRecordPath(const std::string& run_dir, std::uint64_t id) {
 Result<RunRecord> LoadRunRecord(const std::string& run_dir, std::uint64_t id) {
   HPCB_ASSIGN_OR_RETURN(std::string text, ReadSmallFile(RunRecordPath(run_dir, id)));
   HPCB_ASSIGN_OR_RETURN(RunRecord record, protocol::Decode<RunRecord>(text));
-  if (record.id != id) return InvalidArgument("run record " + std::to_string(id) + " names job " +
-                                              std::to_string(record.id));
+  if (record.id != id) {
+    return InvalidArgument("run record " + std::to_string(id) + " names job " +
+                           std::to_string(record.id));
+  }
   return record;
 }
 
