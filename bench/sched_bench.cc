@@ -26,7 +26,8 @@ Machine FakeMachine() {
   for (int n = 0; n < 2; ++n) {
     hpcb::broker::NumaNode node;
     node.id = n;
-    for (int c = 0; c < 32; ++c) node.cpus.push_back(n * 32 + c);
+    for (int c = 0; c < 32; ++c)
+      node.cpus.push_back(n * 32 + c);
     node.mem_gib = 128;
     machine.nodes.push_back(node);
   }
@@ -92,11 +93,13 @@ int main() {
   const std::vector<std::size_t> sizes = {10, 1000, 10000, 100000};
   std::printf("mean Schedule() pass, head blocked, 2 nodes x 32 cpus (microseconds)\n");
   std::printf("%10s", "queued");
-  for (const auto& name : policies) std::printf(" %16s", name.c_str());
+  for (const auto& name : policies)
+    std::printf(" %16s", name.c_str());
   std::printf("\n");
   for (std::size_t size : sizes) {
     std::printf("%10zu", size);
-    for (const auto& name : policies) std::printf(" %16.2f", MeanPassMicros(name, size));
+    for (const auto& name : policies)
+      std::printf(" %16.2f", MeanPassMicros(name, size));
     std::printf("\n");
   }
   return 0;

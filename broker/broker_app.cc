@@ -25,7 +25,9 @@ namespace {
 
 volatile std::sig_atomic_t g_stop = 0;
 
-void OnStopSignal(int) { g_stop = 1; }
+void OnStopSignal(int) {
+  g_stop = 1;
+}
 
 Result<void> InstallSignals() {
   struct sigaction stop {};
@@ -48,7 +50,9 @@ int Refuse(const Error& error) {
   return protocol::kExitConfig;
 }
 
-bool FdOpen(int fd) { return ::fcntl(fd, F_GETFD) >= 0; }
+bool FdOpen(int fd) {
+  return ::fcntl(fd, F_GETFD) >= 0;
+}
 
 }  // namespace
 
@@ -91,8 +95,8 @@ int RunBroker(const protocol::DaemonConfig& config) {
   SystemUserDb users;
   const std::string admin_group = ResolveAdminGroup(config.admin_group, users);
   if (admin_group.empty() || !users.GroupExists(admin_group)) {
-    return Refuse(InvalidArgument("--admin-group '" + admin_group +
-                                  "' does not exist on this system"));
+    return Refuse(
+        InvalidArgument("--admin-group '" + admin_group + "' does not exist on this system"));
   }
 
   // One membership lookup before the filter loads every NSS module the
@@ -125,8 +129,7 @@ int RunBroker(const protocol::DaemonConfig& config) {
     return 1;
   }
   LogInfo(std::string("broker ready (schedule=") + config.schedule +
-          " max_lifetime=" + FormatDuration(config.max_lifetime_s) +
-          " admin_group=" + admin_group +
+          " max_lifetime=" + FormatDuration(config.max_lifetime_s) + " admin_group=" + admin_group +
           " list_is_public=" + (config.list_is_public ? "true" : "false") + ")");
   BrokerServer server(core, executor, clock, UniqueFd(kListenFd));
   Result<void> ran = server.Run(&g_stop);

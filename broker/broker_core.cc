@@ -25,7 +25,9 @@ std::string ErrorFrame(const Error& error) {
   return protocol::Encode(protocol::ErrorReply::From(error));
 }
 
-std::string Id(std::uint64_t id) { return std::to_string(id); }
+std::string Id(std::uint64_t id) {
+  return std::to_string(id);
+}
 
 // Logs what the executor said to a call whose answer changes nothing here.
 ExecutorChannel::Done<protocol::Ack> LogRefusal(std::string what) {
@@ -143,7 +145,8 @@ void BrokerCore::Handle(const Peer& peer, const std::string& text, Respond respo
   auto answer = [&](const Result<std::string>& frame) {
     respond(Response{frame ? *frame : ErrorFrame(frame.error()), std::nullopt});
   };
-  std::optional<protocol::ClientCommand> command = protocol::FromName<protocol::ClientCommand>(*tag);
+  std::optional<protocol::ClientCommand> command =
+      protocol::FromName<protocol::ClientCommand>(*tag);
   if (!command) return answer(InvalidArgument("unknown command '" + tag->substr(0, 40) + "'"));
   switch (*command) {
     case protocol::ClientCommand::kNew:
@@ -226,9 +229,9 @@ Result<std::vector<std::uint64_t>> BrokerCore::CheckAfter(
     if (std::find(ids.begin(), ids.end(), id) != ids.end()) continue;
     auto it = jobs_.find(id);
     if (it == jobs_.end() || it->second.phase == JobPhase::kRegistering) {
-      return Error(ErrorCode::kNotFound,
-                   "--after: no such job " + Id(id) + " (never submitted, or finished and "
-                   "no longer kept)");
+      return Error(ErrorCode::kNotFound, "--after: no such job " + Id(id) +
+                                             " (never submitted, or finished and "
+                                             "no longer kept)");
     }
     if (!options_.list_is_public) {
       Result<void> visible = permissions_.OwnerOrAdmin(peer.uid, it->second);
@@ -245,8 +248,7 @@ void BrokerCore::ResolveDependencies() {
   const double now = clock_.Now();
   bool ended = false;
   for (auto& [id, job] : jobs_) {
-    if (!job.queued() || job.after.empty() || job.phase != JobPhase::kIdle ||
-        job.holds_placement) {
+    if (!job.queued() || job.after.empty() || job.phase != JobPhase::kIdle || job.holds_placement) {
       continue;
     }
     DependencyCheck check = CheckDependencies(job, jobs_);
@@ -300,8 +302,8 @@ Result<JobRecord> BrokerCore::RecordFor(std::uint64_t id,
   }
   job.demand.mem_gib = job.max_mem_gb.value_or(0);
   HPCB_TRY(scheduler_.Validate(job.demand));
-  job.max_time_s = std::min(request.max_time_s.value_or(options_.max_lifetime_s),
-                            options_.max_lifetime_s);
+  job.max_time_s =
+      std::min(request.max_time_s.value_or(options_.max_lifetime_s), options_.max_lifetime_s);
   job.submit_time = request.submit_time;
   return job;
 }
@@ -348,8 +350,8 @@ void BrokerCore::Rebuild(const protocol::JobSummary& summary) {
       break;
     case SpecState::kExited:
       job.state = JobState::kDone;
-      job.start_time = summary.start_time > 0 ? std::optional<double>(summary.start_time)
-                                              : std::nullopt;
+      job.start_time =
+          summary.start_time > 0 ? std::optional<double>(summary.start_time) : std::nullopt;
       job.end_time = summary.end_time;
       job.exit_code = summary.exit_code;
       if (summary.oom) job.reason = JobReason::kOom;
@@ -380,8 +382,7 @@ void BrokerCore::Submit(const Peer& peer, const std::string& text, Respond respo
   }
   Result<std::vector<std::uint64_t>> after = CheckAfter(peer, request->after);
   if (!after) return refuse(after.error());
-  Result<JobRecord> made =
-      RecordFor(next_id_, protocol::JobRequest::From(*request, clock_.Now()));
+  Result<JobRecord> made = RecordFor(next_id_, protocol::JobRequest::From(*request, clock_.Now()));
   if (!made) return refuse(made.error());
   JobRecord job = std::move(*made);
   job.after = std::move(*after);
@@ -405,8 +406,8 @@ void BrokerCore::Submit(const Peer& peer, const std::string& text, Respond respo
     stored.holds_placement = true;
   }
   executor_.Register(registration, peer.fd,
-                     [this, id, request = std::move(*request), respond = std::move(respond)](
-                         Result<protocol::RegisterReply> reply) mutable {
+                     [this, id, request = std::move(*request),
+                      respond = std::move(respond)](Result<protocol::RegisterReply> reply) mutable {
                        CompleteSubmit(id, std::move(request), std::move(reply), std::move(respond));
                      });
 }
@@ -435,9 +436,9 @@ void BrokerCore::CompleteSubmit(std::uint64_t id, protocol::SubmitRequest reques
     executor_.Signal(protocol::SignalJob{0, id, SignalKind::kKill, SignalNote::kKilled, 0},
                      [](const Result<protocol::Ack>&) {});
     ForgetOnExecutor(id);
-    return fail(Error(ErrorCode::kUnavailable,
-                      "the executor did not take the job (" + reply.error().message() +
-                          "); it was not submitted"));
+    return fail(Error(ErrorCode::kUnavailable, "the executor did not take the job (" +
+                                                   reply.error().message() +
+                                                   "); it was not submitted"));
   }
   if (reply->error) return fail(reply->error->ToError());
   if (reply->uid != job.uid) {
@@ -497,14 +498,15 @@ void BrokerCore::CompleteSubmit(std::uint64_t id, protocol::SubmitRequest reques
                       // one would not: take it back; the user still holds
                       // their only copy.
                       ForgetOnExecutor(id);
-                      if (found->second.holds_placement) scheduler_.Release(found->second.placement);
+                      if (found->second.holds_placement)
+                        scheduler_.Release(found->second.placement);
                       jobs_.erase(found);
                       MarkChanged(id);
-                      return Response{ErrorFrame(Error(ErrorCode::kUnavailable,
-                                                       "the queue could not be saved (" +
-                                                           error.message() +
-                                                           "); the job was not submitted")),
-                                      std::nullopt};
+                      return Response{
+                          ErrorFrame(Error(ErrorCode::kUnavailable,
+                                           "the queue could not be saved (" + error.message() +
+                                               "); the job was not submitted")),
+                          std::nullopt};
                     });
   Schedule();
 }
@@ -562,10 +564,10 @@ void BrokerCore::Kill(const Peer& peer, std::uint64_t id, Respond respond) {
     LogInfo("job " + Id(id) + " removed from the queue by uid " + std::to_string(peer.uid));
     ApplyRetention();
     Schedule();
-    return AnswerWhenWritten(std::move(respond),
-                             Response{protocol::Encode(protocol::KillReply{
-                                          protocol::KillOutcome::kRemoved}),
-                                      std::nullopt});
+    return AnswerWhenWritten(
+        std::move(respond),
+        Response{protocol::Encode(protocol::KillReply{protocol::KillOutcome::kRemoved}),
+                 std::nullopt});
   }
   if (!job->term_time) {
     // A repeated kill neither relabels a timeout nor postpones SIGKILL. A
@@ -587,8 +589,8 @@ void BrokerCore::Field(const Peer& peer, const std::string& text, Respond respon
   if (!request) return answer(request.error());
   Result<JobRecord*> job = Lookup(peer, request->id);
   if (!job) return answer(job.error());
-  Result<protocol::JobFieldReply> reply = ApplyJobField(
-      **job, *request, permissions_.IsAdmin(peer.uid), permissions_.admin_group());
+  Result<protocol::JobFieldReply> reply =
+      ApplyJobField(**job, *request, permissions_.IsAdmin(peer.uid), permissions_.admin_group());
   if (!reply) return answer(reply.error());
   if (!reply->before) return respond(Response{protocol::Encode(*reply), std::nullopt});
   LogInfo("job " + Id((*job)->id) + ": max-time changed from " + FormatDuration(*reply->before) +
@@ -626,31 +628,31 @@ void BrokerCore::Output(const Peer& peer, const std::string& text, Respond respo
                         "only the job's owner may send its output somewhere new"));
   }
   const std::uint64_t job_id = job.id;
-  executor_.DeliverAgain(job_id, request->to ? peer.fd : -1,
-                         [this, job_id, respond = std::move(respond)](
-                             Result<protocol::OutputReply> reply) mutable {
-                           auto it = jobs_.find(job_id);
-                           Error failure = !reply ? reply.error()
-                                           : reply->error ? reply->error->ToError()
-                                                          : Error(ErrorCode::kInternal, "");
-                           if (reply && !reply->error && reply->output_dest) {
-                             if (it != jobs_.end()) {
-                               it->second.output_dest = reply->output_dest;
-                               it->second.output_error.reset();
-                               MarkChanged(job_id);
-                             }
-                             AnswerWhenWritten(std::move(respond),
-                                               Response{protocol::Encode(protocol::OutputAnswer{
-                                                            *reply->output_dest, false}),
-                                                        std::nullopt});
-                             return;
-                           }
-                           if (it != jobs_.end() && reply && reply->error) {
-                             it->second.output_error = reply->error->message;
-                             MarkChanged(job_id);
-                           }
-                           respond(Response{ErrorFrame(failure), std::nullopt});
-                         });
+  executor_.DeliverAgain(
+      job_id, request->to ? peer.fd : -1,
+      [this, job_id, respond = std::move(respond)](Result<protocol::OutputReply> reply) mutable {
+        auto it = jobs_.find(job_id);
+        Error failure = !reply         ? reply.error()
+                        : reply->error ? reply->error->ToError()
+                                       : Error(ErrorCode::kInternal, "");
+        if (reply && !reply->error && reply->output_dest) {
+          if (it != jobs_.end()) {
+            it->second.output_dest = reply->output_dest;
+            it->second.output_error.reset();
+            MarkChanged(job_id);
+          }
+          AnswerWhenWritten(
+              std::move(respond),
+              Response{protocol::Encode(protocol::OutputAnswer{*reply->output_dest, false}),
+                       std::nullopt});
+          return;
+        }
+        if (it != jobs_.end() && reply && reply->error) {
+          it->second.output_error = reply->error->message;
+          MarkChanged(job_id);
+        }
+        respond(Response{ErrorFrame(failure), std::nullopt});
+      });
 }
 
 void BrokerCore::OnOutputUpdate(const protocol::OutputUpdate& update) {
@@ -712,8 +714,7 @@ protocol::StartJob BrokerCore::StartRequest(const JobRecord& job,
   request.gpu_link = placement.gpu_link;
   request.spans_nodes = placement.spans_nodes;
   if (job.demand.mem_gib > 0) {
-    request.memory_max =
-        static_cast<std::uint64_t>(std::floor(job.demand.mem_gib * 1073741824.0));
+    request.memory_max = static_cast<std::uint64_t>(std::floor(job.demand.mem_gib * 1073741824.0));
   }
   return request;
 }
@@ -734,12 +735,13 @@ void BrokerCore::StartPlanned(broker::Start& start) {
 void BrokerCore::SendStart(JobRecord& job) {
   job.phase = JobPhase::kStarting;
   const std::uint64_t id = job.id;
-  executor_.Start(StartRequest(job, job.placement), [this, id](const Result<protocol::StartReply>& reply) {
-    auto it = jobs_.find(id);
-    if (it == jobs_.end() || it->second.phase != JobPhase::kStarting) return;
-    ApplyStart(it->second, reply);
-    Schedule();
-  });
+  executor_.Start(StartRequest(job, job.placement),
+                  [this, id](const Result<protocol::StartReply>& reply) {
+                    auto it = jobs_.find(id);
+                    if (it == jobs_.end() || it->second.phase != JobPhase::kStarting) return;
+                    ApplyStart(it->second, reply);
+                    Schedule();
+                  });
 }
 
 void BrokerCore::ApplyStart(JobRecord& job, const Result<protocol::StartReply>& reply) {
@@ -914,8 +916,10 @@ void BrokerCore::ApplyRetention() {
 }
 
 void BrokerCore::Tick() {
-  for (const protocol::JobExited& event : executor_.TakeEvents()) OnExited(event);
-  for (const protocol::OutputUpdate& update : executor_.TakeOutputUpdates()) OnOutputUpdate(update);
+  for (const protocol::JobExited& event : executor_.TakeEvents())
+    OnExited(event);
+  for (const protocol::OutputUpdate& update : executor_.TakeOutputUpdates())
+    OnOutputUpdate(update);
   CheckTimers();
   Schedule();
 }

@@ -34,8 +34,8 @@
 #include "broker/permissions.h"
 #include "broker/queue_store.h"
 #include "broker/scheduler.h"
-#include "protocol/daemon_config.h"
 #include "protocol/client_messages.h"
+#include "protocol/daemon_config.h"
 #include "protocol/executor_messages.h"
 
 namespace hpcb::broker {
@@ -71,8 +71,12 @@ class BrokerCore {
  public:
   BrokerCore(CoreOptions options, Scheduler& scheduler, ExecutorChannel& executor,
              const Clock& clock, const Permissions& permissions, QueueStore* store)
-      : options_(options), scheduler_(scheduler), executor_(executor), clock_(clock),
-        permissions_(permissions), store_(store) {}
+      : options_(options),
+        scheduler_(scheduler),
+        executor_(executor),
+        clock_(clock),
+        permissions_(permissions),
+        store_(store) {}
 
   // Adopts a loaded queue file, says Hello, reads what the executor holds
   // (page by page) and reconciles the two.

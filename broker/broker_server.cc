@@ -91,10 +91,9 @@ void BrokerServer::AcceptAll() {
     UniqueFd fd(raw);
     Result<struct ucred> cred = protocol::PeerCredentials(fd.get());
     if (!cred) continue;
-    const auto from_uid = static_cast<std::size_t>(
-        std::count_if(connections_.begin(), connections_.end(), [&](const auto& entry) {
-          return entry.second.uid == cred->uid && !entry.second.closing;
-        }));
+    const auto from_uid = static_cast<std::size_t>(std::count_if(
+        connections_.begin(), connections_.end(),
+        [&](const auto& entry) { return entry.second.uid == cred->uid && !entry.second.closing; }));
     if (!MakeRoomFor(cred->uid, from_uid)) {
       Refuse(fd.get(), from_uid >= limits_.max_connections_per_uid
                            ? "too many open connections from uid " + std::to_string(cred->uid) +
@@ -325,7 +324,9 @@ Result<void> BrokerServer::Run(const volatile std::sig_atomic_t* stop) {
         if (!pumped) {
           return Error(ErrorCode::kUnavailable, "lost the executor: " + pumped.error().message());
         }
-        struct pollfd more {executor_.fd(), POLLIN, 0};
+        struct pollfd more {
+          executor_.fd(), POLLIN, 0
+        };
         if (::poll(&more, 1, 0) <= 0) break;
       }
     }
@@ -350,7 +351,8 @@ Result<void> BrokerServer::Run(const volatile std::sig_atomic_t* stop) {
     const double now = clock_.Now();
     // Exit events are applied at once; timers and the policy every second.
     std::vector<protocol::JobExited> events = executor_.TakeEvents();
-    for (const protocol::JobExited& event : events) core_.OnExited(event);
+    for (const protocol::JobExited& event : events)
+      core_.OnExited(event);
     for (const protocol::OutputUpdate& update : executor_.TakeOutputUpdates()) {
       core_.OnOutputUpdate(update);
     }

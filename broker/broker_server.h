@@ -45,9 +45,12 @@ struct ServerLimits {
 
 class BrokerServer {
  public:
-  BrokerServer(BrokerCore& core, ExecutorChannel& executor, const Clock& clock,
-               UniqueFd listener, ServerLimits limits = {})
-      : core_(core), executor_(executor), clock_(clock), listener_(std::move(listener)),
+  BrokerServer(BrokerCore& core, ExecutorChannel& executor, const Clock& clock, UniqueFd listener,
+               ServerLimits limits = {})
+      : core_(core),
+        executor_(executor),
+        clock_(clock),
+        listener_(std::move(listener)),
         limits_(limits) {}
 
   // Runs until `*stop` becomes non-zero or the executor goes away.
@@ -65,15 +68,15 @@ class BrokerServer {
     UniqueFd fd;
     uid_t uid = 0;
     Stage stage = Stage::kReading;
-    double accepted_at = 0;     // steady clock
-    double answer_since = 0;    // when the answer was queued
-    double last_progress = 0;   // last time the client took bytes
-    double retry_at = 0;        // half a request queued: not polled before this
+    double accepted_at = 0;    // steady clock
+    double answer_since = 0;   // when the answer was queued
+    double last_progress = 0;  // last time the client took bytes
+    double retry_at = 0;       // half a request queued: not polled before this
     std::size_t request_bytes = 0;
-    std::string out;            // frames not yet written
+    std::string out;  // frames not yet written
     std::size_t out_offset = 0;
     std::optional<std::uint64_t> attach;
-    UniqueFd output;            // the attached job's buffer, once opened
+    UniqueFd output;  // the attached job's buffer, once opened
     bool output_requested = false;
     bool output_answered = false;
     bool output_ended = false;  // the end-of-stream frame is queued

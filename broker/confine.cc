@@ -97,28 +97,26 @@ Result<void> ApplySeccomp() {
     return Error::FromErrno(errno, "PR_SET_NO_NEW_PRIVS");
   }
   std::unique_ptr<void, void (*)(scmp_filter_ctx)> ctx(seccomp_init(host::kUnlistedCallAction),
-                                                        seccomp_release);
+                                                       seccomp_release);
   if (!ctx) return Error(ErrorCode::kInternal, "seccomp_init failed");
   static const char* const kAllowed[] = {
       // I/O on descriptors we hold
-      "read", "write", "readv", "writev", "pread64", "pwrite64", "close", "lseek",
-      "fstat", "newfstatat", "statx", "stat", "lstat", "fcntl", "fsync", "fdatasync",
-      "poll", "ppoll", "dup", "dup3",
+      "read", "write", "readv", "writev", "pread64", "pwrite64", "close", "lseek", "fstat",
+      "newfstatat", "statx", "stat", "lstat", "fcntl", "fsync", "fdatasync", "poll", "ppoll", "dup",
+      "dup3",
       // sockets: clients, executor, and NSS lookups (nscd/systemd-userdb)
-      "accept", "accept4", "recvmsg", "sendmsg", "recvfrom", "sendto", "getsockopt",
-      "setsockopt",
+      "accept", "accept4", "recvmsg", "sendmsg", "recvfrom", "sendto", "getsockopt", "setsockopt",
       "socket", "connect", "shutdown", "getsockname", "getpeername",
       // the queue file and /etc/passwd, /etc/group
-      "open", "openat", "rename", "renameat", "renameat2", "unlink", "unlinkat",
-      "getdents64", "access", "faccessat", "faccessat2", "readlink", "readlinkat",
+      "open", "openat", "rename", "renameat", "renameat2", "unlink", "unlinkat", "getdents64",
+      "access", "faccessat", "faccessat2", "readlink", "readlinkat",
       // memory, time, signals, exit
-      "brk", "mmap", "munmap", "mremap", "mprotect", "madvise", "futex",
-      "clock_gettime", "clock_nanosleep", "nanosleep", "gettimeofday", "time",
-      "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack",
-      "restart_syscall", "exit", "exit_group", "tgkill", "getpid", "gettid",
-      "getuid", "geteuid", "getgid", "getegid", "getresuid", "getresgid", "getgroups",
-      "getrandom", "uname", "sched_yield", "rseq", "set_robust_list", "prlimit64",
-      "sysinfo", "umask", "fchmod"};
+      "brk", "mmap", "munmap", "mremap", "mprotect", "madvise", "futex", "clock_gettime",
+      "clock_nanosleep", "nanosleep", "gettimeofday", "time", "rt_sigaction", "rt_sigprocmask",
+      "rt_sigreturn", "sigaltstack", "restart_syscall", "exit", "exit_group", "tgkill", "getpid",
+      "gettid", "getuid", "geteuid", "getgid", "getegid", "getresuid", "getresgid", "getgroups",
+      "getrandom", "uname", "sched_yield", "rseq", "set_robust_list", "prlimit64", "sysinfo",
+      "umask", "fchmod"};
   for (const char* name : kAllowed) {
     int nr = seccomp_syscall_resolve_name(name);
     if (nr == __NR_SCMP_ERROR) continue;  // not on this architecture
@@ -133,8 +131,8 @@ Result<void> ApplySeccomp() {
   only_capbset_read.arg = 0;
   only_capbset_read.op = SCMP_CMP_EQ;
   only_capbset_read.datum_a = PR_CAPBSET_READ;
-  if (seccomp_rule_add_array(ctx.get(), SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1,
-                             &only_capbset_read) != 0) {
+  if (seccomp_rule_add_array(ctx.get(), SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1, &only_capbset_read) !=
+      0) {
     return Error(ErrorCode::kInternal, "seccomp rule for prctl(PR_CAPBSET_READ) failed");
   }
   int rc = seccomp_load(ctx.get());

@@ -24,8 +24,7 @@ DependencyCheck CheckDependencies(const JobRecord& job,
   for (std::uint64_t id : job.after) {
     auto it = jobs.find(id);
     if (it == jobs.end()) {
-      return {DependencyState::kFailed,
-              "job " + std::to_string(id) + " is no longer known"};
+      return {DependencyState::kFailed, "job " + std::to_string(id) + " is no longer known"};
     }
     const JobRecord& other = it->second;
     if (!other.done()) {

@@ -53,7 +53,9 @@ Result<Reply> SocketExecutorChannel::CallAndWait(Request request, const std::str
   while (!outcome) {
     calls_.ExpireOverdue();
     if (outcome) break;
-    struct pollfd p {fd_.get(), POLLIN, 0};
+    struct pollfd p {
+      fd_.get(), POLLIN, 0
+    };
     int ready = ::poll(&p, 1, 1000);
     if (ready < 0 && errno != EINTR) return Error::FromErrno(errno, "poll on the executor channel");
     if (ready > 0) HPCB_TRY(Pump());
@@ -90,8 +92,8 @@ void SocketExecutorChannel::Start(const protocol::StartJob& start,
 }
 
 void SocketExecutorChannel::Signal(const protocol::SignalJob& signal, Done<protocol::Ack> done) {
-  Call(signal, {}, "the executor (signalling job " + std::to_string(signal.id) + ")",
-       kCallTimeout, [done = std::move(done)](const Result<protocol::Packet>& packet) {
+  Call(signal, {}, "the executor (signalling job " + std::to_string(signal.id) + ")", kCallTimeout,
+       [done = std::move(done)](const Result<protocol::Packet>& packet) {
          done(DecodeReply<protocol::Ack>(packet));
        });
 }
@@ -168,7 +170,8 @@ Result<void> SocketExecutorChannel::Pump() {
     if (envelope->type == protocol::NameOf(ExecutorKind::kExited)) {
       OnEvent(packet);
     } else if (envelope->type == protocol::NameOf(ExecutorKind::kOutputUpdate)) {
-      Result<protocol::OutputUpdate> update = protocol::Decode<protocol::OutputUpdate>(packet.bytes);
+      Result<protocol::OutputUpdate> update =
+          protocol::Decode<protocol::OutputUpdate>(packet.bytes);
       if (update) {
         output_updates_.push_back(std::move(*update));
       } else {

@@ -16,7 +16,8 @@ std::vector<std::string> Tokens(std::string_view line) {
   std::vector<std::string> out;
   std::istringstream in{std::string(line)};
   std::string token;
-  while (in >> token) out.push_back(token);
+  while (in >> token)
+    out.push_back(token);
   return out;
 }
 
@@ -55,7 +56,8 @@ int NvLanes(std::string_view label) {
 
 double Choose(int n, int k) {
   double result = 1;
-  for (int i = 1; i <= k; ++i) result = result * (n - k + i) / i;
+  for (int i = 1; i <= k; ++i)
+    result = result * (n - k + i) / i;
   return result;
 }
 
@@ -156,7 +158,8 @@ std::vector<std::vector<int>> Pools(const GpuInfo& info, const std::vector<int>&
     if (it != info.node_of.end()) by_node[it->second].push_back(gpu);
   }
   std::vector<std::vector<int>> pools;
-  for (auto& [node, gpus] : by_node) pools.push_back(std::move(gpus));
+  for (auto& [node, gpus] : by_node)
+    pools.push_back(std::move(gpus));
   return pools;
 }
 
@@ -182,7 +185,8 @@ std::string StripAnsi(std::string_view text) {
   for (std::size_t i = 0; i < text.size(); ++i) {
     if (text[i] == '\x1b' && i + 1 < text.size() && text[i + 1] == '[') {
       std::size_t j = i + 2;
-      while (j < text.size() && !std::isalpha(static_cast<unsigned char>(text[j]))) ++j;
+      while (j < text.size() && !std::isalpha(static_cast<unsigned char>(text[j])))
+        ++j;
       i = j;  // skips the final letter too
       continue;
     }
@@ -226,8 +230,10 @@ void ParseTopology(std::string_view raw, GpuInfo& info) {
 
 int LinkRank(std::string_view label) {
   std::string upper(label);
-  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (upper == "NV" || (upper.size() > 2 && upper.substr(0, 2) == "NV" && AllDigits(upper.substr(2)))) {
+  for (char& c : upper)
+    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (upper == "NV" ||
+      (upper.size() > 2 && upper.substr(0, 2) == "NV" && AllDigits(upper.substr(2)))) {
     return 0;
   }
   if (upper == "PIX") return 1;
@@ -292,9 +298,11 @@ std::vector<std::vector<int>> Islands(const GpuInfo& info, const std::vector<int
     }
   }
   std::map<std::size_t, std::vector<int>> groups;
-  for (std::size_t i = 0; i < sorted.size(); ++i) groups[root(i)].push_back(sorted[i]);
+  for (std::size_t i = 0; i < sorted.size(); ++i)
+    groups[root(i)].push_back(sorted[i]);
   std::vector<std::vector<int>> out;
-  for (auto& [key, group] : groups) out.push_back(std::move(group));
+  for (auto& [key, group] : groups)
+    out.push_back(std::move(group));
   std::sort(out.begin(), out.end());
   return out;
 }

@@ -45,8 +45,7 @@ std::optional<std::string> WorstLink(const GpuInfo& info, const std::vector<int>
 
 // Connected groups of `gpus` where links rank <= level, each sorted,
 // ordered by smallest member.
-std::vector<std::vector<int>> Islands(const GpuInfo& info, const std::vector<int>& gpus,
-                                      int level);
+std::vector<std::vector<int>> Islands(const GpuInfo& info, const std::vector<int>& gpus, int level);
 
 struct GpuRequest {
   int count = 0;

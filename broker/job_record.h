@@ -12,8 +12,8 @@
 #include "broker/placement.h"
 #include "protocol/base/result.h"
 #include "protocol/codec.h"
-#include "protocol/job_usage.h"
 #include "protocol/job_state.h"
+#include "protocol/job_usage.h"
 
 namespace hpcb::broker {
 
@@ -35,7 +35,7 @@ struct JobRecord {
   std::uint32_t gid = 0;
   std::vector<std::string> argv;
   std::string cwd;
-  JobDemand demand;                 // mem_gib 0 = untracked
+  JobDemand demand;                  // mem_gib 0 = untracked
   std::optional<double> max_mem_gb;  // budget shown to users
   bool mem_defaulted = false;
   std::int64_t max_time_s = 0;
@@ -63,9 +63,16 @@ struct JobRecord {
   bool running() const { return state == JobState::kRunning; }
   bool done() const { return state == JobState::kDone; }
 
-  template <class A> void Fields(A& ar);
-  template <class A> void save(A& ar) const { const_cast<JobRecord*>(this)->Fields(ar); }
-  template <class A> void load(A& ar) { Fields(ar); }
+  template <class A>
+  void Fields(A& ar);
+  template <class A>
+  void save(A& ar) const {
+    const_cast<JobRecord*>(this)->Fields(ar);
+  }
+  template <class A>
+  void load(A& ar) {
+    Fields(ar);
+  }
   Result<void> Validate() const;
 };
 
@@ -76,12 +83,14 @@ struct QueueFile {
   // `dispatch drain`: start nothing. Only in the snapshot: a change of it
   // is always written as a compaction, never as a journal line.
   bool draining = false;
-  template <class A> void save(A& ar) const {
+  template <class A>
+  void save(A& ar) const {
     protocol::Put(ar, "next_id", next_id);
     protocol::Put(ar, "jobs", jobs);
     protocol::Put(ar, "draining", draining);
   }
-  template <class A> void load(A& ar) {
+  template <class A>
+  void load(A& ar) {
     protocol::Get(ar, "next_id", next_id);
     protocol::Get(ar, "jobs", jobs);
     protocol::GetIfPresent(ar, "draining", draining);  // files from before drain
@@ -100,23 +109,39 @@ void JobRecord::Fields(A& ar) {
   };
   std::int64_t cpu = demand.cpu;
   std::int64_t gpus = demand.gpus;
-  field("id", id); field("user", user); field("uid", uid); field("gid", gid);
-  field("argv", argv); field("cwd", cwd); field("cpu", cpu);
-  field("gpu_cores", gpus); field("mem_gib", demand.mem_gib);
+  field("id", id);
+  field("user", user);
+  field("uid", uid);
+  field("gid", gid);
+  field("argv", argv);
+  field("cwd", cwd);
+  field("cpu", cpu);
+  field("gpu_cores", gpus);
+  field("mem_gib", demand.mem_gib);
   field("exclusive", demand.exclusive);
   field("numa_local_mem", demand.numa_local_mem);
   field("numa_local_gpu", demand.numa_local_gpu);
   field("min_gpu_link", demand.min_gpu_link);
-  field("max_mem_gb", max_mem_gb); field("mem_defaulted", mem_defaulted);
-  field("max_time_s", max_time_s); field("state", state);
-  field("submit_time", submit_time); field("start_time", start_time);
-  field("end_time", end_time); field("exit_code", exit_code);
-  field("reason", reason); field("detail", detail); field("cpus", placement.cpus);
-  field("mems", placement.mems); field("mem_by_node", placement.mem_by_node);
-  field("gpus", placement.gpus); field("gpu_link", placement.gpu_link);
+  field("max_mem_gb", max_mem_gb);
+  field("mem_defaulted", mem_defaulted);
+  field("max_time_s", max_time_s);
+  field("state", state);
+  field("submit_time", submit_time);
+  field("start_time", start_time);
+  field("end_time", end_time);
+  field("exit_code", exit_code);
+  field("reason", reason);
+  field("detail", detail);
+  field("cpus", placement.cpus);
+  field("mems", placement.mems);
+  field("mem_by_node", placement.mem_by_node);
+  field("gpus", placement.gpus);
+  field("gpu_link", placement.gpu_link);
   field("spans_nodes", placement.spans_nodes);
-  field("term_time", term_time); field("kill_at", kill_at);
-  field("output_dest", output_dest); field("output_error", output_error);
+  field("term_time", term_time);
+  field("kill_at", kill_at);
+  field("output_dest", output_dest);
+  field("output_error", output_error);
   if constexpr (A::is_saving::value) {
     protocol::Put(ar, "usage", usage);
     protocol::Put(ar, "after", after);

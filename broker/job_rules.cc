@@ -60,9 +60,9 @@ Result<protocol::JobFieldReply> ApplyJobField(JobRecord& job,
     return protocol::JobFieldReply{job.max_time_s, std::nullopt};
   }
   if (!is_admin) {
-    return Error(ErrorCode::kPermissionDenied, "'job max-time " + action +
-                                                   "' requires membership of group '" +
-                                                   admin_group + "'");
+    return Error(
+        ErrorCode::kPermissionDenied,
+        "'job max-time " + action + "' requires membership of group '" + admin_group + "'");
   }
   if (job.done()) {
     return Error(ErrorCode::kFailedPrecondition, "job " + id + " already finished");
@@ -102,8 +102,9 @@ std::vector<std::uint64_t> RetentionVictims(const std::map<std::uint64_t, JobRec
   }
   std::vector<std::uint64_t> victims;
   for (auto& [uid, ids] : done_by_uid) {
-    const std::size_t excess =
-        ids.size() > static_cast<std::size_t>(keep) ? ids.size() - static_cast<std::size_t>(keep) : 0;
+    const std::size_t excess = ids.size() > static_cast<std::size_t>(keep)
+                                   ? ids.size() - static_cast<std::size_t>(keep)
+                                   : 0;
     victims.insert(victims.end(), ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(excess));
   }
   std::sort(victims.begin(), victims.end());

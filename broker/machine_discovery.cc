@@ -170,7 +170,8 @@ std::optional<std::string> RunCapture(const std::string& program,
   std::vector<std::string> words = {program};
   words.insert(words.end(), args.begin(), args.end());
   std::vector<char*> argv;
-  for (std::string& word : words) argv.push_back(word.data());
+  for (std::string& word : words)
+    argv.push_back(word.data());
   argv.push_back(nullptr);
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return std::nullopt;
@@ -250,7 +251,8 @@ std::string Describe(const Machine& machine, const protocol::DaemonConfig& confi
   double mem = machine.machine_mem_gib;
   if (machine.per_node_memory) {
     mem = 0;
-    for (const NumaNode& node : machine.nodes) mem += node.mem_gib;
+    for (const NumaNode& node : machine.nodes)
+      mem += node.mem_gib;
   }
   std::string unit = cores == cpus ? "" : " in " + std::to_string(cores) + " whole cores";
   char reserved_mem[32];
@@ -269,7 +271,8 @@ Result<Machine> DiscoverMachine(const protocol::DaemonConfig& config, bool confi
   std::vector<RawNode> raw = ReadNodes(config.sys_root);
   Machine machine;
   bool per_node_data = !raw.empty();
-  for (const RawNode& node : raw) per_node_data = per_node_data && node.mem.has_value();
+  for (const RawNode& node : raw)
+    per_node_data = per_node_data && node.mem.has_value();
   if (raw.empty()) {
     long count = sysconf(_SC_NPROCESSORS_CONF);
     NumaNode only;
@@ -292,7 +295,8 @@ Result<Machine> DiscoverMachine(const protocol::DaemonConfig& config, bool confi
     if (by_core) {
       node.cores = ReadCores(config.sys_root, node.cpus, complete);
     } else {
-      for (int cpu : node.cpus) node.cores.push_back({cpu});
+      for (int cpu : node.cpus)
+        node.cores.push_back({cpu});
     }
   }
   if (!complete) {
@@ -312,7 +316,8 @@ Result<Machine> DiscoverMachine(const protocol::DaemonConfig& config, bool confi
       held_mem.push_back(&node.reserved_mem_gib);
     }
     ReserveMemory(domains, held_mem, config.reserve_mem_gib);
-    for (const NumaNode& node : machine.nodes) machine.machine_mem_gib += node.mem_gib;
+    for (const NumaNode& node : machine.nodes)
+      machine.machine_mem_gib += node.mem_gib;
   } else {
     machine.machine_mem_gib = PhysicalMemoryGiB();
     ReserveMemory({&machine.machine_mem_gib}, {&machine.machine_reserved_mem_gib},

@@ -8,7 +8,9 @@ namespace hpcb::broker {
 namespace {
 
 // GiB rounded to 2 decimals, so the JSON does not show float noise.
-double Round(double gib) { return std::round(gib * 100.0) / 100.0; }
+double Round(double gib) {
+  return std::round(gib * 100.0) / 100.0;
+}
 
 protocol::Amounts<double> MemAmounts(double offered, double reserved, double in_use) {
   protocol::Amounts<double> mem;
@@ -25,7 +27,8 @@ void DescribeMachine(const Machine& machine, const std::vector<const Placement*>
                      protocol::InfoReply& reply) {
   std::map<int, int> node_of_cpu;
   for (const NumaNode& node : machine.nodes) {
-    for (int cpu : node.cpus) node_of_cpu[cpu] = node.id;
+    for (int cpu : node.cpus)
+      node_of_cpu[cpu] = node.id;
   }
   std::map<int, std::int64_t> cpus_used;
   std::map<int, std::int64_t> gpus_used;
@@ -39,7 +42,8 @@ void DescribeMachine(const Machine& machine, const std::vector<const Placement*>
       auto it = machine.gpus.node_of.find(gpu);
       ++gpus_used[it == machine.gpus.node_of.end() ? -1 : it->second];
     }
-    for (const auto& [domain, gib] : placement->mem_by_node) mem_used[domain] += gib;
+    for (const auto& [domain, gib] : placement->mem_by_node)
+      mem_used[domain] += gib;
   }
   std::map<int, std::int64_t> gpus_total;
   for (int gpu : machine.gpus.ids) {

@@ -42,9 +42,9 @@ struct NumaNode {
 };
 
 struct GpuInfo {
-  std::vector<int> ids;                             // from nvidia-smi -L
+  std::vector<int> ids;                              // from nvidia-smi -L
   std::map<std::pair<int, int>, std::string> links;  // (lo, hi) -> raw label
-  std::map<int, int> node_of;                       // gpu -> NUMA node
+  std::map<int, int> node_of;                        // gpu -> NUMA node
 };
 
 struct Machine {
@@ -52,7 +52,7 @@ struct Machine {
   // true: memory books per NUMA node (cgroups confine mems); false: one
   // machine-wide pool (--no-cgroups), keyed -1.
   bool per_node_memory = false;
-  double machine_mem_gib = 0;  // used when !per_node_memory
+  double machine_mem_gib = 0;           // used when !per_node_memory
   double machine_reserved_mem_gib = 0;  // its --reserve-mem share
   GpuInfo gpus;
 };
@@ -84,9 +84,9 @@ struct CpuGrant {
 
 struct Placement {
   std::vector<int> cpus;
-  int cores = 0;                       // whole cores in `cpus`; 0 if not known
-  std::vector<int> mems;               // cpuset.mems: the charged nodes
-  std::map<int, double> mem_by_node;   // -1 = machine-wide domain
+  int cores = 0;                      // whole cores in `cpus`; 0 if not known
+  std::vector<int> mems;              // cpuset.mems: the charged nodes
+  std::map<int, double> mem_by_node;  // -1 = machine-wide domain
   std::vector<int> gpus;
   std::optional<std::string> gpu_link;  // worst pair's raw label
   bool spans_nodes = false;             // memory charged to > 1 real node
@@ -155,9 +155,9 @@ class Pool {
                                                     bool local_only) const;
 
   std::shared_ptr<const Machine> machine_;
-  std::vector<NodeBooks> nodes_;            // in id order
-  std::map<int, CpuSlot> slots_;            // every cpu the books know
-  std::map<int, double> capacity_;          // memory domain -> GiB
+  std::vector<NodeBooks> nodes_;    // in id order
+  std::map<int, CpuSlot> slots_;    // every cpu the books know
+  std::map<int, double> capacity_;  // memory domain -> GiB
   std::map<int, double> free_mem_;
   double total_free_mem_ = 0;
   bool tracks_memory_ = false;
@@ -190,8 +190,8 @@ class Policy {
  public:
   virtual ~Policy() = default;
   virtual std::vector<Start> Schedule(const std::vector<QueuedJob>& queue,
-                                      const std::vector<RunningJob>& running,
-                                      Pool& live, double now) = 0;
+                                      const std::vector<RunningJob>& running, Pool& live,
+                                      double now) = 0;
 };
 
 // "fifo-strict", "easy-backfill" or "strict-backfill"; nullptr otherwise.

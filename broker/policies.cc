@@ -120,7 +120,8 @@ class StrictBackfill : public Policy {
                             const QueuedJob& head, double now) {
     std::vector<std::pair<double, const Placement*>> ending;
     ending.reserve(running.size() + started.size());
-    for (const RunningJob& job : running) ending.emplace_back(job.deadline, &job.placement);
+    for (const RunningJob& job : running)
+      ending.emplace_back(job.deadline, &job.placement);
     // `started` is the prefix just placed, so started[k] is queue[k].
     for (std::size_t k = 0; k < started.size(); ++k) {
       ending.emplace_back(now + static_cast<double>(queue[k].max_time_s), &started[k].placement);

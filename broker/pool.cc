@@ -56,7 +56,8 @@ std::vector<std::vector<int>> Partition(const NumaNode& node, const std::set<int
     std::sort(core.begin(), core.end());
     if (!core.empty()) cores.push_back(std::move(core));
   }
-  for (int cpu : left) cores.push_back({cpu});
+  for (int cpu : left)
+    cores.push_back({cpu});
   std::sort(cores.begin(), cores.end());
   return cores;
 }
@@ -87,7 +88,8 @@ Pool::Pool(const Machine& machine) : machine_(std::make_shared<const Machine>(ma
     nodes_.push_back(std::move(books));
   }
   if (!machine_->per_node_memory) capacity_[-1] = std::max(0.0, machine_->machine_mem_gib);
-  for (const auto& [domain, gib] : capacity_) total_free_mem_ += gib;
+  for (const auto& [domain, gib] : capacity_)
+    total_free_mem_ += gib;
   tracks_memory_ = total_free_mem_ > 0;
   free_mem_ = capacity_;
   free_gpus_ = machine_->gpus.ids;
@@ -96,13 +98,15 @@ Pool::Pool(const Machine& machine) : machine_(std::make_shared<const Machine>(ma
 
 int Pool::TotalCpus() const {
   int total = 0;
-  for (const NodeBooks& node : nodes_) total += node.total_cpus;
+  for (const NodeBooks& node : nodes_)
+    total += node.total_cpus;
   return total;
 }
 
 int Pool::TotalCores() const {
   int total = 0;
-  for (const NodeBooks& node : nodes_) total += static_cast<int>(node.cores.size());
+  for (const NodeBooks& node : nodes_)
+    total += static_cast<int>(node.cores.size());
   return total;
 }
 
@@ -156,7 +160,8 @@ std::optional<Pool::CorePicks> Pool::SpanCores(int want, bool idle) const {
 
 CpuGrant Pool::Count(const NodeBooks& node, const std::vector<std::size_t>& cores) {
   CpuGrant grant;
-  for (std::size_t k : cores) grant.cpus += static_cast<int>(node.cores[k].size());
+  for (std::size_t k : cores)
+    grant.cpus += static_cast<int>(node.cores[k].size());
   grant.cores = static_cast<int>(cores.size());
   return grant;
 }
@@ -186,9 +191,13 @@ CpuGrant Pool::Grant(const JobDemand& demand) const {
   return grant;
 }
 
-bool Pool::tracks_memory() const { return tracks_memory_; }
+bool Pool::tracks_memory() const {
+  return tracks_memory_;
+}
 
-bool Pool::machine_has_gpus() const { return !machine_->gpus.ids.empty(); }
+bool Pool::machine_has_gpus() const {
+  return !machine_->gpus.ids.empty();
+}
 
 // Exclusive jobs may span nodes, unless a numa-local flag that matters
 // keeps them on one.
@@ -207,12 +216,13 @@ Result<void> Pool::Validate(const JobDemand& demand) const {
   if (demand.gpus < 0) return InvalidArgument("--gpu-cores must not be negative");
   int total = TotalCpus();
   int largest = 0;
-  for (const NodeBooks& node : nodes_) largest = std::max(largest, node.total_cpus);
+  for (const NodeBooks& node : nodes_)
+    largest = std::max(largest, node.total_cpus);
   if (demand.cpu > total) {
     int cores = TotalCores();
-    std::string available = cores == total ? std::to_string(total) + " cores"
-                                           : std::to_string(total) + " cpus (" +
-                                                 std::to_string(cores) + " cores)";
+    std::string available =
+        cores == total ? std::to_string(total) + " cores"
+                       : std::to_string(total) + " cpus (" + std::to_string(cores) + " cores)";
     return InvalidArgument("--cpu " + std::to_string(demand.cpu) + " exceeds the " + available +
                            " available to jobs");
   }
@@ -255,7 +265,8 @@ Result<void> Pool::Validate(const JobDemand& demand) const {
           "topo -m` does not say on this machine");
     }
     int most = 0;
-    for (const auto& [node, n] : per_node) most = std::max(most, n);
+    for (const auto& [node, n] : per_node)
+      most = std::max(most, n);
     if (demand.gpus > most) {
       return InvalidArgument("--gpu-cores " + count + " exceeds the " + std::to_string(most) +
                              " gpus on one NUMA node, and --numa-local-gpu keeps a job's gpus "
@@ -326,7 +337,7 @@ std::optional<std::size_t> Pool::PickNode(const JobDemand& demand, double mem,
                                           const std::vector<int>& near,
                                           std::optional<int> forced_home) const {
   using LocalKey = std::tuple<bool, int, double, int>;  // far, cpus, mem, id
-  using SpillKey = std::tuple<double, int, int>;         // -mem, cpus, id
+  using SpillKey = std::tuple<double, int, int>;        // -mem, cpus, id
   std::optional<std::pair<LocalKey, std::size_t>> best_local;
   std::optional<std::pair<SpillKey, std::size_t>> best_other;
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
@@ -383,7 +394,8 @@ std::optional<Placement> Pool::TryPlace(const JobDemand& demand) const {
   bool spans = MaxNodes(demand) > 1;
   if (!spans) {
     int most = 0;
-    for (const NodeBooks& node : nodes_) most = std::max(most, node.free_cpus);
+    for (const NodeBooks& node : nodes_)
+      most = std::max(most, node.free_cpus);
     if (demand.cpu > most) return std::nullopt;
   }
 
@@ -413,7 +425,8 @@ std::optional<Placement> Pool::TryPlace(const JobDemand& demand) const {
   if (spans) {
     std::optional<CorePicks> picks = SpanCores(demand.cpu, /*idle=*/false);
     if (!picks) return std::nullopt;
-    for (const auto& [index, cores] : *picks) take(index, cores);
+    for (const auto& [index, cores] : *picks)
+      take(index, cores);
   } else {
     std::optional<std::size_t> index = PickNode(demand, mem, near, forced_home);
     if (!index) return std::nullopt;
@@ -432,13 +445,15 @@ std::optional<Placement> Pool::TryPlace(const JobDemand& demand) const {
     placement.mem_by_node = std::move(*charge);
   }
   if (machine_->per_node_memory && !placement.mem_by_node.empty()) {
-    for (const auto& [domain, gib] : placement.mem_by_node) placement.mems.push_back(domain);
+    for (const auto& [domain, gib] : placement.mem_by_node)
+      placement.mems.push_back(domain);
   } else {
     placement.mems = cpu_nodes;
   }
   std::sort(placement.mems.begin(), placement.mems.end());
   int real_nodes = 0;
-  for (const auto& [domain, gib] : placement.mem_by_node) real_nodes += domain >= 0 ? 1 : 0;
+  for (const auto& [domain, gib] : placement.mem_by_node)
+    real_nodes += domain >= 0 ? 1 : 0;
   placement.spans_nodes = real_nodes > 1;
   placement.gpus = std::move(*gpus);
   placement.gpu_link = WorstLink(info, placement.gpus);
@@ -471,7 +486,8 @@ void Pool::Reserve(const Placement& placement) {
       free_cpu_count_ -= size;
     }
   }
-  for (int gpu : placement.gpus) EraseSorted(free_gpus_, gpu);
+  for (int gpu : placement.gpus)
+    EraseSorted(free_gpus_, gpu);
   int home = HomeDomain(placement);
   for (const auto& [domain, gib] : placement.mem_by_node) {
     int key = free_mem_.count(domain) ? domain : home;

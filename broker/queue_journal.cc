@@ -16,7 +16,8 @@ struct JournalEntry {
   std::optional<JobRecord> job;
   std::optional<std::uint64_t> removed;
 
-  template <class A> void load(A& ar) {
+  template <class A>
+  void load(A& ar) {
     protocol::Get(ar, "seq", seq);
     protocol::Get(ar, "next_id", next_id);
     protocol::Get(ar, "job", job);
@@ -43,8 +44,8 @@ bool OnlyPadding(std::string_view rest) {
 }  // namespace
 
 std::string JournalLine(std::uint64_t seq, std::uint64_t next_id, const QueueChange& change) {
-  std::string line = "{\"seq\":" + std::to_string(seq) + ",\"next_id\":" +
-                     std::to_string(next_id) + ",\"job\":[";
+  std::string line =
+      "{\"seq\":" + std::to_string(seq) + ",\"next_id\":" + std::to_string(next_id) + ",\"job\":[";
   if (change.job != nullptr) line += protocol::Encode(*change.job);
   line += "],\"removed\":[";
   if (change.job == nullptr) line += std::to_string(change.id);

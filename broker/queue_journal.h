@@ -45,7 +45,7 @@ struct JournalReplay {
   std::uint64_t next_id = 0;   // highest next_id in the good lines
   std::size_t applied = 0;     // lines applied (seq above the snapshot's)
   JournalTail tail = JournalTail::kClean;
-  std::string problem;         // why the bad line did not parse
+  std::string problem;  // why the bad line did not parse
 };
 
 // Applies, in order, the lines of `text` whose seq is above `after_seq` to

@@ -22,7 +22,8 @@ namespace {
 struct SnapshotIn {
   QueueFile file;
   std::uint64_t journal_seq = 0;
-  template <class A> void load(A& ar) {
+  template <class A>
+  void load(A& ar) {
     file.load(ar);
     try {
       protocol::Get(ar, "journal_seq", journal_seq);
@@ -37,7 +38,8 @@ struct SnapshotIn {
 struct SnapshotOut {
   const QueueFile& file;
   std::uint64_t journal_seq;
-  template <class A> void save(A& ar) const {
+  template <class A>
+  void save(A& ar) const {
     file.save(ar);
     protocol::Put(ar, "journal_seq", journal_seq);
   }
@@ -80,12 +82,12 @@ Result<void> MoveAside(const std::string& path) {
 // Writes `text` to `path`.tmp (mode 0600), fsyncs it and renames it over
 // `path`, then fsyncs `dir`. Returns the new file, still open, when
 // `keep_open` (for appending).
-Result<UniqueFd> ReplaceFile(const std::string& dir, const std::string& path,
-                             std::string_view text, bool keep_open) {
+Result<UniqueFd> ReplaceFile(const std::string& dir, const std::string& path, std::string_view text,
+                             bool keep_open) {
   const std::string tmp = path + ".tmp";
   (void)::unlink(tmp.c_str());
-  UniqueFd fd(::open(tmp.c_str(),
-                     O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_APPEND, 0600));
+  UniqueFd fd(
+      ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_APPEND, 0600));
   if (!fd.valid()) return Error::FromErrno(errno, "cannot create " + tmp);
   if (!text.empty()) HPCB_TRY(protocol::WriteAllToFile(fd.get(), text));
   if (::fsync(fd.get()) != 0) return Error::FromErrno(errno, "cannot fsync " + tmp);
@@ -106,7 +108,8 @@ std::uint64_t HighestIdMentioned(std::string_view text) {
     while ((at = text.find(key, at)) != std::string_view::npos) {
       at += key.size();
       std::size_t p = at;
-      while (p < text.size() && (text[p] == ' ' || text[p] == ':' || text[p] == '\n')) ++p;
+      while (p < text.size() && (text[p] == ' ' || text[p] == ':' || text[p] == '\n'))
+        ++p;
       std::uint64_t value = 0;
       bool any = false;
       while (p < text.size() && text[p] >= '0' && text[p] <= '9' && value < (1ULL << 60)) {
@@ -208,7 +211,8 @@ Result<void> QueueStore::Append(std::uint64_t next_id, const std::vector<QueueCh
   }
   if (changes.empty()) return Ok();
   std::string batch;
-  for (const QueueChange& change : changes) batch += JournalLine(++seq_, next_id, change);
+  for (const QueueChange& change : changes)
+    batch += JournalLine(++seq_, next_id, change);
   // seq_ has moved past these lines even if they do not all land: the
   // next snapshot's journal_seq then covers any part that did, and Load
   // never lays that stale part over the newer snapshot.

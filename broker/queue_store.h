@@ -11,8 +11,8 @@
 // The bargain: a change costs one appended record plus one fdatasync
 // instead of rewriting every job (10k finished ones made each submit
 // O(queue)); in exchange Load replays the journal, and a record that was
-// rewritten stays in the journal until the next compaction, which comes once the journal outgrows a few snapshots, so
-// the work a compaction does is paid for by the appends before it.
+// rewritten stays in the journal until the next compaction, which comes once the journal outgrows a
+// few snapshots, so the work a compaction does is paid for by the appends before it.
 #ifndef HPCB_BROKER_QUEUE_STORE_H_
 #define HPCB_BROKER_QUEUE_STORE_H_
 
@@ -83,8 +83,8 @@ class QueueStore {
   Result<void> ResetJournal();
 
   std::string dir_;
-  UniqueFd journal_;            // open for appending once Save() made it
-  std::uint64_t seq_ = 0;       // the last seq written or loaded
+  UniqueFd journal_;       // open for appending once Save() made it
+  std::uint64_t seq_ = 0;  // the last seq written or loaded
   std::size_t snapshot_bytes_ = 0;
   std::size_t journal_bytes_ = 0;
 };

@@ -33,7 +33,9 @@ class Scheduler {
 class PoolScheduler : public Scheduler {
  public:
   PoolScheduler(const Machine& machine, std::unique_ptr<Policy> policy, double min_job_mem_gib)
-      : machine_(machine), pool_(machine), policy_(std::move(policy)),
+      : machine_(machine),
+        pool_(machine),
+        policy_(std::move(policy)),
         min_job_mem_gib_(min_job_mem_gib) {}
 
   Result<void> Validate(const JobDemand& demand) const override;

@@ -29,8 +29,7 @@ Result<Backend> ParseBackend(std::string_view value, const std::string& where) {
                          "' (choose local or slurm)");
 }
 
-Result<void> ApplyBinDir(std::string_view value, const std::string& where,
-                         BackendConfig* config) {
+Result<void> ApplyBinDir(std::string_view value, const std::string& where, BackendConfig* config) {
   if (!value.empty() && value[0] != '/') {
     return InvalidArgument(where + "slurm_bin must be an absolute directory, not '" +
                            std::string(value) + "'");
@@ -108,8 +107,7 @@ Result<BackendConfig> ResolveBackendConfig(const EnvLookup& env, const FileReade
   } else if (explicit_path || text.error().code() != ErrorCode::kNotFound) {
     // A file someone named, or one that exists but cannot be read, is a
     // mistake to report: guessing the backend would send jobs elsewhere.
-    return Error(text.error().code(),
-                 "client configuration: " + text.error().message());
+    return Error(text.error().code(), "client configuration: " + text.error().message());
   }
   if (auto value = env("HPC_BATCH_BACKEND"); value && !value->empty()) {
     HPCB_ASSIGN_OR_RETURN(config.backend, ParseBackend(*value, "HPC_BATCH_BACKEND: "));

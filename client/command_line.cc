@@ -1,6 +1,5 @@
 #include "client/command_line.h"
 
-
 namespace hpcb::client {
 
 SplitArgs SplitAtDoubleDash(const std::vector<std::string>& args) {
@@ -23,9 +22,7 @@ SplitArgs SplitAtDoubleDash(const std::vector<std::string>& args) {
 bool IsAssignment(std::string_view word) {
   std::size_t eq = word.find('=');
   if (eq == std::string_view::npos || eq == 0) return false;
-  auto alpha = [](char c) {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
-  };
+  auto alpha = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; };
   if (!alpha(word[0])) return false;
   for (std::size_t i = 1; i < eq; ++i) {
     if (!alpha(word[i]) && !(word[i] >= '0' && word[i] <= '9')) return false;
@@ -61,7 +58,8 @@ std::string MakeAbsolute(const std::string& path, const std::string& cwd) {
     start = slash + 1;
   }
   std::string out;
-  for (const std::string& part : parts) out += "/" + part;
+  for (const std::string& part : parts)
+    out += "/" + part;
   return out.empty() ? "/" : out;
 }
 

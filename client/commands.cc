@@ -48,7 +48,8 @@ int RunSubmitAndWait(const std::string& socket, const protocol::SubmitRequest& r
 int RunInfo(const std::string& socket, bool json, Io io) {
   auto fd = Connect(socket);
   if (!fd) return ReportError(fd.error(), io);
-  auto text = Exchange(fd->get(), protocol::Encode(protocol::BareRequest{protocol::ClientCommand::kInfo}));
+  auto text =
+      Exchange(fd->get(), protocol::Encode(protocol::BareRequest{protocol::ClientCommand::kInfo}));
   if (!text) return ReportError(text.error(), io);
   auto reply = DecodeReply<protocol::InfoReply>(*text);
   if (!reply) return ReportError(reply.error(), io);
@@ -57,7 +58,8 @@ int RunInfo(const std::string& socket, bool json, Io io) {
 }
 
 int RunDrain(const std::string& socket, bool on, Io io) {
-  const protocol::ClientCommand cmd = on ? protocol::ClientCommand::kDrain : protocol::ClientCommand::kResume;
+  const protocol::ClientCommand cmd =
+      on ? protocol::ClientCommand::kDrain : protocol::ClientCommand::kResume;
   auto reply = Call<protocol::DrainReply>(socket, protocol::BareRequest{cmd});
   if (!reply) return ReportError(reply.error(), io);
   if (on) {
@@ -91,7 +93,8 @@ int RunList(const std::string& socket, const protocol::ListRequest& request, boo
 
 int RunAttach(const std::string& socket, std::uint64_t id, Io io) {
   UniqueFd fd;
-  auto reply = Call<protocol::AttachReply>(socket, protocol::JobIdRequest{protocol::ClientCommand::kAttach, id}, &fd);
+  auto reply = Call<protocol::AttachReply>(
+      socket, protocol::JobIdRequest{protocol::ClientCommand::kAttach, id}, &fd);
   if (!reply) return ReportError(reply.error(), io);
   std::string notice = RenderAttachNotice(id, *reply);
   if (!notice.empty()) {
@@ -106,8 +109,7 @@ int RunAttach(const std::string& socket, std::uint64_t id, Io io) {
       if (ready == 0) {
         auto quiet = std::chrono::duration_cast<std::chrono::seconds>(
             std::chrono::steady_clock::now() - last_output);
-        io.err << "job " << id << ": still waiting (no output for " << quiet.count()
-               << "s)\n";
+        io.err << "job " << id << ": still waiting (no output for " << quiet.count() << "s)\n";
         io.err.flush();
         continue;
       }
@@ -125,7 +127,8 @@ int RunAttach(const std::string& socket, std::uint64_t id, Io io) {
 }
 
 int RunKill(const std::string& socket, std::uint64_t id, Io io) {
-  auto reply = Call<protocol::KillReply>(socket, protocol::JobIdRequest{protocol::ClientCommand::kKill, id});
+  auto reply =
+      Call<protocol::KillReply>(socket, protocol::JobIdRequest{protocol::ClientCommand::kKill, id});
   if (!reply) return ReportError(reply.error(), io);
   io.out << RenderKill(id, *reply);
   return kExitOk;
@@ -139,7 +142,8 @@ int RunJobField(const std::string& socket, const protocol::JobFieldRequest& requ
   if (!text) return ReportError(text.error(), io);
   auto reply = DecodeReply<protocol::JobFieldReply>(*text);
   if (!reply) return ReportError(reply.error(), io);
-  io.out << (json ? *text + "\n" : RenderJobField(request.id, request.field, request.action, *reply));
+  io.out << (json ? *text + "\n"
+                  : RenderJobField(request.id, request.field, request.action, *reply));
   return kExitOk;
 }
 

@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -10,6 +9,8 @@
 #include <cstring>
 #include <optional>
 #include <tuple>
+
+#include <CLI/CLI.hpp>
 
 #include "client/backend_config.h"
 #include "client/command_line.h"
@@ -58,9 +59,11 @@ void AddNewFlags(CLI::App* sub, NewFlags* f) {
   sub->add_option("--gpu-cores", f->gpu_cores, "GPUs to allocate (default 0)");
   f->mem_opt = sub->add_option("--max-mem", f->max_mem, "memory budget in GiB (plain number)");
   sub->add_flag("--numa-local", f->numa_local, "both --numa-local-mem and --numa-local-gpu");
-  sub->add_flag("--numa-local-mem", f->numa_local_mem, "wait for one NUMA node that fits the budget");
+  sub->add_flag("--numa-local-mem", f->numa_local_mem,
+                "wait for one NUMA node that fits the budget");
   sub->add_flag("--numa-local-gpu", f->numa_local_gpu, "GPUs on the job's NUMA node");
-  f->link_opt = sub->add_option("--gpu-link", f->gpu_link, "worst GPU link allowed: NV PIX PXB PHB NODE");
+  f->link_opt =
+      sub->add_option("--gpu-link", f->gpu_link, "worst GPU link allowed: NV PIX PXB PHB NODE");
   f->time_opt = sub->add_option("--max-time", f->max_time, "DURATION, e.g. 45m, 2h, 1h30m");
   sub->add_flag("--env", f->env, "forward your whole environment");
   sub->add_flag("--exclusive", f->exclusive, "run alone on the machine");
@@ -83,8 +86,9 @@ Result<std::vector<std::uint64_t>> ParseIdList(const std::string& text, const ch
     if (comma == std::string::npos) comma = text.size();
     const std::string word = text.substr(start, comma - start);
     std::uint64_t id = 0;
-    const bool digits = !word.empty() && word.size() <= 19 &&
-                        std::all_of(word.begin(), word.end(), [](unsigned char c) { return std::isdigit(c); });
+    const bool digits =
+        !word.empty() && word.size() <= 19 &&
+        std::all_of(word.begin(), word.end(), [](unsigned char c) { return std::isdigit(c); });
     if (digits) id = std::stoull(word);
     if (!digits || id == 0) {
       return InvalidArgument(std::string("argument ") + flag + ": '" + word.substr(0, 40) +
@@ -148,7 +152,8 @@ std::optional<int> BuildSubmit(const NewFlags& f, const std::vector<std::string>
       request->env[std::string(text.substr(0, eq))] = std::string(text.substr(eq + 1));
     }
   }
-  for (const auto& [name, value] : peeled.env) request->env[name] = value;
+  for (const auto& [name, value] : peeled.env)
+    request->env[name] = value;
   if (f.after_opt->count() > 0 && f.after_any_opt->count() > 0) {
     return UsageError("--after and --after-any cannot be combined in one job", io);
   }
@@ -179,7 +184,8 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
   app.allow_extras();  // reported below, in order (CLI11 2.1 reverses them)
 
   NewFlags new_flags;
-  CLI::App* new_cmd = app.add_subcommand("new", "submit a job: dispatch new [options] -- CMD [ARGS...]");
+  CLI::App* new_cmd =
+      app.add_subcommand("new", "submit a job: dispatch new [options] -- CMD [ARGS...]");
   AddNewFlags(new_cmd, &new_flags);
 
   protocol::ListRequest list_request;
@@ -202,12 +208,15 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
 
   protocol::JobFieldRequest field_request;
   std::string field_value;
-  CLI::App* job_cmd = app.add_subcommand("job", "read or change a job: job ID max-time get|set|add [DURATION]");
+  CLI::App* job_cmd =
+      app.add_subcommand("job", "read or change a job: job ID max-time get|set|add [DURATION]");
   job_cmd->add_option("ID", field_request.id, "job id")->required();
   job_cmd->add_option("FIELD", field_request.field, "max-time")
-      ->required()->check(CLI::IsMember({"max-time"}));
+      ->required()
+      ->check(CLI::IsMember({"max-time"}));
   job_cmd->add_option("ACTION", field_request.action, "get, set (admins only), add (admins only)")
-      ->required()->check(CLI::IsMember({"get", "set", "add"}));
+      ->required()
+      ->check(CLI::IsMember({"get", "set", "add"}));
   CLI::Option* value_opt = job_cmd->add_option("DURATION", field_value, "for set and add");
   bool field_json = false;
   job_cmd->add_flag("--json", field_json, "print the daemon's reply as JSON (one line)");
@@ -218,7 +227,8 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
   info_cmd->add_flag("--json", info_json, "print the daemon's reply as JSON (one line)");
   CLI::App* drain_cmd = app.add_subcommand(
       "drain", "stop starting queued jobs; running ones finish, submissions are kept (admins)");
-  CLI::App* resume_cmd = app.add_subcommand("resume", "start queued jobs again after drain (admins)");
+  CLI::App* resume_cmd =
+      app.add_subcommand("resume", "start queued jobs again after drain (admins)");
 
   std::uint64_t output_id = 0;
   std::string output_to;
@@ -233,11 +243,12 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
   CLI::App* wait_cmd = app.add_subcommand(
       "wait", "wait for jobs to end; exit with the job's code (one job) or 1 if any failed");
   wait_cmd->add_option("ID", wait_ids, "job ids")->required();
-  CLI::Option* wait_timeout_opt = wait_cmd->add_option(
-      "--timeout", wait_timeout, "DURATION; give up then with exit code 124");
+  CLI::Option* wait_timeout_opt =
+      wait_cmd->add_option("--timeout", wait_timeout, "DURATION; give up then with exit code 124");
 
   std::vector<const char*> argv = {"dispatch"};
-  for (const std::string& word : split.options) argv.push_back(word.c_str());
+  for (const std::string& word : split.options)
+    argv.push_back(word.c_str());
   try {
     app.parse(static_cast<int>(argv.size()), argv.data());
   } catch (const CLI::CallForHelp& e) {
@@ -260,7 +271,8 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
   std::vector<std::string> extras = app.remaining(true);
   if (!extras.empty()) {
     std::string joined;
-    for (const std::string& word : extras) joined += (joined.empty() ? "" : " ") + word;
+    for (const std::string& word : extras)
+      joined += (joined.empty() ? "" : " ") + word;
     return UsageError("unrecognized arguments: " + joined, io);
   }
 
@@ -329,7 +341,8 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
     request.id = output_id;
     if (output_to_opt->count() > 0) {
       std::optional<std::string> cwd = CurrentDirectory();
-      if (!cwd) return ReportError(Error::FromErrno(errno, "cannot determine the current directory"), io);
+      if (!cwd)
+        return ReportError(Error::FromErrno(errno, "cannot determine the current directory"), io);
       request.to = MakeAbsolute(output_to, *cwd);
     }
     return RunOutput(socket, request, io);

@@ -10,7 +10,9 @@
 namespace {
 
 // Ctrl-C (e.g. during attach) exits 130 without a core or a message.
-extern "C" void OnInterrupt(int) { ::_exit(130); }
+extern "C" void OnInterrupt(int) {
+  ::_exit(130);
+}
 
 }  // namespace
 

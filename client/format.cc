@@ -1,8 +1,8 @@
 #include "client/format.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <ctime>
 #include <limits>
 
@@ -64,10 +64,14 @@ bool IsControl(char c) {
 // A control character as a C-style escape: \n, \t, \r, \e or \xNN.
 std::string EscapeOne(char c) {
   switch (c) {
-    case '\n': return "\\n";
-    case '\t': return "\\t";
-    case '\r': return "\\r";
-    case '\x1b': return "\\e";
+    case '\n':
+      return "\\n";
+    case '\t':
+      return "\\t";
+    case '\r':
+      return "\\r";
+    case '\x1b':
+      return "\\e";
     default: {
       char hex[8];
       (void)std::snprintf(hex, sizeof hex, "\\x%02x", static_cast<unsigned char>(c));
@@ -94,7 +98,8 @@ std::string EscapeControl(std::string_view text) {
 std::string ShellQuote(std::string_view word) {
   if (word.empty()) return "''";
   bool safe = true;
-  for (char c : word) safe = safe && IsSafeShellChar(c);
+  for (char c : word)
+    safe = safe && IsSafeShellChar(c);
   if (safe) return std::string(word);
   std::string quoted = "'";
   for (char c : word) {
@@ -160,7 +165,8 @@ std::string FormatTable(const std::vector<std::vector<std::string>>& rows) {
       line += row[i];
       line.append(widths[i] - row[i].size(), ' ');
     }
-    while (!line.empty() && (line.back() == ' ' || line.back() == '\t')) line.pop_back();
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\t'))
+      line.pop_back();
     text += line + '\n';
   }
   return text;
@@ -222,10 +228,10 @@ std::string FormatSeconds(double seconds) {
     const std::int64_t h = whole / 3600, m = whole / 60 % 60, sec = whole % 60;
     if (h > 0) {
       (void)std::snprintf(buffer, sizeof buffer, "%lldh%02lldm%02llds", static_cast<long long>(h),
-                    static_cast<long long>(m), static_cast<long long>(sec));
+                          static_cast<long long>(m), static_cast<long long>(sec));
     } else {
       (void)std::snprintf(buffer, sizeof buffer, "%lldm%02llds", static_cast<long long>(m),
-                    static_cast<long long>(sec));
+                          static_cast<long long>(sec));
     }
   }
   return buffer;
@@ -258,7 +264,8 @@ std::string StartCell(const protocol::JobRow& row, double now) {
     return FormatStartTime(row.start_time, now);
   }
   std::string ids;
-  for (std::uint64_t id : row.after) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+  for (std::uint64_t id : row.after)
+    ids += (ids.empty() ? "" : ",") + std::to_string(id);
   return (row.after_any ? "after-any " : "after ") + ids;
 }
 
@@ -273,9 +280,9 @@ Rendered RenderList(const protocol::ListReply& reply, bool finished, bool usage_
     return rendered;
   }
   bool show_gpu = false;
-  for (const auto& row : reply.jobs) show_gpu = show_gpu || row.gpus > 0;
-  std::vector<std::string> header = {"USER",     "ID",  "COMMAND", "START",
-                                     "UPTIME",   "MAX-TIME", "MEM"};
+  for (const auto& row : reply.jobs)
+    show_gpu = show_gpu || row.gpus > 0;
+  std::vector<std::string> header = {"USER", "ID", "COMMAND", "START", "UPTIME", "MAX-TIME", "MEM"};
   if (show_gpu) header.push_back("GPU");
   header.push_back("EXCLUSIVE");
   if (finished) {
@@ -283,17 +290,20 @@ Rendered RenderList(const protocol::ListReply& reply, bool finished, bool usage_
     header.push_back("EXIT");
   }
   if (usage_columns) {
-    for (const char* name : {"WALL", "CPU-TIME", "CPUS-USED", "PEAK-MEM"}) header.push_back(name);
+    for (const char* name : {"WALL", "CPU-TIME", "CPUS-USED", "PEAK-MEM"})
+      header.push_back(name);
   }
   std::vector<std::vector<std::string>> table = {header};
   bool any_span = false;
   bool any_slow = false;
   for (const auto& row : reply.jobs) {
-    std::vector<std::string> cells = {
-        row.user,           std::to_string(row.id),
-        JoinForDisplay(row.argv), StartCell(row, reply.now),
-        UptimeCell(row),    FormatDuration(row.max_time_s),
-        MemCell(row)};
+    std::vector<std::string> cells = {row.user,
+                                      std::to_string(row.id),
+                                      JoinForDisplay(row.argv),
+                                      StartCell(row, reply.now),
+                                      UptimeCell(row),
+                                      FormatDuration(row.max_time_s),
+                                      MemCell(row)};
     if (show_gpu) cells.push_back(GpuCell(row));
     cells.push_back(row.exclusive ? "yes" : "no");
     if (finished) {
@@ -301,7 +311,8 @@ Rendered RenderList(const protocol::ListReply& reply, bool finished, bool usage_
       cells.push_back(ExitCell(row));
     }
     if (usage_columns) {
-      for (std::string& cell : UsageCells(row)) cells.push_back(std::move(cell));
+      for (std::string& cell : UsageCells(row))
+        cells.push_back(std::move(cell));
     }
     any_span = any_span || (row.max_mem_gb && row.mem_spans_nodes);
     any_slow = any_slow || (row.gpus > 0 && row.gpu_link && IsSlowLink(*row.gpu_link));
@@ -335,13 +346,12 @@ std::string RenderSubmit(const protocol::SubmitReply& reply, bool no_output,
   // reads as it always did.
   std::string cpus = std::to_string(reply.cpu) + " cpu";
   if (reply.granted_cores > 0 && reply.granted_cores != reply.granted_cpus) {
-    cpus = std::to_string(reply.granted_cpus) + " cpus = " +
-           std::to_string(reply.granted_cores) +
+    cpus = std::to_string(reply.granted_cpus) + " cpus = " + std::to_string(reply.granted_cores) +
            (reply.granted_cores == 1 ? " core" : " cores");
   }
   std::string text = "job " + std::to_string(reply.id) + " " +
-                     std::string(protocol::NameOf(reply.state)) + " (" + cpus +
-                     ", max time " + FormatDuration(reply.max_time_s);
+                     std::string(protocol::NameOf(reply.state)) + " (" + cpus + ", max time " +
+                     FormatDuration(reply.max_time_s);
   if (reply.max_mem_gb) {
     text += ", memory " + FormatGiB(reply.max_mem_gb);
     if (reply.mem_defaulted) text += " (default)";
@@ -356,7 +366,8 @@ std::string RenderSubmit(const protocol::SubmitReply& reply, bool no_output,
 
 std::string RenderAttachNotice(std::uint64_t id, const protocol::AttachReply& reply) {
   std::string job = "job " + std::to_string(id);
-  if (reply.state == protocol::JobState::kQueued) return job + " is queued; waiting for it to start...\n";
+  if (reply.state == protocol::JobState::kQueued)
+    return job + " is queued; waiting for it to start...\n";
   if (reply.state == protocol::JobState::kDone) {
     if (reply.output_dest && reply.output_error) {
       return job + " has finished; its output could not be saved to " +
@@ -372,12 +383,12 @@ std::string RenderAttachNotice(std::uint64_t id, const protocol::AttachReply& re
 }
 
 std::string RenderKill(std::uint64_t id, const protocol::KillReply& reply) {
-  if (reply.state == protocol::KillOutcome::kRemoved) return "job " + std::to_string(id) + " removed from the queue\n";
+  if (reply.state == protocol::KillOutcome::kRemoved)
+    return "job " + std::to_string(id) + " removed from the queue\n";
   return "job " + std::to_string(id) + ": kill signal sent\n";
 }
 
-std::string RenderJobField(std::uint64_t id, std::string_view field,
-                           std::string_view action,
+std::string RenderJobField(std::uint64_t id, std::string_view field, std::string_view action,
                            const protocol::JobFieldReply& reply) {
   std::string text = "job " + std::to_string(id) + " " + std::string(field) + " ";
   if (action == "get" || !reply.before) return text + FormatDuration(reply.value) + "\n";

@@ -69,8 +69,7 @@ std::string RenderAttachNotice(std::uint64_t id, const protocol::AttachReply& re
 
 std::string RenderKill(std::uint64_t id, const protocol::KillReply& reply);
 
-std::string RenderJobField(std::uint64_t id, std::string_view field,
-                           std::string_view action,
+std::string RenderJobField(std::uint64_t id, std::string_view field, std::string_view action,
                            const protocol::JobFieldReply& reply);
 
 }  // namespace hpcb::client

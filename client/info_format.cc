@@ -16,8 +16,12 @@ std::string Gib(double gib) {
 
 std::vector<std::string> CountRow(const std::string& node, const char* what,
                                   const protocol::Amounts<std::int64_t>& a) {
-  return {node, what, std::to_string(a.total), std::to_string(a.reserved),
-          std::to_string(a.in_use), std::to_string(a.free)};
+  return {node,
+          what,
+          std::to_string(a.total),
+          std::to_string(a.reserved),
+          std::to_string(a.in_use),
+          std::to_string(a.free)};
 }
 
 std::vector<std::string> MemRow(const std::string& node, const protocol::Amounts<double>& a) {
@@ -27,8 +31,8 @@ std::vector<std::string> MemRow(const std::string& node, const protocol::Amounts
 }  // namespace
 
 std::string RenderInfo(const protocol::InfoReply& reply) {
-  std::string out = "policy " + EscapeControl(reply.policy) + ", " +
-                    std::to_string(reply.queued) + " queued";
+  std::string out =
+      "policy " + EscapeControl(reply.policy) + ", " + std::to_string(reply.queued) + " queued";
   if (reply.waiting > 0) {
     out += " (" + std::to_string(reply.waiting) + " waiting for dependencies)";
   }
@@ -39,7 +43,8 @@ std::string RenderInfo(const protocol::InfoReply& reply) {
   std::vector<std::vector<std::string>> table = {
       {"NODE", "RESOURCE", "TOTAL", "RESERVED", "IN-USE", "FREE"}};
   bool any_gpu = false;
-  for (const protocol::NodeInfo& node : reply.nodes) any_gpu = any_gpu || node.gpus.total > 0;
+  for (const protocol::NodeInfo& node : reply.nodes)
+    any_gpu = any_gpu || node.gpus.total > 0;
   for (const protocol::NodeInfo& node : reply.nodes) {
     const std::string name = std::to_string(node.node);
     table.push_back(CountRow(name, "cpus", node.cpus));

@@ -11,7 +11,8 @@ std::string QuotedChoices(const std::string& joined) {
   std::string out;
   std::stringstream in(joined);
   std::string choice;
-  while (std::getline(in, choice, ',')) out += (out.empty() ? "'" : ", '") + choice + "'";
+  while (std::getline(in, choice, ','))
+    out += (out.empty() ? "'" : ", '") + choice + "'";
   return out;
 }
 

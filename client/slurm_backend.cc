@@ -27,12 +27,16 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kQuietNotice = std::chrono::seconds(10);
 constexpr const char* kFinishedWindow = "now-7days";
 
-std::string IdText(std::uint64_t id) { return std::to_string(id); }
+std::string IdText(std::uint64_t id) {
+  return std::to_string(id);
+}
 
 std::string Trimmed(std::string text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+    text.pop_back();
   std::size_t first = 0;
-  while (first < text.size() && std::isspace(static_cast<unsigned char>(text[first]))) ++first;
+  while (first < text.size() && std::isspace(static_cast<unsigned char>(text[first])))
+    ++first;
   return text.substr(first);
 }
 
@@ -102,7 +106,8 @@ Result<void> CheckDestination(const std::string& path, bool is_dir) {
     return InvalidArgument("cannot save output there: " + parent + " is not a directory");
   }
   if (::access(parent.c_str(), W_OK | X_OK) != 0) {
-    return Error(ErrorCode::kPermissionDenied, "cannot save output there: cannot write to " + parent);
+    return Error(ErrorCode::kPermissionDenied,
+                 "cannot save output there: cannot write to " + parent);
   }
   return Ok();
 }
@@ -141,8 +146,7 @@ Error NoSuchJob(std::uint64_t id) {
 }
 
 // `scontrol show job ID`, read into KEY -> VALUE.
-Result<std::map<std::string, std::string>> ShowJob(const BackendConfig& config,
-                                                   std::uint64_t id) {
+Result<std::map<std::string, std::string>> ShowJob(const BackendConfig& config, std::uint64_t id) {
   HPCB_ASSIGN_OR_RETURN(ProcessOutcome outcome,
                         RunTool(config, "scontrol", {"show", "job", IdText(id)}));
   if (!outcome.succeeded()) {
@@ -160,8 +164,8 @@ Result<std::map<std::string, std::string>> ShowJob(const BackendConfig& config,
 
 std::vector<std::string> SacctArgs(std::vector<std::string> selection) {
   std::vector<std::string> args = {"--noheader", "--parsable2",
-                                   std::string("--delimiter=") + kFieldSeparator,
-                                   "--allocations", "--format=" + SacctFormat()};
+                                   std::string("--delimiter=") + kFieldSeparator, "--allocations",
+                                   "--format=" + SacctFormat()};
   args.insert(args.end(), selection.begin(), selection.end());
   return args;
 }
@@ -226,7 +230,8 @@ Result<std::optional<Ending>> EndingFromSacct(const BackendConfig& config, std::
       return Error(ErrorCode::kNotFound,
                    "job " + IdText(id) +
                        ": slurmctld no longer knows it and this cluster keeps no accounting "
-                       "(sacct: " + Complaint(outcome) + "), so its exit code is lost");
+                       "(sacct: " +
+                       Complaint(outcome) + "), so its exit code is lost");
     }
     return Error(ErrorCode::kFailedPrecondition, "sacct: " + Complaint(outcome));
   }
@@ -272,15 +277,15 @@ int Submit(const BackendConfig& config, const protocol::SubmitRequest& request,
   auto outcome = RunTool(config, "sbatch", job->args, job->script);
   if (!outcome) return ReportError(outcome.error(), io);
   if (!outcome->succeeded()) {
-    return ReportError(Error(ErrorCode::kFailedPrecondition,
-                             "Slurm refused the job: " + Complaint(*outcome)),
-                       io);
+    return ReportError(
+        Error(ErrorCode::kFailedPrecondition, "Slurm refused the job: " + Complaint(*outcome)), io);
   }
   auto id = ParseSbatchId(outcome->out);
   if (!id) return ReportError(id.error(), io);
   std::string warnings = Trimmed(outcome->err);
   if (!warnings.empty()) io.err << warnings << "\n";
-  for (const std::string& note : job->notes) io.err << "dispatch: note: " << note << "\n";
+  for (const std::string& note : job->notes)
+    io.err << "dispatch: note: " << note << "\n";
   io.err.flush();
   io.out << SubmitSummary(*id, checked);
   if (!job->output_template.empty()) {
@@ -312,7 +317,8 @@ int List(const BackendConfig& config, const protocol::ListRequest& request, bool
         return ReportError(
             Error(ErrorCode::kFailedPrecondition,
                   "finished jobs come from Slurm's job accounting, which this cluster does "
-                  "not keep (sacct: " + Complaint(*outcome) +
+                  "not keep (sacct: " +
+                      Complaint(*outcome) +
                       "); 'dispatch list' without --finished shows queued and running jobs, "
                       "and 'dispatch wait ID' gives one job's exit code while slurmctld "
                       "still remembers it"),
@@ -323,9 +329,11 @@ int List(const BackendConfig& config, const protocol::ListRequest& request, bool
                          io);
     }
     std::set<std::uint64_t> seen;
-    for (const SlurmJob& job : jobs) seen.insert(job.row.id);
+    for (const SlurmJob& job : jobs)
+      seen.insert(job.row.id);
     for (SlurmJob& job : ParseSacct(outcome->out)) {
-      if (job.row.state == protocol::JobState::kDone && seen.insert(job.row.id).second) jobs.push_back(std::move(job));
+      if (job.row.state == protocol::JobState::kDone && seen.insert(job.row.id).second)
+        jobs.push_back(std::move(job));
     }
   }
   std::sort(jobs.begin(), jobs.end(),
@@ -334,7 +342,8 @@ int List(const BackendConfig& config, const protocol::ListRequest& request, bool
   if (json) {
     protocol::ListReply reply;
     reply.now = now;
-    for (const SlurmJob& job : jobs) reply.jobs.push_back(job.row);
+    for (const SlurmJob& job : jobs)
+      reply.jobs.push_back(job.row);
     io.out << protocol::Encode(reply) << "\n";
     return kExitOk;
   }
@@ -375,8 +384,8 @@ int Attach(const BackendConfig& config, std::uint64_t id, Io io) {
     if (file.valid() && ::lseek(file.get(), 0, SEEK_CUR) != before) last_output = Clock::now();
     if (ended) {
       if (!file.valid()) {
-        return ReportError(Error::FromErrno(errno, name + " has ended but its output file " +
-                                                       path + " cannot be opened here"),
+        return ReportError(Error::FromErrno(errno, name + " has ended but its output file " + path +
+                                                       " cannot be opened here"),
                            io);
       }
       return kExitOk;
@@ -405,18 +414,17 @@ int Kill(const BackendConfig& config, std::uint64_t id, Io io) {
   if (!job) return ReportError(job.error(), io);
   const std::string state = Field(*job, "JobState");
   if (IsTerminalState(state)) {
-    return ReportError(Error(ErrorCode::kFailedPrecondition,
-                             "job " + IdText(id) + " already finished"),
-                       io);
+    return ReportError(
+        Error(ErrorCode::kFailedPrecondition, "job " + IdText(id) + " already finished"), io);
   }
   auto outcome = RunTool(config, "scancel", {IdText(id)});
   if (!outcome) return ReportError(outcome.error(), io);
   // scancel says "error:" (or "denied") yet may exit 0.
   if (!outcome->succeeded() || !Trimmed(outcome->err).empty()) {
-    return ReportError(Error(ErrorCode::kFailedPrecondition,
-                             "Slurm refused to cancel job " + IdText(id) + ": " +
-                                 Complaint(*outcome)),
-                       io);
+    return ReportError(
+        Error(ErrorCode::kFailedPrecondition,
+              "Slurm refused to cancel job " + IdText(id) + ": " + Complaint(*outcome)),
+        io);
   }
   if (MapJobState(state).state == protocol::JobState::kQueued) {
     io.out << "job " << id << " removed from the queue\n";
@@ -438,9 +446,8 @@ int JobField(const BackendConfig& config, const protocol::JobFieldRequest& reque
     return kExitOk;
   }
   if (IsTerminalState(Field(*job, "JobState"))) {
-    return ReportError(Error(ErrorCode::kFailedPrecondition,
-                             "job " + IdText(id) + " already finished"),
-                       io);
+    return ReportError(
+        Error(ErrorCode::kFailedPrecondition, "job " + IdText(id) + " already finished"), io);
   }
   if (!request.value || *request.value < 1) {
     return ReportError(InvalidArgument("max-time must be positive; use 'set' to shorten a job"),
@@ -448,9 +455,9 @@ int JobField(const BackendConfig& config, const protocol::JobFieldRequest& reque
   }
   const bool add = request.action == "add";
   if (add && !before->has_value()) {
-    return ReportError(Error(ErrorCode::kFailedPrecondition,
-                             "job " + IdText(id) + " has no time limit to add to"),
-                       io);
+    return ReportError(
+        Error(ErrorCode::kFailedPrecondition, "job " + IdText(id) + " has no time limit to add to"),
+        io);
   }
   const std::int64_t minutes = MinutesRoundedUp(*request.value);
   const std::string limit = "TimeLimit=" + std::string(add ? "+" : "") + std::to_string(minutes);
@@ -458,8 +465,8 @@ int JobField(const BackendConfig& config, const protocol::JobFieldRequest& reque
   if (!outcome) return ReportError(outcome.error(), io);
   if (!outcome->succeeded()) {
     return ReportError(Error(ErrorCode::kPermissionDenied,
-                             "Slurm refused to change job " + IdText(id) + "'s time limit: " +
-                                 Complaint(*outcome) +
+                             "Slurm refused to change job " + IdText(id) +
+                                 "'s time limit: " + Complaint(*outcome) +
                                  " (Slurm lets a user lower their own job's limit; raising it "
                                  "takes a Slurm operator or administrator)"),
                        io);
@@ -470,8 +477,7 @@ int JobField(const BackendConfig& config, const protocol::JobFieldRequest& reque
   if (!after) return ReportError(after.error(), io);
   if (minutes * 60 != *request.value) {
     io.err << "dispatch: note: Slurm counts time limits in whole minutes: "
-           << FormatDuration(*request.value) << " becomes " << FormatDuration(minutes * 60)
-           << "\n";
+           << FormatDuration(*request.value) << " becomes " << FormatDuration(minutes * 60) << "\n";
   }
   io.out << prefix << LimitText(*before) << " -> " << LimitText(*after) << "\n";
   return kExitOk;
@@ -520,7 +526,8 @@ Rendered RenderList(const std::vector<SlurmJob>& jobs, bool finished, double now
     return rendered;
   }
   bool show_gpu = false;
-  for (const SlurmJob& job : jobs) show_gpu = show_gpu || job.row.gpus > 0;
+  for (const SlurmJob& job : jobs)
+    show_gpu = show_gpu || job.row.gpus > 0;
   std::vector<std::string> header = {"USER", "ID", "COMMAND", "START", "UPTIME", "MAX-TIME", "MEM"};
   if (show_gpu) header.push_back("GPU");
   header.push_back("EXCLUSIVE");
@@ -536,8 +543,11 @@ Rendered RenderList(const std::vector<SlurmJob>& jobs, bool finished, double now
       uptime += " (" + job.pending_reason + ")";
     }
     std::vector<std::string> cells = {
-        row.user, std::to_string(row.id), JoinForDisplay(row.argv),
-        FormatStartTime(row.start_time, now), uptime,
+        row.user,
+        std::to_string(row.id),
+        JoinForDisplay(row.argv),
+        FormatStartTime(row.start_time, now),
+        uptime,
         row.max_time_s > 0 ? FormatDuration(row.max_time_s) : "unlimited",
         FormatGiB(ShownGiB(row.max_mem_gb))};
     if (show_gpu) cells.push_back(row.gpus > 0 ? std::to_string(row.gpus) : "-");

@@ -26,7 +26,8 @@ std::string ForwardingScript(const Vars& vars, const char* job_id, const char* n
   std::string script =
       "#!/bin/sh\n"
       "# Submitted by dispatch (hpc-batch's Slurm backend) with --env.\n";
-  for (const auto& [name, value] : vars) script += "export " + ShellQuote(name + "=" + value) + "\n";
+  for (const auto& [name, value] : vars)
+    script += "export " + ShellQuote(name + "=" + value) + "\n";
   script += std::string("export ") + job_id + "\n";
   if (no_gpus != nullptr) script += std::string("export ") + no_gpus + "\n";
   return script + "exec " + ShellJoin(argv) + "\n";
@@ -44,14 +45,19 @@ std::string CleanScript(const Vars& vars, const char* job_id, const char* no_gpu
       "#!/bin/sh\n"
       "# Submitted by dispatch (hpc-batch's Slurm backend): the command runs in\n"
       "# hpc-batch's clean environment plus the variables Slurm sets for the job.\n"
-      "PATH=" + ShellQuote(kCleanPath) + "\n"
+      "PATH=" +
+      ShellQuote(kCleanPath) +
+      "\n"
       "set --\n"
       "for hpcb_name in $(env | sed -n 's/^\\(SLURM[A-Za-z0-9_]*\\)=.*/\\1/p') \\\n"
-      "    CUDA_VISIBLE_DEVICES GPU_DEVICE_ORDINAL ROCR_VISIBLE_DEVICES TMPDIR ENVIRONMENT HOSTNAME; do\n"
-      "  eval \"[ -z \\\"\\${$hpcb_name+set}\\\" ] || set -- \\\"\\$@\\\" \\\"$hpcb_name=\\${$hpcb_name}\\\"\"\n"
+      "    CUDA_VISIBLE_DEVICES GPU_DEVICE_ORDINAL ROCR_VISIBLE_DEVICES TMPDIR ENVIRONMENT "
+      "HOSTNAME; do\n"
+      "  eval \"[ -z \\\"\\${$hpcb_name+set}\\\" ] || set -- \\\"\\$@\\\" "
+      "\\\"$hpcb_name=\\${$hpcb_name}\\\"\"\n"
       "done\n"
       "exec /usr/bin/env -i -- \"$@\"";
-  for (const auto& [name, value] : vars) script += " \\\n  " + ShellQuote(name + "=" + value);
+  for (const auto& [name, value] : vars)
+    script += " \\\n  " + ShellQuote(name + "=" + value);
   script += std::string(" \\\n  ") + job_id;
   if (no_gpus != nullptr) script += std::string(" \\\n  ") + no_gpus;
   return script + " \\\n  /bin/sh -c 'exec \"$0\" \"$@\"' " + ShellJoin(argv) + "\n";
@@ -69,7 +75,8 @@ std::string EscapePercent(const std::string& path) {
 }
 
 std::string StripTrailingSlashes(std::string path) {
-  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  while (path.size() > 1 && path.back() == '/')
+    path.pop_back();
   if (path == "/") path.clear();
   return path;
 }
@@ -102,7 +109,8 @@ std::vector<std::vector<std::string>> SplitRecords(std::string_view text, std::s
     std::vector<std::string> parts = SplitOn(line, kFieldSeparator);
     if (parts.size() >= fields) {
       std::string last = parts[fields - 1];
-      for (std::size_t i = fields; i < parts.size(); ++i) last += kFieldSeparator + parts[i];
+      for (std::size_t i = fields; i < parts.size(); ++i)
+        last += kFieldSeparator + parts[i];
       parts.resize(fields);
       parts[fields - 1] = last;
       records.push_back(std::move(parts));
@@ -269,7 +277,8 @@ std::string OutputPathFor(const std::string& output_template, std::uint64_t id) 
 Result<std::uint64_t> ParseSbatchId(std::string_view text) {
   std::string_view line = text.substr(0, text.find('\n'));
   line = line.substr(0, line.find(';'));
-  while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.remove_suffix(1);
+  while (!line.empty() && (line.back() == ' ' || line.back() == '\r'))
+    line.remove_suffix(1);
   auto id = ParseInteger(line, 1, std::int64_t{1} << 62);
   if (!id) {
     return Error(ErrorCode::kInternal,
@@ -279,8 +288,8 @@ Result<std::uint64_t> ParseSbatchId(std::string_view text) {
 }
 
 Result<std::optional<std::int64_t>> ParseSlurmDuration(std::string_view text) {
-  static const char* const kNoLimit[] = {"UNLIMITED", "INFINITE", "Partition_Limit",
-                                         "N/A",       "NOT_SET",  "INVALID", "NONE"};
+  static const char* const kNoLimit[] = {
+      "UNLIMITED", "INFINITE", "Partition_Limit", "N/A", "NOT_SET", "INVALID", "NONE"};
   for (const char* word : kNoLimit) {
     if (text == word) return std::optional<std::int64_t>();
   }
@@ -306,7 +315,8 @@ Result<std::optional<std::int64_t>> ParseSlurmDuration(std::string_view text) {
   if (dash != std::string_view::npos) {
     // D-HH, D-HH:MM, D-HH:MM:SS
     const std::int64_t scale[] = {3600, 60, 1};
-    for (std::size_t i = 0; i < numbers.size(); ++i) seconds += numbers[i] * scale[i];
+    for (std::size_t i = 0; i < numbers.size(); ++i)
+      seconds += numbers[i] * scale[i];
   } else if (numbers.size() == 3) {
     seconds = numbers[0] * 3600 + numbers[1] * 60 + numbers[2];
   } else if (numbers.size() == 2) {
@@ -344,15 +354,16 @@ StateView MapJobState(std::string_view slurm_state) {
   if (!IsTerminalState(state)) return {protocol::JobState::kRunning, std::nullopt};
   if (state == "COMPLETED" || state == "FAILED") return {protocol::JobState::kDone, std::nullopt};
   if (state == "CANCELLED") return {protocol::JobState::kDone, protocol::JobReason::kKilled};
-  if (state == "TIMEOUT" || state == "DEADLINE") return {protocol::JobState::kDone, protocol::JobReason::kTimeout};
+  if (state == "TIMEOUT" || state == "DEADLINE")
+    return {protocol::JobState::kDone, protocol::JobReason::kTimeout};
   if (state == "OUT_OF_MEMORY") return {protocol::JobState::kDone, protocol::JobReason::kOom};
   return {protocol::JobState::kDone, protocol::JobReason::kError};
 }
 
 bool IsTerminalState(std::string_view slurm_state) {
-  static const char* const kTerminal[] = {
-      "COMPLETED", "FAILED",    "CANCELLED", "TIMEOUT",      "DEADLINE", "OUT_OF_MEMORY",
-      "NODE_FAIL", "BOOT_FAIL", "PREEMPTED", "SPECIAL_EXIT", "REVOKED"};
+  static const char* const kTerminal[] = {"COMPLETED", "FAILED",        "CANCELLED", "TIMEOUT",
+                                          "DEADLINE",  "OUT_OF_MEMORY", "NODE_FAIL", "BOOT_FAIL",
+                                          "PREEMPTED", "SPECIAL_EXIT",  "REVOKED"};
   const std::string state = BaseState(slurm_state);
   return std::any_of(std::begin(kTerminal), std::end(kTerminal),
                      [&](const char* word) { return state == word; });
@@ -435,23 +446,45 @@ namespace {
 
 // The order of SqueueFormat()'s fields.
 enum SqueueField {
-  kSqId, kSqUser, kSqState, kSqReason, kSqStart, kSqUsed, kSqLimit, kSqCpus, kSqMem,
-  kSqGres, kSqShare, kSqExit, kSqStdout, kSqName, kSqFieldCount
+  kSqId,
+  kSqUser,
+  kSqState,
+  kSqReason,
+  kSqStart,
+  kSqUsed,
+  kSqLimit,
+  kSqCpus,
+  kSqMem,
+  kSqGres,
+  kSqShare,
+  kSqExit,
+  kSqStdout,
+  kSqName,
+  kSqFieldCount
 };
 
 constexpr const char* kSqueueFields[] = {
-    "JobID",         "UserName",      "State",     "Reason",  "StartTime",
-    "TimeUsed",      "TimeLimit",     "NumCPUs",   "MinMemory", "tres-per-node",
-    "OverSubscribe", "exit_code",     "STDOUT",    "Name"};
+    "JobID",   "UserName",  "State",         "Reason",        "StartTime", "TimeUsed", "TimeLimit",
+    "NumCPUs", "MinMemory", "tres-per-node", "OverSubscribe", "exit_code", "STDOUT",   "Name"};
 
 enum SacctField {
-  kSaId, kSaUser, kSaState, kSaStart, kSaElapsed, kSaLimit, kSaCpus, kSaMem, kSaTres,
-  kSaExit, kSaName, kSaFieldCount
+  kSaId,
+  kSaUser,
+  kSaState,
+  kSaStart,
+  kSaElapsed,
+  kSaLimit,
+  kSaCpus,
+  kSaMem,
+  kSaTres,
+  kSaExit,
+  kSaName,
+  kSaFieldCount
 };
 
-constexpr const char* kSacctFields[] = {"JobID",     "User",     "State",     "Start",
+constexpr const char* kSacctFields[] = {"JobID",     "User",      "State",     "Start",
                                         "Elapsed",   "Timelimit", "AllocCPUS", "ReqMem",
-                                        "AllocTRES", "ExitCode", "JobName"};
+                                        "AllocTRES", "ExitCode",  "JobName"};
 
 std::vector<std::string> ArgvFromName(const std::string& name) {
   auto words = ShellSplit(name);
@@ -500,12 +533,14 @@ std::vector<SlurmJob> ParseSqueue(std::string_view text) {
     row.max_mem_gb = MemoryGiB(f[kSqMem], row.cpu);
     row.gpus = GpuCount(f[kSqGres]);
     row.exclusive = f[kSqShare] == "NO";
-    if (row.state == protocol::JobState::kDone && !row.reason) row.exit_code = ExitFromWaitStatus(f[kSqExit]);
+    if (row.state == protocol::JobState::kDone && !row.reason)
+      row.exit_code = ExitFromWaitStatus(f[kSqExit]);
     if (f[kSqStdout] != "/dev/null") {
       row.output_dest = ExpandOutputPattern(f[kSqStdout], row.id, row.user, f[kSqName]);
     }
     row.argv = ArgvFromName(f[kSqName]);
-    std::string pending = row.state == protocol::JobState::kQueued && f[kSqReason] != "None" ? f[kSqReason] : "";
+    std::string pending =
+        row.state == protocol::JobState::kQueued && f[kSqReason] != "None" ? f[kSqReason] : "";
     rows.push_back({std::move(row), std::move(pending)});
   }
   return rows;
@@ -541,7 +576,8 @@ std::vector<SlurmJob> ParseSacct(std::string_view text) {
     row.cpu = SmallInteger(f[kSaCpus]).value_or(0);
     row.max_mem_gb = MemoryGiB(f[kSaMem], row.cpu);
     row.gpus = GpuCount(f[kSaTres]);
-    if (row.state == protocol::JobState::kDone && !row.reason) row.exit_code = ExitFromPair(f[kSaExit]);
+    if (row.state == protocol::JobState::kDone && !row.reason)
+      row.exit_code = ExitFromPair(f[kSaExit]);
     row.argv = ArgvFromName(f[kSaName]);
     rows.push_back({std::move(row), ""});
   }
@@ -549,13 +585,15 @@ std::vector<SlurmJob> ParseSacct(std::string_view text) {
 }
 
 std::map<std::string, std::string> ParseScontrolJob(std::string_view text) {
-  static const char* const kWholeLine[] = {"Command=", "WorkDir=",      "StdErr=", "StdIn=",
-                                           "StdOut=",  "AdminComment=", "Comment="};
+  static const char* const kWholeLine[] = {
+      "Command=", "WorkDir=", "StdErr=", "StdIn=", "StdOut=", "AdminComment=", "Comment="};
   std::map<std::string, std::string> fields;
   for (const std::string& raw : SplitOn(text, '\n')) {
     std::string_view line = raw;
-    while (!line.empty() && line.front() == ' ') line.remove_prefix(1);
-    while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.remove_suffix(1);
+    while (!line.empty() && line.front() == ' ')
+      line.remove_prefix(1);
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\r'))
+      line.remove_suffix(1);
     bool whole = false;
     for (const char* key : kWholeLine) {
       std::string_view k(key);
@@ -570,8 +608,8 @@ std::map<std::string, std::string> ParseScontrolJob(std::string_view text) {
     for (const std::string& token : SplitOn(line, ' ')) {
       if (token.empty()) continue;
       std::size_t eq = token.find('=');
-      bool is_key = eq != std::string::npos && eq > 0 &&
-                    std::isalpha(static_cast<unsigned char>(token[0]));
+      bool is_key =
+          eq != std::string::npos && eq > 0 && std::isalpha(static_cast<unsigned char>(token[0]));
       for (std::size_t i = 0; is_key && i < eq; ++i) {
         auto c = static_cast<unsigned char>(token[i]);
         is_key = std::isalnum(c) || c == '_' || c == ':' || c == '/';
@@ -606,15 +644,28 @@ std::optional<std::string> ExpandOutputPattern(std::string_view pattern, std::ui
     if (j >= pattern.size()) return std::nullopt;
     std::string value;
     switch (pattern[j]) {
-      case '%': value = "%"; break;
+      case '%':
+        value = "%";
+        break;
       case 'j':
-      case 'A': value = std::to_string(id); break;
-      case 'u': value = std::string(user); break;
-      case 'x': value = std::string(name); break;
+      case 'A':
+        value = std::to_string(id);
+        break;
+      case 'u':
+        value = std::string(user);
+        break;
+      case 'x':
+        value = std::string(name);
+        break;
       case 'n':
-      case 't': value = "0"; break;
-      case 's': value = "batch"; break;
-      default: return std::nullopt;
+      case 't':
+        value = "0";
+        break;
+      case 's':
+        value = "batch";
+        break;
+      default:
+        return std::nullopt;
     }
     if (std::isdigit(static_cast<unsigned char>(value[0])) && value.size() < width) {
       value.insert(0, width - value.size(), '0');

@@ -103,13 +103,15 @@ Result<ProcessOutcome> RunProcess(const ProcessSpec& spec) {
 
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>(name.c_str()));
-  for (const std::string& arg : spec.args) argv.push_back(const_cast<char*>(arg.c_str()));
+  for (const std::string& arg : spec.args)
+    argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
   pid_t pid = -1;
   const bool has_slash = name.find('/') != std::string::npos;
-  int rc = has_slash
-               ? ::posix_spawn(&pid, name.c_str(), setup.actions(), setup.attr(), argv.data(), environ)
-               : ::posix_spawnp(&pid, name.c_str(), setup.actions(), setup.attr(), argv.data(), environ);
+  int rc =
+      has_slash
+          ? ::posix_spawn(&pid, name.c_str(), setup.actions(), setup.attr(), argv.data(), environ)
+          : ::posix_spawnp(&pid, name.c_str(), setup.actions(), setup.attr(), argv.data(), environ);
   if (rc != 0) return Error::FromErrno(rc, "cannot run " + name);
   input.reset();
   out_write.reset();
@@ -118,9 +120,9 @@ Result<ProcessOutcome> RunProcess(const ProcessSpec& spec) {
   const auto deadline = Clock::now() + spec.timeout;
   auto timed_out = [&] {
     KillAndReap(pid);
-    return Error(ErrorCode::kUnavailable,
-                 name + " did not finish within " +
-                     std::to_string(spec.timeout.count() / 1000) + "s and was killed");
+    return Error(ErrorCode::kUnavailable, name + " did not finish within " +
+                                              std::to_string(spec.timeout.count() / 1000) +
+                                              "s and was killed");
   };
   ProcessOutcome outcome;
   pollfd fds[2] = {{out_read.get(), POLLIN, 0}, {err_read.get(), POLLIN, 0}};

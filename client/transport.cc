@@ -16,8 +16,8 @@ namespace {
 
 Error Unreachable(const std::string& path, int errno_value) {
   return Error(ErrorCode::kUnavailable,
-               "cannot reach the hpc-batch daemon on " + path + " (" +
-                   std::strerror(errno_value) + "); is the service running?",
+               "cannot reach the hpc-batch daemon on " + path + " (" + std::strerror(errno_value) +
+                   "); is the service running?",
                errno_value);
 }
 
@@ -76,8 +76,7 @@ Result<std::string> Exchange(int fd, std::string_view request) {
   if (!ok) return Error(ErrorCode::kInvalidArgument, "malformed response from daemon");
   if (!*ok) {
     auto error = protocol::Decode<protocol::ErrorReply>(text);
-    std::string message =
-        (error && !error->error.empty()) ? error->error : "unknown daemon error";
+    std::string message = (error && !error->error.empty()) ? error->error : "unknown daemon error";
     ErrorCode code = error ? static_cast<ErrorCode>(error->code) : ErrorCode::kInternal;
     return Error(code, message);
   }

@@ -73,8 +73,9 @@ std::string ProgressLine(const std::vector<protocol::JobRow>& unfinished, double
 }
 
 std::string EndedLine(const protocol::JobRow& row) {
-  return "job " + std::to_string(row.id) + " finished: " +
-         (row.reason || !row.exit_code ? ExitCell(row) : "exit " + ExitCell(row)) + "\n";
+  return "job " + std::to_string(row.id) +
+         " finished: " + (row.reason || !row.exit_code ? ExitCell(row) : "exit " + ExitCell(row)) +
+         "\n";
 }
 
 namespace {
@@ -112,7 +113,7 @@ int RunWait(const std::string& socket, const std::vector<std::uint64_t>& ids,
   std::map<std::uint64_t, protocol::JobRow> ended;
   ProgressDisplay progress(io);
   const auto begin = std::chrono::steady_clock::now();
-  bool answered = false;  // the daemon answered at least once
+  bool answered = false;            // the daemon answered at least once
   double unreachable_since_s = -1;  // negative: the last poll was answered
   for (;;) {
     const double elapsed = Seconds(std::chrono::steady_clock::now() - begin);
@@ -134,10 +135,10 @@ int RunWait(const std::string& socket, const std::vector<std::uint64_t>& ids,
         auto row = rows->find(id);
         if (row == rows->end()) {
           progress.Clear();
-          return ReportError(Error(ErrorCode::kNotFound,
-                                   "no such job " + std::to_string(id) +
-                                       " (or not yours, or finished and no longer kept)"),
-                             io);
+          return ReportError(
+              Error(ErrorCode::kNotFound, "no such job " + std::to_string(id) +
+                                              " (or not yours, or finished and no longer kept)"),
+              io);
         }
         if (row->second.state != protocol::JobState::kDone) {
           unfinished.push_back(row->second);
@@ -154,7 +155,8 @@ int RunWait(const std::string& socket, const std::vector<std::uint64_t>& ids,
     if (options.timeout_s && elapsed >= *options.timeout_s) {
       progress.Clear();
       std::string left;
-      for (std::uint64_t id : pending) left += (left.empty() ? "" : ", ") + std::to_string(id);
+      for (std::uint64_t id : pending)
+        left += (left.empty() ? "" : ", ") + std::to_string(id);
       io.err << "dispatch: --timeout reached; still unfinished: job " << left << "\n";
       return kExitTimeout;
     }
@@ -163,7 +165,8 @@ int RunWait(const std::string& socket, const std::vector<std::uint64_t>& ids,
   progress.Clear();
   io.err.flush();
   std::vector<protocol::JobRow> in_order;
-  for (std::uint64_t id : unique) in_order.push_back(ended[id]);
+  for (std::uint64_t id : unique)
+    in_order.push_back(ended[id]);
   return WaitExitCode(in_order);
 }
 

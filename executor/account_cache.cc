@@ -2,7 +2,8 @@
 
 namespace hpcb::executor {
 
-std::optional<protocol::LookUpUserReply> AccountCache::Find(uid_t uid, Clock::time_point now) const {
+std::optional<protocol::LookUpUserReply> AccountCache::Find(uid_t uid,
+                                                            Clock::time_point now) const {
   auto it = entries_.find(uid);
   if (it == entries_.end() || now - it->second.at >= kFreshFor || now < it->second.at) {
     return std::nullopt;

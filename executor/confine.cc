@@ -1,6 +1,5 @@
 #include "executor/confine.h"
 
-#include <cap-ng.h>
 #include <fcntl.h>
 #include <linux/landlock.h>
 #include <seccomp.h>
@@ -17,6 +16,8 @@
 #include "protocol/base/unique_fd.h"
 #include "protocol/framing.h"
 #include "protocol/host/unlisted_call_action.h"
+
+#include <cap-ng.h>
 
 namespace hpcb::executor {
 namespace {
@@ -61,8 +62,8 @@ Result<SeccompCtx> BuildFilter() {
   }
   // Signals: only ending a job (SIGTERM, then SIGKILL).
   for (int sig : {SIGTERM, SIGKILL}) {
-    HPCB_TRY(AddRule(ctx.get(), SCMP_ACT_ALLOW, "kill",
-                     {ArgEquals(1, static_cast<scmp_datum_t>(sig))}));
+    HPCB_TRY(
+        AddRule(ctx.get(), SCMP_ACT_ALLOW, "kill", {ArgEquals(1, static_cast<scmp_datum_t>(sig))}));
   }
   // fcntl: flags of an fd we opened, and a private duplicate for readdir.
   for (int cmd : {F_GETFL, F_SETFL, F_GETFD, F_SETFD, F_DUPFD_CLOEXEC}) {
@@ -112,7 +113,8 @@ const std::vector<AllowedSyscall>& SeccompAllowList() {
       {"exit_group", "leaving when the broker goes away"},
       {"restart_syscall", "the kernel resuming a poll a stop signal interrupted", true},
       {"futex", "glibc's once-only set-up on the first C++ exception (a malformed message)", true},
-      {"clock_gettime", "the vDSO falling back to the kernel on a clocksource (hpet, acpi_pm) it cannot read", true},
+      {"clock_gettime",
+       "the vDSO falling back to the kernel on a clocksource (hpet, acpi_pm) it cannot read", true},
       {"gettimeofday", "the same fallback for a log line's wall-clock time", true},
   };
   return kList;
@@ -128,7 +130,8 @@ Result<void> PrintSeccompPolicy(int fd) {
 Result<void> PrintAllowList(int fd) {
   std::string text;
   for (const AllowedSyscall& call : SeccompAllowList()) {
-    text += std::string(call.name) + "\t" + (call.rare ? "rare" : "needed") + "\t" + call.why + "\n";
+    text +=
+        std::string(call.name) + "\t" + (call.rare ? "rare" : "needed") + "\t" + call.why + "\n";
   }
   return protocol::WriteAllToFile(fd, text);
 }
@@ -150,7 +153,8 @@ Result<void> ReduceCapabilities() {
                          CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_KILL, -1);
   if (rc != 0) return Error(ErrorCode::kInternal, "capng_updatev failed");
   rc = capng_apply(CAPNG_SELECT_ALL);
-  if (rc != 0) return Error(ErrorCode::kInternal, "capng_apply failed (" + std::to_string(rc) + ")");
+  if (rc != 0)
+    return Error(ErrorCode::kInternal, "capng_apply failed (" + std::to_string(rc) + ")");
   return Ok();
 }
 
@@ -184,17 +188,21 @@ Result<bool> ApplyLandlock(const ConfinePaths& paths) {
     struct landlock_path_beneath_attr rule {};
     rule.allowed_access = access;
     rule.parent_fd = fd.get();
-    if (::syscall(SYS_landlock_add_rule, ruleset.get(), LANDLOCK_RULE_PATH_BENEATH, &rule, 0) != 0) {
+    if (::syscall(SYS_landlock_add_rule, ruleset.get(), LANDLOCK_RULE_PATH_BENEATH, &rule, 0) !=
+        0) {
       // A regular file cannot take directory rights; retry with file rights.
       rule.allowed_access = access & (LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE);
-      if (::syscall(SYS_landlock_add_rule, ruleset.get(), LANDLOCK_RULE_PATH_BENEATH, &rule, 0) != 0) {
+      if (::syscall(SYS_landlock_add_rule, ruleset.get(), LANDLOCK_RULE_PATH_BENEATH, &rule, 0) !=
+          0) {
         return Error::FromErrno(errno, "landlock_add_rule " + path);
       }
     }
     return Ok();
   };
-  for (const auto& p : paths.read_only) HPCB_TRY(add(p, read_access));
-  for (const auto& p : paths.read_write) HPCB_TRY(add(p, read_access | write_access));
+  for (const auto& p : paths.read_only)
+    HPCB_TRY(add(p, read_access));
+  for (const auto& p : paths.read_write)
+    HPCB_TRY(add(p, read_access | write_access));
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return Error::FromErrno(errno, "no_new_privs");
   if (::syscall(SYS_landlock_restrict_self, ruleset.get(), 0) != 0) {
     return Error::FromErrno(errno, "landlock_restrict_self");

@@ -12,10 +12,10 @@
 #include "executor/confine.h"
 #include "executor/executor_server.h"
 #include "executor/host_facts.h"
-#include "protocol/host/accounts.h"
-#include "protocol/host/host_files.h"
 #include "protocol/base/log.h"
 #include "protocol/daemon_config.h"
+#include "protocol/host/accounts.h"
+#include "protocol/host/host_files.h"
 
 namespace hpcb::executor {
 namespace {
@@ -75,7 +75,8 @@ int ExecutorMain(int argc, char** argv) {
     }
     facts.admin_gid = *admin;
     // The broker may never pass off a socket of its own as a submitter's.
-    if (const struct passwd* pw = ::getpwnam(config.broker_user.c_str())) facts.broker_uid = pw->pw_uid;
+    if (const struct passwd* pw = ::getpwnam(config.broker_user.c_str()))
+      facts.broker_uid = pw->pw_uid;
   }
   auto cpus = host::ReadOnlineCpus(config.sys_root);
   auto nodes = host::ReadNumaNodes(config.sys_root);

@@ -1,3 +1,5 @@
 #include "executor/executor_app.h"
 
-int main(int argc, char** argv) { return hpcb::executor::ExecutorMain(argc, argv); }
+int main(int argc, char** argv) {
+  return hpcb::executor::ExecutorMain(argc, argv);
+}

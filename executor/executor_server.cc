@@ -33,7 +33,9 @@ short Readable(int fd) {
   return ::poll(&one, 1, 0) > 0 ? one.revents : 0;
 }
 
-std::string JobText(std::uint64_t id) { return "job " + std::to_string(id); }
+std::string JobText(std::uint64_t id) {
+  return "job " + std::to_string(id);
+}
 
 }  // namespace
 
@@ -43,9 +45,11 @@ std::int64_t ExitCodeFromStatus(int status) {
   return -1;
 }
 
-ExecutorServer::ExecutorServer(protocol::DaemonConfig config, ExecutorFacts facts,
-                               int launcher_fd, int broker_fd)
-    : config_(std::move(config)), facts_(std::move(facts)), launcher_fd_(launcher_fd),
+ExecutorServer::ExecutorServer(protocol::DaemonConfig config, ExecutorFacts facts, int launcher_fd,
+                               int broker_fd)
+    : config_(std::move(config)),
+      facts_(std::move(facts)),
+      launcher_fd_(launcher_fd),
       broker_fd_(broker_fd) {}
 
 void ExecutorServer::SendToBroker(const std::string& text, const std::vector<int>& fds) {
@@ -57,7 +61,8 @@ Result<void> ExecutorServer::EndTurn() {
   HPCB_TRY(turn_.Flush());
   for (const TurnCommit::Answer& answer : turn_.TakeAnswers()) {
     std::vector<int> fds;
-    for (const UniqueFd& fd : answer.fds) fds.push_back(fd.get());
+    for (const UniqueFd& fd : answer.fds)
+      fds.push_back(fd.get());
     Result<void> sent = protocol::SendMessage(broker_fd_, answer.text, fds);
     if (!sent) LogError("cannot reach the broker: " + sent.error().message());
   }
@@ -204,8 +209,8 @@ void ExecutorServer::OnSignal(std::uint64_t req, const std::string& text) {
                   Error(ErrorCode::kNotFound, "the process of " + JobText(id) + " is gone"));
   }
   if (request->note == protocol::SignalNote::kTimeout) {
-    AppendLine(spec, "hpc-batch: job exceeded its time limit (" +
-                         std::to_string(request->limit_s) + "s); killing");
+    AppendLine(spec, "hpc-batch: job exceeded its time limit (" + std::to_string(request->limit_s) +
+                         "s); killing");
   }
   const int sig = request->signal == protocol::SignalKind::kKill ? SIGKILL : SIGTERM;
   if (sig == SIGKILL && !config_.no_cgroups) (void)KillJobCgroup(config_.cgroup_root, id);
@@ -221,7 +226,8 @@ void ExecutorServer::OnForget(std::uint64_t req, const std::string& text) {
   const std::uint64_t id = request->id;
   auto it = jobs_.find(id);
   if (it == jobs_.end()) {
-    return Refuse(req, id, "forget", Error(ErrorCode::kNotFound, "no such job " + std::to_string(id)));
+    return Refuse(req, id, "forget",
+                  Error(ErrorCode::kNotFound, "no such job " + std::to_string(id)));
   }
   if (it->second.state == SpecState::kRunning || Busy(id)) {
     return Refuse(req, id, "forget",
@@ -235,7 +241,8 @@ void ExecutorServer::OnForget(std::uint64_t req, const std::string& text) {
   if (id >= high_water_) {
     // The spec that held the highest id goes: its id must outlive it.
     high_water_ = id;
-    if (Result<void> kept = host::WriteFileAtomic(high_water_path(), std::to_string(id) + "\n", 0600);
+    if (Result<void> kept =
+            host::WriteFileAtomic(high_water_path(), std::to_string(id) + "\n", 0600);
         !kept) {
       LogError("cannot record the highest job id: " + kept.error().message());
     }
@@ -300,7 +307,8 @@ void ExecutorServer::Tick() {
   RetryDeliveries();
   std::vector<protocol::Packet> held;
   held.swap(launcher_events_);
-  for (const protocol::Packet& event : held) OnLauncherMessage(event);
+  for (const protocol::Packet& event : held)
+    OnLauncherMessage(event);
   if (!dead_on_arrival_.empty()) {
     std::vector<std::uint64_t> dead;
     dead.swap(dead_on_arrival_);
@@ -329,7 +337,8 @@ Result<void> ExecutorServer::Run() {
   auto last_tick = std::chrono::steady_clock::now();
   for (;;) {
     int wait_ms = kMaxPollMs;
-    if (std::optional<std::chrono::steady_clock::time_point> next = launcher_calls_.NextDeadline()) {
+    if (std::optional<std::chrono::steady_clock::time_point> next =
+            launcher_calls_.NextDeadline()) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           *next - std::chrono::steady_clock::now());
       wait_ms = std::clamp<int>(static_cast<int>(left.count()) + 1, 0, kMaxPollMs);
@@ -379,8 +388,9 @@ Result<void> ExecutorServer::Run() {
       last_tick = now;
     }
     if (Result<void> ended = EndTurn(); !ended) {
-      return ended.error().WithContext("cannot make the state directory durable; stopping "
-                                       "rather than acknowledge what may not be on disk");
+      return ended.error().WithContext(
+          "cannot make the state directory durable; stopping "
+          "rather than acknowledge what may not be on disk");
     }
   }
 }

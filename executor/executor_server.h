@@ -142,8 +142,7 @@ class ExecutorServer {
   // The job will never run: its reason goes into its output, `done` gets
   // the failed StartReply at once, and the output is delivered after (a
   // JobExited then carries the delivery's error, if any).
-  void FailStart(std::uint64_t id, const std::string& message, bool remove_cgroup,
-                 StartDone done);
+  void FailStart(std::uint64_t id, const std::string& message, bool remove_cgroup, StartDone done);
 
   // job_output.cc: delivering a kept output again, on request and on a
   // back-off.
@@ -162,8 +161,7 @@ class ExecutorServer {
   void Finish(std::uint64_t id, std::optional<std::int64_t> exit_code);
   // Asks the launcher to deliver the buffer as the user; `done` gets the
   // output error (nullopt: delivered, or nothing to deliver).
-  void DeliverOutput(const LaunchSpec& spec,
-                     std::function<void(std::optional<std::string>)> done);
+  void DeliverOutput(const LaunchSpec& spec, std::function<void(std::optional<std::string>)> done);
   void AppendLine(const LaunchSpec& spec, const std::string& line);
   Result<UniqueFd> OpenBuffer(const LaunchSpec& spec, int flags) const;
   // The job's dir and dev link; info.json too unless a start follows
@@ -199,9 +197,8 @@ class ExecutorServer {
 
   // Sends a launcher request; `done` gets the decoded reply or the error.
   template <class Reply, class Request>
-  void AskLauncher(Request request, const std::vector<int>& fds,
-                   std::chrono::milliseconds timeout, const std::string& what,
-                   std::function<void(Result<Reply>)> done);
+  void AskLauncher(Request request, const std::vector<int>& fds, std::chrono::milliseconds timeout,
+                   const std::string& what, std::function<void(Result<Reply>)> done);
 
   protocol::DaemonConfig config_;
   TurnCommit turn_{config_.state_dir + "/specs"};
@@ -242,22 +239,20 @@ void ExecutorServer::AskLauncher(Request request, const std::vector<int>& fds,
                                  std::function<void(Result<Reply>)> done) {
   // The reply is decoded as what we asked for; a Refused (the launcher
   // could not take the request) carries the error instead.
-  request.req = launcher_calls_.Add(
-      timeout, what, [done](Result<protocol::Packet> packet) {
-        if (!packet) return done(packet.error());
-        Result<protocol::Envelope> envelope = protocol::PeekEnvelope(packet->bytes);
-        if (envelope && envelope->type == protocol::NameOf(protocol::LauncherKind::kRefused)) {
-          Result<protocol::Refused> refused = protocol::Decode<protocol::Refused>(packet->bytes);
-          return done(refused ? refused->error.ToError() : refused.error());
-        }
-        if (envelope && envelope->type != protocol::NameOf(Reply::kKind)) {
-          return done(Error(ErrorCode::kInternal, "the launcher answered '" + envelope->type +
-                                                      "' to a request for '" +
-                                                      std::string(protocol::NameOf(Reply::kKind)) +
-                                                      "'"));
-        }
-        done(protocol::Decode<Reply>(packet->bytes));
-      });
+  request.req = launcher_calls_.Add(timeout, what, [done](Result<protocol::Packet> packet) {
+    if (!packet) return done(packet.error());
+    Result<protocol::Envelope> envelope = protocol::PeekEnvelope(packet->bytes);
+    if (envelope && envelope->type == protocol::NameOf(protocol::LauncherKind::kRefused)) {
+      Result<protocol::Refused> refused = protocol::Decode<protocol::Refused>(packet->bytes);
+      return done(refused ? refused->error.ToError() : refused.error());
+    }
+    if (envelope && envelope->type != protocol::NameOf(Reply::kKind)) {
+      return done(Error(ErrorCode::kInternal,
+                        "the launcher answered '" + envelope->type + "' to a request for '" +
+                            std::string(protocol::NameOf(Reply::kKind)) + "'"));
+    }
+    done(protocol::Decode<Reply>(packet->bytes));
+  });
   Result<void> sent = protocol::SendMessage(launcher_fd_, protocol::Encode(request), fds);
   if (!sent) {
     // Answered with the error from Tick; the launcher never saw it.

@@ -37,7 +37,9 @@ int CountGpus(const std::string& nvidia_smi) {
   write_end.reset();
   std::string text;
   for (;;) {
-    struct pollfd pfd {read_end.get(), POLLIN, 0};
+    struct pollfd pfd {
+      read_end.get(), POLLIN, 0
+    };
     if (::poll(&pfd, 1, 10000) <= 0) break;
     char buf[4096];
     ssize_t n = ::read(read_end.get(), buf, sizeof buf);

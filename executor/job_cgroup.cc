@@ -12,8 +12,8 @@
 #include <string_view>
 #include <thread>
 
-#include "protocol/host/host_files.h"
 #include "protocol/framing.h"
+#include "protocol/host/host_files.h"
 
 namespace hpcb::executor {
 
@@ -100,7 +100,8 @@ Result<CgroupUsage> ReadJobCgroupUsage(const std::string& cgroup_root, std::uint
     if (key == "system_usec") usage.system_s = static_cast<double>(value) / 1e6;
   }
   usage.peak_memory_bytes = SingleNumber(dir + "/memory.peak");
-  usage.oom_kills = static_cast<std::uint64_t>(std::max(0LL, EventCount(cgroup_root, id, "memory.events", "oom_kill")));
+  usage.oom_kills = static_cast<std::uint64_t>(
+      std::max(0LL, EventCount(cgroup_root, id, "memory.events", "oom_kill")));
   usage.peak_pids = SingleNumber(dir + "/pids.peak");
   return usage;
 }

@@ -24,7 +24,8 @@ Result<void> ChownFd(int fd, std::optional<JobDirOwner> owner, const std::string
 // never through an existing name or link. `what` names it in errors.
 Result<UniqueFd> CreateFreshFile(int dir_fd, const std::string& name, mode_t mode,
                                  std::optional<JobDirOwner> owner, const std::string& what) {
-  UniqueFd fd(::openat(dir_fd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
+  UniqueFd fd(
+      ::openat(dir_fd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
   if (!fd.valid()) return Error::FromErrno(errno, "create " + what);
   if (::fchmod(fd.get(), mode) != 0) return Error::FromErrno(errno, "chmod " + what);
   HPCB_TRY(ChownFd(fd.get(), owner, what));
@@ -73,12 +74,14 @@ Result<void> EmptyDir(int dir_fd, const std::string& where, int depth_left,
       }
       continue;
     }
-    if (depth_left <= 0) return Error(ErrorCode::kFailedPrecondition, where + " is nested too deep to remove");
+    if (depth_left <= 0)
+      return Error(ErrorCode::kFailedPrecondition, where + " is nested too deep to remove");
     UniqueFd sub(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!sub.valid()) return Error::FromErrno(errno, "open " + where + "/" + name);
     // Checked again through the fd: the name may have been swapped since.
     struct stat opened {};
-    if (::fstat(sub.get(), &opened) != 0) return Error::FromErrno(errno, "stat " + where + "/" + name);
+    if (::fstat(sub.get(), &opened) != 0)
+      return Error::FromErrno(errno, "stat " + where + "/" + name);
     if ((owner && opened.st_uid != owner->uid) || opened.st_dev != device) {
       ++kept;
       continue;
@@ -104,8 +107,8 @@ Result<UniqueFd> CreateJobDir(const std::string& path, std::optional<JobDirOwner
   HPCB_ASSIGN_OR_RETURN(UniqueFd buffer,
                         CreateFreshFile(dir.get(), "output", 0640, owner, path + "/output"));
   if (info_text) {
-    HPCB_ASSIGN_OR_RETURN(UniqueFd info,
-                          CreateFreshFile(dir.get(), "info.json", 0640, owner, path + "/info.json"));
+    HPCB_ASSIGN_OR_RETURN(
+        UniqueFd info, CreateFreshFile(dir.get(), "info.json", 0640, owner, path + "/info.json"));
     HPCB_TRY(protocol::WriteAllToFile(info.get(), *info_text));
   }
   // Mode first, while root still owns it: afterwards only CAP_FOWNER could.
@@ -177,11 +180,11 @@ Result<void> RemoveJobDir(const std::string& path, std::optional<JobDirOwner> ow
   dir.reset();
   if (kept > 0) {
     return Error(ErrorCode::kFailedPrecondition,
-                 path + " holds " + std::to_string(kept) +
-                     " entr" + (kept == 1 ? "y" : "ies") +
+                 path + " holds " + std::to_string(kept) + " entr" + (kept == 1 ? "y" : "ies") +
                      " the job's user does not own (or on another filesystem); left for an admin");
   }
-  if (::rmdir(path.c_str()) != 0 && errno != ENOENT) return Error::FromErrno(errno, "remove " + path);
+  if (::rmdir(path.c_str()) != 0 && errno != ENOENT)
+    return Error::FromErrno(errno, "remove " + path);
   return Ok();
 }
 

@@ -12,7 +12,8 @@ std::vector<std::string> BuildJobEnv(const host::PasswdFacts& who,
   std::map<std::string, std::string> env;
   env["PATH"] = protocol::kCleanPath;
   env["LANG"] = lang.empty() ? "C.UTF-8" : lang;
-  for (const auto& [key, value] : forwarded) env[key] = value;
+  for (const auto& [key, value] : forwarded)
+    env[key] = value;
   env["HOME"] = who.home;
   env["USER"] = who.user;
   env["LOGNAME"] = who.user;
@@ -25,7 +26,8 @@ std::vector<std::string> BuildJobEnv(const host::PasswdFacts& who,
   }
   std::vector<std::string> out;
   out.reserve(env.size());
-  for (const auto& [key, value] : env) out.push_back(key + "=" + value);
+  for (const auto& [key, value] : env)
+    out.push_back(key + "=" + value);
   return out;
 }
 

@@ -22,28 +22,37 @@ using protocol::Encode;
 using protocol::SpecState;
 
 double EpochNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 // The job info readable by the user and the admin group (never the env).
 struct JobInfo {
   const LaunchSpec* spec;
-  template <class A> void save(A& ar) const {
+  template <class A>
+  void save(A& ar) const {
     using protocol::Put;
-    Put(ar, "id", spec->id); Put(ar, "user", spec->who.user); Put(ar, "uid", spec->who.uid);
-    Put(ar, "gid", spec->who.gid); Put(ar, "argv", spec->argv); Put(ar, "cwd", spec->cwd);
-    Put(ar, "state", spec->state); Put(ar, "pid", spec->pid);
-    Put(ar, "start_time", spec->start_time); Put(ar, "output_dest", spec->output_dest);
-    Put(ar, "placement", spec->placement); Put(ar, "exit_code", spec->exit_code);
-    Put(ar, "end_time", spec->end_time); Put(ar, "usage", spec->usage);
+    Put(ar, "id", spec->id);
+    Put(ar, "user", spec->who.user);
+    Put(ar, "uid", spec->who.uid);
+    Put(ar, "gid", spec->who.gid);
+    Put(ar, "argv", spec->argv);
+    Put(ar, "cwd", spec->cwd);
+    Put(ar, "state", spec->state);
+    Put(ar, "pid", spec->pid);
+    Put(ar, "start_time", spec->start_time);
+    Put(ar, "output_dest", spec->output_dest);
+    Put(ar, "placement", spec->placement);
+    Put(ar, "exit_code", spec->exit_code);
+    Put(ar, "end_time", spec->end_time);
+    Put(ar, "usage", spec->usage);
     Put(ar, "max_mem_gib", BudgetGiB());
   }
   // The placement's budget as one figure, as the job was promised it.
   std::optional<double> BudgetGiB() const {
     if (!spec->placement) return std::nullopt;
     double total = 0;
-    for (const auto& [node, gib] : spec->placement->mem_by_node) total += gib;
+    for (const auto& [node, gib] : spec->placement->mem_by_node)
+      total += gib;
     return total;
   }
 };
@@ -116,19 +125,23 @@ void ExecutorServer::DeliverOutput(const LaunchSpec& spec,
   const std::uint64_t id = spec.id;
   if (!spec.output_dest) {
     // --no-output: the buffer served attach while the job ran; now it goes.
-    if (Result<UniqueFd> dir = OpenJobDir(job_dir(id)); dir) (void)::unlinkat(dir->get(), "output", 0);
+    if (Result<UniqueFd> dir = OpenJobDir(job_dir(id)); dir)
+      (void)::unlinkat(dir->get(), "output", 0);
     return done(std::nullopt);
   }
   const std::string buffer_path = job_dir(id) + "/output";
   const std::string dest = *spec.output_dest;
   Result<UniqueFd> buffer = OpenBuffer(spec, O_RDONLY);
   if (!buffer) {
-    if (buffer.error().code() == ErrorCode::kNotFound) return done(std::nullopt);  // nothing to deliver
-    LogWarning("job " + std::to_string(id) + ": not delivering output: " + buffer.error().message());
+    if (buffer.error().code() == ErrorCode::kNotFound)
+      return done(std::nullopt);  // nothing to deliver
+    LogWarning("job " + std::to_string(id) +
+               ": not delivering output: " + buffer.error().message());
     return done("not delivered: " + buffer.error().message());
   }
   struct stat st {};
-  const std::uint64_t size = ::fstat(buffer->get(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+  const std::uint64_t size =
+      ::fstat(buffer->get(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
   const std::uint64_t max_bytes = static_cast<std::uint64_t>(config_.max_output_mib) << 20;
   protocol::DeliverRequest request;
   request.id = id;
@@ -245,7 +258,8 @@ std::optional<protocol::JobUsage> ExecutorServer::MeasureUsage(const LaunchSpec&
   usage.source = protocol::UsageSource::kRusage;
   usage.user_s = record->user_s;
   usage.system_s = record->system_s;
-  usage.peak_memory_bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(0, record->max_rss_kib)) * 1024;
+  usage.peak_memory_bytes =
+      static_cast<std::uint64_t>(std::max<std::int64_t>(0, record->max_rss_kib)) * 1024;
   return usage;
 }
 

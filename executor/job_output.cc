@@ -31,7 +31,8 @@ void ExecutorServer::OnDeliverAgain(std::uint64_t req, const protocol::Packet& p
   Result<protocol::DeliverAgain> request = Decode<protocol::DeliverAgain>(packet.bytes);
   if (!request) return Refuse(req, 0, "deliver_again", request.error());
   const std::uint64_t id = request->id;
-  auto answer = [this, req, id](const std::optional<std::string>& dest, std::optional<Error> error) {
+  auto answer = [this, req, id](const std::optional<std::string>& dest,
+                                std::optional<Error> error) {
     protocol::OutputReply reply;
     reply.req = req;
     reply.id = id;
@@ -53,11 +54,12 @@ void ExecutorServer::OnDeliverAgain(std::uint64_t req, const protocol::Packet& p
       return answer(std::nullopt, Error(ErrorCode::kFailedPrecondition,
                                         "the job ran with --no-output; nothing was kept"));
     }
-    return Redeliver(id, *spec.output_dest, [answer, dest = *spec.output_dest](
-                                                std::optional<std::string> error) {
-      if (error) return answer(std::nullopt, Error(ErrorCode::kFailedPrecondition, *error));
-      answer(dest, std::nullopt);
-    });
+    return Redeliver(id, *spec.output_dest,
+                     [answer, dest = *spec.output_dest](std::optional<std::string> error) {
+                       if (error)
+                         return answer(std::nullopt, Error(ErrorCode::kFailedPrecondition, *error));
+                       answer(dest, std::nullopt);
+                     });
   }
   // A new place: only from the job's owner, in their own words.
   Result<struct ucred> peer = CheckClientConnection(packet.fds[0].get(), config_.socket);
@@ -102,8 +104,8 @@ void ExecutorServer::Redeliver(std::uint64_t id, std::string dest,
   target.output_dest = dest;
   finishing_.insert(id);
   retries_.erase(id);
-  DeliverOutput(target, [this, id, dest = std::move(dest), done = std::move(done)](
-                            std::optional<std::string> error) {
+  DeliverOutput(target, [this, id, dest = std::move(dest),
+                         done = std::move(done)](std::optional<std::string> error) {
     finishing_.erase(id);
     auto found = jobs_.find(id);
     if (found == jobs_.end()) return done(error);

@@ -7,9 +7,9 @@
 
 #include <algorithm>
 #include <charconv>
-#include <filesystem>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
 #include <thread>
 
@@ -108,19 +108,22 @@ void ExecutorServer::Recover() {
     if (spec.state == SpecState::kRegistered && record && record->pid > 0) {
       // It exec'd, but we stopped before we could record that: the run
       // record is the truth.
-      LogWarning("job " + std::to_string(id) + " started while the daemon was stopping; adopting it");
+      LogWarning("job " + std::to_string(id) +
+                 " started while the daemon was stopping; adopting it");
       spec.state = SpecState::kRunning;
       spec.pid = record->pid;
       spec.shepherd = record->shepherd;
       spec.start_time = record->start_time;
       spec.env.clear();
-      Result<std::uint64_t> job_start = host::ProcStartTime(static_cast<int>(spec.pid), facts_.proc_root);
+      Result<std::uint64_t> job_start =
+          host::ProcStartTime(static_cast<int>(spec.pid), facts_.proc_root);
       spec.proc_start = job_start ? *job_start : 0;
       Result<std::uint64_t> shepherd_start =
           host::ProcStartTime(static_cast<int>(spec.shepherd), facts_.proc_root);
       spec.shepherd_start = shepherd_start ? *shepherd_start : 0;
       if (Result<void> saved = Save(spec); !saved) {
-        LogWarning("cannot save the spec of job " + std::to_string(id) + ": " + saved.error().message());
+        LogWarning("cannot save the spec of job " + std::to_string(id) + ": " +
+                   saved.error().message());
       }
     }
     if (spec.state == SpecState::kRunning) {
@@ -141,7 +144,8 @@ void ExecutorServer::Recover() {
     }
     struct stat st {};
     const bool sized = ::stat((specs_dir() + "/" + std::to_string(id) + ".json").c_str(), &st) == 0;
-    usage_.Set(id, spec.who.uid, BytesHeld(spec, sized ? static_cast<std::uint64_t>(st.st_size) : 0));
+    usage_.Set(id, spec.who.uid,
+               BytesHeld(spec, sized ? static_cast<std::uint64_t>(st.st_size) : 0));
     // A kept output is tried again soon after every start: its cause may
     // have been fixed while we were down.
     if (spec.state == SpecState::kExited && spec.output_error && spec.output_dest) {
@@ -164,7 +168,8 @@ void ExecutorServer::PruneLeftovers() {
     // Made root's and handed to the job's user: its owner is the job's.
     struct stat dir {};
     std::optional<JobDirOwner> owner;
-    if (facts_.as_root && ::lstat(entry.path().c_str(), &dir) == 0) owner = JobDirOwner{dir.st_uid, 0};
+    if (facts_.as_root && ::lstat(entry.path().c_str(), &dir) == 0)
+      owner = JobDirOwner{dir.st_uid, 0};
     if (Result<void> removed = RemoveJobDir(entry.path().string(), owner); !removed) {
       LogWarning("cannot remove the leftover job dir " + entry.path().string() + ": " +
                  removed.error().message());
@@ -194,7 +199,8 @@ void ExecutorServer::PollForeign() {
       gone.push_back(id);
     }
   }
-  for (std::uint64_t id : gone) Finish(id, RecordedExit(id));
+  for (std::uint64_t id : gone)
+    Finish(id, RecordedExit(id));
 }
 
 }  // namespace hpcb::executor

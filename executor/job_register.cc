@@ -35,7 +35,8 @@ void ExecutorServer::OnRegister(std::uint64_t req, const protocol::Packet& packe
   if (!request) return Refuse(req, 0, "register", request.error());
   const std::uint64_t id = request->id;
   auto fail = [&](const Error& error) { RefuseRegister(req, id, error); };
-  if (packet.fds.size() != 1) return fail(InvalidArgument("register needs exactly the client socket"));
+  if (packet.fds.size() != 1)
+    return fail(InvalidArgument("register needs exactly the client socket"));
   if (jobs_.contains(id) || registering_.contains(id) || ::access(job_dir(id).c_str(), F_OK) == 0) {
     return fail(Error(ErrorCode::kAlreadyExists, "job " + std::to_string(id) + " already exists"));
   }
@@ -71,8 +72,8 @@ void ExecutorServer::OnRegister(std::uint64_t req, const protocol::Packet& packe
   spec.cwd = std::move(submitted->cwd);
   spec.env = std::move(submitted->env);
   spec.request = protocol::JobRequest::From(
-      *submitted, std::chrono::duration<double>(
-                      std::chrono::system_clock::now().time_since_epoch()).count());
+      *submitted,
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
   registering_.insert(id);
   if (std::optional<protocol::LookUpUserReply> known =
           accounts_.Find(peer->uid, AccountCache::Clock::now())) {

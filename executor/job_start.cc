@@ -22,8 +22,7 @@ using protocol::SpecState;
 using protocol::WireError;
 
 double EpochNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace
@@ -41,7 +40,8 @@ Result<void> ExecutorServer::ValidatePlacement(const protocol::StartJob& request
   HPCB_TRY(CheckSubset(request.cpus, facts_.cpus, "cpus"));
   HPCB_TRY(CheckSubset(request.mems, facts_.nodes, "mems"));
   std::set<int> gpu_ids;
-  for (int i = 0; i < facts_.gpu_count; ++i) gpu_ids.insert(i);
+  for (int i = 0; i < facts_.gpu_count; ++i)
+    gpu_ids.insert(i);
   HPCB_TRY(CheckSubset(request.gpus, gpu_ids, "gpus"));
   if (!config_.no_cgroups && request.mems.empty()) {
     return InvalidArgument("mems must name at least one NUMA node");
@@ -69,8 +69,8 @@ void ExecutorServer::BeginStart(const protocol::StartJob& request, StartDone don
   if (Result<void> valid = ValidatePlacement(request); !valid) return refuse(valid.error());
   if (StateDirNearlyFull()) {
     // Its records could not be kept, nor its output: it waits for room.
-    return refuse(Error(ErrorCode::kUnavailable,
-                        "the state directory " + config_.state_dir + " is full; the job stays queued"));
+    return refuse(Error(ErrorCode::kUnavailable, "the state directory " + config_.state_dir +
+                                                     " is full; the job stays queued"));
   }
   LaunchSpec& spec = it->second;
   starting_.insert(id);
@@ -92,8 +92,7 @@ void ExecutorServer::BeginStart(const protocol::StartJob& request, StartDone don
   }
   Result<UniqueFd> buffer = OpenBuffer(spec, O_WRONLY | O_APPEND);
   if (!buffer) {
-    return FailStart(id, "failed to start job: " + buffer.error().message(), true,
-                     std::move(done));
+    return FailStart(id, "failed to start job: " + buffer.error().message(), true, std::move(done));
   }
   host::PasswdFacts who{spec.who.user, spec.home, spec.shell};
   protocol::SpawnRequest spawn;
@@ -109,8 +108,9 @@ void ExecutorServer::BeginStart(const protocol::StartJob& request, StartDone don
   // record) knows what it holds.
   spec.placement = request.Record();
   if (Result<void> saved = Save(spec, Sync::kDeferred); !saved) {
-    return FailStart(id, "failed to start job: cannot record its placement: " +
-                             saved.error().message(), true, std::move(done));
+    return FailStart(id,
+                     "failed to start job: cannot record its placement: " + saved.error().message(),
+                     true, std::move(done));
   }
   std::vector<int> fds{buffer->get()};
   if (cgroup_dir.valid()) fds.push_back(cgroup_dir.get());
@@ -128,7 +128,8 @@ void ExecutorServer::OnSpawned(std::uint64_t id, const protocol::StartJob& reque
   if (it == jobs_.end()) {
     // Cannot happen (a busy job is never forgotten); a job that did start
     // must not run unrecorded.
-    if (reply && !reply->error && reply->pid > 1) (void)::kill(-static_cast<pid_t>(reply->pid), SIGKILL);
+    if (reply && !reply->error && reply->pid > 1)
+      (void)::kill(-static_cast<pid_t>(reply->pid), SIGKILL);
     protocol::StartReply gone;
     gone.id = id;
     gone.error = WireError::From(Error(ErrorCode::kInternal, "the job vanished while starting"));
@@ -145,7 +146,8 @@ void ExecutorServer::OnSpawned(std::uint64_t id, const protocol::StartJob& reque
     not_started.error = WireError::From(reply.error().WithContext("not started; still queued"));
     return done(std::move(not_started));
   }
-  if (!reply) return FailStart(id, "failed to start job: " + reply.error().message(), true, std::move(done));
+  if (!reply)
+    return FailStart(id, "failed to start job: " + reply.error().message(), true, std::move(done));
   if (reply->error) return FailStart(id, reply->error->message, true, std::move(done));
   LaunchSpec& spec = it->second;
   spec.state = SpecState::kRunning;
@@ -154,7 +156,8 @@ void ExecutorServer::OnSpawned(std::uint64_t id, const protocol::StartJob& reque
   spec.shepherd = reply->shepherd;
   spec.start_time = EpochNow();
   spec.env.clear();  // forwarded secrets are gone once the job runs
-  Result<std::uint64_t> job_start = host::ProcStartTime(static_cast<int>(spec.pid), facts_.proc_root);
+  Result<std::uint64_t> job_start =
+      host::ProcStartTime(static_cast<int>(spec.pid), facts_.proc_root);
   spec.proc_start = job_start ? *job_start : 0;
   Result<std::uint64_t> shepherd_start =
       host::ProcStartTime(static_cast<int>(spec.shepherd), facts_.proc_root);
@@ -165,8 +168,9 @@ void ExecutorServer::OnSpawned(std::uint64_t id, const protocol::StartJob& reque
     (void)::kill(-static_cast<pid_t>(spec.pid), SIGKILL);
     if (!config_.no_cgroups) (void)KillJobCgroup(config_.cgroup_root, id);
     spec.state = SpecState::kRegistered;
-    return FailStart(id, "failed to start job: cannot record it as running: " +
-                             saved.error().message(), true, std::move(done));
+    return FailStart(id,
+                     "failed to start job: cannot record it as running: " + saved.error().message(),
+                     true, std::move(done));
   }
   WriteInfo(spec);
   LogInfo("job " + std::to_string(id) + " started (pid " + std::to_string(spec.pid) +
@@ -189,7 +193,8 @@ void ExecutorServer::FailStart(std::uint64_t id, const std::string& message, boo
   spec.state = SpecState::kExited;
   spec.env.clear();
   if (Result<void> saved = Save(spec); !saved) {
-    LogWarning("cannot save the spec of job " + std::to_string(id) + ": " + saved.error().message());
+    LogWarning("cannot save the spec of job " + std::to_string(id) + ": " +
+               saved.error().message());
   }
   if (!config_.no_cgroups && remove_cgroup) (void)RemoveJobCgroup(config_.cgroup_root, id);
   protocol::StartReply failed;

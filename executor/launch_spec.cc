@@ -9,10 +9,10 @@
 #include <cerrno>
 #include <charconv>
 
-#include "protocol/host/host_files.h"
 #include "protocol/base/unique_fd.h"
 #include "protocol/client_messages.h"
 #include "protocol/framing.h"
+#include "protocol/host/host_files.h"
 
 namespace hpcb::executor {
 
@@ -23,7 +23,6 @@ Result<void> LaunchSpec::Validate() const {
   HPCB_TRY(protocol::CheckPath(cwd, "cwd"));
   return Ok();
 }
-
 
 static std::string SpecPath(const std::string& dir, std::uint64_t id) {
   return dir + "/" + std::to_string(id) + ".json";

@@ -13,10 +13,10 @@
 #include "protocol/base/result.h"
 #include "protocol/base/unique_fd.h"
 #include "protocol/codec.h"
+#include "protocol/executor_messages.h"
 #include "protocol/host/host_files.h"
 #include "protocol/job_usage.h"
 #include "protocol/launcher_messages.h"
-#include "protocol/executor_messages.h"
 
 namespace hpcb::executor {
 
@@ -31,12 +31,12 @@ struct LaunchSpec {
   std::string cwd;
   std::map<std::string, std::string> env;  // dropped once started
   std::optional<std::string> output_dest;
-  protocol::JobRequest request;                     // what the submission asked for
+  protocol::JobRequest request;                        // what the submission asked for
   std::optional<protocol::PlacementRecord> placement;  // once started
   protocol::SpecState state = protocol::SpecState::kRegistered;
-  std::int64_t pid = 0;            // the job, its process group leader
-  std::uint64_t proc_start = 0;    // its /proc start time (a pid reuse guard)
-  std::int64_t shepherd = 0;       // its parent (launcher/job_shepherd.h)
+  std::int64_t pid = 0;          // the job, its process group leader
+  std::uint64_t proc_start = 0;  // its /proc start time (a pid reuse guard)
+  std::int64_t shepherd = 0;     // its parent (launcher/job_shepherd.h)
   std::uint64_t shepherd_start = 0;
   double start_time = 0;
   // Once exited: as JobExited said it.
@@ -45,26 +45,53 @@ struct LaunchSpec {
   double end_time = 0;
   std::optional<std::string> output_error;
   std::optional<protocol::JobUsage> usage;
-  template <class A> void save(A& ar) const {
+  template <class A>
+  void save(A& ar) const {
     using protocol::Put;
-    Put(ar, "id", id); Put(ar, "who", who); Put(ar, "home", home); Put(ar, "shell", shell);
-    Put(ar, "argv", argv); Put(ar, "cwd", cwd); Put(ar, "env", env);
-    Put(ar, "output_dest", output_dest); Put(ar, "request", request);
-    Put(ar, "placement", placement); Put(ar, "state", state); Put(ar, "pid", pid);
-    Put(ar, "proc_start", proc_start); Put(ar, "shepherd", shepherd);
-    Put(ar, "shepherd_start", shepherd_start); Put(ar, "start_time", start_time);
-    Put(ar, "exit_code", exit_code); Put(ar, "oom", oom); Put(ar, "end_time", end_time);
-    Put(ar, "output_error", output_error); Put(ar, "usage", usage);
+    Put(ar, "id", id);
+    Put(ar, "who", who);
+    Put(ar, "home", home);
+    Put(ar, "shell", shell);
+    Put(ar, "argv", argv);
+    Put(ar, "cwd", cwd);
+    Put(ar, "env", env);
+    Put(ar, "output_dest", output_dest);
+    Put(ar, "request", request);
+    Put(ar, "placement", placement);
+    Put(ar, "state", state);
+    Put(ar, "pid", pid);
+    Put(ar, "proc_start", proc_start);
+    Put(ar, "shepherd", shepherd);
+    Put(ar, "shepherd_start", shepherd_start);
+    Put(ar, "start_time", start_time);
+    Put(ar, "exit_code", exit_code);
+    Put(ar, "oom", oom);
+    Put(ar, "end_time", end_time);
+    Put(ar, "output_error", output_error);
+    Put(ar, "usage", usage);
   }
-  template <class A> void load(A& ar) {
+  template <class A>
+  void load(A& ar) {
     using protocol::Get;
-    Get(ar, "id", id); Get(ar, "who", who); Get(ar, "home", home); Get(ar, "shell", shell);
-    Get(ar, "argv", argv); Get(ar, "cwd", cwd); Get(ar, "env", env);
-    Get(ar, "output_dest", output_dest); Get(ar, "request", request);
-    Get(ar, "placement", placement); Get(ar, "state", state); Get(ar, "pid", pid);
-    Get(ar, "proc_start", proc_start); Get(ar, "shepherd", shepherd);
-    Get(ar, "shepherd_start", shepherd_start); Get(ar, "start_time", start_time);
-    Get(ar, "exit_code", exit_code); Get(ar, "oom", oom); Get(ar, "end_time", end_time);
+    Get(ar, "id", id);
+    Get(ar, "who", who);
+    Get(ar, "home", home);
+    Get(ar, "shell", shell);
+    Get(ar, "argv", argv);
+    Get(ar, "cwd", cwd);
+    Get(ar, "env", env);
+    Get(ar, "output_dest", output_dest);
+    Get(ar, "request", request);
+    Get(ar, "placement", placement);
+    Get(ar, "state", state);
+    Get(ar, "pid", pid);
+    Get(ar, "proc_start", proc_start);
+    Get(ar, "shepherd", shepherd);
+    Get(ar, "shepherd_start", shepherd_start);
+    Get(ar, "start_time", start_time);
+    Get(ar, "exit_code", exit_code);
+    Get(ar, "oom", oom);
+    Get(ar, "end_time", end_time);
     Get(ar, "output_error", output_error);
     protocol::GetIfPresent(ar, "usage", usage);  // specs written before accounting
   }

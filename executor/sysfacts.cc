@@ -25,14 +25,15 @@ Result<void> CheckSubset(const std::vector<int>& ids, const std::set<int>& allow
   return Ok();
 }
 
-Result<void> CheckSubmitter(const struct ucred& peer, bool daemon_is_root,
-                            std::uint32_t daemon_uid, std::optional<std::uint32_t> broker_uid) {
+Result<void> CheckSubmitter(const struct ucred& peer, bool daemon_is_root, std::uint32_t daemon_uid,
+                            std::optional<std::uint32_t> broker_uid) {
   if (daemon_is_root) {
     if (peer.uid == 0) return Error(ErrorCode::kPermissionDenied, "jobs never run as root (uid 0)");
     if (peer.gid == 0) return Error(ErrorCode::kPermissionDenied, "jobs never run with gid 0");
     if (broker_uid && peer.uid == *broker_uid) {
-      return Error(ErrorCode::kPermissionDenied,
-                   "jobs never run as the broker's service user (uid " + std::to_string(peer.uid) + ")");
+      return Error(
+          ErrorCode::kPermissionDenied,
+          "jobs never run as the broker's service user (uid " + std::to_string(peer.uid) + ")");
     }
     return Ok();
   }

@@ -23,8 +23,7 @@ Result<void> CheckSubset(const std::vector<int>& ids, const std::set<int>& allow
 // broker's service user (`broker_uid`): a socket whose peer is the broker
 // itself is one the broker made up, not a user's connection. In user mode:
 // only the daemon's own uid.
-Result<void> CheckSubmitter(const struct ucred& peer, bool daemon_is_root,
-                            std::uint32_t daemon_uid,
+Result<void> CheckSubmitter(const struct ucred& peer, bool daemon_is_root, std::uint32_t daemon_uid,
                             std::optional<std::uint32_t> broker_uid = std::nullopt);
 
 // A socket the broker forwards as a client's connection must be one: a

@@ -15,9 +15,9 @@
 #include "broker/queue_journal.h"
 #include "broker/queue_store.h"
 #include "executor/launch_spec.h"
-#include "protocol/host/run_record.h"
 #include "protocol/base/log.h"
 #include "protocol/codec.h"
+#include "protocol/host/run_record.h"
 
 namespace {
 using namespace hpcb;
@@ -60,7 +60,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   switch (data[0] % 4) {
     case 0: {
       auto spec = protocol::Decode<executor::LaunchSpec>(text);
-      if (spec && !protocol::Decode<executor::LaunchSpec>(protocol::Encode(*spec))) __builtin_trap();
+      if (spec && !protocol::Decode<executor::LaunchSpec>(protocol::Encode(*spec)))
+        __builtin_trap();
       break;
     }
     case 1: {
@@ -68,7 +69,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       (void)broker::ReplayJournal(text, 0, jobs);
       break;
     }
-    case 2: LoadQueue(text); break;
+    case 2:
+      LoadQueue(text);
+      break;
     default: {
       // Written by a root shepherd, read back by the executor.
       auto record = protocol::Decode<host::RunRecord>(text);

@@ -5,8 +5,7 @@
 
 namespace hpcb::launcher {
 
-std::vector<std::string> ExecCandidates(const std::string& argv0,
-                                        const std::string& path_value) {
+std::vector<std::string> ExecCandidates(const std::string& argv0, const std::string& path_value) {
   if (argv0.find('/') != std::string::npos) return {argv0};
   std::vector<std::string> out;
   std::size_t pos = 0;

@@ -11,8 +11,7 @@ namespace hpcb::launcher {
 
 // Every full path execve should try for argv0 under `path_value` (the job's
 // PATH), in order, like execvp; argv0 with a '/' is used as is.
-std::vector<std::string> ExecCandidates(const std::string& argv0,
-                                        const std::string& path_value);
+std::vector<std::string> ExecCandidates(const std::string& argv0, const std::string& path_value);
 
 // Value of K in a "K=V" list, if present.
 std::optional<std::string> EnvValue(const std::vector<std::string>& env, const std::string& key);

@@ -20,8 +20,7 @@ namespace hpcb::launcher {
 namespace {
 
 double EpochNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 double Seconds(const struct timeval& tv) {
@@ -43,7 +42,9 @@ ShepherdReport AwaitExec(pid_t job, int exec_pipe, std::chrono::milliseconds dea
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         until - std::chrono::steady_clock::now());
-    struct pollfd pfd {exec_pipe, POLLIN, 0};
+    struct pollfd pfd {
+      exec_pipe, POLLIN, 0
+    };
     int ready = left.count() > 0 ? ::poll(&pfd, 1, static_cast<int>(left.count())) : 0;
     if (ready < 0 && errno == EINTR) continue;
     if (ready <= 0) {

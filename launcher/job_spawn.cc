@@ -21,21 +21,39 @@ namespace hpcb::launcher {
 namespace {
 
 enum Stage : int {
-  kSetsid = 1, kCgroup, kAffinity, kOomScore, kIdentity, kChdir, kStdio, kExec, kGpuMask,
+  kSetsid = 1,
+  kCgroup,
+  kAffinity,
+  kOomScore,
+  kIdentity,
+  kChdir,
+  kStdio,
+  kExec,
+  kGpuMask,
 };
 
 const char* StageName(int stage) {
   switch (stage) {
-    case kSetsid: return "setsid";
-    case kCgroup: return "cannot join the job cgroup";
-    case kAffinity: return "cannot set cpu affinity";
-    case kOomScore: return "cannot reset oom_score_adj";
-    case kIdentity: return "cannot switch to the job's user";
-    case kChdir: return "cannot enter the working directory";
-    case kStdio: return "cannot set up stdio";
-    case kExec: return "cannot execute";
-    case kGpuMask: return "cannot hide the GPUs it was not given";
-    default: return "unknown stage";
+    case kSetsid:
+      return "setsid";
+    case kCgroup:
+      return "cannot join the job cgroup";
+    case kAffinity:
+      return "cannot set cpu affinity";
+    case kOomScore:
+      return "cannot reset oom_score_adj";
+    case kIdentity:
+      return "cannot switch to the job's user";
+    case kChdir:
+      return "cannot enter the working directory";
+    case kStdio:
+      return "cannot set up stdio";
+    case kExec:
+      return "cannot execute";
+    case kGpuMask:
+      return "cannot hide the GPUs it was not given";
+    default:
+      return "unknown stage";
   }
 }
 
@@ -48,7 +66,8 @@ const char* StageName(int stage) {
 std::vector<char*> Pointers(std::vector<std::string>& texts) {
   std::vector<char*> out;
   out.reserve(texts.size() + 1);
-  for (auto& text : texts) out.push_back(text.data());
+  for (auto& text : texts)
+    out.push_back(text.data());
   out.push_back(nullptr);
   return out;
 }
@@ -63,19 +82,21 @@ Result<PreparedJob> PreparedJob::Build(const protocol::SpawnRequest& request,
   p.env_text_ = request.env;
   p.argv_ = Pointers(p.argv_text_);
   p.envp_ = Pointers(p.env_text_);
-  p.candidates_ = ExecCandidates(request.argv[0],
-                                 EnvValue(request.env, "PATH").value_or(protocol::kCleanPath));
+  p.candidates_ =
+      ExecCandidates(request.argv[0], EnvValue(request.env, "PATH").value_or(protocol::kCleanPath));
   p.groups_.assign(request.who.groups.begin(), request.who.groups.end());
   p.uid_ = request.who.uid;
   p.gid_ = request.who.gid;
   p.cwd_ = request.cwd;
   int max_cpu = 0;
-  for (int cpu : request.cpus) max_cpu = std::max(max_cpu, cpu);
+  for (int cpu : request.cpus)
+    max_cpu = std::max(max_cpu, cpu);
   p.mask_ = CPU_ALLOC(max_cpu + 1);
   if (p.mask_ == nullptr) return Error(ErrorCode::kResourceExhausted, "CPU_ALLOC");
   p.mask_size_ = CPU_ALLOC_SIZE(max_cpu + 1);
   CPU_ZERO_S(p.mask_size_, p.mask_);
-  for (int cpu : request.cpus) CPU_SET_S(static_cast<size_t>(cpu), p.mask_size_, p.mask_);
+  for (int cpu : request.cpus)
+    CPU_SET_S(static_cast<size_t>(cpu), p.mask_size_, p.mask_);
   return p;
 }
 
@@ -119,8 +140,8 @@ void PreparedJob::Exec(const SpawnFds& fds, int report_fd, bool change_identity)
   }
   // Needs CAP_SYS_ADMIN, so while still root.
   if (int hidden = HideNodes(hide_); hidden != 0) Fail(report_fd, kGpuMask, hidden);
-  int err = DropIdentity(change_identity, uid_, gid_, groups_.data(),
-                         static_cast<int>(groups_.size()));
+  int err =
+      DropIdentity(change_identity, uid_, gid_, groups_.data(), static_cast<int>(groups_.size()));
   if (err != 0) Fail(report_fd, kIdentity, err);
   if (::chdir(cwd_.c_str()) != 0) Fail(report_fd, kChdir, errno);
   int devnull = ::open("/dev/null", O_RDONLY);
@@ -135,7 +156,8 @@ void PreparedJob::Exec(const SpawnFds& fds, int report_fd, bool change_identity)
   ::syscall(SYS_close_range, 4u, ~0u, 0u);
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
-  for (int sig = 1; sig < NSIG; ++sig) (void)::sigaction(sig, &dfl, nullptr);
+  for (int sig = 1; sig < NSIG; ++sig)
+    (void)::sigaction(sig, &dfl, nullptr);
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);

@@ -1,9 +1,9 @@
 // The job child: what runs between the shepherd's fork and the job's
 // execve (no allocation, no logging): setsid, join the cgroup or set
-// affinity, oom_score_adj 0, hide the GPUs it was not given, drop identity, chdir, stdio, close every other
-// descriptor, reset signals, execve over the job's PATH. A failure travels
-// back through a CLOEXEC pipe as a JobChildReport; a successful execve
-// closes the pipe, which is how the shepherd learns the job started.
+// affinity, oom_score_adj 0, hide the GPUs it was not given, drop identity, chdir, stdio, close
+// every other descriptor, reset signals, execve over the job's PATH. A failure travels back through
+// a CLOEXEC pipe as a JobChildReport; a successful execve closes the pipe, which is how the
+// shepherd learns the job started.
 #ifndef HPCB_LAUNCHER_JOB_SPAWN_H_
 #define HPCB_LAUNCHER_JOB_SPAWN_H_
 

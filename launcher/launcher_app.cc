@@ -14,9 +14,9 @@
 
 #include "launcher/launcher_server.h"
 #include "launcher/launcher_setup.h"
-#include "protocol/host/host_files.h"
 #include "protocol/base/log.h"
 #include "protocol/daemon_config.h"
+#include "protocol/host/host_files.h"
 
 namespace hpcb::launcher {
 
@@ -46,7 +46,8 @@ int LauncherMain(int argc, char** argv) {
   }
   sigset_t mask;
   sigemptyset(&mask);
-  for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) sigaddset(&mask, sig);
+  for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP})
+    sigaddset(&mask, sig);
   ::sigprocmask(SIG_BLOCK, &mask, nullptr);
   UniqueFd signal_fd(::signalfd(-1, &mask, SFD_CLOEXEC));
   if (!signal_fd.valid()) {
@@ -66,10 +67,11 @@ int LauncherMain(int argc, char** argv) {
                         [&flags, listen_fd] { return StartRoles(flags, listen_fd); });
   if (!server.StartRoles()) return 1;
   auto cpus = host::ReadOnlineCpus(config.sys_root);
-  LogInfo(std::string("hpc-batchd ") + protocol::kVersion + " ready on " + config.socket +
-          " (" + std::to_string(cpus ? cpus->size() : 0) + " cpus; " +
+  LogInfo(std::string("hpc-batchd ") + protocol::kVersion + " ready on " + config.socket + " (" +
+          std::to_string(cpus ? cpus->size() : 0) + " cpus; " +
           (config.no_cgroups ? "--no-cgroups: affinity only, one memory pool"
-                             : "cgroups: cpuset+memory enforced") + ")");
+                             : "cgroups: cpuset+memory enforced") +
+          ")");
   LauncherServer::Outcome outcome = server.Run();
   if (outcome == LauncherServer::Outcome::kReload) {
     signal_fd.reset();

@@ -1,3 +1,5 @@
 #include "launcher/launcher_app.h"
 
-int main(int argc, char** argv) { return hpcb::launcher::LauncherMain(argc, argv); }
+int main(int argc, char** argv) {
+  return hpcb::launcher::LauncherMain(argc, argv);
+}

@@ -15,9 +15,9 @@
 #include "launcher/gpu_mask.h"
 #include "launcher/user_helper.h"
 #include "launcher/user_ops.h"
+#include "protocol/base/log.h"
 #include "protocol/host/accounts.h"
 #include "protocol/host/run_record.h"
-#include "protocol/base/log.h"
 
 namespace hpcb::launcher {
 namespace {
@@ -61,7 +61,8 @@ bool LauncherServer::RestartRoles() {
   // What the old executor asked is not answered to the new one: its reqs
   // mean nothing there (and a late spawn reply would read as a job started
   // behind its back). The children are still reaped.
-  for (auto& [pid, task] : tasks_) task.orphaned = true;
+  for (auto& [pid, task] : tasks_)
+    task.orphaned = true;
   // A spawn in flight must have settled before the new executor reads the
   // records: a job whose start it cannot see yet would be started twice.
   // The shepherd's own deadline bounds this wait.
@@ -71,7 +72,8 @@ bool LauncherServer::RestartRoles() {
       return entry.second.kind == LauncherKind::kSpawn && !entry.second.answered;
     });
   };
-  while (spawning() && std::chrono::steady_clock::now() < settle_by) (void)PollChildren(100);
+  while (spawning() && std::chrono::steady_clock::now() < settle_by)
+    (void)PollChildren(100);
   // A role killed from outside is restarted however often it happens; one
   // that dies right after every start is crash-looping, and systemd (or
   // whoever runs us) is better placed to decide what to do.
@@ -133,7 +135,8 @@ void LauncherServer::OnRequest(const protocol::Packet& packet) {
     }
     case LauncherKind::kLookUpUser: {
       // Safe: reads the account database, in a child, and only answers.
-      Result<protocol::LookUpUserRequest> request = Decode<protocol::LookUpUserRequest>(packet.bytes);
+      Result<protocol::LookUpUserRequest> request =
+          Decode<protocol::LookUpUserRequest>(packet.bytes);
       if (!request) {
         protocol::LookUpUserReply reply;
         reply.req = req;
@@ -219,9 +222,9 @@ void LauncherServer::StartCheckDest(const protocol::CheckDestRequest& request) {
   }
   const std::string path = request.path;
   const std::uint64_t id = request.id;
-  Result<HelperChild> helper = StartUserHelper(
-      request.who, options_.as_root, {},
-      [&](const std::vector<int>&) { return CheckDestinationHere(path, id); });
+  Result<HelperChild> helper =
+      StartUserHelper(request.who, options_.as_root, {},
+                      [&](const std::vector<int>&) { return CheckDestinationHere(path, id); });
   if (!helper) return refuse(helper.error());
   Task task;
   task.kind = LauncherKind::kCheckDest;
@@ -237,15 +240,16 @@ void LauncherServer::StartLookUpUser(const protocol::LookUpUserRequest& request)
   const uid_t uid = request.uid;
   // NSS as root in a child of ours: a slow directory service costs this
   // request its deadline, never the loop.
-  Result<HelperChild> helper = StartUserHelper(
-      protocol::UserIdentity{}, /*change=*/false, {}, [uid](const std::vector<int>&) -> Result<std::string> {
-        HPCB_ASSIGN_OR_RETURN(host::UserRecord record, host::LookUpUser(uid));
-        protocol::LookUpUserReply found;
-        found.who = record.who;
-        found.home = record.facts.home;
-        found.shell = record.facts.shell;
-        return protocol::Encode(found);
-      });
+  Result<HelperChild> helper =
+      StartUserHelper(protocol::UserIdentity{}, /*change=*/false, {},
+                      [uid](const std::vector<int>&) -> Result<std::string> {
+                        HPCB_ASSIGN_OR_RETURN(host::UserRecord record, host::LookUpUser(uid));
+                        protocol::LookUpUserReply found;
+                        found.who = record.who;
+                        found.home = record.facts.home;
+                        found.shell = record.facts.shell;
+                        return protocol::Encode(found);
+                      });
   if (!helper) {
     protocol::LookUpUserReply reply;
     reply.req = request.req;
@@ -278,16 +282,16 @@ void LauncherServer::StartDeliver(const protocol::DeliverRequest& request,
   // The copy may take as long as the bytes it may copy need, and no longer.
   const std::uint64_t bytes =
       std::min<std::uint64_t>(static_cast<std::uint64_t>(buffer.st_size), request.max_bytes);
-  const auto allowed_time = options_.deliver_base_deadline +
-                            std::chrono::seconds(bytes / options_.deliver_bytes_per_s);
+  const auto allowed_time =
+      options_.deliver_base_deadline + std::chrono::seconds(bytes / options_.deliver_bytes_per_s);
   const std::string dest = request.dest;
   const std::uint64_t max_bytes = request.max_bytes;
-  Result<HelperChild> helper = StartUserHelper(
-      request.who, options_.as_root, {packet.fds[0].get()},
-      [&](const std::vector<int>& kept) -> Result<std::string> {
-        HPCB_TRY(DeliverHere(kept[0], dest, max_bytes));
-        return std::string();
-      });
+  Result<HelperChild> helper =
+      StartUserHelper(request.who, options_.as_root, {packet.fds[0].get()},
+                      [&](const std::vector<int>& kept) -> Result<std::string> {
+                        HPCB_TRY(DeliverHere(kept[0], dest, max_bytes));
+                        return std::string();
+                      });
   if (!helper) return refuse(helper.error());
   Task task;
   task.kind = LauncherKind::kDeliver;
@@ -312,8 +316,8 @@ void LauncherServer::OnAnswerReadable(pid_t pid, Task& task) {
     Answer(pid, task, Error(ErrorCode::kInternal, "the child's answer is too long"));
     return;
   }
-  const bool report_whole = task.kind == LauncherKind::kSpawn &&
-                            task.text.size() >= sizeof(ShepherdReport);
+  const bool report_whole =
+      task.kind == LauncherKind::kSpawn && task.text.size() >= sizeof(ShepherdReport);
   if (n == 0 || report_whole) Answer(pid, task, std::nullopt);
 }
 
@@ -338,9 +342,9 @@ void LauncherServer::Answer(pid_t pid, Task& task, const std::optional<Error>& f
         reply.error = WireError::From(
             Error(ErrorCode::kInternal, "failed to start job: the shepherd died without a report"));
       } else if (report.stage != 0) {
-        reply.error = WireError::From(Error(
-            ErrorCode::kFailedPrecondition,
-            DescribeShepherdReport(report, *task.job, options_.exec_deadline)));
+        reply.error = WireError::From(
+            Error(ErrorCode::kFailedPrecondition,
+                  DescribeShepherdReport(report, *task.job, options_.exec_deadline)));
       } else {
         reply.pid = report.pid;
         reply.shepherd = pid;
@@ -369,7 +373,8 @@ void LauncherServer::Answer(pid_t pid, Task& task, const std::optional<Error>& f
           failure ? Result<std::string>(*failure) : ParseHelperAnswer(task.text);
       protocol::LookUpUserReply reply;
       if (text) {
-        Result<protocol::LookUpUserReply> found = protocol::Decode<protocol::LookUpUserReply>(*text);
+        Result<protocol::LookUpUserReply> found =
+            protocol::Decode<protocol::LookUpUserReply>(*text);
         if (found) {
           reply = std::move(*found);
         } else {
@@ -415,8 +420,9 @@ void LauncherServer::ExpireTasks() {
                                                                 : "delivering the output";
     LogWarning(std::string(what) + " for job " + std::to_string(task.id) +
                " timed out; its child (pid " + std::to_string(pid) + ") was killed");
-    Answer(pid, task, Error(ErrorCode::kUnavailable, std::string(what) + " timed out after " +
-                                                         Seconds(task.allowed)));
+    Answer(pid, task,
+           Error(ErrorCode::kUnavailable,
+                 std::string(what) + " timed out after " + Seconds(task.allowed)));
   }
 }
 
@@ -490,7 +496,8 @@ LauncherServer::Outcome LauncherServer::Run() {
       owners.push_back(pid);
     }
     const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(wake - Clock::now());
-    const int ready = ::poll(fds.data(), fds.size(), std::max<int>(0, static_cast<int>(wait.count())));
+    const int ready =
+        ::poll(fds.data(), fds.size(), std::max<int>(0, static_cast<int>(wait.count())));
     if (ready < 0 && errno != EINTR) {
       LogError(std::string("poll failed: ") + std::strerror(errno));
       StopRoles();
@@ -500,13 +507,15 @@ LauncherServer::Outcome LauncherServer::Run() {
       struct signalfd_siginfo info {};
       if (::read(signal_fd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
         if (info.ssi_signo == SIGTERM || info.ssi_signo == SIGINT) {
-          LogInfo("shutting down; leaving " + std::to_string(host::CountRunningJobs(options_.run_dir)) +
+          LogInfo("shutting down; leaving " +
+                  std::to_string(host::CountRunningJobs(options_.run_dir)) +
                   " running job(s) untouched");
           StopRoles();
           return Outcome::kStop;
         }
         if (info.ssi_signo == SIGHUP) {
-          LogInfo("reloading: re-exec with " + std::to_string(host::CountRunningJobs(options_.run_dir)) +
+          LogInfo("reloading: re-exec with " +
+                  std::to_string(host::CountRunningJobs(options_.run_dir)) +
                   " running job(s) preserved");
           StopRoles();
           return Outcome::kReload;

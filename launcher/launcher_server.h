@@ -60,8 +60,7 @@ class LauncherServer {
   using RoleStarter = std::function<Result<RoleSet>()>;
 
   LauncherServer(LauncherOptions options, int signal_fd, RoleStarter start_roles)
-      : options_(std::move(options)), signal_fd_(signal_fd),
-        start_roles_(std::move(start_roles)) {}
+      : options_(std::move(options)), signal_fd_(signal_fd), start_roles_(std::move(start_roles)) {}
 
   // Starts the roles; false (logged) when they could not be.
   bool StartRoles();
@@ -95,8 +94,8 @@ class LauncherServer {
     std::chrono::steady_clock::time_point deadline;
     bool answered = false;  // the reply has gone to the executor
     bool reaped = false;
-    bool orphaned = false;  // its executor died: the answer goes nowhere
-    std::int64_t status = 0;  // the wait status, once reaped
+    bool orphaned = false;           // its executor died: the answer goes nowhere
+    std::int64_t status = 0;         // the wait status, once reaped
     std::optional<PreparedJob> job;  // spawns: for describing a failure
   };
 

@@ -30,7 +30,9 @@ const char kCgroupHint[] = "; pass --no-cgroups to run without isolation (develo
 Result<void> MakeDirs(const std::string& path, mode_t mode) {
   std::error_code ec;
   std::filesystem::create_directories(path, ec);
-  if (ec) return Error(ErrorCode::kFailedPrecondition, "cannot create " + path + " (" + ec.message() + ")");
+  if (ec)
+    return Error(ErrorCode::kFailedPrecondition,
+                 "cannot create " + path + " (" + ec.message() + ")");
   if (::chmod(path.c_str(), mode) != 0) return Error::FromErrno(errno, "chmod " + path);
   return Ok();
 }
@@ -44,7 +46,8 @@ Result<void> CheckCgroups(const protocol::DaemonConfig& config, bool as_root) {
     return Refusal("cgroup v2 is not available at " + root +
                    ". This daemon needs a unified cgroup hierarchy" + kCgroupHint);
   }
-  if (!as_root) return Refusal(std::string("cgroups need root; user mode requires --no-cgroups") + kCgroupHint);
+  if (!as_root)
+    return Refusal(std::string("cgroups need root; user mode requires --no-cgroups") + kCgroupHint);
   std::string ours = root + "/hpc-batch";
   if (::mkdir(ours.c_str(), 0755) != 0 && errno != EEXIST) {
     return Refusal("cannot create the job cgroup " + ours + " (" + std::strerror(errno) +
@@ -61,7 +64,8 @@ Result<void> CheckCgroups(const protocol::DaemonConfig& config, bool as_root) {
   if (!missing.empty()) {
     return Refusal("the " + missing + " controller(s) are not available in " + ours +
                    ", so jobs cannot be confined to a NUMA node. Check that the unit still has "
-                   "'Delegate=cpuset memory pids'" + kCgroupHint);
+                   "'Delegate=cpuset memory pids'" +
+                   kCgroupHint);
   }
   auto enabled = host::ReadSmallFile(ours + "/cgroup.subtree_control");
   for (const char* name : {"cpuset", "memory"}) {
@@ -72,8 +76,8 @@ Result<void> CheckCgroups(const protocol::DaemonConfig& config, bool as_root) {
     int saved = errno;
     if (fd >= 0) ::close(fd);
     if (!ok) {
-      return Refusal(std::string("could not enable the ") + name + " controller in " + ours +
-                     " (" + std::strerror(saved) + ")" + kCgroupHint);
+      return Refusal(std::string("could not enable the ") + name + " controller in " + ours + " (" +
+                     std::strerror(saved) + ")" + kCgroupHint);
     }
   }
   return Ok();
@@ -81,14 +85,20 @@ Result<void> CheckCgroups(const protocol::DaemonConfig& config, bool as_root) {
 
 Result<void> PrepareDirs(const protocol::DaemonConfig& config, bool as_root) {
   auto state = MakeDirs(config.state_dir + "/jobs", 0755);
-  if (!state) return Refusal("cannot use the state directory " + config.state_dir + ": " + state.error().message());
+  if (!state)
+    return Refusal("cannot use the state directory " + config.state_dir + ": " +
+                   state.error().message());
   auto specs = MakeDirs(config.state_dir + "/specs", 0700);
-  if (!specs) return Refusal("cannot use the state directory " + config.state_dir + ": " + specs.error().message());
+  if (!specs)
+    return Refusal("cannot use the state directory " + config.state_dir + ": " +
+                   specs.error().message());
   if (::access(config.state_dir.c_str(), W_OK | X_OK) != 0) {
     return Refusal("the state directory " + config.state_dir + " is not writable");
   }
   auto run = MakeDirs(config.state_dir + "/run", 0700);
-  if (!run) return Refusal("cannot use the state directory " + config.state_dir + ": " + run.error().message());
+  if (!run)
+    return Refusal("cannot use the state directory " + config.state_dir + ": " +
+                   run.error().message());
   for (const char* root_only : {"/specs", "/run"}) {
     if (as_root && ::chown((config.state_dir + root_only).c_str(), 0, 0) != 0) {
       return Refusal("cannot chown " + config.state_dir + root_only);
@@ -98,7 +108,9 @@ Result<void> PrepareDirs(const protocol::DaemonConfig& config, bool as_root) {
   if (!socket_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(socket_dir, ec);
-    if (ec) return Refusal("cannot create the socket directory " + socket_dir + " (" + ec.message() + ")");
+    if (ec)
+      return Refusal("cannot create the socket directory " + socket_dir + " (" + ec.message() +
+                     ")");
   }
   if (!config.no_dev_dir) {
     auto dev = MakeDirs(config.dev_dir + "/jobs", 0755);
@@ -112,7 +124,8 @@ Result<void> PrepareDirs(const protocol::DaemonConfig& config, bool as_root) {
 
 Result<void> RunStartupChecks(const protocol::DaemonConfig& config, bool as_root) {
   if (!as_root && !config.no_cgroups) {
-    return Refusal("running as a normal user (user mode) needs --no-cgroups" + std::string(kCgroupHint));
+    return Refusal("running as a normal user (user mode) needs --no-cgroups" +
+                   std::string(kCgroupHint));
   }
   HPCB_TRY(PrepareDirs(config, as_root));
   HPCB_TRY(CheckCgroups(config, as_root));
@@ -154,7 +167,8 @@ Result<Role> StartRole(const std::string& binary, int fd3, int fd4,
   std::vector<std::string> args{path};
   args.insert(args.end(), flags.begin(), flags.end());
   std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
+  for (auto& a : args)
+    argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t pid = ::fork();
   if (pid < 0) return Error::FromErrno(errno, "fork");
@@ -188,8 +202,8 @@ Result<std::pair<UniqueFd, UniqueFd>> SeqPacketPair() {
 Result<RoleSet> StartRoles(const std::vector<std::string>& flags, int listener) {
   HPCB_ASSIGN_OR_RETURN(auto exec_pair, SeqPacketPair());
   HPCB_ASSIGN_OR_RETURN(auto broker_pair, SeqPacketPair());
-  Result<Role> executor = StartRole("hpc-batch-executor", exec_pair.second.get(),
-                                    broker_pair.first.get(), flags);
+  Result<Role> executor =
+      StartRole("hpc-batch-executor", exec_pair.second.get(), broker_pair.first.get(), flags);
   if (!executor) return executor.error().WithContext("cannot start the executor");
   Result<Role> broker = StartRole("hpc-batch-broker", broker_pair.second.get(), listener, flags);
   if (!broker) {
@@ -210,7 +224,9 @@ void StopRole(Role& role, int grace_ms) {
       role.pid = -1;
       return;
     }
-    struct timespec pause {0, 20L * 1000 * 1000};
+    struct timespec pause {
+      0, 20L * 1000 * 1000
+    };
     ::nanosleep(&pause, nullptr);
   }
   ::kill(role.pid, SIGKILL);

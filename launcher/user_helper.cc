@@ -42,8 +42,8 @@ Result<HelperChild> StartUserHelper(const protocol::UserIdentity& who, bool chan
     const int answer_fd = fds[0];
     std::vector<int> kept(fds.begin() + 1, fds.end());
     Result<std::string> result = Error(ErrorCode::kInternal, "not run");
-    int err = DropIdentity(change, who.uid, who.gid, groups.data(),
-                           static_cast<int>(groups.size()));
+    int err =
+        DropIdentity(change, who.uid, who.gid, groups.data(), static_cast<int>(groups.size()));
     if (err != 0) {
       result = Error(ErrorCode::kPermissionDenied,
                      "cannot switch to user " + who.user + ": " + std::strerror(err));

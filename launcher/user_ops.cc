@@ -4,15 +4,15 @@
 #include <grp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
-#include <ctime>
 #include <cstring>
+#include <ctime>
 #include <string_view>
 
 #include "protocol/base/unique_fd.h"
@@ -52,7 +52,8 @@ Result<void> CheckIdentityAllowed(const protocol::UserIdentity& who, bool as_roo
 std::string ResolveDestination(const std::string& path, bool is_dir, std::uint64_t id) {
   if (!is_dir) return path;
   std::string dir = path;
-  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  while (dir.size() > 1 && dir.back() == '/')
+    dir.pop_back();
   if (dir == "/") dir.clear();
   return dir + "/output." + std::to_string(id) + ".log";
 }
@@ -72,7 +73,8 @@ Result<std::string> CheckDestinationHere(const std::string& path, std::uint64_t 
     return InvalidArgument("cannot save output there: " + parent + " is not a directory");
   }
   if (::access(parent.c_str(), W_OK | X_OK) != 0) {
-    return Error(ErrorCode::kPermissionDenied, "cannot save output there: cannot write to " + parent);
+    return Error(ErrorCode::kPermissionDenied,
+                 "cannot save output there: cannot write to " + parent);
   }
   return dest;
 }
@@ -147,9 +149,9 @@ Result<void> DeliverHere(int buffer_fd, const std::string& dest, std::uint64_t m
   if (::fstat(buffer_fd, &buffer) != 0) return Error::FromErrno(errno, "stat the output buffer");
   const auto size = static_cast<std::uint64_t>(buffer.st_size);
   if (size > max_bytes) {
-    return Error(ErrorCode::kResourceExhausted,
-                 "the output is " + std::to_string(size) + " bytes, over the delivery limit of " +
-                     std::to_string(max_bytes) + " bytes");
+    return Error(ErrorCode::kResourceExhausted, "the output is " + std::to_string(size) +
+                                                    " bytes, over the delivery limit of " +
+                                                    std::to_string(max_bytes) + " bytes");
   }
   const std::string temp = TempNameFor(name);
   UniqueFd out(::openat(dir_fd.get(), temp.c_str(),

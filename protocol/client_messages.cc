@@ -4,19 +4,23 @@
 
 namespace hpcb::protocol {
 namespace {
-bool HasNul(const std::string& s) { return s.find('\0') != std::string::npos; }
+bool HasNul(const std::string& s) {
+  return s.find('\0') != std::string::npos;
+}
 
 bool ValidEnvName(const std::string& name) {
   if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
   return std::all_of(name.begin(), name.end(), [](char c) {
-    return c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-           (c >= '0' && c <= '9');
+    return c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
   });
 }
 
 struct OkOnly {
   bool ok = false;
-  template <class A> void load(A& ar) { Get(ar, "ok", ok); }
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "ok", ok);
+  }
   Result<void> Validate() const { return Ok(); }
 };
 }  // namespace
@@ -24,8 +28,8 @@ struct OkOnly {
 Result<void> CheckArgv(const std::vector<std::string>& argv) {
   if (argv.empty() || argv[0].empty()) return InvalidArgument("no command given");
   if (argv.size() > kMaxArgs) {
-    return InvalidArgument("command has " + std::to_string(argv.size()) +
-                           " words, limit " + std::to_string(kMaxArgs));
+    return InvalidArgument("command has " + std::to_string(argv.size()) + " words, limit " +
+                           std::to_string(kMaxArgs));
   }
   std::size_t total = 0;
   for (const std::string& word : argv) {
@@ -33,8 +37,8 @@ Result<void> CheckArgv(const std::vector<std::string>& argv) {
     total += word.size() + 1;
   }
   if (total > kMaxArgBytes) {
-    return InvalidArgument("command is too large (" + std::to_string(total) +
-                           " bytes, limit " + std::to_string(kMaxArgBytes) + ")");
+    return InvalidArgument("command is too large (" + std::to_string(total) + " bytes, limit " +
+                           std::to_string(kMaxArgBytes) + ")");
   }
   return Ok();
 }
@@ -45,18 +49,20 @@ Result<void> CheckEnv(const std::map<std::string, std::string>& env) {
     if (!ValidEnvName(name)) {
       return InvalidArgument("environment name '" + name.substr(0, 64) + "' is not valid");
     }
-    if (HasNul(value)) return InvalidArgument("environment value of " + name + " contains a NUL byte");
+    if (HasNul(value))
+      return InvalidArgument("environment value of " + name + " contains a NUL byte");
     total += name.size() + value.size() + 2;
   }
   if (total > kMaxEnvBytes) {
-    return InvalidArgument("environment is too large (" + std::to_string(total) +
-                           " bytes, limit " + std::to_string(kMaxEnvBytes) + ")");
+    return InvalidArgument("environment is too large (" + std::to_string(total) + " bytes, limit " +
+                           std::to_string(kMaxEnvBytes) + ")");
   }
   return Ok();
 }
 
 Result<void> CheckPath(const std::string& path, const char* what) {
-  if (path.empty() || path[0] != '/') return InvalidArgument(std::string(what) + " must be absolute");
+  if (path.empty() || path[0] != '/')
+    return InvalidArgument(std::string(what) + " must be absolute");
   if (path.size() > kMaxPathBytes) return InvalidArgument(std::string(what) + " is too long");
   if (HasNul(path)) return InvalidArgument(std::string(what) + " contains a NUL byte");
   return Ok();
@@ -75,8 +81,8 @@ Result<void> SubmitRequest::Validate() const {
   if (gpu_cores > 4096) return InvalidArgument("--gpu-cores is out of range");
   if (max_mem_gb && *max_mem_gb > 1e9) return InvalidArgument("--max-mem is out of range");
   if (after.size() > kMaxDependencies) {
-    return InvalidArgument("--after names " + std::to_string(after.size()) +
-                           " jobs, limit " + std::to_string(kMaxDependencies));
+    return InvalidArgument("--after names " + std::to_string(after.size()) + " jobs, limit " +
+                           std::to_string(kMaxDependencies));
   }
   if (std::find(after.begin(), after.end(), 0) != after.end()) {
     return InvalidArgument("--after: job ids start at 1");

@@ -1,15 +1,16 @@
 // Messages between `dispatch` and the broker (stream socket, framing.h).
 //
 // A request is a JSON object whose "cmd" is one of new, list, kill, attach,
-// job, output, info, drain, resume. A reply has "ok": true plus the fields below, or is an ErrorReply
+// job, output, info, drain, resume. A reply has "ok": true plus the fields below, or is an
+// ErrorReply
 // ({"ok": false, "error": "...", "code": N}). After an ok AttachReply the
 // broker sends raw output chunks as further frames; an empty frame ends the
 // stream. One request per connection.
 #ifndef HPCB_PROTOCOL_CLIENT_MESSAGES_H_
 #define HPCB_PROTOCOL_CLIENT_MESSAGES_H_
 
-#include <cstdint>
 #include <array>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -19,8 +20,8 @@
 
 #include "protocol/base/result.h"
 #include "protocol/codec.h"
-#include "protocol/job_usage.h"
 #include "protocol/job_state.h"
+#include "protocol/job_usage.h"
 
 namespace hpcb::protocol {
 
@@ -47,7 +48,7 @@ inline constexpr std::size_t kMaxArgs = 4096;
 inline constexpr std::size_t kMaxArgBytes = std::size_t{128} * 1024;
 inline constexpr std::size_t kMaxPathBytes = 4096;
 inline constexpr std::size_t kMaxEnvBytes = std::size_t{256} * 1024;  // sum of k+v+2
-inline constexpr std::size_t kMaxDependencies = 64;     // ids in --after
+inline constexpr std::size_t kMaxDependencies = 64;                   // ids in --after
 
 Result<void> CheckArgv(const std::vector<std::string>& argv);
 Result<void> CheckEnv(const std::map<std::string, std::string>& env);
@@ -72,26 +73,42 @@ struct SubmitRequest {
   std::vector<std::uint64_t> after;
   bool after_any = false;
 
-  template <class A> void save(A& ar) const {
+  template <class A>
+  void save(A& ar) const {
     Put(ar, "cmd", std::string("new"));
-    Put(ar, "argv", argv); Put(ar, "cwd", cwd); Put(ar, "cpu", cpu);
-    Put(ar, "gpu_cores", gpu_cores); Put(ar, "max_mem_gb", max_mem_gb);
-    Put(ar, "max_time_s", max_time_s); Put(ar, "exclusive", exclusive);
+    Put(ar, "argv", argv);
+    Put(ar, "cwd", cwd);
+    Put(ar, "cpu", cpu);
+    Put(ar, "gpu_cores", gpu_cores);
+    Put(ar, "max_mem_gb", max_mem_gb);
+    Put(ar, "max_time_s", max_time_s);
+    Put(ar, "exclusive", exclusive);
     Put(ar, "numa_local_mem", numa_local_mem);
     Put(ar, "numa_local_gpu", numa_local_gpu);
-    Put(ar, "min_gpu_link", min_gpu_link); Put(ar, "forward_env", forward_env);
-    Put(ar, "env", env); Put(ar, "output", output);
-    Put(ar, "after", after); Put(ar, "after_any", after_any);
+    Put(ar, "min_gpu_link", min_gpu_link);
+    Put(ar, "forward_env", forward_env);
+    Put(ar, "env", env);
+    Put(ar, "output", output);
+    Put(ar, "after", after);
+    Put(ar, "after_any", after_any);
   }
-  template <class A> void load(A& ar) {
-    Get(ar, "argv", argv); Get(ar, "cwd", cwd); Get(ar, "cpu", cpu);
-    Get(ar, "gpu_cores", gpu_cores); Get(ar, "max_mem_gb", max_mem_gb);
-    Get(ar, "max_time_s", max_time_s); Get(ar, "exclusive", exclusive);
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "argv", argv);
+    Get(ar, "cwd", cwd);
+    Get(ar, "cpu", cpu);
+    Get(ar, "gpu_cores", gpu_cores);
+    Get(ar, "max_mem_gb", max_mem_gb);
+    Get(ar, "max_time_s", max_time_s);
+    Get(ar, "exclusive", exclusive);
     Get(ar, "numa_local_mem", numa_local_mem);
     Get(ar, "numa_local_gpu", numa_local_gpu);
-    Get(ar, "min_gpu_link", min_gpu_link); Get(ar, "forward_env", forward_env);
-    Get(ar, "env", env); Get(ar, "output", output);
-    Get(ar, "after", after); Get(ar, "after_any", after_any);
+    Get(ar, "min_gpu_link", min_gpu_link);
+    Get(ar, "forward_env", forward_env);
+    Get(ar, "env", env);
+    Get(ar, "output", output);
+    Get(ar, "after", after);
+    Get(ar, "after_any", after_any);
   }
   Result<void> Validate() const;
 };
@@ -109,18 +126,29 @@ struct SubmitReply {
   std::int64_t granted_cpus = 0;
   std::int64_t granted_cores = 0;
 
-  template <class A> void save(A& ar) const {
-    Put(ar, "ok", true); Put(ar, "id", id); Put(ar, "state", state);
-    Put(ar, "max_time_s", max_time_s); Put(ar, "cpu", cpu);
-    Put(ar, "max_mem_gb", max_mem_gb); Put(ar, "mem_defaulted", mem_defaulted);
-    Put(ar, "output_dest", output_dest); Put(ar, "granted_cpus", granted_cpus);
+  template <class A>
+  void save(A& ar) const {
+    Put(ar, "ok", true);
+    Put(ar, "id", id);
+    Put(ar, "state", state);
+    Put(ar, "max_time_s", max_time_s);
+    Put(ar, "cpu", cpu);
+    Put(ar, "max_mem_gb", max_mem_gb);
+    Put(ar, "mem_defaulted", mem_defaulted);
+    Put(ar, "output_dest", output_dest);
+    Put(ar, "granted_cpus", granted_cpus);
     Put(ar, "granted_cores", granted_cores);
   }
-  template <class A> void load(A& ar) {
-    Get(ar, "id", id); Get(ar, "state", state);
-    Get(ar, "max_time_s", max_time_s); Get(ar, "cpu", cpu);
-    Get(ar, "max_mem_gb", max_mem_gb); Get(ar, "mem_defaulted", mem_defaulted);
-    Get(ar, "output_dest", output_dest); Get(ar, "granted_cpus", granted_cpus);
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "id", id);
+    Get(ar, "state", state);
+    Get(ar, "max_time_s", max_time_s);
+    Get(ar, "cpu", cpu);
+    Get(ar, "max_mem_gb", max_mem_gb);
+    Get(ar, "mem_defaulted", mem_defaulted);
+    Get(ar, "output_dest", output_dest);
+    Get(ar, "granted_cpus", granted_cpus);
     Get(ar, "granted_cores", granted_cores);
   }
   Result<void> Validate() const { return Ok(); }
@@ -134,12 +162,18 @@ struct ListRequest {
   // Only these jobs (`dispatch wait` polls just its own); empty: every job
   // `all` and `finished` let through.
   std::vector<std::uint64_t> ids;
-  template <class A> void save(A& ar) const {
-    Put(ar, "cmd", std::string("list")); Put(ar, "all", all);
-    Put(ar, "finished", finished); Put(ar, "ids", ids);
+  template <class A>
+  void save(A& ar) const {
+    Put(ar, "cmd", std::string("list"));
+    Put(ar, "all", all);
+    Put(ar, "finished", finished);
+    Put(ar, "ids", ids);
   }
-  template <class A> void load(A& ar) {
-    Get(ar, "all", all); Get(ar, "finished", finished); Get(ar, "ids", ids);
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "all", all);
+    Get(ar, "finished", finished);
+    Get(ar, "ids", ids);
   }
   Result<void> Validate() const;
 };
@@ -165,14 +199,21 @@ struct JobRow {
   std::optional<std::string> detail;  // why it ended in error
   std::optional<std::string> output_dest;
   std::optional<std::string> output_error;
-  std::optional<JobUsage> usage;  // once done, if it ran
+  std::optional<JobUsage> usage;     // once done, if it ran
   std::vector<std::uint64_t> after;  // dependencies not yet met (queued only)
   bool after_any = false;
 
   // One field list for both directions (A::is_saving picks Put or Get).
-  template <class A> void Fields(A& ar);
-  template <class A> void save(A& ar) const { const_cast<JobRow*>(this)->Fields(ar); }
-  template <class A> void load(A& ar) { Fields(ar); }
+  template <class A>
+  void Fields(A& ar);
+  template <class A>
+  void save(A& ar) const {
+    const_cast<JobRow*>(this)->Fields(ar);
+  }
+  template <class A>
+  void load(A& ar) {
+    Fields(ar);
+  }
   Result<void> Validate() const { return Ok(); }
 };
 
@@ -185,27 +226,46 @@ void JobRow::Fields(A& ar) {
       Get(ar, name, value);
     }
   };
-  field("user", user); field("id", id); field("argv", argv);
-  field("start_time", start_time); field("uptime_s", uptime_s);
-  field("max_time_s", max_time_s); field("exclusive", exclusive);
-  field("max_mem_gb", max_mem_gb); field("mem_defaulted", mem_defaulted);
-  field("mem_spans_nodes", mem_spans_nodes); field("cpu", cpu);
-  field("gpus", gpus); field("gpu_link", gpu_link); field("state", state);
-  field("exit_code", exit_code); field("reason", reason); field("detail", detail);
-  field("output_dest", output_dest); field("output_error", output_error);
-  field("usage", usage); field("after", after); field("after_any", after_any);
+  field("user", user);
+  field("id", id);
+  field("argv", argv);
+  field("start_time", start_time);
+  field("uptime_s", uptime_s);
+  field("max_time_s", max_time_s);
+  field("exclusive", exclusive);
+  field("max_mem_gb", max_mem_gb);
+  field("mem_defaulted", mem_defaulted);
+  field("mem_spans_nodes", mem_spans_nodes);
+  field("cpu", cpu);
+  field("gpus", gpus);
+  field("gpu_link", gpu_link);
+  field("state", state);
+  field("exit_code", exit_code);
+  field("reason", reason);
+  field("detail", detail);
+  field("output_dest", output_dest);
+  field("output_error", output_error);
+  field("usage", usage);
+  field("after", after);
+  field("after_any", after_any);
 }
 
 struct ListReply {
   std::vector<JobRow> jobs;
   double now = 0;
   bool draining = false;  // no queued job is started (`dispatch drain`)
-  template <class A> void save(A& ar) const {
-    Put(ar, "ok", true); Put(ar, "jobs", jobs); Put(ar, "now", now);
+  template <class A>
+  void save(A& ar) const {
+    Put(ar, "ok", true);
+    Put(ar, "jobs", jobs);
+    Put(ar, "now", now);
     Put(ar, "draining", draining);
   }
-  template <class A> void load(A& ar) {
-    Get(ar, "jobs", jobs); Get(ar, "now", now); Get(ar, "draining", draining);
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "jobs", jobs);
+    Get(ar, "now", now);
+    Get(ar, "draining", draining);
   }
   Result<void> Validate() const { return Ok(); }
 };
@@ -214,15 +274,30 @@ struct ListReply {
 struct JobIdRequest {
   ClientCommand cmd = ClientCommand::kKill;  // kill or attach
   std::uint64_t id = 0;
-  template <class A> void save(A& ar) const { Put(ar, "cmd", cmd); Put(ar, "id", id); }
-  template <class A> void load(A& ar) { Get(ar, "cmd", cmd); Get(ar, "id", id); }
+  template <class A>
+  void save(A& ar) const {
+    Put(ar, "cmd", cmd);
+    Put(ar, "id", id);
+  }
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "cmd", cmd);
+    Get(ar, "id", id);
+  }
   Result<void> Validate() const { return Ok(); }
 };
 
 struct KillReply {
   KillOutcome state = KillOutcome::kRemoved;
-  template <class A> void save(A& ar) const { Put(ar, "ok", true); Put(ar, "state", state); }
-  template <class A> void load(A& ar) { Get(ar, "state", state); }
+  template <class A>
+  void save(A& ar) const {
+    Put(ar, "ok", true);
+    Put(ar, "state", state);
+  }
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "state", state);
+  }
   Result<void> Validate() const { return Ok(); }
 };
 
@@ -230,12 +305,17 @@ struct AttachReply {
   JobState state = JobState::kQueued;
   std::optional<std::string> output_dest;
   std::optional<std::string> output_error;
-  template <class A> void save(A& ar) const {
-    Put(ar, "ok", true); Put(ar, "state", state);
-    Put(ar, "output_dest", output_dest); Put(ar, "output_error", output_error);
+  template <class A>
+  void save(A& ar) const {
+    Put(ar, "ok", true);
+    Put(ar, "state", state);
+    Put(ar, "output_dest", output_dest);
+    Put(ar, "output_error", output_error);
   }
-  template <class A> void load(A& ar) {
-    Get(ar, "state", state); Get(ar, "output_dest", output_dest);
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "state", state);
+    Get(ar, "output_dest", output_dest);
     Get(ar, "output_error", output_error);
   }
   Result<void> Validate() const { return Ok(); }
@@ -247,12 +327,19 @@ struct JobFieldRequest {
   std::string field;   // "max-time"
   std::string action;  // get, set, add
   std::optional<std::int64_t> value;
-  template <class A> void save(A& ar) const {
-    Put(ar, "cmd", std::string("job")); Put(ar, "id", id);
-    Put(ar, "field", field); Put(ar, "action", action); Put(ar, "value", value);
+  template <class A>
+  void save(A& ar) const {
+    Put(ar, "cmd", std::string("job"));
+    Put(ar, "id", id);
+    Put(ar, "field", field);
+    Put(ar, "action", action);
+    Put(ar, "value", value);
   }
-  template <class A> void load(A& ar) {
-    Get(ar, "id", id); Get(ar, "field", field); Get(ar, "action", action);
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "id", id);
+    Get(ar, "field", field);
+    Get(ar, "action", action);
     Get(ar, "value", value);
   }
   Result<void> Validate() const { return Ok(); }
@@ -261,10 +348,17 @@ struct JobFieldRequest {
 struct JobFieldReply {
   std::int64_t value = 0;
   std::optional<std::int64_t> before;
-  template <class A> void save(A& ar) const {
-    Put(ar, "ok", true); Put(ar, "value", value); Put(ar, "before", before);
+  template <class A>
+  void save(A& ar) const {
+    Put(ar, "ok", true);
+    Put(ar, "value", value);
+    Put(ar, "before", before);
   }
-  template <class A> void load(A& ar) { Get(ar, "value", value); Get(ar, "before", before); }
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "value", value);
+    Get(ar, "before", before);
+  }
   Result<void> Validate() const { return Ok(); }
 };
 
@@ -273,20 +367,34 @@ struct JobFieldReply {
 struct OutputRequest {
   std::uint64_t id = 0;
   std::optional<std::string> to;  // absolute
-  template <class A> void save(A& ar) const {
-    Put(ar, "cmd", std::string("output")); Put(ar, "id", id); Put(ar, "to", to);
+  template <class A>
+  void save(A& ar) const {
+    Put(ar, "cmd", std::string("output"));
+    Put(ar, "id", id);
+    Put(ar, "to", to);
   }
-  template <class A> void load(A& ar) { Get(ar, "id", id); Get(ar, "to", to); }
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "id", id);
+    Get(ar, "to", to);
+  }
   Result<void> Validate() const;
 };
 
 struct OutputAnswer {
   std::string output_dest;  // where the output now is
   bool already = false;     // it had been delivered before this request
-  template <class A> void save(A& ar) const {
-    Put(ar, "ok", true); Put(ar, "output_dest", output_dest); Put(ar, "already", already);
+  template <class A>
+  void save(A& ar) const {
+    Put(ar, "ok", true);
+    Put(ar, "output_dest", output_dest);
+    Put(ar, "already", already);
   }
-  template <class A> void load(A& ar) { Get(ar, "output_dest", output_dest); Get(ar, "already", already); }
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "output_dest", output_dest);
+    Get(ar, "already", already);
+  }
   Result<void> Validate() const { return Ok(); }
 };
 
@@ -294,8 +402,14 @@ struct OutputAnswer {
 // that carry nothing but their "cmd" (info, drain, resume) share one type.
 struct BareRequest {
   ClientCommand cmd = ClientCommand::kInfo;
-  template <class A> void save(A& ar) const { Put(ar, "cmd", cmd); }
-  template <class A> void load(A& ar) { Get(ar, "cmd", cmd); }
+  template <class A>
+  void save(A& ar) const {
+    Put(ar, "cmd", cmd);
+  }
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "cmd", cmd);
+  }
   Result<void> Validate() const { return Ok(); }
 };
 
@@ -308,13 +422,19 @@ struct Amounts {
   T reserved{};
   T in_use{};
   T free{};
-  template <class A> void save(A& ar) const {
-    Put(ar, "total", total); Put(ar, "reserved", reserved);
-    Put(ar, "in_use", in_use); Put(ar, "free", free);
+  template <class A>
+  void save(A& ar) const {
+    Put(ar, "total", total);
+    Put(ar, "reserved", reserved);
+    Put(ar, "in_use", in_use);
+    Put(ar, "free", free);
   }
-  template <class A> void load(A& ar) {
-    Get(ar, "total", total); Get(ar, "reserved", reserved);
-    Get(ar, "in_use", in_use); Get(ar, "free", free);
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "total", total);
+    Get(ar, "reserved", reserved);
+    Get(ar, "in_use", in_use);
+    Get(ar, "free", free);
   }
 };
 
@@ -324,12 +444,18 @@ struct NodeInfo {
   // Absent when memory is booked machine-wide (InfoReply::memory).
   std::optional<Amounts<double>> mem_gib;
   Amounts<std::int64_t> gpus;
-  template <class A> void save(A& ar) const {
-    Put(ar, "node", node); Put(ar, "cpus", cpus); Put(ar, "mem_gib", mem_gib);
+  template <class A>
+  void save(A& ar) const {
+    Put(ar, "node", node);
+    Put(ar, "cpus", cpus);
+    Put(ar, "mem_gib", mem_gib);
     Put(ar, "gpus", gpus);
   }
-  template <class A> void load(A& ar) {
-    Get(ar, "node", node); Get(ar, "cpus", cpus); Get(ar, "mem_gib", mem_gib);
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "node", node);
+    Get(ar, "cpus", cpus);
+    Get(ar, "mem_gib", mem_gib);
     Get(ar, "gpus", gpus);
   }
 };
@@ -342,15 +468,26 @@ struct InfoReply {
   std::int64_t running = 0;
   std::vector<NodeInfo> nodes;
   std::optional<Amounts<double>> mem_gib;  // machine-wide memory, if booked so
-  template <class A> void save(A& ar) const {
-    Put(ar, "ok", true); Put(ar, "policy", policy); Put(ar, "draining", draining);
-    Put(ar, "queued", queued); Put(ar, "waiting", waiting); Put(ar, "running", running);
-    Put(ar, "nodes", nodes); Put(ar, "mem_gib", mem_gib);
+  template <class A>
+  void save(A& ar) const {
+    Put(ar, "ok", true);
+    Put(ar, "policy", policy);
+    Put(ar, "draining", draining);
+    Put(ar, "queued", queued);
+    Put(ar, "waiting", waiting);
+    Put(ar, "running", running);
+    Put(ar, "nodes", nodes);
+    Put(ar, "mem_gib", mem_gib);
   }
-  template <class A> void load(A& ar) {
-    Get(ar, "policy", policy); Get(ar, "draining", draining);
-    Get(ar, "queued", queued); Get(ar, "waiting", waiting); Get(ar, "running", running);
-    Get(ar, "nodes", nodes); Get(ar, "mem_gib", mem_gib);
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "policy", policy);
+    Get(ar, "draining", draining);
+    Get(ar, "queued", queued);
+    Get(ar, "waiting", waiting);
+    Get(ar, "running", running);
+    Get(ar, "nodes", nodes);
+    Get(ar, "mem_gib", mem_gib);
   }
   Result<void> Validate() const { return Ok(); }
 };
@@ -359,20 +496,34 @@ struct InfoReply {
 struct DrainReply {
   bool draining = false;
   bool changed = false;  // false: it already was so
-  template <class A> void save(A& ar) const {
-    Put(ar, "ok", true); Put(ar, "draining", draining); Put(ar, "changed", changed);
+  template <class A>
+  void save(A& ar) const {
+    Put(ar, "ok", true);
+    Put(ar, "draining", draining);
+    Put(ar, "changed", changed);
   }
-  template <class A> void load(A& ar) { Get(ar, "draining", draining); Get(ar, "changed", changed); }
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "draining", draining);
+    Get(ar, "changed", changed);
+  }
   Result<void> Validate() const { return Ok(); }
 };
 
 struct ErrorReply {
   std::string error;
   std::uint8_t code = static_cast<std::uint8_t>(ErrorCode::kInternal);
-  template <class A> void save(A& ar) const {
-    Put(ar, "ok", false); Put(ar, "error", error); Put(ar, "code", code);
+  template <class A>
+  void save(A& ar) const {
+    Put(ar, "ok", false);
+    Put(ar, "error", error);
+    Put(ar, "code", code);
   }
-  template <class A> void load(A& ar) { Get(ar, "error", error); Get(ar, "code", code); }
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "error", error);
+    Get(ar, "code", code);
+  }
   Result<void> Validate() const { return Ok(); }
   static ErrorReply From(const Error& e) {
     return {e.message(), static_cast<std::uint8_t>(e.code())};

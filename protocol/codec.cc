@@ -41,7 +41,8 @@ Result<void> PrescanJson(std::string_view text) {
   for (std::size_t at = text.find("u0000"); at != std::string_view::npos;
        at = text.find("u0000", at + 1)) {
     std::size_t slashes = 0;
-    while (slashes < at && text[at - 1 - slashes] == '\\') ++slashes;
+    while (slashes < at && text[at - 1 - slashes] == '\\')
+      ++slashes;
     if (slashes % 2 == 1) return InvalidArgument("a string holds a NUL (\\u0000)");
   }
   return Ok();
@@ -76,7 +77,10 @@ namespace {
 struct TagOnly {
   const char* tag = "type";
   std::string value;
-  template <class A> void load(A& ar) { Get(ar, tag, value); }
+  template <class A>
+  void load(A& ar) {
+    Get(ar, tag, value);
+  }
   Result<void> Validate() const { return Ok(); }
 };
 }  // namespace
@@ -92,8 +96,7 @@ Result<std::string> PeekTag(std::string_view text, const char* tag) {
   } catch (const FieldError& failure) {
     return InvalidArgument(failure.what());
   } catch (const std::exception& failure) {
-    return InvalidArgument(std::string("message is not a JSON object: ") +
-                           failure.what());
+    return InvalidArgument(std::string("message is not a JSON object: ") + failure.what());
   }
   return only.value;
 }

@@ -16,10 +16,6 @@
 #define HPCB_PROTOCOL_CODEC_H_
 
 #include <array>
-#include <cereal/archives/json.hpp>
-#include <cereal/types/map.hpp>
-#include <cereal/types/string.hpp>
-#include <cereal/types/vector.hpp>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -31,6 +27,11 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+#include <cereal/archives/json.hpp>
+#include <cereal/types/map.hpp>
+#include <cereal/types/string.hpp>
+#include <cereal/types/vector.hpp>
 
 #include "protocol/base/result.h"
 
@@ -66,10 +67,14 @@ class FieldError : public std::runtime_error {
   explicit FieldError(const std::string& what) : std::runtime_error(what) {}
 };
 
-template <class T> struct IsOptional : std::false_type {};
-template <class T> struct IsOptional<std::optional<T>> : std::true_type {};
-template <class T> struct IsVector : std::false_type {};
-template <class T> struct IsVector<std::vector<T>> : std::true_type {};
+template <class T>
+struct IsOptional : std::false_type {};
+template <class T>
+struct IsOptional<std::optional<T>> : std::true_type {};
+template <class T>
+struct IsVector : std::false_type {};
+template <class T>
+struct IsVector<std::vector<T>> : std::true_type {};
 
 template <class T>
 std::string DescribeType() {
@@ -84,11 +89,9 @@ std::string DescribeType() {
   } else if constexpr (std::is_same_v<T, std::string>) {
     return "a string";
   } else if constexpr (IsOptional<T>::value) {
-    return "an array of at most one " +
-           DescribeType<typename T::value_type>().substr(2);
+    return "an array of at most one " + DescribeType<typename T::value_type>().substr(2);
   } else if constexpr (IsVector<T>::value) {
-    return "an array of " + DescribeType<typename T::value_type>().substr(2) +
-           "s";
+    return "an array of " + DescribeType<typename T::value_type>().substr(2) + "s";
   } else if constexpr (std::is_same_v<T, std::map<std::string, std::string>>) {
     return "an object of strings";
   } else {
@@ -107,7 +110,9 @@ template <class E>
 struct EnumNames;
 
 template <class E>
-concept WireEnum = std::is_enum_v<E> && requires { EnumNames<E>::kNames; };
+concept WireEnum = std::is_enum_v<E> && requires {
+  EnumNames<E>::kNames;
+};
 
 template <WireEnum E>
 std::string_view NameOf(E value) {
@@ -166,8 +171,7 @@ void Get(Archive& ar, const char* name, T& value) {
         text.find(std::string("(") + name + ")") != std::string::npos) {
       throw FieldError(std::string("field '") + name + "' is missing");
     }
-    throw FieldError(std::string("field '") + name + "' must be " +
-                     DescribeType<T>());
+    throw FieldError(std::string("field '") + name + "' must be " + DescribeType<T>());
   }
 }
 
@@ -260,8 +264,7 @@ Result<T> Decode(std::string_view text) {
   } catch (const std::bad_alloc&) {
     return Error(ErrorCode::kResourceExhausted, "message too large to decode");
   } catch (const std::exception& failure) {
-    return InvalidArgument(std::string("message is not a JSON object: ") +
-                           failure.what());
+    return InvalidArgument(std::string("message is not a JSON object: ") + failure.what());
   }
   Result<void> valid = message.Validate();
   if (!valid) return valid.error();

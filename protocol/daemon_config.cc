@@ -1,8 +1,9 @@
 #include "protocol/daemon_config.h"
 
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <sstream>
+
+#include <CLI/CLI.hpp>
 
 #include "protocol/base/units.h"
 
@@ -46,11 +47,13 @@ ParsedFlags ParseDaemonFlags(const std::vector<std::string>& args) {
       ->capture_default_str();
   app.add_option("--reserve-cpu", c.reserve_cpu,
                  "cpus held back for the system (whole cores under --cpu-unit core)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--cpu-unit", c.cpu_unit,
                  "core: jobs get whole physical cores, SMT siblings included; thread: single "
                  "logical cpus")
-      ->check(CLI::IsMember({"core", "thread"}))->capture_default_str();
+      ->check(CLI::IsMember({"core", "thread"}))
+      ->capture_default_str();
   app.add_option("--reserve-mem", reserve_mem, "GiB held back for the system (default 2)")
       ->check(ResultValidator(ParseMemoryGiB, "GB"));
   app.add_option("--min-job-mem", min_job_mem, "floor of a defaulted budget, GiB (default 2)")
@@ -78,13 +81,16 @@ ParsedFlags ParseDaemonFlags(const std::vector<std::string>& args) {
       ->capture_default_str();
   app.add_option("--max-queued-per-user", c.max_queued_per_user,
                  "queued jobs one user may have; more submissions are refused")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--max-user-state-mib", c.max_user_state_mib,
                  "MiB of launch specs and undelivered output one user may hold")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--max-output-mib", c.max_output_mib,
                  "largest output delivered, MiB (larger output is kept and reported)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
     app.parse(reversed);
@@ -111,20 +117,44 @@ std::vector<std::string> ToFlags(const DaemonConfig& c) {
     (void)std::snprintf(buffer, sizeof buffer, "%.17g", v);  // %.17g fits in 64 bytes
     return std::string(buffer);
   };
-  std::vector<std::string> out = {
-      "--max-lifetime", std::to_string(c.max_lifetime_s),
-      "--socket", c.socket, "--state-dir", c.state_dir, "--dev-dir", c.dev_dir,
-      "--keep-finished", std::to_string(c.keep_finished),
-      "--reserve-cpu", std::to_string(c.reserve_cpu), "--cpu-unit", c.cpu_unit,
-      "--reserve-mem", number(c.reserve_mem_gib),
-      "--min-job-mem", number(c.min_job_mem_gib),
-      "--schedule", c.schedule, "--log-level", c.log_level,
-      "--sys-root", c.sys_root, "--cgroup-root", c.cgroup_root,
-      "--nvidia-smi", c.nvidia_smi, "--gpu-dev-dir", c.gpu_dev_dir,
-      "--broker-user", c.broker_user,
-      "--max-queued-per-user", std::to_string(c.max_queued_per_user),
-      "--max-user-state-mib", std::to_string(c.max_user_state_mib),
-      "--max-output-mib", std::to_string(c.max_output_mib)};
+  std::vector<std::string> out = {"--max-lifetime",
+                                  std::to_string(c.max_lifetime_s),
+                                  "--socket",
+                                  c.socket,
+                                  "--state-dir",
+                                  c.state_dir,
+                                  "--dev-dir",
+                                  c.dev_dir,
+                                  "--keep-finished",
+                                  std::to_string(c.keep_finished),
+                                  "--reserve-cpu",
+                                  std::to_string(c.reserve_cpu),
+                                  "--cpu-unit",
+                                  c.cpu_unit,
+                                  "--reserve-mem",
+                                  number(c.reserve_mem_gib),
+                                  "--min-job-mem",
+                                  number(c.min_job_mem_gib),
+                                  "--schedule",
+                                  c.schedule,
+                                  "--log-level",
+                                  c.log_level,
+                                  "--sys-root",
+                                  c.sys_root,
+                                  "--cgroup-root",
+                                  c.cgroup_root,
+                                  "--nvidia-smi",
+                                  c.nvidia_smi,
+                                  "--gpu-dev-dir",
+                                  c.gpu_dev_dir,
+                                  "--broker-user",
+                                  c.broker_user,
+                                  "--max-queued-per-user",
+                                  std::to_string(c.max_queued_per_user),
+                                  "--max-user-state-mib",
+                                  std::to_string(c.max_user_state_mib),
+                                  "--max-output-mib",
+                                  std::to_string(c.max_output_mib)};
   if (!c.admin_group.empty()) {
     out.push_back("--admin-group");
     out.push_back(c.admin_group);

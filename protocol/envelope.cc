@@ -5,7 +5,8 @@ namespace {
 
 struct EnvelopeOnly {
   Envelope envelope;
-  template <class A> void load(A& ar) {
+  template <class A>
+  void load(A& ar) {
     Get(ar, "type", envelope.type);
     Get(ar, "req", envelope.req);
   }

@@ -37,8 +37,16 @@ struct WireError {
   // A code outside the vocabulary (a newer or broken peer) reads as kInternal.
   Error ToError() const;
 
-  template <class A> void save(A& ar) const { Put(ar, "code", code); Put(ar, "message", message); }
-  template <class A> void load(A& ar) { Get(ar, "code", code); Get(ar, "message", message); }
+  template <class A>
+  void save(A& ar) const {
+    Put(ar, "code", code);
+    Put(ar, "message", message);
+  }
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "code", code);
+    Get(ar, "message", message);
+  }
   Result<void> Validate() const;
 };
 

@@ -7,9 +7,11 @@ namespace {
 constexpr std::size_t kMaxPlacementIds = 1 << 16;
 
 Result<void> CheckIds(const std::vector<int>& ids, const char* what) {
-  if (ids.size() > kMaxPlacementIds) return InvalidArgument(std::string(what) + " lists too many ids");
+  if (ids.size() > kMaxPlacementIds)
+    return InvalidArgument(std::string(what) + " lists too many ids");
   for (int id : ids) {
-    if (id < 0 || id >= (1 << 20)) return InvalidArgument(std::string(what) + " holds an out-of-range id");
+    if (id < 0 || id >= (1 << 20))
+      return InvalidArgument(std::string(what) + " holds an out-of-range id");
   }
   return Ok();
 }
@@ -42,8 +44,8 @@ Result<void> PlacementRecord::Validate() const {
 
 Result<void> Hello::Validate() const {
   if (version != kProtocolVersion) {
-    return InvalidArgument("protocol version " + std::to_string(version) +
-                           " is not " + std::to_string(kProtocolVersion));
+    return InvalidArgument("protocol version " + std::to_string(version) + " is not " +
+                           std::to_string(kProtocolVersion));
   }
   return Ok();
 }
@@ -78,6 +80,5 @@ Result<void> StartJob::Validate() const {
   if (memory_max && *memory_max == 0) return InvalidArgument("memory_max must be positive");
   return Record().Validate();
 }
-
 
 }  // namespace hpcb::protocol

@@ -118,8 +118,16 @@ struct Hello {
   static constexpr ExecutorKind kKind = ExecutorKind::kHello;
   std::uint64_t req = 0;
   std::int64_t version = kProtocolVersion;
-  template <class A> void save(A& ar) const { PutHeader(ar, kKind, req); Put(ar, "version", version); }
-  template <class A> void load(A& ar) { Get(ar, "req", req); Get(ar, "version", version); }
+  template <class A>
+  void save(A& ar) const {
+    PutHeader(ar, kKind, req);
+    Put(ar, "version", version);
+  }
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "req", req);
+    Get(ar, "version", version);
+  }
   Result<void> Validate() const;
 };
 
@@ -131,13 +139,18 @@ struct HelloReply {
   // Above every id the root side ever held, forgotten ones included: ids
   // are never handed out twice, whatever the broker's files say.
   std::uint64_t next_id = 1;
-  template <class A> void save(A& ar) const {
+  template <class A>
+  void save(A& ar) const {
     PutHeader(ar, kKind, req);
-    Put(ar, "machine_has_gpus", machine_has_gpus); Put(ar, "jobs", jobs);
+    Put(ar, "machine_has_gpus", machine_has_gpus);
+    Put(ar, "jobs", jobs);
     Put(ar, "next_id", next_id);
   }
-  template <class A> void load(A& ar) {
-    Get(ar, "req", req); Get(ar, "machine_has_gpus", machine_has_gpus); Get(ar, "jobs", jobs);
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "req", req);
+    Get(ar, "machine_has_gpus", machine_has_gpus);
+    Get(ar, "jobs", jobs);
     Get(ar, "next_id", next_id);
   }
   Result<void> Validate() const { return Ok(); }
@@ -159,17 +172,29 @@ struct JobRequest {
   double submit_time = 0;  // epoch seconds
 
   static JobRequest From(const SubmitRequest& request, double submit_time);
-  template <class A> void save(A& ar) const {
-    Put(ar, "cpu", cpu); Put(ar, "gpu_cores", gpu_cores); Put(ar, "max_mem_gb", max_mem_gb);
-    Put(ar, "max_time_s", max_time_s); Put(ar, "exclusive", exclusive);
-    Put(ar, "numa_local_mem", numa_local_mem); Put(ar, "numa_local_gpu", numa_local_gpu);
-    Put(ar, "min_gpu_link", min_gpu_link); Put(ar, "submit_time", submit_time);
+  template <class A>
+  void save(A& ar) const {
+    Put(ar, "cpu", cpu);
+    Put(ar, "gpu_cores", gpu_cores);
+    Put(ar, "max_mem_gb", max_mem_gb);
+    Put(ar, "max_time_s", max_time_s);
+    Put(ar, "exclusive", exclusive);
+    Put(ar, "numa_local_mem", numa_local_mem);
+    Put(ar, "numa_local_gpu", numa_local_gpu);
+    Put(ar, "min_gpu_link", min_gpu_link);
+    Put(ar, "submit_time", submit_time);
   }
-  template <class A> void load(A& ar) {
-    Get(ar, "cpu", cpu); Get(ar, "gpu_cores", gpu_cores); Get(ar, "max_mem_gb", max_mem_gb);
-    Get(ar, "max_time_s", max_time_s); Get(ar, "exclusive", exclusive);
-    Get(ar, "numa_local_mem", numa_local_mem); Get(ar, "numa_local_gpu", numa_local_gpu);
-    Get(ar, "min_gpu_link", min_gpu_link); Get(ar, "submit_time", submit_time);
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "cpu", cpu);
+    Get(ar, "gpu_cores", gpu_cores);
+    Get(ar, "max_mem_gb", max_mem_gb);
+    Get(ar, "max_time_s", max_time_s);
+    Get(ar, "exclusive", exclusive);
+    Get(ar, "numa_local_mem", numa_local_mem);
+    Get(ar, "numa_local_gpu", numa_local_gpu);
+    Get(ar, "min_gpu_link", min_gpu_link);
+    Get(ar, "submit_time", submit_time);
   }
   Result<void> Validate() const { return Ok(); }
 };
@@ -184,14 +209,22 @@ struct PlacementRecord {
   std::map<int, double> mem_by_node;  // GiB per NUMA node; -1 machine-wide
   std::optional<std::string> gpu_link;
   bool spans_nodes = false;
-  template <class A> void save(A& ar) const {
-    Put(ar, "cpus", cpus); Put(ar, "mems", mems); Put(ar, "gpus", gpus);
-    Put(ar, "mem_by_node", mem_by_node); Put(ar, "gpu_link", gpu_link);
+  template <class A>
+  void save(A& ar) const {
+    Put(ar, "cpus", cpus);
+    Put(ar, "mems", mems);
+    Put(ar, "gpus", gpus);
+    Put(ar, "mem_by_node", mem_by_node);
+    Put(ar, "gpu_link", gpu_link);
     Put(ar, "spans_nodes", spans_nodes);
   }
-  template <class A> void load(A& ar) {
-    Get(ar, "cpus", cpus); Get(ar, "mems", mems); Get(ar, "gpus", gpus);
-    Get(ar, "mem_by_node", mem_by_node); Get(ar, "gpu_link", gpu_link);
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "cpus", cpus);
+    Get(ar, "mems", mems);
+    Get(ar, "gpus", gpus);
+    Get(ar, "mem_by_node", mem_by_node);
+    Get(ar, "gpu_link", gpu_link);
     Get(ar, "spans_nodes", spans_nodes);
   }
   Result<void> Validate() const;
@@ -209,7 +242,7 @@ struct JobSummary {
   std::string cwd;
   JobRequest request;
   std::optional<PlacementRecord> placement;  // once started
-  double start_time = 0;  // once running
+  double start_time = 0;                     // once running
   // Once exited: how it ended (exit_code as in JobExited), as the root side
   // recorded it, so an end the broker missed is not lost.
   std::optional<std::int64_t> exit_code;
@@ -217,28 +250,52 @@ struct JobSummary {
   double end_time = 0;
   std::optional<std::string> output_error;
   std::optional<JobUsage> usage;
-  template <class A> void save(A& ar) const {
-    Put(ar, "id", id); Put(ar, "state", state); Put(ar, "uid", uid); Put(ar, "gid", gid);
-    Put(ar, "user", user); Put(ar, "output_dest", output_dest); Put(ar, "argv", argv);
-    Put(ar, "cwd", cwd); Put(ar, "request", request); Put(ar, "placement", placement);
-    Put(ar, "start_time", start_time); Put(ar, "exit_code", exit_code); Put(ar, "oom", oom); Put(ar, "end_time", end_time);
-    Put(ar, "output_error", output_error); Put(ar, "usage", usage);
+  template <class A>
+  void save(A& ar) const {
+    Put(ar, "id", id);
+    Put(ar, "state", state);
+    Put(ar, "uid", uid);
+    Put(ar, "gid", gid);
+    Put(ar, "user", user);
+    Put(ar, "output_dest", output_dest);
+    Put(ar, "argv", argv);
+    Put(ar, "cwd", cwd);
+    Put(ar, "request", request);
+    Put(ar, "placement", placement);
+    Put(ar, "start_time", start_time);
+    Put(ar, "exit_code", exit_code);
+    Put(ar, "oom", oom);
+    Put(ar, "end_time", end_time);
+    Put(ar, "output_error", output_error);
+    Put(ar, "usage", usage);
   }
-  template <class A> void load(A& ar) {
-    Get(ar, "id", id); Get(ar, "state", state); Get(ar, "uid", uid); Get(ar, "gid", gid);
-    Get(ar, "user", user); Get(ar, "output_dest", output_dest); Get(ar, "argv", argv);
-    Get(ar, "cwd", cwd); Get(ar, "request", request); Get(ar, "placement", placement);
-    Get(ar, "start_time", start_time); Get(ar, "exit_code", exit_code); Get(ar, "oom", oom); Get(ar, "end_time", end_time);
-    Get(ar, "output_error", output_error); Get(ar, "usage", usage);
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "id", id);
+    Get(ar, "state", state);
+    Get(ar, "uid", uid);
+    Get(ar, "gid", gid);
+    Get(ar, "user", user);
+    Get(ar, "output_dest", output_dest);
+    Get(ar, "argv", argv);
+    Get(ar, "cwd", cwd);
+    Get(ar, "request", request);
+    Get(ar, "placement", placement);
+    Get(ar, "start_time", start_time);
+    Get(ar, "exit_code", exit_code);
+    Get(ar, "oom", oom);
+    Get(ar, "end_time", end_time);
+    Get(ar, "output_error", output_error);
+    Get(ar, "usage", usage);
   }
   Result<void> Validate() const { return Ok(); }
 };
 
 // broker -> executor: the jobs with ids above `after`, at most `limit` of
-// them (fewer when a page would grow past kMaxPageBytes), in id order. Paged so that no number of jobs outgrows one message.
-// Also how the broker learns the truth about one job after a call about it
-// timed out (after = id - 1, limit = 1).
-// Reply: ListJobsReply (`more`: ask again after the last id).
+// them (fewer when a page would grow past kMaxPageBytes), in id order. Paged so that no number of
+// jobs outgrows one message. Also how the broker learns the truth about one job after a call about
+// it timed out (after = id - 1, limit = 1). Reply: ListJobsReply (`more`: ask again after the last
+// id).
 struct ListJobs {
   static constexpr ExecutorKind kKind = ExecutorKind::kListJobs;
   static constexpr std::uint32_t kMaxLimit = 4096;
@@ -246,11 +303,17 @@ struct ListJobs {
   std::uint64_t req = 0;
   std::uint64_t after = 0;
   std::uint32_t limit = kMaxLimit;
-  template <class A> void save(A& ar) const {
-    PutHeader(ar, kKind, req); Put(ar, "after", after); Put(ar, "limit", limit);
+  template <class A>
+  void save(A& ar) const {
+    PutHeader(ar, kKind, req);
+    Put(ar, "after", after);
+    Put(ar, "limit", limit);
   }
-  template <class A> void load(A& ar) {
-    Get(ar, "req", req); Get(ar, "after", after); Get(ar, "limit", limit);
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "req", req);
+    Get(ar, "after", after);
+    Get(ar, "limit", limit);
   }
   Result<void> Validate() const;
 };
@@ -260,10 +323,18 @@ struct ListJobsReply {
   std::uint64_t req = 0;
   std::vector<JobSummary> jobs;
   bool more = false;
-  template <class A> void save(A& ar) const {
-    PutHeader(ar, kKind, req); Put(ar, "jobs", jobs); Put(ar, "more", more);
+  template <class A>
+  void save(A& ar) const {
+    PutHeader(ar, kKind, req);
+    Put(ar, "jobs", jobs);
+    Put(ar, "more", more);
   }
-  template <class A> void load(A& ar) { Get(ar, "req", req); Get(ar, "jobs", jobs); Get(ar, "more", more); }
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "req", req);
+    Get(ar, "jobs", jobs);
+    Get(ar, "more", more);
+  }
   Result<void> Validate() const;
 };
 
@@ -282,22 +353,31 @@ struct StartJob {
   std::map<int, double> mem_by_node;
   std::optional<std::string> gpu_link;
   bool spans_nodes = false;
-  template <class A> void save(A& ar) const {
-    PutHeader(ar, kKind, req); Put(ar, "id", id);
-    Put(ar, "cpus", cpus); Put(ar, "mems", mems);
-    Put(ar, "memory_max", memory_max); Put(ar, "gpus", gpus);
-    Put(ar, "mem_by_node", mem_by_node); Put(ar, "gpu_link", gpu_link);
+  template <class A>
+  void save(A& ar) const {
+    PutHeader(ar, kKind, req);
+    Put(ar, "id", id);
+    Put(ar, "cpus", cpus);
+    Put(ar, "mems", mems);
+    Put(ar, "memory_max", memory_max);
+    Put(ar, "gpus", gpus);
+    Put(ar, "mem_by_node", mem_by_node);
+    Put(ar, "gpu_link", gpu_link);
     Put(ar, "spans_nodes", spans_nodes);
   }
-  template <class A> void load(A& ar) {
-    Get(ar, "req", req); Get(ar, "id", id); Get(ar, "cpus", cpus); Get(ar, "mems", mems);
-    Get(ar, "memory_max", memory_max); Get(ar, "gpus", gpus);
-    Get(ar, "mem_by_node", mem_by_node); Get(ar, "gpu_link", gpu_link);
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "req", req);
+    Get(ar, "id", id);
+    Get(ar, "cpus", cpus);
+    Get(ar, "mems", mems);
+    Get(ar, "memory_max", memory_max);
+    Get(ar, "gpus", gpus);
+    Get(ar, "mem_by_node", mem_by_node);
+    Get(ar, "gpu_link", gpu_link);
     Get(ar, "spans_nodes", spans_nodes);
   }
-  PlacementRecord Record() const {
-    return {cpus, mems, gpus, mem_by_node, gpu_link, spans_nodes};
-  }
+  PlacementRecord Record() const { return {cpus, mems, gpus, mem_by_node, gpu_link, spans_nodes}; }
   Result<void> Validate() const;
 };
 
@@ -309,14 +389,23 @@ struct StartReply {
   std::optional<std::string> output_error;  // only with error
   std::int64_t pid = 0;
   double start_time = 0;
-  template <class A> void save(A& ar) const {
-    PutHeader(ar, kKind, req); Put(ar, "id", id);
-    Put(ar, "error", error); Put(ar, "output_error", output_error);
-    Put(ar, "pid", pid); Put(ar, "start_time", start_time);
+  template <class A>
+  void save(A& ar) const {
+    PutHeader(ar, kKind, req);
+    Put(ar, "id", id);
+    Put(ar, "error", error);
+    Put(ar, "output_error", output_error);
+    Put(ar, "pid", pid);
+    Put(ar, "start_time", start_time);
   }
-  template <class A> void load(A& ar) {
-    Get(ar, "req", req); Get(ar, "id", id); Get(ar, "error", error);
-    Get(ar, "output_error", output_error); Get(ar, "pid", pid); Get(ar, "start_time", start_time);
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "req", req);
+    Get(ar, "id", id);
+    Get(ar, "error", error);
+    Get(ar, "output_error", output_error);
+    Get(ar, "pid", pid);
+    Get(ar, "start_time", start_time);
   }
   Result<void> Validate() const { return Ok(); }
 };
@@ -339,10 +428,18 @@ struct RegisterJob {
   std::uint64_t req = 0;
   std::uint64_t id = 0;
   std::optional<StartJob> start;  // its id must be `id`; its req is unused
-  template <class A> void save(A& ar) const {
-    PutHeader(ar, kKind, req); Put(ar, "id", id); Put(ar, "start", start);
+  template <class A>
+  void save(A& ar) const {
+    PutHeader(ar, kKind, req);
+    Put(ar, "id", id);
+    Put(ar, "start", start);
   }
-  template <class A> void load(A& ar) { Get(ar, "req", req); Get(ar, "id", id); Get(ar, "start", start); }
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "req", req);
+    Get(ar, "id", id);
+    Get(ar, "start", start);
+  }
   Result<void> Validate() const;
 };
 
@@ -358,14 +455,26 @@ struct RegisterReply {
   // The outcome of RegisterJob::start, when one was asked for and the
   // registration itself succeeded.
   std::optional<StartReply> start;
-  template <class A> void save(A& ar) const {
-    PutHeader(ar, kKind, req); Put(ar, "id", id);
-    Put(ar, "error", error); Put(ar, "uid", uid); Put(ar, "gid", gid);
-    Put(ar, "user", user); Put(ar, "output_dest", output_dest); Put(ar, "start", start);
+  template <class A>
+  void save(A& ar) const {
+    PutHeader(ar, kKind, req);
+    Put(ar, "id", id);
+    Put(ar, "error", error);
+    Put(ar, "uid", uid);
+    Put(ar, "gid", gid);
+    Put(ar, "user", user);
+    Put(ar, "output_dest", output_dest);
+    Put(ar, "start", start);
   }
-  template <class A> void load(A& ar) {
-    Get(ar, "req", req); Get(ar, "id", id); Get(ar, "error", error); Get(ar, "uid", uid);
-    Get(ar, "gid", gid); Get(ar, "user", user); Get(ar, "output_dest", output_dest);
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "req", req);
+    Get(ar, "id", id);
+    Get(ar, "error", error);
+    Get(ar, "uid", uid);
+    Get(ar, "gid", gid);
+    Get(ar, "user", user);
+    Get(ar, "output_dest", output_dest);
     Get(ar, "start", start);
   }
   Result<void> Validate() const { return Ok(); }
@@ -381,12 +490,20 @@ struct SignalJob {
   SignalKind signal = SignalKind::kTerm;
   SignalNote note = SignalNote::kNone;
   std::int64_t limit_s = 0;
-  template <class A> void save(A& ar) const {
-    PutHeader(ar, kKind, req); Put(ar, "id", id);
-    Put(ar, "signal", signal); Put(ar, "note", note); Put(ar, "limit_s", limit_s);
+  template <class A>
+  void save(A& ar) const {
+    PutHeader(ar, kKind, req);
+    Put(ar, "id", id);
+    Put(ar, "signal", signal);
+    Put(ar, "note", note);
+    Put(ar, "limit_s", limit_s);
   }
-  template <class A> void load(A& ar) {
-    Get(ar, "req", req); Get(ar, "id", id); Get(ar, "signal", signal); Get(ar, "note", note);
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "req", req);
+    Get(ar, "id", id);
+    Get(ar, "signal", signal);
+    Get(ar, "note", note);
     Get(ar, "limit_s", limit_s);
   }
   Result<void> Validate() const { return Ok(); }
@@ -399,8 +516,16 @@ struct ForgetJob {
   static constexpr ExecutorKind kKind = ExecutorKind::kForget;
   std::uint64_t req = 0;
   std::uint64_t id = 0;
-  template <class A> void save(A& ar) const { PutHeader(ar, kKind, req); Put(ar, "id", id); }
-  template <class A> void load(A& ar) { Get(ar, "req", req); Get(ar, "id", id); }
+  template <class A>
+  void save(A& ar) const {
+    PutHeader(ar, kKind, req);
+    Put(ar, "id", id);
+  }
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "req", req);
+    Get(ar, "id", id);
+  }
   Result<void> Validate() const { return Ok(); }
 };
 
@@ -410,8 +535,16 @@ struct OpenOutput {
   static constexpr ExecutorKind kKind = ExecutorKind::kOpenOutput;
   std::uint64_t req = 0;
   std::uint64_t id = 0;
-  template <class A> void save(A& ar) const { PutHeader(ar, kKind, req); Put(ar, "id", id); }
-  template <class A> void load(A& ar) { Get(ar, "req", req); Get(ar, "id", id); }
+  template <class A>
+  void save(A& ar) const {
+    PutHeader(ar, kKind, req);
+    Put(ar, "id", id);
+  }
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "req", req);
+    Get(ar, "id", id);
+  }
   Result<void> Validate() const { return Ok(); }
 };
 
@@ -422,10 +555,18 @@ struct Ack {
   std::uint64_t req = 0;
   std::uint64_t id = 0;
   std::optional<WireError> error;
-  template <class A> void save(A& ar) const {
-    PutHeader(ar, kKind, req); Put(ar, "id", id); Put(ar, "error", error);
+  template <class A>
+  void save(A& ar) const {
+    PutHeader(ar, kKind, req);
+    Put(ar, "id", id);
+    Put(ar, "error", error);
   }
-  template <class A> void load(A& ar) { Get(ar, "req", req); Get(ar, "id", id); Get(ar, "error", error); }
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "req", req);
+    Get(ar, "id", id);
+    Get(ar, "error", error);
+  }
   Result<void> Validate() const { return Ok(); }
 };
 
@@ -444,15 +585,26 @@ struct JobExited {
   // cut short by a full state directory, say).
   std::optional<std::string> note;
   std::optional<JobUsage> usage;  // none for a job that never ran
-  template <class A> void save(A& ar) const {
-    PutHeader(ar, kKind, req); Put(ar, "id", id);
-    Put(ar, "exit_code", exit_code); Put(ar, "oom", oom);
-    Put(ar, "end_time", end_time); Put(ar, "output_error", output_error); Put(ar, "note", note);
+  template <class A>
+  void save(A& ar) const {
+    PutHeader(ar, kKind, req);
+    Put(ar, "id", id);
+    Put(ar, "exit_code", exit_code);
+    Put(ar, "oom", oom);
+    Put(ar, "end_time", end_time);
+    Put(ar, "output_error", output_error);
+    Put(ar, "note", note);
     Put(ar, "usage", usage);
   }
-  template <class A> void load(A& ar) {
-    Get(ar, "req", req); Get(ar, "id", id); Get(ar, "exit_code", exit_code); Get(ar, "oom", oom);
-    Get(ar, "end_time", end_time); Get(ar, "output_error", output_error); Get(ar, "note", note);
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "req", req);
+    Get(ar, "id", id);
+    Get(ar, "exit_code", exit_code);
+    Get(ar, "oom", oom);
+    Get(ar, "end_time", end_time);
+    Get(ar, "output_error", output_error);
+    Get(ar, "note", note);
     Get(ar, "usage", usage);
   }
   Result<void> Validate() const { return usage ? usage->Validate() : Ok(); }
@@ -467,8 +619,16 @@ struct DeliverAgain {
   static constexpr ExecutorKind kKind = ExecutorKind::kDeliverAgain;
   std::uint64_t req = 0;
   std::uint64_t id = 0;
-  template <class A> void save(A& ar) const { PutHeader(ar, kKind, req); Put(ar, "id", id); }
-  template <class A> void load(A& ar) { Get(ar, "req", req); Get(ar, "id", id); }
+  template <class A>
+  void save(A& ar) const {
+    PutHeader(ar, kKind, req);
+    Put(ar, "id", id);
+  }
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "req", req);
+    Get(ar, "id", id);
+  }
   Result<void> Validate() const { return Ok(); }
 };
 
@@ -478,12 +638,18 @@ struct OutputReply {
   std::uint64_t id = 0;
   std::optional<std::string> output_dest;  // where it now is, once delivered
   std::optional<WireError> error;
-  template <class A> void save(A& ar) const {
-    PutHeader(ar, kKind, req); Put(ar, "id", id); Put(ar, "output_dest", output_dest);
+  template <class A>
+  void save(A& ar) const {
+    PutHeader(ar, kKind, req);
+    Put(ar, "id", id);
+    Put(ar, "output_dest", output_dest);
     Put(ar, "error", error);
   }
-  template <class A> void load(A& ar) {
-    Get(ar, "req", req); Get(ar, "id", id); Get(ar, "output_dest", output_dest);
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "req", req);
+    Get(ar, "id", id);
+    Get(ar, "output_dest", output_dest);
     Get(ar, "error", error);
   }
   Result<void> Validate() const { return Ok(); }
@@ -498,12 +664,18 @@ struct OutputUpdate {
   std::uint64_t id = 0;
   std::optional<std::string> output_dest;
   std::optional<std::string> output_error;
-  template <class A> void save(A& ar) const {
-    PutHeader(ar, kKind, req); Put(ar, "id", id); Put(ar, "output_dest", output_dest);
+  template <class A>
+  void save(A& ar) const {
+    PutHeader(ar, kKind, req);
+    Put(ar, "id", id);
+    Put(ar, "output_dest", output_dest);
     Put(ar, "output_error", output_error);
   }
-  template <class A> void load(A& ar) {
-    Get(ar, "req", req); Get(ar, "id", id); Get(ar, "output_dest", output_dest);
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "req", req);
+    Get(ar, "id", id);
+    Get(ar, "output_dest", output_dest);
     Get(ar, "output_error", output_error);
   }
   Result<void> Validate() const { return Ok(); }

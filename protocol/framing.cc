@@ -32,22 +32,20 @@ Result<std::size_t> ReadExact(int fd, char* out, std::size_t want) {
 
 std::uint32_t FrameLength(const char* bytes) {
   const auto* u = reinterpret_cast<const unsigned char*>(bytes);
-  return static_cast<std::uint32_t>(u[0]) |
-         (static_cast<std::uint32_t>(u[1]) << 8) |
-         (static_cast<std::uint32_t>(u[2]) << 16) |
-         (static_cast<std::uint32_t>(u[3]) << 24);
+  return static_cast<std::uint32_t>(u[0]) | (static_cast<std::uint32_t>(u[1]) << 8) |
+         (static_cast<std::uint32_t>(u[2]) << 16) | (static_cast<std::uint32_t>(u[3]) << 24);
 }
 
 Error FrameTooLarge(std::size_t size, std::size_t cap) {
-  return InvalidArgument("frame of " + std::to_string(size) +
-                         " bytes exceeds the " + std::to_string(cap) +
-                         "-byte limit");
+  return InvalidArgument("frame of " + std::to_string(size) + " bytes exceeds the " +
+                         std::to_string(cap) + "-byte limit");
 }
 
 std::string EncodeFrame(std::string_view payload) {
   std::string out(4, '\0');
   auto size = static_cast<std::uint32_t>(payload.size());
-  for (int i = 0; i < 4; ++i) out[i] = static_cast<char>((size >> (8 * i)) & 0xff);
+  for (int i = 0; i < 4; ++i)
+    out[i] = static_cast<char>((size >> (8 * i)) & 0xff);
   out.append(payload);
   return out;
 }

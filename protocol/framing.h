@@ -72,8 +72,7 @@ struct Packet {
 };
 
 // Sends one message, split into packets as needed, with `fds` on the first.
-Result<void> SendMessage(int fd, std::string_view payload,
-                         const std::vector<int>& fds = {});
+Result<void> SendMessage(int fd, std::string_view payload, const std::vector<int>& fds = {});
 
 // Receives one message. kUnavailable on EOF (peer gone); kInvalidArgument
 // for a message over `cap`, a truncated packet or control data, or more

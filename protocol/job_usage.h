@@ -36,20 +36,30 @@ struct JobUsage {
   double user_s = 0;    // cpu seconds in user mode, all threads
   double system_s = 0;  // and in the kernel
   std::optional<std::uint64_t> peak_memory_bytes;
-  std::uint64_t oom_kills = 0;                // memory.events oom_kill
-  std::optional<std::uint64_t> peak_pids;     // pids.peak, where the kernel has it
+  std::uint64_t oom_kills = 0;             // memory.events oom_kill
+  std::optional<std::uint64_t> peak_pids;  // pids.peak, where the kernel has it
 
   double cpu_s() const { return user_s + system_s; }
 
-  template <class A> void save(A& ar) const {
-    Put(ar, "source", source); Put(ar, "wall_s", wall_s); Put(ar, "user_s", user_s);
-    Put(ar, "system_s", system_s); Put(ar, "peak_memory_bytes", peak_memory_bytes);
-    Put(ar, "oom_kills", oom_kills); Put(ar, "peak_pids", peak_pids);
+  template <class A>
+  void save(A& ar) const {
+    Put(ar, "source", source);
+    Put(ar, "wall_s", wall_s);
+    Put(ar, "user_s", user_s);
+    Put(ar, "system_s", system_s);
+    Put(ar, "peak_memory_bytes", peak_memory_bytes);
+    Put(ar, "oom_kills", oom_kills);
+    Put(ar, "peak_pids", peak_pids);
   }
-  template <class A> void load(A& ar) {
-    Get(ar, "source", source); Get(ar, "wall_s", wall_s); Get(ar, "user_s", user_s);
-    Get(ar, "system_s", system_s); Get(ar, "peak_memory_bytes", peak_memory_bytes);
-    Get(ar, "oom_kills", oom_kills); Get(ar, "peak_pids", peak_pids);
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "source", source);
+    Get(ar, "wall_s", wall_s);
+    Get(ar, "user_s", user_s);
+    Get(ar, "system_s", system_s);
+    Get(ar, "peak_memory_bytes", peak_memory_bytes);
+    Get(ar, "oom_kills", oom_kills);
+    Get(ar, "peak_pids", peak_pids);
   }
   Result<void> Validate() const;
 };

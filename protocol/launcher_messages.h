@@ -66,12 +66,18 @@ struct UserIdentity {
   std::uint32_t gid = 0;
   std::string user;
   std::vector<std::uint32_t> groups;  // supplementary, from getgrouplist
-  template <class A> void save(A& ar) const {
-    Put(ar, "uid", uid); Put(ar, "gid", gid); Put(ar, "user", user);
+  template <class A>
+  void save(A& ar) const {
+    Put(ar, "uid", uid);
+    Put(ar, "gid", gid);
+    Put(ar, "user", user);
     Put(ar, "groups", groups);
   }
-  template <class A> void load(A& ar) {
-    Get(ar, "uid", uid); Get(ar, "gid", gid); Get(ar, "user", user);
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "uid", uid);
+    Get(ar, "gid", gid);
+    Get(ar, "user", user);
     Get(ar, "groups", groups);
   }
   Result<void> Validate() const;
@@ -91,14 +97,27 @@ struct SpawnRequest {
   std::vector<std::string> env;  // "K=V", final
   std::vector<int> cpus;         // affinity (always set explicitly)
   std::vector<int> gpus;         // allocated; every other card is hidden
-  template <class A> void save(A& ar) const {
-    PutHeader(ar, kKind, req); Put(ar, "id", id); Put(ar, "who", who);
-    Put(ar, "argv", argv); Put(ar, "cwd", cwd); Put(ar, "env", env);
-    Put(ar, "cpus", cpus); Put(ar, "gpus", gpus);
+  template <class A>
+  void save(A& ar) const {
+    PutHeader(ar, kKind, req);
+    Put(ar, "id", id);
+    Put(ar, "who", who);
+    Put(ar, "argv", argv);
+    Put(ar, "cwd", cwd);
+    Put(ar, "env", env);
+    Put(ar, "cpus", cpus);
+    Put(ar, "gpus", gpus);
   }
-  template <class A> void load(A& ar) {
-    Get(ar, "req", req); Get(ar, "id", id); Get(ar, "who", who); Get(ar, "argv", argv);
-    Get(ar, "cwd", cwd); Get(ar, "env", env); Get(ar, "cpus", cpus); Get(ar, "gpus", gpus);
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "req", req);
+    Get(ar, "id", id);
+    Get(ar, "who", who);
+    Get(ar, "argv", argv);
+    Get(ar, "cwd", cwd);
+    Get(ar, "env", env);
+    Get(ar, "cpus", cpus);
+    Get(ar, "gpus", gpus);
   }
   Result<void> Validate() const;
 };
@@ -107,16 +126,24 @@ struct SpawnReply {
   static constexpr LauncherKind kKind = LauncherKind::kSpawnReply;
   std::uint64_t req = 0;
   std::uint64_t id = 0;
-  std::int64_t pid = 0;       // the job (its process group leader)
-  std::int64_t shepherd = 0;  // its parent, the launcher's child
+  std::int64_t pid = 0;            // the job (its process group leader)
+  std::int64_t shepherd = 0;       // its parent, the launcher's child
   std::optional<WireError> error;  // "failed to start job: ..."
-  template <class A> void save(A& ar) const {
-    PutHeader(ar, kKind, req); Put(ar, "id", id);
-    Put(ar, "pid", pid); Put(ar, "shepherd", shepherd); Put(ar, "error", error);
+  template <class A>
+  void save(A& ar) const {
+    PutHeader(ar, kKind, req);
+    Put(ar, "id", id);
+    Put(ar, "pid", pid);
+    Put(ar, "shepherd", shepherd);
+    Put(ar, "error", error);
   }
-  template <class A> void load(A& ar) {
-    Get(ar, "req", req); Get(ar, "id", id); Get(ar, "pid", pid);
-    Get(ar, "shepherd", shepherd); Get(ar, "error", error);
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "req", req);
+    Get(ar, "id", id);
+    Get(ar, "pid", pid);
+    Get(ar, "shepherd", shepherd);
+    Get(ar, "error", error);
   }
   Result<void> Validate() const { return Ok(); }
 };
@@ -131,10 +158,18 @@ struct LookUpUserRequest {
   std::uint64_t req = 0;
   std::uint64_t id = 0;  // the job being registered, for log lines
   std::uint32_t uid = 0;
-  template <class A> void save(A& ar) const {
-    PutHeader(ar, kKind, req); Put(ar, "id", id); Put(ar, "uid", uid);
+  template <class A>
+  void save(A& ar) const {
+    PutHeader(ar, kKind, req);
+    Put(ar, "id", id);
+    Put(ar, "uid", uid);
   }
-  template <class A> void load(A& ar) { Get(ar, "req", req); Get(ar, "id", id); Get(ar, "uid", uid); }
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "req", req);
+    Get(ar, "id", id);
+    Get(ar, "uid", uid);
+  }
   Result<void> Validate() const;
 };
 
@@ -145,13 +180,21 @@ struct LookUpUserReply {
   std::string home;
   std::string shell;
   std::optional<WireError> error;
-  template <class A> void save(A& ar) const {
-    PutHeader(ar, kKind, req); Put(ar, "who", who); Put(ar, "home", home);
-    Put(ar, "shell", shell); Put(ar, "error", error);
+  template <class A>
+  void save(A& ar) const {
+    PutHeader(ar, kKind, req);
+    Put(ar, "who", who);
+    Put(ar, "home", home);
+    Put(ar, "shell", shell);
+    Put(ar, "error", error);
   }
-  template <class A> void load(A& ar) {
-    Get(ar, "req", req); Get(ar, "who", who); Get(ar, "home", home);
-    Get(ar, "shell", shell); Get(ar, "error", error);
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "req", req);
+    Get(ar, "who", who);
+    Get(ar, "home", home);
+    Get(ar, "shell", shell);
+    Get(ar, "error", error);
   }
   Result<void> Validate() const;
 };
@@ -162,11 +205,19 @@ struct CheckDestRequest {
   std::uint64_t id = 0;
   UserIdentity who;
   std::string path;
-  template <class A> void save(A& ar) const {
-    PutHeader(ar, kKind, req); Put(ar, "id", id); Put(ar, "who", who); Put(ar, "path", path);
+  template <class A>
+  void save(A& ar) const {
+    PutHeader(ar, kKind, req);
+    Put(ar, "id", id);
+    Put(ar, "who", who);
+    Put(ar, "path", path);
   }
-  template <class A> void load(A& ar) {
-    Get(ar, "req", req); Get(ar, "id", id); Get(ar, "who", who); Get(ar, "path", path);
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "req", req);
+    Get(ar, "id", id);
+    Get(ar, "who", who);
+    Get(ar, "path", path);
   }
   Result<void> Validate() const;
 };
@@ -176,10 +227,18 @@ struct CheckDestReply {
   std::uint64_t req = 0;
   std::string dest;
   std::optional<WireError> error;
-  template <class A> void save(A& ar) const {
-    PutHeader(ar, kKind, req); Put(ar, "dest", dest); Put(ar, "error", error);
+  template <class A>
+  void save(A& ar) const {
+    PutHeader(ar, kKind, req);
+    Put(ar, "dest", dest);
+    Put(ar, "error", error);
   }
-  template <class A> void load(A& ar) { Get(ar, "req", req); Get(ar, "dest", dest); Get(ar, "error", error); }
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "req", req);
+    Get(ar, "dest", dest);
+    Get(ar, "error", error);
+  }
   Result<void> Validate() const { return Ok(); }
 };
 
@@ -192,12 +251,20 @@ struct DeliverRequest {
   UserIdentity who;
   std::string dest;
   std::uint64_t max_bytes = 0;
-  template <class A> void save(A& ar) const {
-    PutHeader(ar, kKind, req); Put(ar, "id", id); Put(ar, "who", who); Put(ar, "dest", dest);
+  template <class A>
+  void save(A& ar) const {
+    PutHeader(ar, kKind, req);
+    Put(ar, "id", id);
+    Put(ar, "who", who);
+    Put(ar, "dest", dest);
     Put(ar, "max_bytes", max_bytes);
   }
-  template <class A> void load(A& ar) {
-    Get(ar, "req", req); Get(ar, "id", id); Get(ar, "who", who); Get(ar, "dest", dest);
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "req", req);
+    Get(ar, "id", id);
+    Get(ar, "who", who);
+    Get(ar, "dest", dest);
     Get(ar, "max_bytes", max_bytes);
   }
   Result<void> Validate() const;
@@ -207,8 +274,16 @@ struct DeliverReply {
   static constexpr LauncherKind kKind = LauncherKind::kDeliverReply;
   std::uint64_t req = 0;
   std::optional<WireError> error;
-  template <class A> void save(A& ar) const { PutHeader(ar, kKind, req); Put(ar, "error", error); }
-  template <class A> void load(A& ar) { Get(ar, "req", req); Get(ar, "error", error); }
+  template <class A>
+  void save(A& ar) const {
+    PutHeader(ar, kKind, req);
+    Put(ar, "error", error);
+  }
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "req", req);
+    Get(ar, "error", error);
+  }
   Result<void> Validate() const { return Ok(); }
 };
 
@@ -220,10 +295,18 @@ struct ChildExited {
   std::uint64_t req = 0;
   std::int64_t pid = 0;
   std::int64_t status = 0;
-  template <class A> void save(A& ar) const {
-    PutHeader(ar, kKind, req); Put(ar, "pid", pid); Put(ar, "status", status);
+  template <class A>
+  void save(A& ar) const {
+    PutHeader(ar, kKind, req);
+    Put(ar, "pid", pid);
+    Put(ar, "status", status);
   }
-  template <class A> void load(A& ar) { Get(ar, "req", req); Get(ar, "pid", pid); Get(ar, "status", status); }
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "req", req);
+    Get(ar, "pid", pid);
+    Get(ar, "status", status);
+  }
   Result<void> Validate() const;
 };
 
@@ -233,8 +316,16 @@ struct Refused {
   static constexpr LauncherKind kKind = LauncherKind::kRefused;
   std::uint64_t req = 0;
   WireError error;
-  template <class A> void save(A& ar) const { PutHeader(ar, kKind, req); Put(ar, "error", error); }
-  template <class A> void load(A& ar) { Get(ar, "req", req); Get(ar, "error", error); }
+  template <class A>
+  void save(A& ar) const {
+    PutHeader(ar, kKind, req);
+    Put(ar, "error", error);
+  }
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "req", req);
+    Get(ar, "error", error);
+  }
   Result<void> Validate() const { return Ok(); }
 };
 

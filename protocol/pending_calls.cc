@@ -7,8 +7,8 @@ namespace hpcb::protocol {
 
 std::uint64_t PendingCalls::Add(std::chrono::milliseconds timeout, std::string what, Done done) {
   const std::uint64_t req = ++last_req_;
-  calls_.emplace(req, Call{Clock::now() + timeout, timeout, std::move(what), std::move(done),
-                           std::nullopt});
+  calls_.emplace(
+      req, Call{Clock::now() + timeout, timeout, std::move(what), std::move(done), std::nullopt});
   return req;
 }
 
@@ -52,7 +52,8 @@ void PendingCalls::ExpireOverdue(Clock::time_point now) {
 void PendingCalls::FailAll(const Error& error) {
   std::map<std::uint64_t, Call> all;
   all.swap(calls_);
-  for (auto& [req, call] : all) call.done(error);
+  for (auto& [req, call] : all)
+    call.done(error);
 }
 
 std::optional<PendingCalls::Clock::time_point> PendingCalls::NextDeadline() const {

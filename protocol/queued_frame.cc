@@ -58,9 +58,9 @@ Result<std::string> TakeQueuedFrame(int fd, std::size_t cap) {
   while (got < size) {
     n = RecvNow(fd, body.data() + got, size - got, 0);
     if (n <= 0) {
-      return Error(ErrorCode::kFailedPrecondition,
-                   "the request on the connection is incomplete (" + std::to_string(got) + " of " +
-                       std::to_string(size) + " bytes)");
+      return Error(ErrorCode::kFailedPrecondition, "the request on the connection is incomplete (" +
+                                                       std::to_string(got) + " of " +
+                                                       std::to_string(size) + " bytes)");
     }
     got += static_cast<std::size_t>(n);
   }

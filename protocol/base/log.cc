@@ -10,8 +10,12 @@ std::string g_role = "hpc-batchd";
 LogLevel g_level = LogLevel::kInfo;
 }  // namespace
 
-void SetLogRole(std::string_view role) { g_role = role; }
-void SetLogLevel(LogLevel level) { g_level = level; }
+void SetLogRole(std::string_view role) {
+  g_role = role;
+}
+void SetLogLevel(LogLevel level) {
+  g_level = level;
+}
 void SetLogLevel(std::string_view name) {
   if (name == "debug") g_level = LogLevel::kDebug;
   if (name == "info") g_level = LogLevel::kInfo;

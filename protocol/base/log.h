@@ -18,10 +18,18 @@ void SetLogLevel(LogLevel level);
 void SetLogLevel(std::string_view name);
 
 void Log(LogLevel level, std::string_view message);
-inline void LogDebug(std::string_view m) { Log(LogLevel::kDebug, m); }
-inline void LogInfo(std::string_view m) { Log(LogLevel::kInfo, m); }
-inline void LogWarning(std::string_view m) { Log(LogLevel::kWarning, m); }
-inline void LogError(std::string_view m) { Log(LogLevel::kError, m); }
+inline void LogDebug(std::string_view m) {
+  Log(LogLevel::kDebug, m);
+}
+inline void LogInfo(std::string_view m) {
+  Log(LogLevel::kInfo, m);
+}
+inline void LogWarning(std::string_view m) {
+  Log(LogLevel::kWarning, m);
+}
+inline void LogError(std::string_view m) {
+  Log(LogLevel::kError, m);
+}
 
 }  // namespace hpcb
 

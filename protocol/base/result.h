@@ -59,8 +59,8 @@ inline Error InvalidArgument(std::string message) {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : state_(std::move(value)) {}        // NOLINT
-  Result(Error error) : state_(std::move(error)) {}    // NOLINT
+  Result(T value) : state_(std::move(value)) {}      // NOLINT
+  Result(Error error) : state_(std::move(error)) {}  // NOLINT
 
   bool has_value() const { return state_.index() == 0; }
   explicit operator bool() const { return has_value(); }
@@ -98,7 +98,9 @@ class [[nodiscard]] Result<void> {
   std::optional<Error> error_;
 };
 
-inline Result<void> Ok() { return {}; }
+inline Result<void> Ok() {
+  return {};
+}
 
 }  // namespace hpcb
 
@@ -116,7 +118,7 @@ inline Result<void> Ok() { return {}; }
 #define HPCB_ASSIGN_OR_RETURN(lhs, expr) \
   HPCB_ASSIGN_OR_RETURN_IMPL_(HPCB_CONCAT_(hpcb_result_, __LINE__), lhs, expr)
 // tmp is a name this macro declares and lhs may be a declaration: neither can be parenthesised.
-#define HPCB_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr)                              \
+#define HPCB_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr)                                \
   auto tmp = (expr);            /* NOLINT(bugprone-macro-parentheses): declared */ \
   if (!tmp) return tmp.error(); /* NOLINT(bugprone-macro-parentheses): a name */   \
   lhs = std::move(tmp).value()  /* NOLINT(bugprone-macro-parentheses): a decl */

@@ -21,18 +21,22 @@ std::string_view Trim(std::string_view text) {
 }
 
 bool AllDigits(std::string_view text) {
-  return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
-    return c >= '0' && c <= '9';
-  });
+  return !text.empty() &&
+         std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 std::optional<std::int64_t> UnitSeconds(char unit) {
   switch (unit) {
-    case 's': return 1;
-    case 'm': return 60;
-    case 'h': return 3600;
-    case 'd': return 86400;
-    default: return std::nullopt;
+    case 's':
+      return 1;
+    case 'm':
+      return 60;
+    case 'h':
+      return 3600;
+    case 'd':
+      return 86400;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -43,26 +47,25 @@ Error BadDuration(std::string_view text) {
 
 }  // namespace
 
-Result<std::int64_t> ParseInteger(std::string_view text, std::int64_t min,
-                                  std::int64_t max) {
+Result<std::int64_t> ParseInteger(std::string_view text, std::int64_t min, std::int64_t max) {
   std::int64_t value = 0;
   const char* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (text.empty() || ec != std::errc() || ptr != end ||
-      (text.front() == '-' && min >= 0) || text.front() == '+') {
+  if (text.empty() || ec != std::errc() || ptr != end || (text.front() == '-' && min >= 0) ||
+      text.front() == '+') {
     return InvalidArgument("'" + std::string(text) + "' is not an integer");
   }
   if (value < min || value > max) {
-    return InvalidArgument("'" + std::string(text) + "' is out of range [" +
-                           std::to_string(min) + ", " + std::to_string(max) +
-                           "]");
+    return InvalidArgument("'" + std::string(text) + "' is out of range [" + std::to_string(min) +
+                           ", " + std::to_string(max) + "]");
   }
   return value;
 }
 
 Result<std::int64_t> ParseDuration(std::string_view raw) {
   std::string lowered(Trim(raw));
-  for (char& c : lowered) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char& c : lowered)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   std::string_view text = lowered;
   constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max() / 2;
   if (AllDigits(text)) {
@@ -75,8 +78,7 @@ Result<std::int64_t> ParseDuration(std::string_view raw) {
   std::size_t pos = 0;
   while (pos < text.size()) {
     std::size_t digits_end = pos;
-    while (digits_end < text.size() && text[digits_end] >= '0' &&
-           text[digits_end] <= '9') {
+    while (digits_end < text.size() && text[digits_end] >= '0' && text[digits_end] <= '9') {
       ++digits_end;
     }
     if (digits_end == pos || digits_end == text.size()) return BadDuration(raw);
@@ -96,8 +98,7 @@ std::string FormatDuration(std::optional<std::int64_t> seconds) {
   std::int64_t left = std::max<std::int64_t>(*seconds, 0);
   if (left == 0) return "0s";
   std::string out;
-  const std::pair<std::int64_t, char> units[] = {
-      {86400, 'd'}, {3600, 'h'}, {60, 'm'}, {1, 's'}};
+  const std::pair<std::int64_t, char> units[] = {{86400, 'd'}, {3600, 'h'}, {60, 'm'}, {1, 's'}};
   for (auto [size, name] : units) {
     if (left >= size) {
       out += std::to_string(left / size);
@@ -113,7 +114,8 @@ Result<double> ParseMemoryGiB(std::string_view raw) {
   std::string number(text);
   double scale = 1.0;
   std::string lowered;
-  for (char c : text) lowered += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char c : text)
+    lowered += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   for (std::string_view suffix : {"ib", "b", "i"}) {
     if (lowered.size() > suffix.size() &&
         std::string_view{lowered}.substr(lowered.size() - suffix.size()) == suffix) {
@@ -123,11 +125,21 @@ Result<double> ParseMemoryGiB(std::string_view raw) {
   }
   if (!lowered.empty()) {
     switch (lowered.back()) {
-      case 'k': scale = 1.0 / (1024.0 * 1024.0); break;
-      case 'm': scale = 1.0 / 1024.0; break;
-      case 'g': scale = 1.0; break;
-      case 't': scale = 1024.0; break;
-      default: scale = 0; break;
+      case 'k':
+        scale = 1.0 / (1024.0 * 1024.0);
+        break;
+      case 'm':
+        scale = 1.0 / 1024.0;
+        break;
+      case 'g':
+        scale = 1.0;
+        break;
+      case 't':
+        scale = 1024.0;
+        break;
+      default:
+        scale = 0;
+        break;
     }
     if (scale != 0) {
       lowered.pop_back();
@@ -139,8 +151,8 @@ Result<double> ParseMemoryGiB(std::string_view raw) {
   const char* begin = lowered.data();
   const char* end = begin + lowered.size();
   auto [ptr, ec] = std::from_chars(begin, end, value);
-  if (lowered.empty() || ec != std::errc() || ptr != end || !std::isfinite(value) ||
-      value < 0 || lowered.front() == '-' || lowered.front() == '+') {
+  if (lowered.empty() || ec != std::errc() || ptr != end || !std::isfinite(value) || value < 0 ||
+      lowered.front() == '-' || lowered.front() == '+') {
     return InvalidArgument("invalid memory size '" + std::string(raw) +
                            "' (use GiB, e.g. 16 or 0.5, or a K/M/G/T suffix)");
   }
@@ -165,14 +177,12 @@ Result<std::vector<int>> ParseCpuList(std::string_view raw) {
   std::vector<int> ids;
   if (text.empty()) return ids;
   auto bad = [&raw](std::string_view why) {
-    return InvalidArgument("invalid cpu list '" + std::string(raw) + "': " +
-                           std::string(why));
+    return InvalidArgument("invalid cpu list '" + std::string(raw) + "': " + std::string(why));
   };
   while (!text.empty()) {
     std::size_t comma = text.find(',');
     std::string_view item = text.substr(0, comma);
-    text = comma == std::string_view::npos ? std::string_view()
-                                           : text.substr(comma + 1);
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
     if (comma != std::string_view::npos && text.empty()) return bad("trailing comma");
     std::size_t dash = item.find('-');
     auto first = ParseInteger(item.substr(0, dash), 0, kMaxId);
@@ -187,7 +197,8 @@ Result<std::vector<int>> ParseCpuList(std::string_view raw) {
     if (ids.size() + static_cast<std::size_t>(last - *first) > static_cast<std::size_t>(kMaxId)) {
       return bad("too many ids");
     }
-    for (std::int64_t id = *first; id <= last; ++id) ids.push_back(static_cast<int>(id));
+    for (std::int64_t id = *first; id <= last; ++id)
+      ids.push_back(static_cast<int>(id));
   }
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
@@ -201,7 +212,8 @@ std::string FormatCpuRanges(const std::vector<int>& unsorted) {
   std::string out;
   for (std::size_t i = 0; i < ids.size();) {
     std::size_t j = i;
-    while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
+    while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1)
+      ++j;
     if (!out.empty()) out += ',';
     out += std::to_string(ids[i]);
     if (j > i) out += "-" + std::to_string(ids[j]);

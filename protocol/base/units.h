@@ -43,8 +43,7 @@ std::string FormatCpuRanges(const std::vector<int>& unsorted);
 std::string FormatCommaList(const std::vector<int>& ids);
 
 // Strict decimal integer in [min, max]; no sign unless min < 0, no spaces.
-Result<std::int64_t> ParseInteger(std::string_view text, std::int64_t min,
-                                  std::int64_t max);
+Result<std::int64_t> ParseInteger(std::string_view text, std::int64_t min, std::int64_t max);
 
 }  // namespace hpcb
 

@@ -58,7 +58,8 @@ Result<bool> HostHasSwap(const std::string& proc_root) {
 }
 
 Result<std::set<int>> ParseCpuList(std::string_view text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' '))
+    text.remove_suffix(1);
   std::set<int> out;
   if (text.empty()) return out;
   std::size_t pos = 0;
@@ -74,7 +75,8 @@ Result<std::set<int>> ParseCpuList(std::string_view text) {
       HPCB_ASSIGN_OR_RETURN(int lo, ParseId(item.substr(0, dash)));
       HPCB_ASSIGN_OR_RETURN(int hi, ParseId(item.substr(dash + 1)));
       if (hi < lo) return InvalidArgument("bad range in list");
-      for (int i = lo; i <= hi; ++i) out.insert(i);
+      for (int i = lo; i <= hi; ++i)
+        out.insert(i);
     }
     pos = comma + 1;
   }
@@ -91,8 +93,7 @@ std::string FormatIdList(const std::vector<int>& ids) {
 }
 
 Result<std::set<int>> ReadOnlineCpus(const std::string& sys_root) {
-  HPCB_ASSIGN_OR_RETURN(std::string text,
-                        ReadSmallFile(sys_root + "/devices/system/cpu/online"));
+  HPCB_ASSIGN_OR_RETURN(std::string text, ReadSmallFile(sys_root + "/devices/system/cpu/online"));
   HPCB_ASSIGN_OR_RETURN(std::set<int> cpus, ParseCpuList(text));
   if (cpus.empty()) return Error(ErrorCode::kInternal, "no online cpus under " + sys_root);
   return cpus;
@@ -107,8 +108,6 @@ Result<std::set<int>> ReadNumaNodes(const std::string& sys_root) {
   return nodes;
 }
 
-
-
 Result<std::uint64_t> ProcStartTime(int pid, const std::string& proc_root) {
   if (pid <= 0) return InvalidArgument("pid must be positive");
   auto text = ReadSmallFile(proc_root + "/" + std::to_string(pid) + "/stat");
@@ -122,7 +121,8 @@ Result<std::uint64_t> ProcStartTime(int pid, const std::string& proc_root) {
   int field = 2;
   std::size_t pos = 0;
   while (pos < rest.size()) {
-    while (pos < rest.size() && rest[pos] == ' ') ++pos;
+    while (pos < rest.size() && rest[pos] == ' ')
+      ++pos;
     std::size_t end = rest.find(' ', pos);
     if (end == std::string_view::npos) end = rest.size();
     ++field;
@@ -161,7 +161,8 @@ Result<UniqueFd> WriteAndRename(const std::string& path, const std::string& text
   Result<void> written = [&]() -> Result<void> {
     if (::fchmod(fd.get(), mode) != 0) return Error::FromErrno(errno, "chmod " + tmp);
     HPCB_TRY(protocol::WriteAllToFile(fd.get(), text));
-    if (sync_before_rename && ::fsync(fd.get()) != 0) return Error::FromErrno(errno, "fsync " + tmp);
+    if (sync_before_rename && ::fsync(fd.get()) != 0)
+      return Error::FromErrno(errno, "fsync " + tmp);
     if (::rename(tmp.c_str(), path.c_str()) != 0) return Error::FromErrno(errno, "rename " + tmp);
     return Ok();
   }();

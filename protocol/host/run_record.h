@@ -23,9 +23,9 @@ namespace hpcb::host {
 
 struct RunRecord {
   std::uint64_t id = 0;
-  std::int64_t pid = 0;       // the job; 0 while it is being started
-  std::int64_t shepherd = 0;  // its parent
-  double start_time = 0;      // epoch seconds, at exec
+  std::int64_t pid = 0;                // the job; 0 while it is being started
+  std::int64_t shepherd = 0;           // its parent
+  double start_time = 0;               // epoch seconds, at exec
   std::optional<std::int64_t> status;  // raw wait status, once ended
   std::optional<double> end_time;
   // From wait4 of the job: user and system cpu seconds of it and its
@@ -34,17 +34,31 @@ struct RunRecord {
   double system_s = 0;
   std::int64_t max_rss_kib = 0;
 
-  template <class A> void save(A& ar) const {
+  template <class A>
+  void save(A& ar) const {
     using protocol::Put;
-    Put(ar, "id", id); Put(ar, "pid", pid); Put(ar, "shepherd", shepherd);
-    Put(ar, "start_time", start_time); Put(ar, "status", status); Put(ar, "end_time", end_time);
-    Put(ar, "user_s", user_s); Put(ar, "system_s", system_s); Put(ar, "max_rss_kib", max_rss_kib);
+    Put(ar, "id", id);
+    Put(ar, "pid", pid);
+    Put(ar, "shepherd", shepherd);
+    Put(ar, "start_time", start_time);
+    Put(ar, "status", status);
+    Put(ar, "end_time", end_time);
+    Put(ar, "user_s", user_s);
+    Put(ar, "system_s", system_s);
+    Put(ar, "max_rss_kib", max_rss_kib);
   }
-  template <class A> void load(A& ar) {
+  template <class A>
+  void load(A& ar) {
     using protocol::Get;
-    Get(ar, "id", id); Get(ar, "pid", pid); Get(ar, "shepherd", shepherd);
-    Get(ar, "start_time", start_time); Get(ar, "status", status); Get(ar, "end_time", end_time);
-    Get(ar, "user_s", user_s); Get(ar, "system_s", system_s); Get(ar, "max_rss_kib", max_rss_kib);
+    Get(ar, "id", id);
+    Get(ar, "pid", pid);
+    Get(ar, "shepherd", shepherd);
+    Get(ar, "start_time", start_time);
+    Get(ar, "status", status);
+    Get(ar, "end_time", end_time);
+    Get(ar, "user_s", user_s);
+    Get(ar, "system_s", system_s);
+    Get(ar, "max_rss_kib", max_rss_kib);
   }
   Result<void> Validate() const;
 };

@@ -32,8 +32,8 @@ TEST(CheckDependenciesTest, WaitsUntilEveryDependencyEnded) {
 
 TEST(CheckDependenciesTest, AfterOkFailsOnAnyOtherEnding) {
   JobRecord waiting = Job(3, JobState::kQueued, {1});
-  for (const JobRecord& bad : {Ended(1, 2), Ended(1, 0, JobReason::kKilled),
-                               Ended(1, std::nullopt, JobReason::kError)}) {
+  for (const JobRecord& bad :
+       {Ended(1, 2), Ended(1, 0, JobReason::kKilled), Ended(1, std::nullopt, JobReason::kError)}) {
     std::map<std::uint64_t, JobRecord> jobs = {{1, bad}};
     EXPECT_EQ(CheckDependencies(waiting, jobs).state, DependencyState::kFailed);
   }

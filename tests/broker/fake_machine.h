@@ -44,7 +44,8 @@ inline const char* kList4 =
 // Two NV12 quads {0-3} (NUMA 0) and {4-7} (NUMA 1), SYS between.
 inline std::string Topo8() {
   std::string text = " ";
-  for (int g = 0; g < 8; ++g) text += "\tGPU" + std::to_string(g);
+  for (int g = 0; g < 8; ++g)
+    text += "\tGPU" + std::to_string(g);
   text += "\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n";
   for (int g = 0; g < 8; ++g) {
     text += "GPU" + std::to_string(g);
@@ -58,7 +59,8 @@ inline std::string Topo8() {
 
 inline std::string List8() {
   std::string text;
-  for (int g = 0; g < 8; ++g) text += "GPU " + std::to_string(g) + ": NVIDIA H100 (UUID: x)\n";
+  for (int g = 0; g < 8; ++g)
+    text += "GPU " + std::to_string(g) + ": NVIDIA H100 (UUID: x)\n";
   return text;
 }
 
@@ -77,7 +79,8 @@ inline Machine MakeMachine(int nodes, int cpus_per_node, double mem_gib, GpuInfo
   for (int n = 0; n < nodes; ++n) {
     NumaNode node;
     node.id = n;
-    for (int c = 0; c < cpus_per_node; ++c) node.cpus.push_back(n * cpus_per_node + c);
+    for (int c = 0; c < cpus_per_node; ++c)
+      node.cpus.push_back(n * cpus_per_node + c);
     node.mem_gib = mem_gib;
     machine.nodes.push_back(node);
   }
@@ -98,7 +101,8 @@ inline Machine MakeSmtMachine(int nodes, int cores_per_node, int threads, double
   for (NumaNode& node : machine.nodes) {
     for (int c = 0; c < cores_per_node; ++c) {
       std::vector<int> core;
-      for (int t = 0; t < threads; ++t) core.push_back(node.id * cores_per_node + c + t * cores);
+      for (int t = 0; t < threads; ++t)
+        core.push_back(node.id * cores_per_node + c + t * cores);
       node.cpus.insert(node.cpus.end(), core.begin(), core.end());
       node.cores.push_back(std::move(core));
     }
@@ -114,7 +118,8 @@ inline void ExpectOwnCores(const Machine& machine, const std::vector<const Place
   std::map<int, std::vector<int>> siblings;
   for (const NumaNode& node : machine.nodes) {
     for (const std::vector<int>& core : node.cores) {
-      for (int cpu : core) siblings[cpu] = core;
+      for (int cpu : core)
+        siblings[cpu] = core;
     }
   }
   std::map<int, std::size_t> owner;
@@ -123,8 +128,8 @@ inline void ExpectOwnCores(const Machine& machine, const std::vector<const Place
     std::set<int> mine(cpus.begin(), cpus.end());
     for (int cpu : cpus) {
       auto [it, fresh] = owner.emplace(cpu, i);
-      EXPECT_TRUE(fresh) << "cpu " << cpu << " is in running placements " << it->second
-                         << " and " << i;
+      EXPECT_TRUE(fresh) << "cpu " << cpu << " is in running placements " << it->second << " and "
+                         << i;
       for (int sibling : siblings[cpu]) {
         EXPECT_TRUE(mine.count(sibling))
             << "placement " << i << " holds cpu " << cpu << " but not its sibling " << sibling;

@@ -41,9 +41,9 @@ class DiscoveryTest : public ::testing::Test {
     Write(dir / "cpulist", cpulist + "\n");
     if (mem_gib >= 0) {
       long long kb = static_cast<long long>(mem_gib * 1024 * 1024);
-      Write(dir / "meminfo", "Node " + std::to_string(id) + " MemTotal:       " +
-                                 std::to_string(kb) + " kB\nNode " + std::to_string(id) +
-                                 " MemFree:        1 kB\n");
+      Write(dir / "meminfo", "Node " + std::to_string(id) +
+                                 " MemTotal:       " + std::to_string(kb) + " kB\nNode " +
+                                 std::to_string(id) + " MemFree:        1 kB\n");
     }
   }
 
@@ -131,7 +131,8 @@ TEST_F(DiscoveryTest, HugeReserveKeepsOneCpuAndHalfTheMemory) {
 }
 
 TEST_F(DiscoveryTest, FourNodesSkippingMemoryOnlyNode) {
-  for (int n = 0; n < 4; ++n) AddNode(n, std::to_string(2 * n) + "-" + std::to_string(2 * n + 1), 16);
+  for (int n = 0; n < 4; ++n)
+    AddNode(n, std::to_string(2 * n) + "-" + std::to_string(2 * n + 1), 16);
   AddNode(4, "", 64);
   Machine machine = Discover();
   ASSERT_EQ(machine.nodes.size(), 4u);
@@ -196,9 +197,8 @@ TEST_F(DiscoveryTest, FailingNvidiaSmiMeansNoGpus) {
 TEST_F(DiscoveryTest, MissingTopologyWithSeveralGpusIsWarnedAbout) {
   AddNode(0, "0-3", 32);
   FakeNvidiaSmi(testing::kList4, testing::kTopo4);
-  Write(root_ / "nvidia-smi",
-        "#!/bin/sh\nif [ \"$1\" = -L ]; then cat '" + (root_ / "list.txt").string() +
-            "'; else exit 3; fi\n");
+  Write(root_ / "nvidia-smi", "#!/bin/sh\nif [ \"$1\" = -L ]; then cat '" +
+                                  (root_ / "list.txt").string() + "'; else exit 3; fi\n");
   ::testing::internal::CaptureStderr();
   Machine machine = Discover();
   const std::string log = ::testing::internal::GetCapturedStderr();
@@ -224,7 +224,8 @@ TEST_F(DiscoveryTest, ResourcesLineNamesTheReserve) {
   Discover();
   const std::string log = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(log.find("resources available to jobs: 7 cpus over 2 NUMA node(s), 0 gpu(s)"),
-            std::string::npos) << log;
+            std::string::npos)
+      << log;
   EXPECT_NE(log.find("; reserved for the system: 1 cpu, 2 GiB"), std::string::npos) << log;
 }
 

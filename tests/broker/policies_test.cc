@@ -9,13 +9,13 @@
 namespace hpcb::broker {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::IsEmpty;
 using testing::Cpu;
+using ::testing::ElementsAre;
+using testing::ExpectOwnCores;
 using testing::Gpu;
 using testing::Gpus;
+using ::testing::IsEmpty;
 using testing::kTopo4;
-using testing::ExpectOwnCores;
 using testing::MakeMachine;
 using testing::MakeSmtMachine;
 
@@ -44,7 +44,8 @@ class Harness {
       queue_.erase(it);
     }
     std::vector<const Placement*> held;
-    for (const RunningJob& job : running_) held.push_back(&job.placement);
+    for (const RunningJob& job : running_)
+      held.push_back(&job.placement);
     ExpectOwnCores(machine_, held);
     return ids;
   }
@@ -75,7 +76,9 @@ class Harness {
   std::vector<RunningJob> running_;
 };
 
-Machine FourGpus() { return MakeMachine(2, 4, 0, Gpus(4, kTopo4)); }
+Machine FourGpus() {
+  return MakeMachine(2, 4, 0, Gpus(4, kTopo4));
+}
 
 void SubmitExample(Harness& harness, std::int64_t first_max = kLong,
                    std::int64_t third_max = kLong) {
@@ -183,7 +186,9 @@ TEST(PolicyTest, StrictBackfillsOnlyJobsEndingBeforeHead) {
   EXPECT_THAT(harness.Pass(1020), ElementsAre(2));
 }
 
-Machine SixGpus() { return MakeMachine(1, 8, 0, Gpus(6, "")); }
+Machine SixGpus() {
+  return MakeMachine(1, 8, 0, Gpus(6, ""));
+}
 
 void SetUpSixGpuCase(Harness& harness) {
   std::optional<Placement> held = harness.live().TryPlace(Gpu(2));
@@ -234,7 +239,9 @@ std::string NameOfCase(const ::testing::TestParamInfo<SmtCase>& info) {
   return name;
 }
 
-void PrintTo(const SmtCase& param, std::ostream* out) { *out << param.policy; }
+void PrintTo(const SmtCase& param, std::ostream* out) {
+  *out << param.policy;
+}
 
 class SmtPolicyTest : public ::testing::TestWithParam<SmtCase> {};
 
@@ -242,7 +249,8 @@ class SmtPolicyTest : public ::testing::TestWithParam<SmtCase> {};
 // a ninth waits, though eight logical cpus are idle.
 TEST_P(SmtPolicyTest, OneJobPerCoreOnTwoWaySmt) {
   Harness harness(GetParam().policy, MakeSmtMachine(2, 4, 2, 0));
-  for (std::uint64_t id = 1; id <= 10; ++id) harness.Submit(id, Cpu(1), 100);
+  for (std::uint64_t id = 1; id <= 10; ++id)
+    harness.Submit(id, Cpu(1), 100);
   EXPECT_THAT(harness.Pass(), ElementsAre(1, 2, 3, 4, 5, 6, 7, 8));
   for (std::uint64_t id = 1; id <= 8; ++id) {
     EXPECT_EQ(harness.PlacementOf(id).cpus.size(), 2u) << "job " << id;
@@ -272,7 +280,8 @@ TEST_P(SmtPolicyTest, FourWaySmtWithExclusive) {
   harness.Finish(2);
   std::vector<std::uint64_t> second = harness.Pass();
   EXPECT_EQ(second, GetParam().after_node_1_frees);
-  for (std::uint64_t id : second) harness.Finish(id);
+  for (std::uint64_t id : second)
+    harness.Finish(id);
   harness.Finish(1);
   harness.Finish(3);
   EXPECT_THAT(harness.Pass(), ElementsAre(5));
@@ -294,7 +303,8 @@ TEST_P(SmtPolicyTest, EveryJobRunsAndNoneSharesACore) {
   }
   std::vector<std::uint64_t> started;
   for (int pass = 0; pass < 30 && started.size() < 12; ++pass) {
-    for (std::uint64_t id : harness.Pass(1000 + pass)) started.push_back(id);
+    for (std::uint64_t id : harness.Pass(1000 + pass))
+      started.push_back(id);
     if (!harness.running().empty()) harness.Finish(harness.running().front().id);
   }
   std::sort(started.begin(), started.end());

@@ -7,13 +7,13 @@
 namespace hpcb::broker {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 using testing::Cpu;
+using ::testing::ElementsAre;
+using testing::ExpectOwnCores;
 using testing::Gpu;
 using testing::Gpus;
+using ::testing::HasSubstr;
 using testing::kTopo4;
-using testing::ExpectOwnCores;
 using testing::MakeMachine;
 using testing::MakeSmtMachine;
 using testing::Topo8;
@@ -102,7 +102,8 @@ TEST(PoolTest, GpuValidationMessages) {
   linked.min_gpu_link = "NV";
   EXPECT_EQ(Refusal(pool, linked), "ok");
   linked.gpus = 5;
-  EXPECT_EQ(Refusal(pool, linked), "--gpu-cores 5 exceeds the 4 gpus this machine connects at NV or better");
+  EXPECT_EQ(Refusal(pool, linked),
+            "--gpu-cores 5 exceeds the 4 gpus this machine connects at NV or better");
 }
 
 TEST(PoolTest, GpuValidationWithoutTopology) {
@@ -266,7 +267,8 @@ TEST(PoolTest, WideGpuJobRecordsWorstLink) {
 
 TEST(PoolTest, NumaLocalGpuPutsCpusOnGpuNode) {
   Pool pool(MakeMachine(2, 4, 32, Gpus(8, Topo8())));
-  for (int g = 0; g < 3; ++g) Take(pool, Gpu(1));
+  for (int g = 0; g < 3; ++g)
+    Take(pool, Gpu(1));
   JobDemand near = Gpu(2);
   near.numa_local_gpu = true;
   Placement placement = Take(pool, near);
@@ -287,7 +289,8 @@ TEST(PoolTest, MemoryOverridesGpuAffinity) {
   EXPECT_THAT(placement.mems, ElementsAre(0));
 }
 
-// The numa-local flags are inert for a job without GPUs (docs/user-guide.md, "GPUs and NUMA locality").
+// The numa-local flags are inert for a job without GPUs (docs/user-guide.md, "GPUs and NUMA
+// locality").
 TEST(PoolTest, NumaLocalWithoutGpusNeverWaitsOnTopology) {
   JobDemand demand = Cpu(1);
   demand.numa_local_gpu = true;
@@ -348,7 +351,8 @@ TEST(PoolSmtTest, FourWayCoresAreNeverSplit) {
   EXPECT_EQ(pool.Grant(Cpu(1)), (CpuGrant{4, 1}));
   EXPECT_EQ(pool.Grant(Cpu(5)), (CpuGrant{8, 2}));
   std::vector<Placement> held;
-  for (int i = 0; i < 4; ++i) held.push_back(Take(pool, Cpu(1)));
+  for (int i = 0; i < 4; ++i)
+    held.push_back(Take(pool, Cpu(1)));
   EXPECT_FALSE(pool.TryPlace(Cpu(1)));
   EXPECT_THAT(held[0].cpus, ElementsAre(0, 4, 8, 12));
   EXPECT_THAT(held[1].cpus, ElementsAre(1, 5, 9, 13));

@@ -2,6 +2,9 @@
 // compaction, torn and corrupt journal lines, a crash between the snapshot
 // rename and the journal reset, ids never reused, and the broker core
 // writing only what changed.
+#include "broker/queue_journal.h"
+
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,10 +16,7 @@
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "broker/broker_core.h"
-#include "broker/queue_journal.h"
 #include "broker/queue_store.h"
 #include "protocol/client_messages.h"
 #include "protocol/codec.h"
@@ -57,7 +57,8 @@ void WriteFile(const std::string& path, const std::string& text, bool append = f
 // id -> state, the part of a loaded queue most tests compare.
 std::map<std::uint64_t, JobState> States(const QueueFile& file) {
   std::map<std::uint64_t, JobState> out;
-  for (const JobRecord& job : file.jobs) out[job.id] = job.state;
+  for (const JobRecord& job : file.jobs)
+    out[job.id] = job.state;
   return out;
 }
 
@@ -115,8 +116,9 @@ TEST(QueueJournalTest, ReloadsAfterCompaction) {
 
   Result<QueueFile> loaded = QueueStore(dir.path()).Load();
   ASSERT_TRUE(loaded) << loaded.error().message();
-  EXPECT_EQ(States(*loaded), (std::map<std::uint64_t, JobState>{
-                                 {1, JobState::kRunning}, {2, JobState::kQueued}, {3, JobState::kQueued}}));
+  EXPECT_EQ(States(*loaded),
+            (std::map<std::uint64_t, JobState>{
+                {1, JobState::kRunning}, {2, JobState::kQueued}, {3, JobState::kQueued}}));
   EXPECT_EQ(loaded->next_id, 4u);
 }
 
@@ -272,8 +274,7 @@ TEST(QueueJournalTest, IdsAreNeverReused) {
 TEST(QueueJournalTest, QueueJsonFromBeforeTheJournalLoads) {
   TempDir dir;
   QueueStore store(dir.path());
-  WriteFile(store.path(),
-            "{\"next_id\": 5, \"jobs\": [" + protocol::Encode(Job(3)) + "]}\n");
+  WriteFile(store.path(), "{\"next_id\": 5, \"jobs\": [" + protocol::Encode(Job(3)) + "]}\n");
   Result<QueueFile> loaded = store.Load();
   ASSERT_TRUE(loaded) << loaded.error().message();
   EXPECT_EQ(States(*loaded), (std::map<std::uint64_t, JobState>{{3, JobState::kQueued}}));
@@ -327,8 +328,8 @@ class QueueJournalCoreTest : public ::testing::Test {
   std::unique_ptr<BrokerCore> StartCore(QueueStore& store) {
     Result<QueueFile> loaded = store.Load();
     EXPECT_TRUE(loaded) << loaded.error().message();
-    auto core = std::make_unique<BrokerCore>(options_, scheduler_, executor_, clock_,
-                                             permissions_, &store);
+    auto core =
+        std::make_unique<BrokerCore>(options_, scheduler_, executor_, clock_, permissions_, &store);
     EXPECT_TRUE(core->Start(loaded ? *loaded : QueueFile{}));
     return core;
   }
@@ -336,7 +337,8 @@ class QueueJournalCoreTest : public ::testing::Test {
   // As the server's loop: the executor answers, then the turn's write.
   std::optional<Response> HandleNow(BrokerCore& core, const std::string& text) {
     std::optional<Response> answer;
-    core.Handle(Peer{1000, -1}, text, [&answer](Response response) { answer = std::move(response); });
+    core.Handle(Peer{1000, -1}, text,
+                [&answer](Response response) { answer = std::move(response); });
     executor_.Flush();
     core.Flush();
     return answer;
@@ -370,7 +372,8 @@ TEST_F(QueueJournalCoreTest, SubmitsAreJournalledAndSurviveARestart) {
   std::unique_ptr<BrokerCore> core = StartCore(store);
   const std::string snapshot = ReadFile(store.path());
   std::vector<std::uint64_t> ids;
-  for (int i = 0; i < 5; ++i) ids.push_back(Submit(*core));
+  for (int i = 0; i < 5; ++i)
+    ids.push_back(Submit(*core));
   // Acknowledged means on disk: the journal holds every job already, and
   // the snapshot was not rewritten.
   EXPECT_EQ(ReadFile(store.path()), snapshot);

@@ -316,14 +316,16 @@ TEST_F(ServerCoreTest, JobAddressedRequestsCheckOwnership) {
   Submit(1000);
   EXPECT_EQ(ErrorOf(Kill(1002, 1)), "job 1 belongs to alice");
   EXPECT_EQ(ErrorOf(Kill(1000, 9)), "no such job 9");
-  EXPECT_EQ(ErrorOf(Call(1002, protocol::Encode(protocol::JobFieldRequest{1, "max-time", "get", {}}))),
-            "job 1 belongs to alice");
+  EXPECT_EQ(
+      ErrorOf(Call(1002, protocol::Encode(protocol::JobFieldRequest{1, "max-time", "get", {}}))),
+      "job 1 belongs to alice");
   Result<protocol::JobFieldReply> got = protocol::Decode<protocol::JobFieldReply>(
       Call(1000, protocol::Encode(protocol::JobFieldRequest{1, "max-time", "get", {}})));
   ASSERT_TRUE(got);
   EXPECT_EQ(got->value, 3600);
-  EXPECT_EQ(ErrorOf(Call(1000, protocol::Encode(protocol::JobFieldRequest{1, "max-time", "set", 5}))),
-            "'job max-time set' requires membership of group 'wheel'");
+  EXPECT_EQ(
+      ErrorOf(Call(1000, protocol::Encode(protocol::JobFieldRequest{1, "max-time", "set", 5}))),
+      "'job max-time set' requires membership of group 'wheel'");
   Result<protocol::JobFieldReply> added = protocol::Decode<protocol::JobFieldReply>(
       Call(1001, protocol::Encode(protocol::JobFieldRequest{1, "max-time", "add", 60})));
   ASSERT_TRUE(added);
@@ -335,12 +337,15 @@ TEST_F(ServerCoreTest, AttachRepliesAndAsksForAStream) {
   StartCore();
   Submit(1000);
   std::optional<Response> response =
-      HandleNow(Peer{1000, -1}, protocol::Encode(protocol::JobIdRequest{protocol::ClientCommand::kAttach, 1}));
+      HandleNow(Peer{1000, -1},
+                protocol::Encode(protocol::JobIdRequest{protocol::ClientCommand::kAttach, 1}));
   ASSERT_TRUE(response);
   EXPECT_EQ(response->attach, 1u);
   executor_.events.push_back({0, 1, 0, false, 0, std::nullopt});
   TickNow();
-  response = HandleNow(Peer{1000, -1}, protocol::Encode(protocol::JobIdRequest{protocol::ClientCommand::kAttach, 1}));
+  response =
+      HandleNow(Peer{1000, -1},
+                protocol::Encode(protocol::JobIdRequest{protocol::ClientCommand::kAttach, 1}));
   ASSERT_TRUE(response);
   EXPECT_FALSE(response->attach);
   Result<protocol::AttachReply> reply = protocol::Decode<protocol::AttachReply>(response->frame);
@@ -396,7 +401,8 @@ TEST_F(ServerCoreTest, JobsTheQueueFileLostAreRebuiltFromTheRootSide) {
   };
   executor_.summaries[7] = summary(7, {"sleep", "9"});
   executor_.summaries[7].start_time = 950;
-  executor_.summaries[7].placement = protocol::PlacementRecord{{1}, {0}, {}, {{-1, 2.5}}, {}, false};
+  executor_.summaries[7].placement =
+      protocol::PlacementRecord{{1}, {0}, {}, {{-1, 2.5}}, {}, false};
   executor_.summaries[9] = summary(9, {"make", "bench"});
   executor_.summaries[10] = summary(10, {"false"});
   executor_.summaries[10].exit_code = 1;
@@ -472,7 +478,8 @@ namespace {
 TEST_F(ServerCoreTest, AJobAfterAnotherStartsOnlyOnceThatOneSucceeded) {
   StartCore();
   Submit(1000, 1);
-  Result<protocol::SubmitReply> second = protocol::Decode<protocol::SubmitReply>(SubmitAfter(1000, {1}));
+  Result<protocol::SubmitReply> second =
+      protocol::Decode<protocol::SubmitReply>(SubmitAfter(1000, {1}));
   ASSERT_TRUE(second);
   EXPECT_EQ(second->state, JobState::kQueued) << "a cpu is free, but job 1 has not ended";
   TickNow();
@@ -496,8 +503,8 @@ TEST_F(ServerCoreTest, AFailedDependencyEndsTheChainWithoutRunningIt) {
   }
   EXPECT_EQ(core_->Find(2)->detail, "job 1 failed (exit 3), so it did not run");
   EXPECT_EQ(core_->Find(3)->detail, "job 2 ended as dependency, so it did not run");
-  EXPECT_EQ(ErrorOf(Call(1000, protocol::Encode(protocol::JobIdRequest{
-                                   protocol::ClientCommand::kAttach, 3}))),
+  EXPECT_EQ(ErrorOf(Call(1000, protocol::Encode(
+                                   protocol::JobIdRequest{protocol::ClientCommand::kAttach, 3}))),
             "job 3: job 2 ended as dependency, so it did not run")
       << "there is no output to attach to";
   EXPECT_EQ(executor_.started.size(), 1u);
@@ -526,8 +533,8 @@ TEST_F(ServerCoreTest, ADependencyThatAlreadyFailedEndsTheJobAtOnce) {
 
 TEST_F(ServerCoreTest, AWaitingDependentNeverBlocksTheHead) {
   StartCore();
-  Submit(1000, 1);                // 1 runs
-  SubmitAfter(1000, {1});         // 2 waits for 1
+  Submit(1000, 1);         // 1 runs
+  SubmitAfter(1000, {1});  // 2 waits for 1
   EXPECT_EQ(Submit(1000, 1).state, JobState::kRunning) << "job 3 passes the waiting job 2";
 }
 

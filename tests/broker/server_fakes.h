@@ -20,8 +20,7 @@ namespace hpcb::broker {
 
 class FakeUserDb : public UserDb {
  public:
-  std::map<uid_t, std::string> names{{0, "root"}, {1000, "alice"}, {1001, "bob"},
-                                     {1002, "carol"}};
+  std::map<uid_t, std::string> names{{0, "root"}, {1000, "alice"}, {1001, "bob"}, {1002, "carol"}};
   std::map<std::string, std::set<uid_t>> members;
 
   std::optional<std::string> UserName(uid_t uid) const override {
@@ -71,7 +70,8 @@ class FakeExecutor : public ExecutorChannel {
     while (!pending.empty()) {
       std::vector<std::function<void()>> now;
       now.swap(pending);
-      for (auto& answer : now) answer();
+      for (auto& answer : now)
+        answer();
     }
   }
 
@@ -83,9 +83,12 @@ class FakeExecutor : public ExecutorChannel {
   }
   Result<protocol::ListJobsReply> ListJobs(std::uint64_t after, std::uint32_t limit) override {
     std::map<std::uint64_t, protocol::SpecState> all;
-    for (std::uint64_t id : hello.registered) all[id] = protocol::SpecState::kRegistered;
-    for (std::uint64_t id : hello.running) all[id] = protocol::SpecState::kRunning;
-    for (std::uint64_t id : hello.exited) all[id] = protocol::SpecState::kExited;
+    for (std::uint64_t id : hello.registered)
+      all[id] = protocol::SpecState::kRegistered;
+    for (std::uint64_t id : hello.running)
+      all[id] = protocol::SpecState::kRunning;
+    for (std::uint64_t id : hello.exited)
+      all[id] = protocol::SpecState::kExited;
     protocol::ListJobsReply reply;
     for (auto it = all.upper_bound(after); it != all.end(); ++it) {
       if (reply.jobs.size() == limit) {
@@ -93,19 +96,22 @@ class FakeExecutor : public ExecutorChannel {
         break;
       }
       auto full = summaries.find(it->first);
-      protocol::JobSummary summary = full != summaries.end() ? full->second : protocol::JobSummary{};
+      protocol::JobSummary summary =
+          full != summaries.end() ? full->second : protocol::JobSummary{};
       summary.id = it->first;
       summary.state = it->second;
       reply.jobs.push_back(summary);
     }
     return reply;
   }
-  void Register(const protocol::RegisterJob& job, int, Done<protocol::RegisterReply> done) override {
+  void Register(const protocol::RegisterJob& job, int,
+                Done<protocol::RegisterReply> done) override {
     registered.push_back(job);
     protocol::RegisterReply reply;
     reply.id = job.id;
     if (register_error) {
-      reply.error = protocol::WireError::From(Error(ErrorCode::kFailedPrecondition, *register_error));
+      reply.error =
+          protocol::WireError::From(Error(ErrorCode::kFailedPrecondition, *register_error));
     }
     reply.uid = peer_uid;
     reply.gid = peer_uid;
@@ -127,7 +133,9 @@ class FakeExecutor : public ExecutorChannel {
   }
   void Signal(const protocol::SignalJob& signal, Done<protocol::Ack> done) override {
     signals.push_back(signal);
-    pending.push_back([done = std::move(done), id = signal.id] { done(protocol::Ack{0, id, std::nullopt}); });
+    pending.push_back([done = std::move(done), id = signal.id] {
+      done(protocol::Ack{0, id, std::nullopt});
+    });
   }
   void Forget(std::uint64_t id, Done<protocol::Ack> done) override {
     forgotten.push_back(id);
@@ -217,8 +225,8 @@ class FakeScheduler : public Scheduler {
   int TotalCpus() const override { return total_; }
   // One node holding every cpu, memory booked machine-wide.
   const Machine& machine() const override { return machine_; }
-  std::vector<Start> Schedule(const std::vector<QueuedJob>& queue,
-                              const std::vector<RunningJob>&, double) override {
+  std::vector<Start> Schedule(const std::vector<QueuedJob>& queue, const std::vector<RunningJob>&,
+                              double) override {
     std::vector<Start> out;
     for (const QueuedJob& job : queue) {
       if (static_cast<int>(free_.size()) < job.demand.cpu) {
@@ -227,7 +235,8 @@ class FakeScheduler : public Scheduler {
       }
       Start start;
       start.id = job.id;
-      for (int i = 0; i < job.demand.cpu; ++i) start.placement.cpus.push_back(*std::next(free_.begin(), i));
+      for (int i = 0; i < job.demand.cpu; ++i)
+        start.placement.cpus.push_back(*std::next(free_.begin(), i));
       start.placement.cores = job.demand.cpu;
       start.placement.mems = {0};
       start.placement.mem_by_node = {{-1, job.demand.mem_gib}};
@@ -237,10 +246,12 @@ class FakeScheduler : public Scheduler {
     return out;
   }
   void Reserve(const Placement& placement) override {
-    for (int cpu : placement.cpus) free_.erase(cpu);
+    for (int cpu : placement.cpus)
+      free_.erase(cpu);
   }
   void Release(const Placement& placement) override {
-    for (int cpu : placement.cpus) free_.insert(cpu);
+    for (int cpu : placement.cpus)
+      free_.insert(cpu);
   }
   int free_cpus() const { return static_cast<int>(free_.size()); }
 

@@ -1,3 +1,4 @@
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -5,8 +6,6 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "broker/job_record.h"
 #include "broker/queue_store.h"
@@ -89,7 +88,8 @@ TEST(ServerJobRecordTest, RefusesUnknownStateAndDuplicateIds) {
   text.replace(text.find(running), running.size(), "\"state\":\"zombie\"");
   Result<JobRecord> zombie = protocol::Decode<JobRecord>(text);
   ASSERT_FALSE(zombie);
-  EXPECT_NE(zombie.error().message().find("'state'"), std::string::npos) << zombie.error().message();
+  EXPECT_NE(zombie.error().message().find("'state'"), std::string::npos)
+      << zombie.error().message();
   QueueFile file;
   file.jobs = {SampleJob(), SampleJob()};
   EXPECT_FALSE(protocol::Decode<QueueFile>(protocol::Encode(file)));

@@ -22,7 +22,8 @@ protocol::JobFieldRequest Request(const char* field, const char* action,
 
 TEST(ServerJobRulesTest, GetIsForEveryoneAndWorksOnDoneJobs) {
   JobRecord job = Job(7, 1000, JobState::kDone);
-  Result<protocol::JobFieldReply> reply = ApplyJobField(job, Request("max-time", "get"), false, "wheel");
+  Result<protocol::JobFieldReply> reply =
+      ApplyJobField(job, Request("max-time", "get"), false, "wheel");
   ASSERT_TRUE(reply);
   EXPECT_EQ(reply->value, 60);
   EXPECT_FALSE(reply->before);
@@ -44,7 +45,8 @@ TEST(ServerJobRulesTest, SetReplacesAndAddExtends) {
   ASSERT_TRUE(added);
   EXPECT_EQ(added->before, 60);
   EXPECT_EQ(added->value, 172860);
-  Result<protocol::JobFieldReply> set = ApplyJobField(job, Request("max-time", "set", 30), true, "wheel");
+  Result<protocol::JobFieldReply> set =
+      ApplyJobField(job, Request("max-time", "set", 30), true, "wheel");
   ASSERT_TRUE(set);
   EXPECT_EQ(set->before, 172860);
   EXPECT_EQ(job.max_time_s, 30);
@@ -112,7 +114,8 @@ TEST(ServerJobRulesTest, RowsForQueuedRunningAndDoneJobs) {
 
 TEST(ServerJobRulesTest, RetentionKeepsNewestPerUser) {
   std::map<std::uint64_t, JobRecord> jobs;
-  for (std::uint64_t id = 1; id <= 4; ++id) jobs[id] = Job(id, 1000, JobState::kDone);
+  for (std::uint64_t id = 1; id <= 4; ++id)
+    jobs[id] = Job(id, 1000, JobState::kDone);
   jobs[5] = Job(5, 1001, JobState::kDone);
   jobs[6] = Job(6, 1000, JobState::kRunning);
   EXPECT_EQ(RetentionVictims(jobs, 2), (std::vector<std::uint64_t>{1, 2}));

@@ -103,8 +103,7 @@ TEST(BackendConfigTest, MistakesNameTheFileAndLine) {
     BackendConfig config;
     auto applied = ApplyClientConfig(c.text, "/c.conf", &config);
     ASSERT_FALSE(applied) << c.text;
-    EXPECT_EQ(applied.error().message().rfind(c.expected, 0), 0u)
-        << applied.error().message();
+    EXPECT_EQ(applied.error().message().rfind(c.expected, 0), 0u) << applied.error().message();
   }
 }
 

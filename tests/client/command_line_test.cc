@@ -42,8 +42,8 @@ TEST(IsAssignmentTest, AcceptsShellNames) {
 }
 
 TEST(IsAssignmentTest, RejectsPathsDigitsAndOptions) {
-  for (const char* word : {"./x=y", "/usr/bin/x=y", "1FOO=bar", "-o=v", "=v", "FOO",
-                           "", "FO-O=1", "A.B=1", "--x=1"}) {
+  for (const char* word :
+       {"./x=y", "/usr/bin/x=y", "1FOO=bar", "-o=v", "=v", "FOO", "", "FO-O=1", "A.B=1", "--x=1"}) {
     EXPECT_FALSE(IsAssignment(word)) << word;
   }
 }

@@ -1,6 +1,5 @@
 // Runs the real client against a one-connection fake broker in a thread.
 #include "client/dispatch.h"
-#include "client/transport.h"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -14,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "client/transport.h"
 #include "protocol/base/unique_fd.h"
 #include "protocol/client_messages.h"
 #include "protocol/codec.h"
@@ -87,10 +87,11 @@ TEST(DispatchTest, NewSendsRequestAndPrintsReply) {
   reply.max_mem_gb = 84;
   reply.output_dest = "/tmp/results/output.4.log";
   FakeBroker broker({protocol::Encode(reply)});
-  Outcome run = Dispatch({"new", "--cpu", "2", "--gpu-cores", "3", "--max-mem", "84",
-                      "--max-time", "1h30m", "--gpu-link", "pxb", "--numa-local",
-                      "--output", "/tmp/results", "--", "FOO=bar", "EXPR=a=b",
-                      "./bench", "--iterations", "10", "X=1"});
+  Outcome run =
+      Dispatch({"new",          "--cpu",        "2",     "--gpu-cores", "3",        "--max-mem",
+                "84",           "--max-time",   "1h30m", "--gpu-link",  "pxb",      "--numa-local",
+                "--output",     "/tmp/results", "--",    "FOO=bar",     "EXPR=a=b", "./bench",
+                "--iterations", "10",           "X=1"});
   EXPECT_EQ(run.code, 0) << run.err;
   EXPECT_EQ(run.out,
             "job 4 queued (2 cpu, max time 1h30m, memory 84G)\n"
@@ -286,8 +287,7 @@ TEST(DispatchTest, KillMessages) {
 TEST(DispatchTest, AttachStreamsFramesUntilEmptyFrame) {
   protocol::AttachReply reply;
   reply.state = protocol::JobState::kQueued;
-  FakeBroker broker({protocol::Encode(reply), "line 1\n", "partial", " line 2\n", "",
-                     "after end"});
+  FakeBroker broker({protocol::Encode(reply), "line 1\n", "partial", " line 2\n", "", "after end"});
   Outcome run = Dispatch({"attach", "9"});
   EXPECT_EQ(run.code, 0) << run.err;
   EXPECT_EQ(run.out, "line 1\npartial line 2\n");
@@ -326,8 +326,7 @@ TEST(DispatchTest, JobFieldGetAndAdd) {
     reply.value = 172860;
     reply.before = 60;
     FakeBroker broker({protocol::Encode(reply)});
-    EXPECT_EQ(Dispatch({"job", "7", "max-time", "add", "2d"}).out,
-              "job 7 max-time 1m -> 2d1m\n");
+    EXPECT_EQ(Dispatch({"job", "7", "max-time", "add", "2d"}).out, "job 7 max-time 1m -> 2d1m\n");
     auto sent = protocol::Decode<protocol::JobFieldRequest>(broker.request());
     ASSERT_TRUE(sent);
     EXPECT_EQ(sent->action, "add");
@@ -346,28 +345,29 @@ TEST(DispatchTest, ConnectFailureMessage) {
 
 TEST(DispatchTest, UsageErrorsExitTwoWithoutConnecting) {
   ::setenv("HPC_BATCH_SOCKET", "/nonexistent/hpcb.sock", 1);
-  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
-           {},
-           {"new"},
-           {"new", "--"},
-           {"new", "--", "A=1"},
-           {"new", "echo", "hi"},
-           {"new", "--max-mem", "1G", "--", "x"},
-           {"new", "--gpu-link", "SYS", "--", "x"},
-           {"new", "--max-time", "1h30", "--", "x"},
-           {"new", "--cpu", "two", "--", "x"},
-           {"list", "extra"},
-           {"kill"},
-           {"attach", "abc"},
-           {"job", "7"},
-           {"job", "7", "max-time"},
-           {"job", "7", "max-time", "set"},
-           {"job", "7", "max-time", "frob"},
-           {"job", "7", "bogus", "get"},
-           {"bogus"}}) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{},
+                                             {"new"},
+                                             {"new", "--"},
+                                             {"new", "--", "A=1"},
+                                             {"new", "echo", "hi"},
+                                             {"new", "--max-mem", "1G", "--", "x"},
+                                             {"new", "--gpu-link", "SYS", "--", "x"},
+                                             {"new", "--max-time", "1h30", "--", "x"},
+                                             {"new", "--cpu", "two", "--", "x"},
+                                             {"list", "extra"},
+                                             {"kill"},
+                                             {"attach", "abc"},
+                                             {"job", "7"},
+                                             {"job", "7", "max-time"},
+                                             {"job", "7", "max-time", "set"},
+                                             {"job", "7", "max-time", "frob"},
+                                             {"job", "7", "bogus", "get"},
+                                             {"bogus"}}) {
     Outcome run = Dispatch(args);
     std::string joined;
-    for (const auto& a : args) joined += a + " ";
+    for (const auto& a : args)
+      joined += a + " ";
     EXPECT_EQ(run.code, 2) << joined << run.err;
     EXPECT_NE(run.err.find("usage: dispatch"), std::string::npos) << joined;
     EXPECT_EQ(run.err.find("cannot reach"), std::string::npos) << joined;
@@ -382,11 +382,13 @@ TEST(DispatchTest, BadValuesNameTheFlagAndTheValue) {
       {{"new", "--cpu", "two", "--", "x"}, "argument --cpu: invalid int value: 'two'"},
       {{"new", "--gpu-cores", "1.5", "--", "x"}, "argument --gpu-cores: invalid int value: '1.5'"},
       {{"new", "--gpu-link", "SYS", "--", "x"},
-       "argument --gpu-link: invalid choice: 'SYS' (choose from 'NV', 'PIX', 'PXB', 'PHB', 'NODE')"},
+       "argument --gpu-link: invalid choice: 'SYS' (choose from 'NV', 'PIX', 'PXB', 'PHB', "
+       "'NODE')"},
       {{"attach", "abc"}, "argument ID: invalid int value: 'abc'"},
       {{"job", "7", "max-time", "frob"},
        "argument ACTION: invalid choice: 'frob' (choose from 'get', 'set', 'add')"},
-      {{"job", "7", "bogus", "get"}, "argument FIELD: invalid choice: 'bogus' (choose from 'max-time')"},
+      {{"job", "7", "bogus", "get"},
+       "argument FIELD: invalid choice: 'bogus' (choose from 'max-time')"},
       {{"kill"}, "the following arguments are required: ID"},
       {{"new", "--max-mem"}, "argument --max-mem: expected one argument"},
   };
@@ -426,7 +428,8 @@ TEST(TransportTest, OversizedRequestIsRefusedBeforeSending) {
   UniqueFd a(pair[0]), b(pair[1]);
   auto sent = Exchange(a.get(), std::string(200 * 1024, 'x'));
   ASSERT_FALSE(sent);
-  EXPECT_NE(sent.error().message().find("at most 131072"), std::string::npos) << sent.error().message();
+  EXPECT_NE(sent.error().message().find("at most 131072"), std::string::npos)
+      << sent.error().message();
   char byte;
   EXPECT_LT(::recv(b.get(), &byte, 1, MSG_DONTWAIT), 0) << "nothing was sent";
 }

@@ -169,8 +169,10 @@ TEST(CellsTest, UsageReadsLikeAStopwatchAndTheBudgets) {
   EXPECT_EQ(FormatPeak(std::uint64_t{7} << 29), "3.5G");
   JobRow row = Row(4, "done");
   EXPECT_EQ(UsageCells(row), (std::vector<std::string>{"-", "-", "-", "-"}));
-  row.usage = protocol::JobUsage{.source = protocol::UsageSource::kCgroup, .wall_s = 2.0,
-                                 .user_s = 3.5, .system_s = 0.5,
+  row.usage = protocol::JobUsage{.source = protocol::UsageSource::kCgroup,
+                                 .wall_s = 2.0,
+                                 .user_s = 3.5,
+                                 .system_s = 0.5,
                                  .peak_memory_bytes = std::uint64_t{200} << 20};
   EXPECT_EQ(UsageCells(row), (std::vector<std::string>{"2.00s", "4.00s", "2.00", "0.2G"}));
 }
@@ -180,17 +182,18 @@ TEST_F(UtcTest, LongAddsWhatFinishedJobsUsed) {
   reply.now = kNow;
   JobRow done = Row(3, "done");
   done.exit_code = 0;
-  done.usage = protocol::JobUsage{.wall_s = 90, .user_s = 170, .system_s = 10,
-                                  .peak_memory_bytes = std::uint64_t{3} << 30};
+  done.usage = protocol::JobUsage{
+      .wall_s = 90, .user_s = 170, .system_s = 10, .peak_memory_bytes = std::uint64_t{3} << 30};
   reply.jobs = {done, Row(4, "running")};
   Rendered r = RenderList(reply, true, true);
-  EXPECT_EQ(r.out,
-            "USER   ID  COMMAND  START     UPTIME  MAX-TIME  MEM    EXCLUSIVE  STATE    EXIT  WALL   "
-            "CPU-TIME  CPUS-USED  PEAK-MEM\n"
-            "alice  3   echo hi  14:01:42  1m30s   1h        2.08G  no         done     0     1m30s  "
-            "3m00s     2.00       3G\n"
-            "alice  4   echo hi  14:01:42  1m30s   1h        2.08G  no         running  -     -      "
-            "-         -          -\n");
+  EXPECT_EQ(
+      r.out,
+      "USER   ID  COMMAND  START     UPTIME  MAX-TIME  MEM    EXCLUSIVE  STATE    EXIT  WALL   "
+      "CPU-TIME  CPUS-USED  PEAK-MEM\n"
+      "alice  3   echo hi  14:01:42  1m30s   1h        2.08G  no         done     0     1m30s  "
+      "3m00s     2.00       3G\n"
+      "alice  4   echo hi  14:01:42  1m30s   1h        2.08G  no         running  -     -      "
+      "-         -          -\n");
 }
 
 TEST(RenderListTest, EmptyIsNoJobs) {

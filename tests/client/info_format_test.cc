@@ -1,7 +1,8 @@
+#include "client/info_format.h"
+
 #include <gtest/gtest.h>
 
 #include "client/format.h"
-#include "client/info_format.h"
 
 namespace hpcb::client {
 namespace {
@@ -39,7 +40,8 @@ TEST(RenderInfoTest, SaysWhenDrainingAndShowsMachineWideMemoryAndGpus) {
   protocol::InfoReply reply = TwoNodes();
   reply.draining = true;
   reply.nodes[1].gpus = {2, 0, 1, 1};
-  for (protocol::NodeInfo& node : reply.nodes) node.mem_gib.reset();
+  for (protocol::NodeInfo& node : reply.nodes)
+    node.mem_gib.reset();
   reply.mem_gib = protocol::Amounts<double>{32, 4, 9, 19};
   const std::string text = RenderInfo(reply);
   EXPECT_NE(text.find("draining: queued jobs are not started"), std::string::npos) << text;

@@ -96,7 +96,8 @@ class SlurmDispatchTest : public ::testing::Test {
   Words Calls(const std::string& tool) {
     Words lines;
     std::istringstream in(ReadFile(dir_ + "/" + tool + ".args"));
-    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    for (std::string line; std::getline(in, line);)
+      lines.push_back(line);
     return lines;
   }
 
@@ -104,8 +105,8 @@ class SlurmDispatchTest : public ::testing::Test {
 
   std::string Show(const std::string& state, const std::string& more = "") {
     return "JobId=5 JobName=sleep 60\n   JobState=" + state +
-           " Reason=None Dependency=(null)\n   Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 " +
-           more + "\n   RunTime=00:00:01 TimeLimit=00:05:00 TimeMin=N/A\n   StdOut=" + dir_ +
+           " Reason=None Dependency=(null)\n   Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 " + more +
+           "\n   RunTime=00:00:01 TimeLimit=00:05:00 TimeMin=N/A\n   StdOut=" + dir_ +
            "/output.5.log\n";
   }
 
@@ -124,13 +125,15 @@ TEST_F(SlurmDispatchTest, NewBuildsTheSbatchCallFromTheCommandLine) {
   EXPECT_EQ(run.code, 0) << run.err;
   EXPECT_EQ(run.out,
             "job 812 submitted to Slurm (4 cpu, max time 2h, memory 16G, exclusive)\n"
-            "output will be saved to " + dir_ + "/output.812.log\n");
+            "output will be saved to " +
+                dir_ + "/output.812.log\n");
   EXPECT_EQ(run.err, "sbatch: warning: a site warning\n");
   ASSERT_EQ(Calls("sbatch").size(), 1u);
   EXPECT_EQ(Calls("sbatch")[0],
             "--parsable|--job-name=./bench.sh --iterations 10|--chdir=" + std::string(cwd) +
                 "|--nodes=1|--ntasks=1|--cpus-per-task=4|--mem=16384M|--mem-bind=local|"
-                "--time=120|--exclusive|--output=" + dir_ + "/output.%j.log|--export=NONE");
+                "--time=120|--exclusive|--output=" +
+                dir_ + "/output.%j.log|--export=NONE");
   std::string script = ReadFile(dir_ + "/sbatch.stdin");
   EXPECT_NE(script.find("\n  OMP_NUM_THREADS=4 \\\n"), std::string::npos) << script;
   EXPECT_NE(script.find(" ./bench.sh --iterations 10\n"), std::string::npos) << script;
@@ -142,10 +145,13 @@ TEST_F(SlurmDispatchTest, NewDefaultsToOutputInTheSubmitDirectory) {
   ASSERT_NE(::getcwd(cwd, sizeof cwd), nullptr);
   Outcome run = Dispatch({"new", "--max-time", "30s", "--", "true"});
   EXPECT_EQ(run.code, 0) << run.err;
-  EXPECT_EQ(run.out, "job 9 submitted to Slurm (1 cpu, max time 1m, Slurm's default memory)\n"
-                     "output will be saved to " + std::string(cwd) + "/output.9.log\n");
-  EXPECT_EQ(run.err, "dispatch: note: Slurm counts time limits in whole minutes: --max-time 30s "
-                     "becomes 1m\n");
+  EXPECT_EQ(run.out,
+            "job 9 submitted to Slurm (1 cpu, max time 1m, Slurm's default memory)\n"
+            "output will be saved to " +
+                std::string(cwd) + "/output.9.log\n");
+  EXPECT_EQ(run.err,
+            "dispatch: note: Slurm counts time limits in whole minutes: --max-time 30s "
+            "becomes 1m\n");
   EXPECT_NE(Calls("sbatch")[0].find("|--output=" + std::string(cwd) + "/output.%j.log|"),
             std::string::npos);
 }
@@ -154,8 +160,9 @@ TEST_F(SlurmDispatchTest, NoOutputAndEnv) {
   Say("sbatch.out", "10\n");
   Outcome run = Dispatch({"new", "--no-output", "--env", "--", "true"});
   EXPECT_EQ(run.code, 0) << run.err;
-  EXPECT_EQ(run.out, "job 10 submitted to Slurm (1 cpu, the partition's default time limit, "
-                     "Slurm's default memory)\n");
+  EXPECT_EQ(run.out,
+            "job 10 submitted to Slurm (1 cpu, the partition's default time limit, "
+            "Slurm's default memory)\n");
   std::string call = Calls("sbatch")[0];
   EXPECT_NE(call.find("|--output=/dev/null|--export=ALL"), std::string::npos) << call;
 }
@@ -184,8 +191,9 @@ TEST_F(SlurmDispatchTest, WhatSbatchRefusesIsReported) {
   Say("sbatch.rc", "1");
   Outcome run = Dispatch({"new", "--gpu-cores", "1", "--", "true"});
   EXPECT_EQ(run.code, 1);
-  EXPECT_EQ(run.err, "dispatch: Slurm refused the job: sbatch: error: Batch job submission "
-                     "failed: Invalid generic resource\n");
+  EXPECT_EQ(run.err,
+            "dispatch: Slurm refused the job: sbatch: error: Batch job submission "
+            "failed: Invalid generic resource\n");
 }
 
 TEST_F(SlurmDispatchTest, AMissingSlurmIsExplained) {
@@ -199,8 +207,8 @@ TEST_F(SlurmDispatchTest, AMissingSlurmIsExplained) {
 TEST_F(SlurmDispatchTest, ListAsksSqueueForTheCallersJobs) {
   const char sep = slurm::kFieldSeparator;
   std::string row = std::string("5") + sep + "alice" + sep + "PENDING" + sep + "Priority" + sep +
-                    "N/A" + sep + "0:00" + sep + "1:00:00" + sep + "2" + sep + "4G" + sep +
-                    "N/A" + sep + "OK" + sep + "0" + sep + "/home/alice/output.%j.log" + sep +
+                    "N/A" + sep + "0:00" + sep + "1:00:00" + sep + "2" + sep + "4G" + sep + "N/A" +
+                    sep + "OK" + sep + "0" + sep + "/home/alice/output.%j.log" + sep +
                     "./bench.sh\n";
   Say("squeue.out", row);
   Outcome run = Dispatch({"list"});
@@ -246,8 +254,8 @@ TEST_F(SlurmDispatchTest, FinishedJobsComeFromSacct) {
     }
     return line + "\n";
   };
-  Say("sacct.out", record({"3", "alice", "COMPLETED", "2024-05-01T10:00:00", "00:00:05",
-                           "00:02:00", "1", "1G", "cpu=1", "0:0", "echo hi"}) +
+  Say("sacct.out", record({"3", "alice", "COMPLETED", "2024-05-01T10:00:00", "00:00:05", "00:02:00",
+                           "1", "1G", "cpu=1", "0:0", "echo hi"}) +
                        record({"4", "alice", "RUNNING", "2024-05-01T10:00:00", "00:00:05",
                                "00:02:00", "1", "1G", "cpu=1", "0:0", "sleep 9"}) +
                        record({"6", "alice", "FAILED", "2024-05-01T10:00:00", "00:00:05",
@@ -281,8 +289,9 @@ TEST_F(SlurmDispatchTest, KillCancelsAndSaysWhatHappened) {
   Say("scancel.err", "scancel: error: Kill job error on job id 5: Access/permission denied\n");
   run = Dispatch({"kill", "5"});
   EXPECT_EQ(run.code, 1);
-  EXPECT_EQ(run.err, "dispatch: Slurm refused to cancel job 5: scancel: error: Kill job error "
-                     "on job id 5: Access/permission denied\n");
+  EXPECT_EQ(run.err,
+            "dispatch: Slurm refused to cancel job 5: scancel: error: Kill job error "
+            "on job id 5: Access/permission denied\n");
 
   Say("show.out", Show("COMPLETED"));
   run = Dispatch({"kill", "5"});
@@ -310,8 +319,9 @@ TEST_F(SlurmDispatchTest, MaxTimeGetSetAdd) {
   EXPECT_EQ(run.code, 0) << run.err;
   run = Dispatch({"job", "5", "max-time", "set", "90s"});
   EXPECT_EQ(run.code, 0) << run.err;
-  EXPECT_EQ(run.err, "dispatch: note: Slurm counts time limits in whole minutes: 1m30s "
-                     "becomes 2m\n");
+  EXPECT_EQ(run.err,
+            "dispatch: note: Slurm counts time limits in whole minutes: 1m30s "
+            "becomes 2m\n");
   Words calls = Calls("scontrol");
   ASSERT_EQ(calls.size(), 7u);  // show; show, update, show; show, update, show
   EXPECT_EQ(calls[2], "update|JobId=5|TimeLimit=+60");
@@ -372,9 +382,11 @@ TEST_F(SlurmDispatchTest, TheLocalBackendWaitsThroughTheDaemonNotSlurm) {
 }
 
 TEST_F(SlurmDispatchTest, WorkflowCommandsSlurmHasNoCounterpartForAreRefused) {
-  for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"info"}, {"drain"}, {"wait", "--timeout", "1m", "5"},
-        {"new", "--after", "4", "--", "true"}, {"new", "--wait", "--", "true"}}) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"info"},
+                                               {"drain"},
+                                               {"wait", "--timeout", "1m", "5"},
+                                               {"new", "--after", "4", "--", "true"},
+                                               {"new", "--wait", "--", "true"}}) {
     Outcome run = Dispatch(args);
     EXPECT_EQ(run.code, 1) << args[0];
     EXPECT_NE(run.err.find("not available with the Slurm backend"), std::string::npos) << run.err;
@@ -386,8 +398,9 @@ TEST_F(SlurmDispatchTest, ABrokenConfigurationStopsEveryCommand) {
   Say("client.conf", "backend = pbs\n");
   Outcome run = Dispatch({"list"});
   EXPECT_EQ(run.code, 1);
-  EXPECT_EQ(run.err, "dispatch: " + dir_ + "/client.conf:1: unknown backend 'pbs' (choose local "
-                     "or slurm)\n");
+  EXPECT_EQ(run.err, "dispatch: " + dir_ +
+                         "/client.conf:1: unknown backend 'pbs' (choose local "
+                         "or slurm)\n");
 }
 
 }  // namespace

@@ -2,7 +2,6 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
-
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -46,20 +45,12 @@ TEST(MapSubmitTest, EveryMappedOptionBecomesItsSbatchFlag) {
   request.gpu_cores = 2;
   auto job = MapSubmit(request, {}, kAlice, true);
   ASSERT_TRUE(job) << job.error().message();
-  EXPECT_EQ(job->args, (Words{"--parsable",
-                              "--job-name=./bench.sh --iterations 10",
-                              "--chdir=/home/alice/bench",
-                              "--nodes=1",
-                              "--ntasks=1",
-                              "--cpus-per-task=4",
-                              "--mem=16384M",
-                              "--mem-bind=local",
-                              "--gres=gpu:2",
-                              "--gres-flags=enforce-binding",
-                              "--time=120",
-                              "--exclusive",
-                              "--output=/home/alice/bench/output.%j.log",
-                              "--export=NONE"}));
+  EXPECT_EQ(
+      job->args,
+      (Words{"--parsable", "--job-name=./bench.sh --iterations 10", "--chdir=/home/alice/bench",
+             "--nodes=1", "--ntasks=1", "--cpus-per-task=4", "--mem=16384M", "--mem-bind=local",
+             "--gres=gpu:2", "--gres-flags=enforce-binding", "--time=120", "--exclusive",
+             "--output=/home/alice/bench/output.%j.log", "--export=NONE"}));
   EXPECT_EQ(job->output_template, "/home/alice/bench/output.%j.log");
   EXPECT_EQ(OutputPathFor(job->output_template, 812), "/home/alice/bench/output.812.log");
   EXPECT_TRUE(job->notes.empty());
@@ -71,8 +62,7 @@ TEST(MapSubmitTest, DefaultsLeaveSlurmItsOwnDefaults) {
   auto job = MapSubmit(request, {}, kAlice, false);
   ASSERT_TRUE(job) << job.error().message();
   EXPECT_EQ(job->args, (Words{"--parsable", "--job-name=echo hello", "--chdir=/home/alice/bench",
-                              "--nodes=1", "--ntasks=1", "--output=/dev/null",
-                              "--export=NONE"}));
+                              "--nodes=1", "--ntasks=1", "--output=/dev/null", "--export=NONE"}));
   EXPECT_EQ(job->output_template, "");
 }
 
@@ -160,8 +150,8 @@ TEST(MapSubmitTest, EnvForwardsEverythingThroughSbatch) {
 
 TEST(MapSubmitTest, TheScriptStartsAfreshFromSlurmsVariables) {
   protocol::SubmitRequest request = Request({"./bench", "it's", "a b"});
-  auto job = MapSubmit(request, {{"OMP_NUM_THREADS", "4"}, {"CUDA_VISIBLE_DEVICES", "3"}},
-                       kAlice, true);
+  auto job =
+      MapSubmit(request, {{"OMP_NUM_THREADS", "4"}, {"CUDA_VISIBLE_DEVICES", "3"}}, kAlice, true);
   ASSERT_TRUE(job);
   EXPECT_EQ(job->script,
             "#!/bin/sh\n"
@@ -214,34 +204,26 @@ Result<ProcessOutcome> RunScript(const std::string& script) {
 TEST(MapSubmitTest, TheJobSeesOnlyTheCleanEnvironmentAndSlurms) {
   protocol::SubmitRequest request = Request({"env"});
   request.gpu_cores = 2;  // CUDA_VISIBLE_DEVICES stays Slurm's
-  auto job = MapSubmit(request, {{"FOO", "a 'b' $c"}, {"PATH", "/opt/x/bin:/usr/bin:/bin"}},
-                       kAlice, true);
+  auto job =
+      MapSubmit(request, {{"FOO", "a 'b' $c"}, {"PATH", "/opt/x/bin:/usr/bin:/bin"}}, kAlice, true);
   ASSERT_TRUE(job);
   auto outcome = RunScript(job->script);
   ASSERT_TRUE(outcome) << outcome.error().message();
   EXPECT_EQ(outcome->exit_code, 0) << outcome->err;
   std::vector<std::string> lines;
   std::istringstream in(outcome->out);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
   std::sort(lines.begin(), lines.end());
   char cwd[4096];
   ASSERT_NE(::getcwd(cwd, sizeof cwd), nullptr);
   // PWD comes from the sh that runs the command (slurmd sets it too).
-  EXPECT_EQ(lines, (Words{"CUDA_VISIBLE_DEVICES=0,1",
-                          "FOO=a 'b' $c",
-                          "HOME=/home/alice",
-                          "HPC_BATCH_JOB_ID=4711",
-                          "LANG=C.UTF-8",
-                          "LOGNAME=alice",
-                          "PATH=/opt/x/bin:/usr/bin:/bin",
-                          std::string("PWD=") + cwd,
-                          "SHELL=/bin/bash",
-                          "SLURMD_NODENAME=node1",
-                          "SLURM_EXPORT_ENV=ALL",
-                          "SLURM_GET_USER_ENV=1",
-                          "SLURM_JOB_ID=4711",
-                          "TMPDIR=/scratch/job4711",
-                          "USER=alice"}))
+  EXPECT_EQ(lines,
+            (Words{"CUDA_VISIBLE_DEVICES=0,1", "FOO=a 'b' $c", "HOME=/home/alice",
+                   "HPC_BATCH_JOB_ID=4711", "LANG=C.UTF-8", "LOGNAME=alice",
+                   "PATH=/opt/x/bin:/usr/bin:/bin", std::string("PWD=") + cwd, "SHELL=/bin/bash",
+                   "SLURMD_NODENAME=node1", "SLURM_EXPORT_ENV=ALL", "SLURM_GET_USER_ENV=1",
+                   "SLURM_JOB_ID=4711", "TMPDIR=/scratch/job4711", "USER=alice"}))
       << outcome->out;
 }
 
@@ -280,7 +262,8 @@ TEST(MapSubmitTest, TheCommandGetsItsArgumentsAndExitCode) {
             "export SHELL=/bin/bash\n"
             "export \"HPC_BATCH_JOB_ID=$SLURM_JOB_ID\"\n"
             "export CUDA_VISIBLE_DEVICES=\n"
-            "exec " + ShellJoin({program, "it's $HOME; `x` \"q\"\n", "", "-n"}) + "\n");
+            "exec " +
+                ShellJoin({program, "it's $HOME; `x` \"q\"\n", "", "-n"}) + "\n");
 }
 
 TEST(MapSubmitTest, JobNamesAreOneLineOfText) {
@@ -301,10 +284,16 @@ TEST(SlurmTextTest, Durations) {
     std::optional<std::int64_t> seconds;
   };
   const Case cases[] = {
-      {"0:01", 1},          {"5:00", 300},          {"1:30:00", 5400},
-      {"00:02:00", 120},    {"1-00:00:00", 86400},  {"2-03", 2 * 86400 + 3 * 3600},
-      {"2-03:04", 2 * 86400 + 3 * 3600 + 4 * 60},   {"45", 45 * 60},
-      {"UNLIMITED", std::nullopt},                  {"Partition_Limit", std::nullopt},
+      {"0:01", 1},
+      {"5:00", 300},
+      {"1:30:00", 5400},
+      {"00:02:00", 120},
+      {"1-00:00:00", 86400},
+      {"2-03", 2 * 86400 + 3 * 3600},
+      {"2-03:04", 2 * 86400 + 3 * 3600 + 4 * 60},
+      {"45", 45 * 60},
+      {"UNLIMITED", std::nullopt},
+      {"Partition_Limit", std::nullopt},
       {"INFINITE", std::nullopt},
   };
   for (const Case& c : cases) {
@@ -349,7 +338,7 @@ TEST(SlurmTextTest, StatesAndExitCodes) {
   EXPECT_EQ(MapJobState("NODE_FAIL").reason, protocol::JobReason::kError);
   EXPECT_TRUE(IsTerminalState("CANCELLED by 0"));
 
-  EXPECT_EQ(ExitFromWaitStatus("768"), 3);  // exit(3)
+  EXPECT_EQ(ExitFromWaitStatus("768"), 3);   // exit(3)
   EXPECT_EQ(ExitFromWaitStatus("15"), -15);  // SIGTERM
   EXPECT_EQ(ExitFromWaitStatus("0"), 0);
   EXPECT_FALSE(ExitFromWaitStatus("N/A"));
@@ -386,18 +375,18 @@ std::string Record(const Words& fields) {
 }
 
 TEST(SlurmTextTest, SqueueRows) {
-  EXPECT_EQ(SqueueFormat().substr(0, 21), std::string("JobID:0") + kFieldSeparator +
-                                              ",UserName:0" + kFieldSeparator + ",");
+  EXPECT_EQ(SqueueFormat().substr(0, 21),
+            std::string("JobID:0") + kFieldSeparator + ",UserName:0" + kFieldSeparator + ",");
   EXPECT_EQ(SqueueFormat().substr(SqueueFormat().size() - 7), ",Name:0");
   std::string text =
-      Record({"12", "alice", "RUNNING", "None", "2024-05-01T10:00:00", "1:02:03", "2:00:00",
-              "4", "16G", "gres:gpu:2", "NO", "0", "/home/alice/output.%j.log",
+      Record({"12", "alice", "RUNNING", "None", "2024-05-01T10:00:00", "1:02:03", "2:00:00", "4",
+              "16G", "gres:gpu:2", "NO", "0", "/home/alice/output.%j.log",
               "./bench.sh --iterations 10"}) +
-      Record({"13", "bob", "PENDING", "Resources", "2024-05-01T11:00:00", "0:00",
-              "UNLIMITED", "1", "0", "N/A", "OK", "0", "/dev/null", "sh -c 'echo a"}) +
+      Record({"13", "bob", "PENDING", "Resources", "2024-05-01T11:00:00", "0:00", "UNLIMITED", "1",
+              "0", "N/A", "OK", "0", "/dev/null", "sh -c 'echo a"}) +
       "b'\n" +  // a name with a newline, from a job dispatch did not submit
-      Record({"14_3", "carol", "FAILED", "NonZeroExitCode", "2024-05-01T09:00:00", "0:05",
-              "5:00", "2", "500M", "N/A", "OK", "768", "/scratch/%u/%x-%5j.out",
+      Record({"14_3", "carol", "FAILED", "NonZeroExitCode", "2024-05-01T09:00:00", "0:05", "5:00",
+              "2", "500M", "N/A", "OK", "768", "/scratch/%u/%x-%5j.out",
               std::string("odd") + kFieldSeparator + "name"});
   std::vector<SlurmJob> jobs = ParseSqueue(text);
   ASSERT_EQ(jobs.size(), 3u);
@@ -438,12 +427,12 @@ TEST(SlurmTextTest, SacctRows) {
   EXPECT_EQ(SacctFormat(),
             "JobID,User,State,Start,Elapsed,Timelimit,AllocCPUS,ReqMem,AllocTRES,ExitCode,JobName");
   std::string text =
-      Record({"20", "alice", "COMPLETED", "2024-05-01T10:00:00", "00:00:05", "00:02:00", "2",
-              "4G", "billing=2,cpu=2,gres/gpu=1,mem=4G,node=1", "0:0", "echo hi"}) +
-      Record({"21", "alice", "CANCELLED by 1000", "Unknown", "00:00:00", "UNLIMITED", "0",
-              "1Gc", "", "0:0", "sleep 100"}) +
-      Record({"22", "alice", "TIMEOUT", "2024-05-01T10:00:00", "00:01:00", "00:01:00", "4",
-              "1Gc", "cpu=4,gres/gpu:a100=2,gres/gpu=2", "0:15", "./train"});
+      Record({"20", "alice", "COMPLETED", "2024-05-01T10:00:00", "00:00:05", "00:02:00", "2", "4G",
+              "billing=2,cpu=2,gres/gpu=1,mem=4G,node=1", "0:0", "echo hi"}) +
+      Record({"21", "alice", "CANCELLED by 1000", "Unknown", "00:00:00", "UNLIMITED", "0", "1Gc",
+              "", "0:0", "sleep 100"}) +
+      Record({"22", "alice", "TIMEOUT", "2024-05-01T10:00:00", "00:01:00", "00:01:00", "4", "1Gc",
+              "cpu=4,gres/gpu:a100=2,gres/gpu=2", "0:15", "./train"});
   std::vector<SlurmJob> jobs = ParseSacct(text);
   ASSERT_EQ(jobs.size(), 3u);
   EXPECT_EQ(jobs[0].row.state, protocol::JobState::kDone);
@@ -529,13 +518,15 @@ TEST(SlurmRenderTest, ListLooksLikeTheLocalOne) {
   EXPECT_EQ(text.out,
             "USER   ID  COMMAND           START     UPTIME              MAX-TIME   MEM   GPU  "
             "EXCLUSIVE  STATE    EXIT\n"
-            "alice  12  ./bench.sh 'a b'  " + start +
+            "alice  12  ./bench.sh 'a b'  " +
+                start +
                 "  1m5s                2h         0.1G  -    no         running  -\n"
                 "alice  13  sleep 1           -         queued (Resources)  unlimited  -     1    "
                 "yes        queued   -\n"
                 "alice  14  false             -         -                   1m         1G    -    "
                 "no         done     oom\n");
-  EXPECT_EQ(text.err, "job 14: killed for exceeding its 1G memory limit; pass --max-mem to raise it\n");
+  EXPECT_EQ(text.err,
+            "job 14: killed for exceeding its 1G memory limit; pass --max-mem to raise it\n");
   EXPECT_EQ(RenderList({}, false, 0).out, "no jobs\n");
 }
 

@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "client/wait.h"
+
+#include <gtest/gtest.h>
 
 namespace hpcb::client {
 namespace {

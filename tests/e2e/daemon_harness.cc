@@ -109,7 +109,8 @@ CommandResult DaemonHarness::Run(const std::string& binary, const std::vector<st
   std::vector<std::string> argv_storage = {binary};
   argv_storage.insert(argv_storage.end(), args.begin(), args.end());
   std::vector<char*> argv;
-  for (auto& a : argv_storage) argv.push_back(a.data());
+  for (auto& a : argv_storage)
+    argv.push_back(a.data());
   argv.push_back(nullptr);
   std::string socket_env = "HPC_BATCH_SOCKET=" + dir_ + "/sock";
   std::string work_dir = cwd.empty() ? work() : cwd;
@@ -122,14 +123,19 @@ CommandResult DaemonHarness::Run(const std::string& binary, const std::vector<st
     struct passwd* pw = ::getpwnam(user.c_str());
     if (pw == nullptr) {
       result.err = "[harness: no user " + user + "]";
-      ::close(out_pipe[0]); ::close(out_pipe[1]); ::close(err_pipe[0]); ::close(err_pipe[1]);
+      ::close(out_pipe[0]);
+      ::close(out_pipe[1]);
+      ::close(err_pipe[0]);
+      ::close(err_pipe[1]);
       return result;
     }
     run_uid = pw->pw_uid;
     run_gid = pw->pw_gid;
   }
   std::vector<std::string> env_storage = wait ? std::vector<std::string>{} : options_.daemon_env;
-  int log_fd = wait ? -1 : ::open((dir_ + "/daemon.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  int log_fd = wait ? -1
+                    : ::open((dir_ + "/daemon.log").c_str(),
+                             O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   pid_t pid = ::fork();
   if (pid == 0) {
     ::setpgid(0, 0);
@@ -137,8 +143,8 @@ CommandResult DaemonHarness::Run(const std::string& binary, const std::vector<st
     ::dup2(wait ? err_pipe[1] : log_fd, 2);
     if (!wait) ::dup2(log_fd, 1);
     if (change) {
-      int groups_ok = user_name.empty() ? ::setgroups(0, nullptr)
-                                        : ::initgroups(user_name.c_str(), run_gid);
+      int groups_ok =
+          user_name.empty() ? ::setgroups(0, nullptr) : ::initgroups(user_name.c_str(), run_gid);
       if (groups_ok != 0 || ::setresgid(run_gid, run_gid, run_gid) != 0 ||
           ::setresuid(run_uid, run_uid, run_uid) != 0) {
         ::_exit(126);
@@ -146,7 +152,8 @@ CommandResult DaemonHarness::Run(const std::string& binary, const std::vector<st
     }
     if (::chdir(work_dir.c_str()) != 0) ::_exit(126);
     ::putenv(socket_env.data());
-    for (auto& e : env_storage) ::putenv(e.data());
+    for (auto& e : env_storage)
+      ::putenv(e.data());
     ::execv(argv[0], argv.data());
     ::_exit(127);
   }
@@ -194,26 +201,30 @@ CommandResult DaemonHarness::Run(const std::string& binary, const std::vector<st
   return result;
 }
 
-bool DaemonHarness::Start(const std::vector<std::string>& extra) { return StartDaemon(extra, true); }
+bool DaemonHarness::Start(const std::vector<std::string>& extra) {
+  return StartDaemon(extra, true);
+}
 
 bool DaemonHarness::StartNoProbe(const std::vector<std::string>& extra) {
   return StartDaemon(extra, false);
 }
 
 bool DaemonHarness::StartDaemon(const std::vector<std::string>& extra, bool probe) {
-  std::vector<std::string> args = {"--no-cgroups", "--socket", dir_ + "/sock",
-                                   "--state-dir", dir_ + "/state", "--dev-dir", dir_ + "/dev",
-                                   "--reserve-cpu", "0"};
+  std::vector<std::string> args = {"--no-cgroups", "--socket",      dir_ + "/sock",
+                                   "--state-dir",  dir_ + "/state", "--dev-dir",
+                                   dir_ + "/dev",  "--reserve-cpu", "0"};
   args.insert(args.end(), extra.begin(), extra.end());
   if (std::find(extra.begin(), extra.end(), "--max-lifetime") == extra.end()) {
     args.insert(args.end(), {"--max-lifetime", "1h"});
   }
   Run(dir_ + "/bin/hpc-batchd", args, std::chrono::seconds(0), false);
   std::string sock = dir_ + "/sock";
-  return WaitFor([&] {
-    struct stat st;
-    return ::stat(sock.c_str(), &st) == 0 && (!probe || Dispatch({"list"}).exit_code == 0);
-  }, options_.start_timeout);
+  return WaitFor(
+      [&] {
+        struct stat st;
+        return ::stat(sock.c_str(), &st) == 0 && (!probe || Dispatch({"list"}).exit_code == 0);
+      },
+      options_.start_timeout);
 }
 
 void DaemonHarness::Stop() {
@@ -260,8 +271,8 @@ bool DaemonHarness::RolePids(const std::string& log, pid_t* executor, pid_t* bro
 int DaemonHarness::WaitForExit(std::chrono::seconds timeout) {
   if (daemon_pid_ <= 0) return -1;
   int status = 0;
-  bool gone = WaitFor([&] { return ::waitpid(daemon_pid_, &status, WNOHANG) == daemon_pid_; },
-                      timeout);
+  bool gone =
+      WaitFor([&] { return ::waitpid(daemon_pid_, &status, WNOHANG) == daemon_pid_; }, timeout);
   if (!gone) return -1;
   daemon_pid_ = -1;
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -288,7 +299,9 @@ CommandResult DaemonHarness::DispatchAs(const std::string& user, const std::stri
   return Run(dir_ + "/bin/dispatch", args, timeout, true, user, cwd);
 }
 
-std::string DaemonHarness::log() const { return Slurp(dir_ + "/daemon.log"); }
+std::string DaemonHarness::log() const {
+  return Slurp(dir_ + "/daemon.log");
+}
 
 std::string DaemonHarness::ReadWorkFile(const std::string& name) const {
   return Slurp(work() + "/" + name);

@@ -95,8 +95,7 @@ class DaemonHarness {
   static bool RolePids(const std::string& log, pid_t* executor, pid_t* broker);
 
   // Polls `done` every 50 ms until it holds or `timeout` passes.
-  static bool WaitFor(const std::function<bool()>& done,
-                      std::chrono::milliseconds timeout);
+  static bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout);
 
  private:
   CommandResult Run(const std::string& binary, const std::vector<std::string>& args,

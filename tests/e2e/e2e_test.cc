@@ -1,6 +1,7 @@
 // End-to-end behaviour of the real daemon and the real client.
 #include <fcntl.h>
 #include <grp.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -9,13 +10,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
-
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <thread>
-#include <fstream>
 
 #include "protocol/base/unique_fd.h"
 #include "protocol/client_messages.h"
@@ -58,9 +57,11 @@ TEST_F(E2eTest, EchoHelloRunsAndItsOutputIsDelivered) {
   ASSERT_EQ(submit.exit_code, 0) << submit.err << daemon_.log();
   EXPECT_NE(submit.out.find("job 1 "), std::string::npos) << submit.out;
   EXPECT_NE(submit.out.find("output will be saved to " + daemon_.work() + "/output.1.log"),
-            std::string::npos) << submit.out;
+            std::string::npos)
+      << submit.out;
   ASSERT_TRUE(DaemonHarness::WaitFor([&] { return FileHas("output.1.log", "hello"); },
-                                     std::chrono::seconds(10))) << daemon_.log();
+                                     std::chrono::seconds(10)))
+      << daemon_.log();
   EXPECT_EQ(daemon_.ReadWorkFile("output.1.log"), "hello\n");
   ASSERT_TRUE(DaemonHarness::WaitFor([&] { return Finished(1); }, seconds(5)));
   std::string row = RowOf(1);
@@ -87,17 +88,15 @@ std::string FakeSmtSysfs(const std::string& dir) {
 
 TEST_F(E2eTest, OnSmtACpuIsRoundedUpToAWholeCore) {
   StartOrFail({"--sys-root", FakeSmtSysfs(daemon_.dir())});
-  CommandResult first = NewSmall(
-      {"--", "sh", "-c", "grep ^Cpus_allowed_list: /proc/self/status; exec sleep 3"});
+  CommandResult first =
+      NewSmall({"--", "sh", "-c", "grep ^Cpus_allowed_list: /proc/self/status; exec sleep 3"});
   ASSERT_EQ(first.exit_code, 0) << first.err << daemon_.log();
   EXPECT_NE(first.out.find("job 1 running (2 cpus = 1 core, "), std::string::npos) << first.out;
   CommandResult second = NewSmall({"--", "true"});
   ASSERT_EQ(second.exit_code, 0) << second.err;
-  EXPECT_NE(second.out.find("job 2 queued (2 cpus = 1 core, "), std::string::npos)
-      << second.out;
+  EXPECT_NE(second.out.find("job 2 queued (2 cpus = 1 core, "), std::string::npos) << second.out;
   ASSERT_TRUE(DaemonHarness::WaitFor([&] { return Finished(2); }, seconds(30))) << daemon_.log();
-  EXPECT_NE(daemon_.ReadWorkFile("output.1.log").find("Cpus_allowed_list:\t0-1"),
-            std::string::npos)
+  EXPECT_NE(daemon_.ReadWorkFile("output.1.log").find("Cpus_allowed_list:\t0-1"), std::string::npos)
       << daemon_.ReadWorkFile("output.1.log");
 }
 
@@ -145,8 +144,8 @@ TEST_F(E2eTest, MaxTimeEndsAJobAsTimeout) {
 
   ASSERT_TRUE(DaemonHarness::WaitFor([&] { return Finished(1); }, seconds(15))) << ListFinished();
   EXPECT_NE(RowOf(1).find("timeout"), std::string::npos) << RowOf(1);
-  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return FileHas("output.1.log", "time limit"); },
-                                     seconds(5)));
+  ASSERT_TRUE(
+      DaemonHarness::WaitFor([&] { return FileHas("output.1.log", "time limit"); }, seconds(5)));
 }
 
 TEST_F(E2eTest, MaxLifetimeClampsTheRequestedTime) {
@@ -161,7 +160,8 @@ TEST_F(E2eTest, MaxLifetimeClampsTheRequestedTime) {
 
 TEST_F(E2eTest, AttachFollowsLiveOutputUntilTheJobEnds) {
   StartOrFail();
-  ASSERT_EQ(daemon_.Dispatch({"new", "--", "sh", "-c", "echo one; sleep 1; echo two"}).exit_code, 0);
+  ASSERT_EQ(daemon_.Dispatch({"new", "--", "sh", "-c", "echo one; sleep 1; echo two"}).exit_code,
+            0);
 
   CommandResult attach = daemon_.Dispatch({"attach", "1"}, seconds(20));
 
@@ -177,7 +177,8 @@ TEST_F(E2eTest, AttachToAFinishedJobSaysWhereTheLogIs) {
   CommandResult attach = daemon_.Dispatch({"attach", "1"});
 
   EXPECT_NE(attach.err.find("has finished; its output is at " + daemon_.work() + "/output.1.log"),
-            std::string::npos) << attach.err;
+            std::string::npos)
+      << attach.err;
 }
 
 TEST_F(E2eTest, OutputGoesWhereAskedOrNowhere) {
@@ -186,7 +187,8 @@ TEST_F(E2eTest, OutputGoesWhereAskedOrNowhere) {
   std::string results = daemon_.work() + "/results";
   ::chmod(results.c_str(), 0777);
 
-  ASSERT_EQ(daemon_.Dispatch({"new", "--output", "results/run.log", "--", "echo", "a"}).exit_code, 0);
+  ASSERT_EQ(daemon_.Dispatch({"new", "--output", "results/run.log", "--", "echo", "a"}).exit_code,
+            0);
   ASSERT_EQ(daemon_.Dispatch({"new", "--no-output", "--", "echo", "b"}).exit_code, 0);
   CommandResult bad = daemon_.Dispatch({"new", "--output", "/nonexistent/dir/x.log", "--", "true"});
 
@@ -195,8 +197,8 @@ TEST_F(E2eTest, OutputGoesWhereAskedOrNowhere) {
   ASSERT_TRUE(DaemonHarness::WaitFor([&] { return FileHas("results/run.log", "a"); }, seconds(10)));
   const int no_output_id = 2;
   ASSERT_TRUE(DaemonHarness::WaitFor([&] { return Finished(no_output_id); }, seconds(10)));
-  EXPECT_FALSE(std::filesystem::exists(daemon_.work() + "/output." +
-                                       std::to_string(no_output_id) + ".log"));
+  EXPECT_FALSE(
+      std::filesystem::exists(daemon_.work() + "/output." + std::to_string(no_output_id) + ".log"));
 }
 
 // What a finished job used, here from the shepherd's wait4 (user mode has
@@ -205,9 +207,10 @@ TEST_F(E2eTest, OutputGoesWhereAskedOrNowhere) {
 TEST_F(E2eTest, FinishedJobsReportWhatTheyUsed) {
   StartOrFail();
   const std::string burn = "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done";
-  CommandResult submit = daemon_.Dispatch(
-      {"new", "--cpu", "2", "--", "sh", "-c",
-       "(" + burn + ") & (" + burn + "); wait; dd if=/dev/zero of=/dev/null bs=64M count=1 2>/dev/null"});
+  CommandResult submit =
+      daemon_.Dispatch({"new", "--cpu", "2", "--", "sh", "-c",
+                        "(" + burn + ") & (" + burn +
+                            "); wait; dd if=/dev/zero of=/dev/null bs=64M count=1 2>/dev/null"});
   ASSERT_EQ(submit.exit_code, 0) << submit.err;
   ASSERT_TRUE(DaemonHarness::WaitFor([&] { return Finished(1); }, seconds(60))) << ListFinished();
 
@@ -267,7 +270,7 @@ TEST_F(E2eTest, ExitCodesAndSpawnFailuresAreReported) {
 
 TEST_F(E2eTest, FifoStrictHoldsTheQueueBehindABlockedHead) {
   StartOrFail({"--schedule", "fifo-strict"});
-  ASSERT_EQ(NewSmall({"--", "sleep", "30"}).exit_code, 0);        // 1 cpu
+  ASSERT_EQ(NewSmall({"--", "sleep", "30"}).exit_code, 0);  // 1 cpu
   ASSERT_EQ(NewSmall({"--cpu", "2", "--", "sleep", "30"}).exit_code, 0);
 
   CommandResult third = NewSmall({"--", "sleep", "30"});
@@ -306,7 +309,8 @@ TEST_F(E2eTest, ReloadKeepsARunningJobAndItsExitCode) {
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
 
   ASSERT_TRUE(DaemonHarness::WaitFor([&] { return daemon_.Dispatch({"list"}).exit_code == 0; },
-                                     seconds(10))) << daemon_.log();
+                                     seconds(10)))
+      << daemon_.log();
   EXPECT_EQ(daemon_.daemon_pid(), before);
   ASSERT_TRUE(DaemonHarness::WaitFor([&] { return Finished(1); }, seconds(15)))
       << ListFinished() << daemon_.log();
@@ -382,7 +386,9 @@ TEST_F(E2eTest, OneUserCannotHoldEveryConnection) {
   ::close(ready[1]);
   ::close(hold[0]);
   UniqueFd ready_end(ready[0]), hold_end(hold[1]);
-  struct pollfd wait_ready {ready_end.get(), POLLIN, 0};
+  struct pollfd wait_ready {
+    ready_end.get(), POLLIN, 0
+  };
   ASSERT_EQ(::poll(&wait_ready, 1, 10000), 1);
   char byte = 0;
   ASSERT_EQ(::read(ready_end.get(), &byte, 1), 1) << "the hoarder could not connect";
@@ -390,10 +396,12 @@ TEST_F(E2eTest, OneUserCannotHoldEveryConnection) {
   // connect() returns before the broker accepts: once it has taken all 64,
   // the next client of that user must be turned away with a reason.
   CommandResult refused;
-  const bool turned_away = DaemonHarness::WaitFor([&] {
-    refused = daemon_.Dispatch({"list"});
-    return refused.exit_code != 0;
-  }, std::chrono::seconds(5));
+  const bool turned_away = DaemonHarness::WaitFor(
+      [&] {
+        refused = daemon_.Dispatch({"list"});
+        return refused.exit_code != 0;
+      },
+      std::chrono::seconds(5));
   hold_end.reset();
   int status = 0;
   ASSERT_EQ(::waitpid(hoarder, &status, 0), hoarder);
@@ -404,7 +412,8 @@ TEST_F(E2eTest, OneUserCannotHoldEveryConnection) {
                                      std::chrono::seconds(5)))
       << daemon_.log();
   EXPECT_NE(daemon_.log().find("connection(s): too many open connections from uid"),
-            std::string::npos) << daemon_.log();
+            std::string::npos)
+      << daemon_.log();
 }
 
 // A delivery that fails keeps the output: it is listed with why, attach
@@ -421,13 +430,16 @@ TEST_F(E2eTest, OutputThatCannotBeDeliveredIsKeptAndDeliveredLater) {
   ASSERT_EQ(submit.exit_code, 0) << submit.err;
   ::chmod(out.c_str(), 0555);  // the owner may no longer write there
   ASSERT_TRUE(DaemonHarness::WaitFor(
-      [&] { return daemon_.Dispatch({"list", "--finished"}).err.find("could not save output") !=
-                   std::string::npos; },
+      [&] {
+        return daemon_.Dispatch({"list", "--finished"}).err.find("could not save output") !=
+               std::string::npos;
+      },
       seconds(15)))
       << daemon_.log();
   CommandResult listed = daemon_.Dispatch({"list", "--finished"});
   EXPECT_NE(listed.err.find("job 1: could not save output to " + out + "/output.1.log"),
-            std::string::npos) << listed.err;
+            std::string::npos)
+      << listed.err;
   EXPECT_NE(RowOf(1).find(" done "), std::string::npos) << "kept despite --keep-finished 0";
   CommandResult attach = daemon_.Dispatch({"attach", "1"});
   EXPECT_EQ(attach.out, "kept-output\n") << attach.err;
@@ -445,23 +457,30 @@ TEST_F(E2eTest, OutputThatCannotBeDeliveredIsKeptAndDeliveredLater) {
   ::chmod(out.c_str(), 0755);
   // The job outlives the chmod below by a second; a bare echo could finish and be delivered
   // before the directory is closed again.
-  ASSERT_EQ(daemon_.Dispatch({"new", "--max-mem", "0.25", "--output", out, "--", "sh", "-c",
-                              "sleep 1; echo two"})
-                .exit_code, 0);
+  ASSERT_EQ(daemon_
+                .Dispatch({"new", "--max-mem", "0.25", "--output", out, "--", "sh", "-c",
+                           "sleep 1; echo two"})
+                .exit_code,
+            0);
   ::chmod(out.c_str(), 0555);
   ASSERT_TRUE(DaemonHarness::WaitFor(
-      [&] { return daemon_.Dispatch({"list", "--finished"}).err.find("job 2: could not save") !=
-                   std::string::npos; },
+      [&] {
+        return daemon_.Dispatch({"list", "--finished"}).err.find("job 2: could not save") !=
+               std::string::npos;
+      },
       seconds(15)));
   ::chmod(out.c_str(), 0755);
-  ASSERT_TRUE(DaemonHarness::WaitFor(
-      [&] { return fs::exists(out + "/output.2.log"); }, seconds(30))) << daemon_.log();
+  ASSERT_TRUE(
+      DaemonHarness::WaitFor([&] { return fs::exists(out + "/output.2.log"); }, seconds(30)))
+      << daemon_.log();
   std::ifstream delivered(out + "/output.2.log");
   std::stringstream text;
   text << delivered.rdbuf();
   EXPECT_EQ(text.str(), "two\n");
   EXPECT_TRUE(DaemonHarness::WaitFor(
-      [&] { return daemon_.Dispatch({"list", "--finished"}).err.find("job 2:") == std::string::npos; },
+      [&] {
+        return daemon_.Dispatch({"list", "--finished"}).err.find("job 2:") == std::string::npos;
+      },
       seconds(10)))
       << "the list still reports the delivered output as missing";
 }

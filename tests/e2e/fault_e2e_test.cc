@@ -8,12 +8,11 @@
 // Every job of the churn is `sh -c 'echo TOKEN; echo x >>ledger/TOKEN;
 // exit CODE'`: the ledger counts its runs, the output and the exit code are
 // known in advance.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
@@ -49,7 +48,9 @@ std::string Slurp(const std::string& path) {
   return s.str();
 }
 
-bool Alive(pid_t pid) { return pid > 0 && ::kill(pid, 0) == 0; }
+bool Alive(pid_t pid) {
+  return pid > 0 && ::kill(pid, 0) == 0;
+}
 
 // The pids of the roles started last (the launcher logs each start).
 bool LatestRolePids(const std::string& log, pid_t* executor, pid_t* broker) {
@@ -66,7 +67,8 @@ bool LatestRolePids(const std::string& log, pid_t* executor, pid_t* broker) {
 
 std::size_t Count(const std::string& text, const std::string& what) {
   std::size_t n = 0;
-  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+    ++n;
   return n;
 }
 
@@ -82,7 +84,8 @@ class FaultE2eTest : public ::testing::Test {
   void SetUp() override {
     ledger_ = daemon_.work() + "/ledger";
     fs::create_directories(ledger_);
-    if (::geteuid() == 0) (void)!::chown(ledger_.c_str(), daemon_.client_uid(), daemon_.client_gid());
+    if (::geteuid() == 0)
+      (void)!::chown(ledger_.c_str(), daemon_.client_uid(), daemon_.client_gid());
   }
 
   const std::vector<std::string>& Flags() const {
@@ -98,10 +101,10 @@ class FaultE2eTest : public ::testing::Test {
     Submission s;
     s.token = "t" + std::to_string(n);
     s.code = n % 50;
-    const std::string script = "echo " + s.token + "; echo x >>ledger/" + s.token + "; exit " +
-                               std::to_string(s.code);
-    CommandResult r = daemon_.Dispatch({"new", "--max-mem", "0.1", "--", "sh", "-c", script},
-                                       seconds(20));
+    const std::string script =
+        "echo " + s.token + "; echo x >>ledger/" + s.token + "; exit " + std::to_string(s.code);
+    CommandResult r =
+        daemon_.Dispatch({"new", "--max-mem", "0.1", "--", "sh", "-c", script}, seconds(20));
     std::smatch match;
     if (r.exit_code == 0 && std::regex_search(r.out, match, std::regex("job ([0-9]+) "))) {
       s.id = std::stoull(match[1]);
@@ -116,7 +119,8 @@ class FaultE2eTest : public ::testing::Test {
     Result<protocol::ListReply> reply = protocol::Decode<protocol::ListReply>(r.out);
     if (!reply) return std::nullopt;
     std::map<std::uint64_t, protocol::JobRow> rows;
-    for (protocol::JobRow& row : reply->jobs) rows[row.id] = std::move(row);
+    for (protocol::JobRow& row : reply->jobs)
+      rows[row.id] = std::move(row);
     return rows;
   }
 
@@ -279,19 +283,22 @@ TEST_F(FaultE2eTest, EveryAcknowledgedSubmissionOfABurstSurvivesKillingEveryRole
       }
     });
   }
-  for (std::thread& client : clients) client.join();
+  for (std::thread& client : clients)
+    client.join();
   ASSERT_TRUE(killed) << "fewer than " << kKillAfter << " submissions were acknowledged\n"
                       << daemon_.log();
   daemon_.WaitForExit(seconds(5));
-  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return !Alive(executor) && !Alive(broker); },
-                                     seconds(10)));
+  ASSERT_TRUE(
+      DaemonHarness::WaitFor([&] { return !Alive(executor) && !Alive(broker); }, seconds(10)));
   ASSERT_TRUE(daemon_.Start(Flags())) << daemon_.log();
   const bool settled = AllDone(submissions, seconds(90));
   std::size_t acknowledged = 0;
-  for (const Submission& s : submissions) acknowledged += s.id ? 1 : 0;
+  for (const Submission& s : submissions)
+    acknowledged += s.id ? 1 : 0;
   const std::vector<std::string> violations = Violations(submissions);
   std::string some;
-  for (std::size_t i = 0; i < violations.size() && i < 20; ++i) some += "\n  " + violations[i];
+  for (std::size_t i = 0; i < violations.size() && i < 20; ++i)
+    some += "\n  " + violations[i];
   EXPECT_GE(acknowledged, static_cast<std::size_t>(kKillAfter));
   EXPECT_TRUE(settled) << "not every acknowledged job finished" << some;
   EXPECT_TRUE(violations.empty()) << violations.size() << " violations:" << some;
@@ -314,13 +321,15 @@ TEST_F(FaultE2eTest, ChurnUnderRandomKillsLosesNothing) {
       // would measure how fast the daemon starts jobs, not what it loses.
       const auto ahead = [&] {
         std::error_code ec;
-        const auto ran = std::distance(fs::directory_iterator(ledger_, ec), fs::directory_iterator());
+        const auto ran =
+            std::distance(fs::directory_iterator(ledger_, ec), fs::directory_iterator());
         std::lock_guard<std::mutex> lock(mu);
         const auto acked = std::count_if(submissions.begin(), submissions.end(),
                                          [](const Submission& s) { return s.id != 0; });
         return static_cast<int>(acked - ran);
       };
-      while (!stop && ahead() > 64) std::this_thread::sleep_for(milliseconds(20));
+      while (!stop && ahead() > 64)
+        std::this_thread::sleep_for(milliseconds(20));
       Submission s = SubmitOne(n);
       std::lock_guard<std::mutex> lock(mu);
       submissions.push_back(std::move(s));
@@ -355,7 +364,8 @@ TEST_F(FaultE2eTest, ChurnUnderRandomKillsLosesNothing) {
   ASSERT_TRUE(Alive(daemon_.daemon_pid()) || daemon_.Start(Flags())) << daemon_.log();
   const bool settled = AllDone(submissions, seconds(90));
   std::size_t acked = 0;
-  for (const Submission& s : submissions) acked += s.id ? 1 : 0;
+  for (const Submission& s : submissions)
+    acked += s.id ? 1 : 0;
   const std::vector<std::string> violations = Violations(submissions);
   std::cout << "FAULT-FIGURES churn_s=" << churn.count() << " submissions=" << submissions.size()
             << " acked=" << acked << " role_kills=" << role_kills
@@ -364,7 +374,8 @@ TEST_F(FaultE2eTest, ChurnUnderRandomKillsLosesNothing) {
   EXPECT_TRUE(settled) << "not every accepted job finished";
   EXPECT_GE(role_kills + launcher_kills, 50);
   std::string some;
-  for (std::size_t i = 0; i < violations.size() && i < 20; ++i) some += "\n  " + violations[i];
+  for (std::size_t i = 0; i < violations.size() && i < 20; ++i)
+    some += "\n  " + violations[i];
   // What the daemon said about the first few, for whoever reads the failure.
   std::istringstream log(daemon_.log());
   std::string line, said;
@@ -410,13 +421,16 @@ class DamagedStateTest : public FaultE2eTest {
     std::smatch match;
     EXPECT_TRUE(std::regex_search(r.out, match, std::regex("job ([0-9]+) "))) << r.out << r.err;
     jobs.running = std::stoull(match[1]);
-    for (int n = 1001; n <= 1002; ++n) jobs.queued.push_back(SubmitOne(n));
+    for (int n = 1001; n <= 1002; ++n)
+      jobs.queued.push_back(SubmitOne(n));
     return jobs;
   }
 
   std::string State(const std::string& name) const { return daemon_.state() + "/" + name; }
 
-  void Garble(const std::string& path) { std::ofstream(path, std::ios::trunc) << "{\"not\": a record"; }
+  void Garble(const std::string& path) {
+    std::ofstream(path, std::ios::trunc) << "{\"not\": a record";
+  }
 
   // After the damage: everything accepted ran once with its code and output.
   void ExpectAllWell(const Jobs& jobs) {
@@ -425,7 +439,8 @@ class DamagedStateTest : public FaultE2eTest {
     ASSERT_TRUE(AllDone(all, seconds(30))) << daemon_.log();
     std::vector<std::string> violations = Violations(all);
     std::string listed;
-    for (const std::string& v : violations) listed += "\n  " + v;
+    for (const std::string& v : violations)
+      listed += "\n  " + v;
     EXPECT_TRUE(violations.empty()) << listed << "\n" << daemon_.log();
     ASSERT_TRUE(DaemonHarness::WaitFor(
         [&] {
@@ -533,7 +548,8 @@ TEST_F(FaultE2eTest, AFullStateDirectoryRefusesCleanlyAndLosesNothing) {
   ASSERT_GT(waiting.id, 0u);
   // Fill it, as the daemon's user would see it.
   const std::string filler = mount + "/filler";
-  (void)!std::system(("dd if=/dev/zero of=" + filler + " bs=1M count=64 status=none 2>/dev/null").c_str());
+  (void)!std::system(
+      ("dd if=/dev/zero of=" + filler + " bs=1M count=64 status=none 2>/dev/null").c_str());
   CommandResult refused = daemon_.Dispatch({"new", "--max-mem", "0.1", "--", "true"});
   EXPECT_NE(refused.exit_code, 0) << refused.out;
   EXPECT_NE(refused.err.find("No space left on device"), std::string::npos) << refused.err;
@@ -572,14 +588,16 @@ TEST_F(FaultE2eTest, AFullDestinationKeepsTheOutputWhole) {
   } unmount{dest};
   Boot();
   // 3 MiB of numbered lines: more than the destination holds.
-  CommandResult r = daemon_.Dispatch({"new", "--max-mem", "0.1", "--output", dest, "--", "sh", "-c",
-                                      "seq 1 450000"});
+  CommandResult r = daemon_.Dispatch(
+      {"new", "--max-mem", "0.1", "--output", dest, "--", "sh", "-c", "seq 1 450000"});
   std::smatch match;
   ASSERT_TRUE(std::regex_search(r.out, match, std::regex("job ([0-9]+) "))) << r.out << r.err;
   const std::string id = match[1];
   ASSERT_TRUE(DaemonHarness::WaitFor(
-      [&] { return daemon_.Dispatch({"list", "--finished"}).err.find("job " + id + ": could not save") !=
-                   std::string::npos; },
+      [&] {
+        return daemon_.Dispatch({"list", "--finished"})
+                   .err.find("job " + id + ": could not save") != std::string::npos;
+      },
       seconds(20)))
       << daemon_.log();
   EXPECT_NE(daemon_.Dispatch({"list", "--finished"}).err.find("No space left"), std::string::npos);
@@ -590,7 +608,8 @@ TEST_F(FaultE2eTest, AFullDestinationKeepsTheOutputWhole) {
   CommandResult delivered = daemon_.Dispatch({"output", id});
   ASSERT_EQ(delivered.exit_code, 0) << delivered.err << daemon_.log();
   std::string expected;
-  for (int i = 1; i <= 450000; ++i) expected += std::to_string(i) + "\n";
+  for (int i = 1; i <= 450000; ++i)
+    expected += std::to_string(i) + "\n";
   EXPECT_TRUE(Slurp(dest + "/output." + id + ".log") == expected) << "not byte for byte";
   daemon_.Stop();
 }

@@ -58,7 +58,9 @@ int g_replies = -1;
 std::deque<std::string> g_events;
 std::vector<UniqueFd> g_kept;  // client connections stay open: never reset them
 
-void Log(const std::string& line) { std::fprintf(stderr, "forged_broker: %s\n", line.c_str()); }
+void Log(const std::string& line) {
+  std::fprintf(stderr, "forged_broker: %s\n", line.c_str());
+}
 
 std::string Flat(std::string text) {
   for (char& c : text) {
@@ -74,7 +76,9 @@ void Record(const std::string& text) {
 }
 
 bool Readable(int fd, int timeout_ms) {
-  struct pollfd pfd {fd, POLLIN, 0};
+  struct pollfd pfd {
+    fd, POLLIN, 0
+  };
   return ::poll(&pfd, 1, timeout_ms) > 0;
 }
 

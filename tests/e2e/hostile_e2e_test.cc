@@ -14,13 +14,12 @@
 // counted as a failure with that latency: a stalled daemon must still let
 // each test end in bounded time.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
@@ -74,14 +73,16 @@ std::string Tail(const std::string& text, std::size_t bytes = 3000) {
 std::string Describe(const TimedResult& r) {
   if (r.timed_out) return "no answer in " + std::to_string(kCallTimeout.count()) + " ms";
   std::string text = Tail(r.err + r.out, 300);
-  while (!text.empty() && text.back() == '\n') text.pop_back();
+  while (!text.empty() && text.back() == '\n')
+    text.pop_back();
   return "exit " + std::to_string(r.exit_code) + ": " + text;
 }
 
 std::optional<protocol::ListReply> ParseList(const TimedResult& r) {
   if (r.timed_out || r.exit_code != 0) return std::nullopt;
   std::string text = r.out;
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' '))
+    text.pop_back();
   auto reply = protocol::Decode<protocol::ListReply>(text);
   if (!reply) return std::nullopt;
   return *reply;
@@ -120,7 +121,8 @@ class HostileE2eTest : public ::testing::Test {
 
   void TearDown() override {
     StopVictim();
-    for (pid_t pid : attackers_) KillAndReap(pid);
+    for (pid_t pid : attackers_)
+      KillAndReap(pid);
     attackers_.clear();
     EndDaemon();
   }
@@ -130,7 +132,8 @@ class HostileE2eTest : public ::testing::Test {
     HarnessOptions options;
     options.daemon_as_root = true;
     daemon_ = std::make_unique<DaemonHarness>(std::move(options));
-    for (const Account* who : {&victim_, &attacker_}) MakeUserDir(*who);
+    for (const Account* who : {&victim_, &attacker_})
+      MakeUserDir(*who);
     reports_ = daemon_->dir() + "/reports";
     fs::create_directories(reports_);
     ::chmod(reports_.c_str(), 0700);
@@ -202,7 +205,8 @@ class HostileE2eTest : public ::testing::Test {
   }
 
   void StopAttacks() {
-    for (pid_t pid : attackers_) KillAndReap(pid);
+    for (pid_t pid : attackers_)
+      KillAndReap(pid);
     attackers_.clear();
   }
 
@@ -292,7 +296,8 @@ class HostileE2eTest : public ::testing::Test {
     std::cout << line << (extra.empty() ? "" : " " + extra) << std::endl;
 
     std::string notes;
-    for (const std::string& note : failure_notes_) notes += "\n  " + note;
+    for (const std::string& note : failure_notes_)
+      notes += "\n  " + note;
     EXPECT_FALSE(list.empty());
     EXPECT_FALSE(made.empty());
     EXPECT_LT(Percentile(list, 1.0), kBudgetMs) << "a victim `list` took too long" << notes;
@@ -328,7 +333,8 @@ class HostileE2eTest : public ::testing::Test {
                          << Tail(daemon_->log());
     ASSERT_TRUE(victim) << "the victim cannot list its jobs";
     std::map<std::uint64_t, const protocol::JobRow*> rows;
-    for (const auto& row : *victim) rows[row.id] = &row;
+    for (const auto& row : *victim)
+      rows[row.id] = &row;
     std::map<int, std::string> submitted;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -383,10 +389,12 @@ class HostileE2eTest : public ::testing::Test {
       if (info.pid != executor_pid_ && info.pid != broker_pid_) kill_if_same(info);
     }
     daemon_->Stop();
-    for (const ProcInfo& info : tree) kill_if_same(info);
+    for (const ProcInfo& info : tree)
+      kill_if_same(info);
     // Our only other children (probes' and attackers') are reaped already,
     // so any child left is an orphan of the daemon's tree.
-    for (const ProcInfo& info : Descendants(::getpid())) ::kill(info.pid, SIGKILL);
+    for (const ProcInfo& info : Descendants(::getpid()))
+      ::kill(info.pid, SIGKILL);
     const auto deadline = Clock::now() + seconds(5);
     while (Clock::now() < deadline) {
       pid_t reaped;
@@ -503,7 +511,8 @@ TEST_F(HostileE2eTest, SigstopBeforeExecFreezesNoOne) {
     ASSERT_EQ(::lchown(path.c_str(), attacker_.uid, attacker_.gid), 0);
   }
   std::string path = "PATH=x";
-  for (int i = 1; i < 12000; ++i) path += ":x";
+  for (int i = 1; i < 12000; ++i)
+    path += ":x";
 
   UniqueFd report = ReportFile("stopped");
   const pid_t launcher = daemon_->daemon_pid();
@@ -557,8 +566,8 @@ TEST_F(HostileE2eTest, AttachClientsThatNeverReadStallNoOne) {
       },
       seconds(10)))
       << Tail(daemon_->log());
-  const std::string attach =
-      protocol::Encode(protocol::JobIdRequest{protocol::ClientCommand::kAttach, static_cast<std::uint64_t>(chatty)});
+  const std::string attach = protocol::Encode(
+      protocol::JobIdRequest{protocol::ClientCommand::kAttach, static_cast<std::uint64_t>(chatty)});
   const std::string socket = daemon_->socket();
   Attack(attacker_, [&] { return HoldConnections(socket, 8, attach, milliseconds(200)); });
   std::this_thread::sleep_for(milliseconds(500));
@@ -720,9 +729,11 @@ TEST_F(HostileE2eTest, QueueFloodStallsNoOne) {
   EXPECT_EQ(unique.size(), acked.size()) << "an id was handed out twice";
   SettleAndCheck([](const std::vector<protocol::JobRow>&) { return true; });
   std::set<std::uint64_t> listed;
-  for (const auto& row : attacker_jobs_) listed.insert(row.id);
+  for (const auto& row : attacker_jobs_)
+    listed.insert(row.id);
   std::size_t missing = 0;
-  for (std::uint64_t id : unique) missing += listed.contains(id) ? 0 : 1;
+  for (std::uint64_t id : unique)
+    missing += listed.contains(id) ? 0 : 1;
   EXPECT_EQ(missing, 0u) << "acknowledged submissions missing from the attacker's list";
 }
 

@@ -128,9 +128,11 @@ TimedResult RunTimed(const Identity& who, const std::string& cwd,
   std::vector<std::string> env_storage = env;
   std::vector<char*> args;
   std::vector<char*> envp;
-  for (auto& word : argv_storage) args.push_back(word.data());
+  for (auto& word : argv_storage)
+    args.push_back(word.data());
   args.push_back(nullptr);
-  for (auto& entry : env_storage) envp.push_back(entry.data());
+  for (auto& entry : env_storage)
+    envp.push_back(entry.data());
   envp.push_back(nullptr);
   int out_pipe[2];
   int err_pipe[2];
@@ -364,7 +366,8 @@ std::optional<ProcInfo> ReadProc(pid_t pid) {
   std::istringstream rest(text.substr(close + 1));
   std::vector<std::string> fields;
   std::string field;
-  while (rest >> field) fields.push_back(field);
+  while (rest >> field)
+    fields.push_back(field);
   // After the comm: state (field 3), ppid (4), ..., starttime (22).
   if (fields.size() < 20 || fields[0].empty()) return std::nullopt;
   info.state = fields[0][0];
@@ -429,7 +432,8 @@ void RepeatingProbe::Start() {
         if (!result.ok) ++failures_;
       }
       next = std::max(next + period_, Clock::now());
-      while (!stop_ && Clock::now() < next) std::this_thread::sleep_for(milliseconds(5));
+      while (!stop_ && Clock::now() < next)
+        std::this_thread::sleep_for(milliseconds(5));
     }
   });
 }

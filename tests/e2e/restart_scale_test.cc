@@ -7,12 +7,11 @@
 // cpu (a real process the test started, adopted as the daemon finds it),
 // so they stay queued. HPCB_SCALE_JOBS shrinks the count for a quick run.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -81,7 +80,8 @@ class RestartScaleTest : public ::testing::Test {
   // The state dir as the daemon (running as the test user) must own it.
   void LayOutState(std::size_t queued) {
     const std::string state = daemon_.state();
-    for (const char* sub : {"/specs", "/jobs", "/run"}) fs::create_directories(state + sub);
+    for (const char* sub : {"/specs", "/jobs", "/run"})
+      fs::create_directories(state + sub);
     blocker_ = StartBlocker(daemon_.work());
     ASSERT_GT(blocker_, 0);
     Result<std::uint64_t> started = host::ProcStartTime(blocker_);
@@ -96,7 +96,8 @@ class RestartScaleTest : public ::testing::Test {
     running.placement = protocol::PlacementRecord{{0, 1}, {0}, {}, {{-1, 0.25}}, {}, false};
     ASSERT_TRUE(executor::SaveSpec(state + "/specs", running, host::Sync::kDeferred));
     for (std::uint64_t id = 2; id < 2 + queued; ++id) {
-      Result<std::uint64_t> saved = executor::SaveSpec(state + "/specs", Spec(id), host::Sync::kDeferred);
+      Result<std::uint64_t> saved =
+          executor::SaveSpec(state + "/specs", Spec(id), host::Sync::kDeferred);
       ASSERT_TRUE(saved) << saved.error().message();
     }
     if (::geteuid() == 0) {
@@ -145,9 +146,10 @@ TEST_F(RestartScaleTest, TwoHundredThousandQueuedJobsSurviveRestarts) {
   daemon_.Stop();
   const auto reboot = std::chrono::steady_clock::now();
   ASSERT_TRUE(daemon_.Start(flags)) << daemon_.log();
-  std::cout << "restart: "
-            << std::chrono::duration_cast<seconds>(std::chrono::steady_clock::now() - reboot).count()
-            << " s\n";
+  std::cout
+      << "restart: "
+      << std::chrono::duration_cast<seconds>(std::chrono::steady_clock::now() - reboot).count()
+      << " s\n";
   EXPECT_EQ(QueuedRows(&running), queued);
   EXPECT_TRUE(running);
   CommandResult submit = daemon_.Dispatch({"new", "--max-mem", "0.25", "--", "true"});

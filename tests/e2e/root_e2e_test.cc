@@ -8,6 +8,7 @@
 // could.
 #include <fcntl.h>
 #include <grp.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -16,18 +17,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
-#include <functional>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
-#include <optional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -56,7 +55,8 @@ std::string Slurp(const std::string& path) {
   return s.str();
 }
 
-void WriteFile(const std::string& path, const std::string& text, mode_t mode, uid_t uid, gid_t gid) {
+void WriteFile(const std::string& path, const std::string& text, mode_t mode, uid_t uid,
+               gid_t gid) {
   {
     std::ofstream out(path, std::ios::trunc);
     out << text;
@@ -88,7 +88,8 @@ std::set<std::string> Words(const std::string& text) {
   std::istringstream in(text);
   std::set<std::string> words;
   std::string word;
-  while (in >> word) words.insert(word);
+  while (in >> word)
+    words.insert(word);
   return words;
 }
 
@@ -154,7 +155,8 @@ class RootE2eTest : public ::testing::Test {
     std::istringstream words(FinishedRow(who, id));
     std::vector<std::string> all;
     std::string word;
-    while (words >> word) all.push_back(word);
+    while (words >> word)
+      all.push_back(word);
     return all.size() >= 2 ? all[all.size() - 2] : "";
   }
   bool Ended(const Account& who, int id) {
@@ -192,7 +194,8 @@ TEST_F(RootE2eTest, JobsRunAsTheSubmitterWithItsGroups) {
     EXPECT_EQ(uid, std::to_string(who.uid)) << Slurp(path);
     EXPECT_EQ(gid, std::to_string(who.gid)) << Slurp(path);
     std::set<std::string> expected;
-    for (gid_t g : GroupsOf(who)) expected.insert(std::to_string(g));
+    for (gid_t g : GroupsOf(who))
+      expected.insert(std::to_string(g));
     EXPECT_EQ(Words(groups), expected) << groups;
     struct stat st {};
     ASSERT_EQ(::lstat(path.c_str(), &st), 0) << path;
@@ -229,7 +232,8 @@ TEST_F(RootE2eTest, AnotherUserCannotSeeAttachOrKillAJob) {
   EXPECT_EQ(attach.out.find("started"), std::string::npos) << attach.out;
   EXPECT_NE(kill.exit_code, 0) << kill.out;
   EXPECT_NE(kill.err.find("belongs to"), std::string::npos) << kill.err;
-  EXPECT_TRUE(Running(alice_, id)) << "bob's requests ended alice's job\n" << As(alice_, {"list"}).out;
+  EXPECT_TRUE(Running(alice_, id)) << "bob's requests ended alice's job\n"
+                                   << As(alice_, {"list"}).out;
   // Nor can bob read the job's buffer or info behind the daemon's back.
   for (const std::string& file : {daemon_->state() + "/jobs/" + job + "/output",
                                   daemon_->state() + "/jobs/" + job + "/info.json",
@@ -256,7 +260,8 @@ TEST_F(RootE2eTest, AnotherUserCannotSeeAttachOrKillAJob) {
   CommandResult own_kill = As(alice_, {"kill", std::to_string(second)});
   EXPECT_EQ(own_kill.exit_code, 0) << own_kill.err;
   EXPECT_TRUE(WaitFinished(alice_, second)) << daemon_->log();
-  EXPECT_NE(FinishedRow(alice_, second).find("killed"), std::string::npos) << FinishedRow(alice_, second);
+  EXPECT_NE(FinishedRow(alice_, second).find("killed"), std::string::npos)
+      << FinishedRow(alice_, second);
 }
 
 // 2b. A dependency must be a job the submitter may see (the attach rule),
@@ -327,12 +332,15 @@ TEST_F(RootE2eTest, OutputNeverFollowsASymlinkAtTheDestination) {
     std::error_code ec;
     EXPECT_EQ(fs::read_symlink(c.dest, ec).string(), c.victim);
     std::string buffer = daemon_->state() + "/jobs/" + std::to_string(c.id) + "/output";
-    EXPECT_EQ(Slurp(buffer), "secret-output\n") << "the undelivered output is not kept at " << buffer;
+    EXPECT_EQ(Slurp(buffer), "secret-output\n")
+        << "the undelivered output is not kept at " << buffer;
   }
   CommandResult finished = As(alice_, {"list", "--finished"});
   for (const Case& c : cases) {
-    EXPECT_NE(finished.err.find("job " + std::to_string(c.id) + ": could not save output to " + c.dest),
-              std::string::npos) << finished.err;
+    EXPECT_NE(
+        finished.err.find("job " + std::to_string(c.id) + ": could not save output to " + c.dest),
+        std::string::npos)
+        << finished.err;
   }
   EXPECT_NE(daemon_->log().find("could not save output to"), std::string::npos) << daemon_->log();
 }
@@ -354,12 +362,14 @@ TEST_F(RootE2eTest, NothingAnotherUserPlantsAtTheDestinationIsWrittenOrWaitedOn)
   };
   const std::vector<Plant> plants = {
       {"file", [&](const std::string& p) { WriteFile(p, "planted\n", 0666, bob_.uid, bob_.gid); }},
-      {"fifo", [&](const std::string& p) {
+      {"fifo",
+       [&](const std::string& p) {
          ::mkfifo(p.c_str(), 0666);
          ::chmod(p.c_str(), 0666);
          (void)!::chown(p.c_str(), bob_.uid, bob_.gid);
        }},
-      {"symlink", [&](const std::string& p) {
+      {"symlink",
+       [&](const std::string& p) {
          (void)!::symlink(bobs.c_str(), p.c_str());
          (void)!::lchown(p.c_str(), bob_.uid, bob_.gid);
        }},
@@ -378,17 +388,20 @@ TEST_F(RootE2eTest, NothingAnotherUserPlantsAtTheDestinationIsWrittenOrWaitedOn)
     ASSERT_EQ(::lstat(dest.c_str(), &st), 0);
     EXPECT_EQ(st.st_uid, bob_.uid) << "the planted thing was replaced";
     if (S_ISREG(st.st_mode)) {
-      EXPECT_EQ(Slurp(dest).find("secret-output"), std::string::npos) << "bob can read alice's output";
+      EXPECT_EQ(Slurp(dest).find("secret-output"), std::string::npos)
+          << "bob can read alice's output";
     }
     EXPECT_NE(FinishedRow(alice_, id).find("done"), std::string::npos);
-    EXPECT_EQ(Slurp(daemon_->state() + "/jobs/" + std::to_string(id) + "/output"), "secret-output\n")
+    EXPECT_EQ(Slurp(daemon_->state() + "/jobs/" + std::to_string(id) + "/output"),
+              "secret-output\n")
         << "the output was not kept";
   }
   EXPECT_EQ(Slurp(bobs), "bob's own\n");
   CommandResult finished = As(alice_, {"list", "--finished"});
   for (const auto& [dest, id] : jobs) {
     EXPECT_NE(finished.err.find("job " + std::to_string(id) + ": could not save output to " + dest),
-              std::string::npos) << finished.err;
+              std::string::npos)
+        << finished.err;
   }
   // A FIFO never held anyone up: another user's job still runs at once.
   int after = Submit(carol_, {"--", "true"});
@@ -415,12 +428,16 @@ TEST_F(RootE2eTest, AForeignTreeMovedIntoAJobDirIsLeftAlone) {
   ASSERT_TRUE(WaitFinished(alice_, first, seconds(15)));
   // Retention (--keep-finished 0 below) forgets the first job's directory.
   daemon_->Stop();
-  ASSERT_TRUE(daemon_->Start({"--admin-group", kAdminGroup, "--keep-finished", "0"})) << daemon_->log();
+  ASSERT_TRUE(daemon_->Start({"--admin-group", kAdminGroup, "--keep-finished", "0"}))
+      << daemon_->log();
   ASSERT_GT(Submit(alice_, {"--", "true"}), 0);
-  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return !fs::exists(job_dir + "/info.json"); }, seconds(10)))
-      << "the first job was not forgotten\n" << daemon_->log();
+  ASSERT_TRUE(
+      DaemonHarness::WaitFor([&] { return !fs::exists(job_dir + "/info.json"); }, seconds(10)))
+      << "the first job was not forgotten\n"
+      << daemon_->log();
   EXPECT_EQ(Slurp(job_dir + "/bobs-tree/precious"), "bob's data\n") << "bob's file was deleted";
-  EXPECT_NE(daemon_->log().find("the job's user does not own"), std::string::npos) << daemon_->log();
+  EXPECT_NE(daemon_->log().find("the job's user does not own"), std::string::npos)
+      << daemon_->log();
 }
 
 // 3d. A value forwarded in a job's environment is in no file of the state
@@ -456,7 +473,8 @@ TEST_F(RootE2eTest, ControlCharactersInArgvAreEscapedInTheList) {
   ASSERT_GT(id, 0);
   CommandResult listed = As(carol_, {"list", "--all"});
   ASSERT_EQ(listed.exit_code, 0) << listed.err;
-  EXPECT_EQ(listed.out.find('\x1b'), std::string::npos) << "an escape sequence reached the terminal";
+  EXPECT_EQ(listed.out.find('\x1b'), std::string::npos)
+      << "an escape sequence reached the terminal";
   EXPECT_NE(listed.out.find("$'\\e]0;owned\\x07\\e[2J'"), std::string::npos) << listed.out;
   (void)As(bob_, {"kill", std::to_string(id)});
 }
@@ -539,13 +557,16 @@ std::map<std::string, int> CallsAfterConfinement(const std::string& trace) {
 
 TEST_F(RootE2eTest, ExecutorFilterListsExactlyTheCallsItMakes) {
   const std::string strace = FindInPath("strace");
-  if (strace.empty()) GTEST_SKIP() << "strace is not installed (scripts/install-deps.sh installs it)";
+  if (strace.empty())
+    GTEST_SKIP() << "strace is not installed (scripts/install-deps.sh installs it)";
   std::string listed;
   {
-    std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(HPCB_EXECUTOR " --print-allowlist", "r"), ::pclose);
+    std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(HPCB_EXECUTOR " --print-allowlist", "r"),
+                                               ::pclose);
     ASSERT_TRUE(pipe);
     char buf[4096];
-    while (std::size_t n = std::fread(buf, 1, sizeof buf, pipe.get())) listed.append(buf, n);
+    while (std::size_t n = std::fread(buf, 1, sizeof buf, pipe.get()))
+      listed.append(buf, n);
   }
   std::set<std::string> allowed, needed;
   {
@@ -564,9 +585,10 @@ TEST_F(RootE2eTest, ExecutorFilterListsExactlyTheCallsItMakes) {
   testing::TempDir scratch;
   const std::string trace = scratch.path() + "/trace";
   const std::string wrapper = scratch.path() + "/traced-executor";
-  WriteFile(wrapper,
-            "#!/bin/sh\nexec " + strace + " -D -f -qq -A -o " + trace + " " + HPCB_EXECUTOR + " \"$@\"\n",
-            0755, 0, 0);
+  WriteFile(
+      wrapper,
+      "#!/bin/sh\nexec " + strace + " -D -f -qq -A -o " + trace + " " + HPCB_EXECUTOR + " \"$@\"\n",
+      0755, 0, 0);
   HarnessOptions options;
   options.replace_binaries = {{"hpc-batch-executor", wrapper}};
   MakeHarness(options);
@@ -574,7 +596,9 @@ TEST_F(RootE2eTest, ExecutorFilterListsExactlyTheCallsItMakes) {
       << daemon_->log();
 
   const std::string home = DirOf(alice_);
-  auto wait = [&](int id) { EXPECT_TRUE(WaitFinished(alice_, id, seconds(30))) << id << daemon_->log(); };
+  auto wait = [&](int id) {
+    EXPECT_TRUE(WaitFinished(alice_, id, seconds(30))) << id << daemon_->log();
+  };
   wait(Submit(alice_, {"--", "echo", "hello"}));
   const int across = Submit(alice_, {"--", "sh", "-c", "echo started; sleep 3; echo done"});
   EXPECT_TRUE(DaemonHarness::WaitFor([&] { return Running(alice_, across); }, seconds(10)));
@@ -608,9 +632,11 @@ TEST_F(RootE2eTest, ExecutorFilterListsExactlyTheCallsItMakes) {
   daemon_->Stop();
 
   std::map<std::string, int> calls = CallsAfterConfinement(Slurp(trace));
-  ASSERT_FALSE(calls.empty()) << "no confined executor in the trace:\n" << Slurp(trace).substr(0, 4000);
+  ASSERT_FALSE(calls.empty()) << "no confined executor in the trace:\n"
+                              << Slurp(trace).substr(0, 4000);
   for (const auto& [name, count] : calls) {
-    EXPECT_TRUE(allowed.count(name)) << name << " (" << count << " calls) is not on the list: the filter kills";
+    EXPECT_TRUE(allowed.count(name))
+        << name << " (" << count << " calls) is not on the list: the filter kills";
   }
   for (const std::string& name : needed) {
     EXPECT_TRUE(calls.count(name)) << name << " is on the list but the executor never made it";
@@ -632,7 +658,8 @@ TEST_F(RootE2eTest, JobCanUsePerfAndPtraceAsItsUserCan) {
 
   ASSERT_EQ(direct.exit_code, 0) << direct.err;
   std::string in_job = Slurp(DirOf(alice_) + "/output." + std::to_string(id) + ".log");
-  EXPECT_EQ(in_job, direct.out) << "perf_event_paranoid=" << Slurp("/proc/sys/kernel/perf_event_paranoid");
+  EXPECT_EQ(in_job, direct.out) << "perf_event_paranoid="
+                                << Slurp("/proc/sys/kernel/perf_event_paranoid");
   EXPECT_NE(direct.out.find("uid " + std::to_string(alice_.uid)), std::string::npos) << direct.out;
   std::cout << "probe as " << kAlice << ":\n" << direct.out;
 }
@@ -662,17 +689,24 @@ class ForgedBrokerTest : public RootE2eTest {
     fs::create_directories(rootonly_);
     ::chmod(rootonly_.c_str(), 0755);
     ASSERT_TRUE(daemon_->StartNoProbe({"--admin-group", kAdminGroup})) << daemon_->log();
-    struct pollfd pfd {listen_.get(), POLLIN, 0};
+    struct pollfd pfd {
+      listen_.get(), POLLIN, 0
+    };
     ASSERT_EQ(::poll(&pfd, 1, 10000), 1) << "the forged broker did not connect\n" << daemon_->log();
     control_.reset(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC));
     ASSERT_TRUE(control_.valid());
     ASSERT_TRUE(DaemonHarness::WaitFor(
         [&] { return DaemonHarness::RolePids(daemon_->log(), &executor_pid_, &broker_pid_); },
-        std::chrono::seconds(10))) << daemon_->log();
+        std::chrono::seconds(10)))
+        << daemon_->log();
     // Meaningful only if the forged broker runs as the service user.
     ASSERT_TRUE(DaemonHarness::WaitFor(
-        [&] { return Words(ProcStatus(broker_pid_)["Uid"]) == std::set<std::string>{std::to_string(broker_.uid)}; },
-        std::chrono::seconds(5))) << ProcStatus(broker_pid_)["Uid"] << daemon_->log();
+        [&] {
+          return Words(ProcStatus(broker_pid_)["Uid"]) ==
+                 std::set<std::string>{std::to_string(broker_.uid)};
+        },
+        std::chrono::seconds(5)))
+        << ProcStatus(broker_pid_)["Uid"] << daemon_->log();
   }
 
   void TearDown() override {
@@ -692,7 +726,9 @@ class ForgedBrokerTest : public RootE2eTest {
     std::string answer;
     auto deadline = std::chrono::steady_clock::now() + seconds(30);
     while (answer.find('\n') == std::string::npos && std::chrono::steady_clock::now() < deadline) {
-      struct pollfd pfd {control_.get(), POLLIN, 0};
+      struct pollfd pfd {
+        control_.get(), POLLIN, 0
+      };
       if (::poll(&pfd, 1, 200) <= 0) continue;
       char buf[4096];
       ssize_t got = ::read(control_.get(), buf, sizeof buf);
@@ -709,7 +745,9 @@ class ForgedBrokerTest : public RootE2eTest {
     ASSERT_TRUE(type && *type == "hello_reply") << reply << daemon_->log();
   }
 
-  bool ExecutorAlive() { return ::kill(executor_pid_, 0) == 0 && !ProcStatus(executor_pid_).empty(); }
+  bool ExecutorAlive() {
+    return ::kill(executor_pid_, 0) == 0 && !ProcStatus(executor_pid_).empty();
+  }
 
   // A client connection made by `who` (its peer credentials), carrying
   // `frame` as its first frame, unread.
@@ -731,20 +769,24 @@ class ForgedBrokerTest : public RootE2eTest {
       struct sockaddr_un addr {};
       addr.sun_family = AF_UNIX;
       std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", socket_path.c_str());
-      if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) ::_exit(125);
+      if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+        ::_exit(125);
       if (!protocol::WriteFrame(fd, frame)) ::_exit(124);
       if (!protocol::SendMessage(theirs.get(), "fd", {fd})) ::_exit(123);
       ::_exit(0);
     }
     theirs.reset();
     UniqueFd result;
-    struct pollfd pfd {ours.get(), POLLIN, 0};
+    struct pollfd pfd {
+      ours.get(), POLLIN, 0
+    };
     if (pid > 0 && ::poll(&pfd, 1, 10000) == 1) {
       auto packet = protocol::ReceiveMessage(ours.get());
       if (packet && packet->fds.size() == 1) result = std::move(packet->fds[0]);
     }
     if (pid > 0) {
-      if (!DaemonHarness::WaitFor([&] { return ::waitpid(pid, nullptr, WNOHANG) == pid; }, seconds(5))) {
+      if (!DaemonHarness::WaitFor([&] { return ::waitpid(pid, nullptr, WNOHANG) == pid; },
+                                  seconds(5))) {
         ::kill(pid, SIGKILL);
         ::waitpid(pid, nullptr, 0);
       }
@@ -762,8 +804,8 @@ class ForgedBrokerTest : public RootE2eTest {
   }
 
   std::string RegisterJson(int id, const std::string& extra = "") {
-    return "{\"type\":\"register\",\"req\":" + std::to_string(id) + ",\"id\":" +
-           std::to_string(id) + ",\"start\":[]" + extra + "}";
+    return "{\"type\":\"register\",\"req\":" + std::to_string(id) +
+           ",\"id\":" + std::to_string(id) + ",\"start\":[]" + extra + "}";
   }
 
   std::string StartJson(int id, std::vector<int> cpus, std::vector<int> mems = {}) {
@@ -807,7 +849,8 @@ class ForgedBrokerTest : public RootE2eTest {
 
 // (a) A message over the internal cap is refused; the executor goes on.
 TEST_F(ForgedBrokerTest, OversizedFrameIsRefusedAndTheExecutorGoesOn) {
-  std::string reply = Ask("oversized " + std::to_string(protocol::kMaxInternalMessage + 200 * 1024));
+  std::string reply =
+      Ask("oversized " + std::to_string(protocol::kMaxInternalMessage + 200 * 1024));
   auto ack = protocol::Decode<protocol::Ack>(reply);
   ASSERT_TRUE(ack) << reply << daemon_->log();
   ASSERT_TRUE(ack->error);
@@ -842,7 +885,8 @@ TEST_F(ForgedBrokerTest, BrokersOwnSocketIsRefused) {
 
   auto reply = protocol::Decode<protocol::RegisterReply>(text);
   ASSERT_TRUE(reply) << text;
-  ASSERT_TRUE(reply->error) << "a job registered as the broker's uid " << reply->uid << " (" << reply->user << ")";
+  ASSERT_TRUE(reply->error) << "a job registered as the broker's uid " << reply->uid << " ("
+                            << reply->user << ")";
   EXPECT_NE(reply->error->message.find("not a connection accepted on"), std::string::npos)
       << reply->error->message;
   EXPECT_TRUE(LogHas("refused register of job 3")) << daemon_->log();
@@ -856,13 +900,14 @@ TEST_F(ForgedBrokerTest, ForgedIdentityFieldsAreIgnored) {
   const std::string pwned = DirOf(alice_) + "/pwned";
   UniqueFd client = ConnectAs(bob_, SubmitFrame(bob_, {"id", "-u"}, out));
   std::string a = std::to_string(alice_.uid);
-  std::string forged = ",\"uid\":" + a + ",\"gid\":" + std::to_string(alice_.gid) +
-                       ",\"user\":\"" + kAlice + "\",\"argv\":[\"sh\",\"-c\",\"id -u >" + pwned +
+  std::string forged = ",\"uid\":" + a + ",\"gid\":" + std::to_string(alice_.gid) + ",\"user\":\"" +
+                       kAlice + "\",\"argv\":[\"sh\",\"-c\",\"id -u >" + pwned +
                        "\"],\"cwd\":\"/\",\"output\":\"" + DirOf(alice_) + "/d.log\"";
 
   protocol::RegisterReply reply = Register(4, client, forged);
 
-  std::cout << "forged identity fields: " << (reply.error ? "refused: " + reply.error->message : "ignored") << "\n";
+  std::cout << "forged identity fields: "
+            << (reply.error ? "refused: " + reply.error->message : "ignored") << "\n";
   if (reply.error) {
     EXPECT_TRUE(LogHas("refused register of job 4")) << daemon_->log();
     return;
@@ -884,7 +929,8 @@ TEST_F(ForgedBrokerTest, ForgedIdentityFieldsAreIgnored) {
 // refused (naming it) or ignored (the output never lands there).
 TEST_F(ForgedBrokerTest, ForgedOutputPathIsRefusedOrIgnored) {
   Hello();
-  const std::vector<std::string> foreign = {DirOf(alice_) + "/stolen.log", rootonly_ + "/stolen.log"};
+  const std::vector<std::string> foreign = {DirOf(alice_) + "/stolen.log",
+                                            rootonly_ + "/stolen.log"};
   int id = 5;
   for (const std::string& path : foreign) {
     SCOPED_TRACE(path);
@@ -896,7 +942,8 @@ TEST_F(ForgedBrokerTest, ForgedOutputPathIsRefusedOrIgnored) {
     std::cout << "forged output " << path << ": "
               << (reply.error ? "refused: " + reply.error->message : "ignored") << "\n";
     if (reply.error) {
-      EXPECT_NE(reply.error->message.find(fs::path(path).parent_path().string()), std::string::npos) << reply.error->message;
+      EXPECT_NE(reply.error->message.find(fs::path(path).parent_path().string()), std::string::npos)
+          << reply.error->message;
       EXPECT_TRUE(LogHas("refused register of job " + std::to_string(id))) << daemon_->log();
     } else {
       EXPECT_NE(reply.output_dest.value_or(""), path);
@@ -938,10 +985,17 @@ TEST_F(ForgedBrokerTest, BadPlacementsAndTypesAreRefused) {
       {StartJson(7, {999}), "cpus"},
       {StartJson(7, {0}, {7}), "mems"},
       {StartJson(7, {-1}), "cpus"},
-      {"{\"type\":\"start\",\"req\":1,\"id\":\"7\",\"cpus\":[0],\"mems\":[],\"memory_max\":[],\"gpus\":[]}", "id"},
-      {"{\"type\":\"start\",\"req\":1,\"id\":7,\"cpus\":\"0\",\"mems\":[],\"memory_max\":[],\"gpus\":[]}", "cpus"},
-      {"{\"type\":\"start\",\"req\":1,\"id\":7,\"cpus\":[0],\"mems\":[],\"memory_max\":[],\"gpus\":{\"a\":1}}", "gpus"},
-      {"{\"type\":\"signal\",\"req\":1,\"id\":7,\"signal\":9,\"note\":\"\",\"limit_s\":0}", "signal"},
+      {"{\"type\":\"start\",\"req\":1,\"id\":\"7\",\"cpus\":[0],\"mems\":[],\"memory_max\":[],"
+       "\"gpus\":[]}",
+       "id"},
+      {"{\"type\":\"start\",\"req\":1,\"id\":7,\"cpus\":\"0\",\"mems\":[],\"memory_max\":[],"
+       "\"gpus\":[]}",
+       "cpus"},
+      {"{\"type\":\"start\",\"req\":1,\"id\":7,\"cpus\":[0],\"mems\":[],\"memory_max\":[],\"gpus\":"
+       "{\"a\":1}}",
+       "gpus"},
+      {"{\"type\":\"signal\",\"req\":1,\"id\":7,\"signal\":9,\"note\":\"\",\"limit_s\":0}",
+       "signal"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.json);
@@ -1003,7 +1057,8 @@ TEST_F(ForgedBrokerTest, ASocketToAUsersEchoServiceIsRefused) {
 
   auto reply = protocol::Decode<protocol::RegisterReply>(text);
   ASSERT_TRUE(reply) << text << daemon_->log();
-  ASSERT_TRUE(reply->error) << "a job registered as uid " << reply->uid << " (" << reply->user << ")";
+  ASSERT_TRUE(reply->error) << "a job registered as uid " << reply->uid << " (" << reply->user
+                            << ")";
   EXPECT_NE(reply->error->message.find("not a connection accepted on"), std::string::npos)
       << reply->error->message;
   EXPECT_FALSE(fs::exists(daemon_->state() + "/specs/9.json"));

@@ -2,7 +2,6 @@
 // `--after-any`) across a daemon restart, `drain`/`resume` across a
 // reload, `info` and the --json of every read command.
 #include <grp.h>
-
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -77,9 +76,9 @@ TEST_F(WorkflowE2eTest, NewWaitStreamsTheOutputAndExitsWithTheJobsStatus) {
   EXPECT_EQ(run.exit_code, 4) << run.err << daemon_.log();
   EXPECT_EQ(run.out, "from-the-job\n") << "stdout holds the job's output alone";
   EXPECT_NE(run.err.find("job 1 "), std::string::npos) << run.err;
-  EXPECT_EQ(daemon_.Dispatch({"new", "--max-mem", "0.25", "--wait", "--", "true"}, seconds(30))
-                .exit_code,
-            0);
+  EXPECT_EQ(
+      daemon_.Dispatch({"new", "--max-mem", "0.25", "--wait", "--", "true"}, seconds(30)).exit_code,
+      0);
 }
 
 TEST_F(WorkflowE2eTest, ADependencyChainHoldsAcrossARestart) {
@@ -92,21 +91,21 @@ TEST_F(WorkflowE2eTest, ADependencyChainHoldsAcrossARestart) {
   const int never = New({"--after", std::to_string(failing), "--", "echo", "never"});
   const int cascade = New({"--after", std::to_string(never), "--", "echo", "never"});
   const int anyway = New({"--after-any", std::to_string(failing), "--", "echo", "anyway"});
-  const std::string queued_row =
-      DaemonHarness::RowOfJob(daemon_.Dispatch({"list"}).out, second);
+  const std::string queued_row = DaemonHarness::RowOfJob(daemon_.Dispatch({"list"}).out, second);
   EXPECT_NE(queued_row.find("after " + std::to_string(first)), std::string::npos) << queued_row;
 
   daemon_.Stop();
   StartOrFail();
-  const std::string after_restart =
-      DaemonHarness::RowOfJob(daemon_.Dispatch({"list"}).out, second);
+  const std::string after_restart = DaemonHarness::RowOfJob(daemon_.Dispatch({"list"}).out, second);
   EXPECT_NE(after_restart.find("after " + std::to_string(first)), std::string::npos)
       << after_restart;
 
   CommandResult chain = Wait({std::to_string(second)});
   EXPECT_EQ(chain.exit_code, 0) << chain.err << daemon_.log();
   ASSERT_TRUE(DaemonHarness::WaitFor(
-      [&] { return daemon_.ReadWorkFile("output." + std::to_string(second) + ".log") == "second ran\n"; },
+      [&] {
+        return daemon_.ReadWorkFile("output." + std::to_string(second) + ".log") == "second ran\n";
+      },
       std::chrono::seconds(10)));
   EXPECT_EQ(Wait({std::to_string(never), std::to_string(cascade)}).exit_code, 1);
   for (int id : {never, cascade}) {
@@ -117,8 +116,9 @@ TEST_F(WorkflowE2eTest, ADependencyChainHoldsAcrossARestart) {
   CommandResult doomed = daemon_.Dispatch(
       {"new", "--wait", "--after", std::to_string(failing), "--", "echo", "never"}, seconds(30));
   EXPECT_EQ(doomed.exit_code, 1);
-  EXPECT_NE(doomed.err.find("job " + std::to_string(failing) + " failed (exit 2), so it did not run"),
-            std::string::npos)
+  EXPECT_NE(
+      doomed.err.find("job " + std::to_string(failing) + " failed (exit 2), so it did not run"),
+      std::string::npos)
       << doomed.err;
   CommandResult refused = daemon_.Dispatch({"new", "--after", "77", "--", "true"});
   EXPECT_EQ(refused.exit_code, 1);
@@ -203,7 +203,7 @@ TEST_F(WorkflowE2eTest, InfoAndEveryReadCommandSpeakJson) {
   EXPECT_NE(info.out.find("\nNODE  RESOURCE  TOTAL"), std::string::npos) << info.out;
   EXPECT_NE(info.out.find("\n0     cpus "), std::string::npos) << info.out;
   EXPECT_NE(info.out.find("\nall   mem "), std::string::npos) << "--no-cgroups: machine-wide\n"
-                                                            << info.out;
+                                                              << info.out;
   EXPECT_EQ(info_json.out.rfind(R"({"ok":true,"policy":"easy-backfill","draining":false,)", 0), 0u)
       << info_json.out;
   EXPECT_NE(info_json.out.find(R"("in_use":1,)"), std::string::npos) << info_json.out;

@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "protocol/client_messages.h"
@@ -65,7 +65,9 @@ class ExecutorServerTest : public ::testing::Test {
   // The turn ends first, as the loop would end it: answers wait for that.
   std::string NextReply() {
     EXPECT_TRUE(server_->EndTurn());
-    struct pollfd p {broker_b_.get(), POLLIN, 0};
+    struct pollfd p {
+      broker_b_.get(), POLLIN, 0
+    };
     if (::poll(&p, 1, 2000) <= 0) return "<none>";
     Result<Packet> packet = protocol::ReceiveMessage(broker_b_.get());
     return packet ? packet->bytes : "<" + packet.error().message() + ">";
@@ -102,11 +104,14 @@ class ExecutorServerTest : public ::testing::Test {
   // Plays the launcher's part in a registration: the account lookup, if
   // the executor asked for one (a refusal before it does not).
   void AnswerLookUp() {
-    struct pollfd p {launcher_b_.get(), POLLIN, 0};
+    struct pollfd p {
+      launcher_b_.get(), POLLIN, 0
+    };
     if (::poll(&p, 1, 0) <= 0) return;
     Result<Packet> asked = protocol::ReceiveMessage(launcher_b_.get());
     ASSERT_TRUE(asked);
-    Result<protocol::LookUpUserRequest> request = protocol::Decode<protocol::LookUpUserRequest>(asked->bytes);
+    Result<protocol::LookUpUserRequest> request =
+        protocol::Decode<protocol::LookUpUserRequest>(asked->bytes);
     ASSERT_TRUE(request) << asked->bytes;
     protocol::LookUpUserReply reply;
     reply.req = request->req;
@@ -134,7 +139,8 @@ bool IsError(const std::string& reply) {
 }
 
 TEST_F(ExecutorServerTest, HelloFirst) {
-  EXPECT_TRUE(IsError(Send(R"({"req":1,"type":"start","id":1,"cpus":[0],"mems":[0],"memory_max":[],"gpus":[]})")));
+  EXPECT_TRUE(IsError(
+      Send(R"({"req":1,"type":"start","id":1,"cpus":[0],"mems":[0],"memory_max":[],"gpus":[]})")));
   EXPECT_TRUE(IsError(Send(R"({"req":1,"type":"hello","version":99})")));
   std::string hello = Send(protocol::Encode(protocol::Hello{}));
   EXPECT_NE(hello.find("hello_reply"), std::string::npos);
@@ -146,7 +152,8 @@ TEST_F(ExecutorServerTest, MalformedAndUnknownMessagesAreRefused) {
   EXPECT_TRUE(IsError(Send(R"({"req":1,"type":"format_disk"})")));
   EXPECT_TRUE(IsError(Send(R"({"req":1,"type":"start","id":"1"})")));
   EXPECT_TRUE(IsError(Send(std::string(100, '['))));
-  EXPECT_TRUE(IsError(Send(R"({"req":1,"type":"signal","id":1,"signal":"term","note":"","limit_s":0})")));
+  EXPECT_TRUE(
+      IsError(Send(R"({"req":1,"type":"signal","id":1,"signal":"term","note":"","limit_s":0})")));
   EXPECT_TRUE(IsError(Send(R"({"req":1,"type":"forget","id":1})")));
   EXPECT_TRUE(IsError(Send(R"({"req":1,"type":"open_output","id":1})")));
 }
@@ -186,7 +193,8 @@ TEST_F(ExecutorServerTest, ARegistrationsRefusedStartLeavesTheJobRegisteredAndOn
   EXPECT_FALSE(reply->error) << text;
   ASSERT_TRUE(reply->start) << text;
   ASSERT_TRUE(reply->start->error) << text;
-  EXPECT_NE(reply->start->error->message.find("cpus"), std::string::npos) << reply->start->error->message;
+  EXPECT_NE(reply->start->error->message.find("cpus"), std::string::npos)
+      << reply->start->error->message;
   std::string spec = testing::ReadText(config_.state_dir + "/specs/6.json");
   EXPECT_NE(spec.find(R"("state":"registered")"), std::string::npos) << spec;
   // The job is known: registering the id again is refused as before.
@@ -295,14 +303,19 @@ TEST_F(ExecutorServerTest, RegistrationsPastTheUsersStateLimitAreRefused) {
 
 TEST_F(ExecutorServerTest, StartChecksPlacementAndOrder) {
   Send(protocol::Encode(protocol::Hello{}));
-  EXPECT_TRUE(IsError(Send(R"({"req":1,"type":"start","id":9,"cpus":[0],"mems":[0],"memory_max":[],"gpus":[]})")));
+  EXPECT_TRUE(IsError(
+      Send(R"({"req":1,"type":"start","id":9,"cpus":[0],"mems":[0],"memory_max":[],"gpus":[]})")));
   UniqueFd a, b;
   ASSERT_NO_FATAL_FAILURE(Connect(a, b));
   ASSERT_FALSE(IsError(Register(9, a.get(), b.get())));
-  EXPECT_TRUE(IsError(Send(R"({"req":1,"type":"start","id":9,"cpus":[7],"mems":[0],"memory_max":[],"gpus":[]})")));
-  EXPECT_TRUE(IsError(Send(R"({"req":1,"type":"start","id":9,"cpus":[0],"mems":[3],"memory_max":[],"gpus":[]})")));
-  EXPECT_TRUE(IsError(Send(R"({"req":1,"type":"start","id":9,"cpus":[0,0],"mems":[0],"memory_max":[],"gpus":[]})")));
-  EXPECT_TRUE(IsError(Send(R"({"req":1,"type":"start","id":9,"cpus":[0],"mems":[0],"memory_max":[],"gpus":[0]})")));
+  EXPECT_TRUE(IsError(
+      Send(R"({"req":1,"type":"start","id":9,"cpus":[7],"mems":[0],"memory_max":[],"gpus":[]})")));
+  EXPECT_TRUE(IsError(
+      Send(R"({"req":1,"type":"start","id":9,"cpus":[0],"mems":[3],"memory_max":[],"gpus":[]})")));
+  EXPECT_TRUE(IsError(Send(
+      R"({"req":1,"type":"start","id":9,"cpus":[0,0],"mems":[0],"memory_max":[],"gpus":[]})")));
+  EXPECT_TRUE(IsError(
+      Send(R"({"req":1,"type":"start","id":9,"cpus":[0],"mems":[0],"memory_max":[],"gpus":[0]})")));
   // Forget a never-started job: everything goes.
   EXPECT_FALSE(IsError(Send(R"({"req":1,"type":"forget","id":9})")));
   EXPECT_NE(::access((config_.state_dir + "/specs/9.json").c_str(), F_OK), 0);

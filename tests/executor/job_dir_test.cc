@@ -1,12 +1,11 @@
 #include "executor/job_dir.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
-
-#include <gtest/gtest.h>
 
 #include "tests/testing/temp_dir.h"
 

@@ -9,7 +9,9 @@ namespace {
 
 using launcher::EnvValue;
 
-host::PasswdFacts Alice() { return {"alice", "/home/alice", "/bin/bash"}; }
+host::PasswdFacts Alice() {
+  return {"alice", "/home/alice", "/bin/bash"};
+}
 
 TEST(BuildJobEnvTest, CleanDefaults) {
   auto env = BuildJobEnv(Alice(), {}, 7, {}, false, "");
@@ -25,9 +27,12 @@ TEST(BuildJobEnvTest, CleanDefaults) {
 }
 
 TEST(BuildJobEnvTest, ForwardedOverlaysButNeverWinsOverForcedKeys) {
-  std::map<std::string, std::string> forwarded{
-      {"PATH", "/opt/bin"}, {"USER", "root"}, {"HOME", "/root"},
-      {"HPC_BATCH_JOB_ID", "1"}, {"CUDA_VISIBLE_DEVICES", "0,1,2,3"}, {"FOO", "bar"}};
+  std::map<std::string, std::string> forwarded{{"PATH", "/opt/bin"},
+                                               {"USER", "root"},
+                                               {"HOME", "/root"},
+                                               {"HPC_BATCH_JOB_ID", "1"},
+                                               {"CUDA_VISIBLE_DEVICES", "0,1,2,3"},
+                                               {"FOO", "bar"}};
   auto env = BuildJobEnv(Alice(), forwarded, 9, {2}, true, "en_GB.UTF-8");
   EXPECT_EQ(EnvValue(env, "PATH"), "/opt/bin");
   EXPECT_EQ(EnvValue(env, "FOO"), "bar");

@@ -57,14 +57,16 @@ TEST(LauncherMessagesTest, DestinationAndDeliverNeedAbsolutePaths) {
   EXPECT_FALSE(check.Validate());
   check.path = "/tmp";
   EXPECT_TRUE(check.Validate());
-  DeliverRequest deliver{.req = 1, .id = 1, .who = {1000, 1000, "a", {}}, .dest = "", .max_bytes = 1};
+  DeliverRequest deliver{
+      .req = 1, .id = 1, .who = {1000, 1000, "a", {}}, .dest = "", .max_bytes = 1};
   EXPECT_FALSE(deliver.Validate());
   ChildExited exited{.req = 0, .pid = 0, .status = 0};
   EXPECT_FALSE(exited.Validate());
 }
 
 TEST(ExecutorMessagesTest, WrongTypesNameTheField) {
-  auto start = Decode<StartJob>(R"({"type":"start","req":1,"id":"x","cpus":[0],"mems":[0],"memory_max":[],"gpus":[],"mem_by_node":[],"gpu_link":[],"spans_nodes":false})");
+  auto start = Decode<StartJob>(
+      R"({"type":"start","req":1,"id":"x","cpus":[0],"mems":[0],"memory_max":[],"gpus":[],"mem_by_node":[],"gpu_link":[],"spans_nodes":false})");
   ASSERT_FALSE(start);
   EXPECT_NE(start.error().message().find("'id'"), std::string::npos);
   auto reg = Decode<RegisterJob>(R"({"type":"register","req":1,"id":"1"})");
@@ -73,12 +75,17 @@ TEST(ExecutorMessagesTest, WrongTypesNameTheField) {
 }
 
 TEST(ExecutorMessagesTest, StartAndSignalRanges) {
-  EXPECT_FALSE(Decode<StartJob>(R"({"req":1,"id":1,"cpus":[],"mems":[0],"memory_max":[],"gpus":[],"mem_by_node":[],"gpu_link":[],"spans_nodes":false})"));
-  EXPECT_FALSE(Decode<StartJob>(R"({"req":1,"id":1,"cpus":[-3],"mems":[0],"memory_max":[],"gpus":[],"mem_by_node":[],"gpu_link":[],"spans_nodes":false})"));
-  EXPECT_FALSE(Decode<StartJob>(R"({"req":1,"id":1,"cpus":[0],"mems":[0],"memory_max":[0],"gpus":[],"mem_by_node":[],"gpu_link":[],"spans_nodes":false})"));
-  EXPECT_TRUE(Decode<StartJob>(R"({"req":1,"id":1,"cpus":[0],"mems":[0],"memory_max":[5],"gpus":[],"mem_by_node":[],"gpu_link":[],"spans_nodes":false})"));
+  EXPECT_FALSE(Decode<StartJob>(
+      R"({"req":1,"id":1,"cpus":[],"mems":[0],"memory_max":[],"gpus":[],"mem_by_node":[],"gpu_link":[],"spans_nodes":false})"));
+  EXPECT_FALSE(Decode<StartJob>(
+      R"({"req":1,"id":1,"cpus":[-3],"mems":[0],"memory_max":[],"gpus":[],"mem_by_node":[],"gpu_link":[],"spans_nodes":false})"));
+  EXPECT_FALSE(Decode<StartJob>(
+      R"({"req":1,"id":1,"cpus":[0],"mems":[0],"memory_max":[0],"gpus":[],"mem_by_node":[],"gpu_link":[],"spans_nodes":false})"));
+  EXPECT_TRUE(Decode<StartJob>(
+      R"({"req":1,"id":1,"cpus":[0],"mems":[0],"memory_max":[5],"gpus":[],"mem_by_node":[],"gpu_link":[],"spans_nodes":false})"));
   EXPECT_FALSE(Decode<SignalJob>(R"({"req":1,"id":1,"signal":"stop","note":"","limit_s":0})"));
-  EXPECT_FALSE(Decode<SignalJob>(R"({"req":1,"id":1,"signal":"term","note":"rm -rf","limit_s":0})"));
+  EXPECT_FALSE(
+      Decode<SignalJob>(R"({"req":1,"id":1,"signal":"term","note":"rm -rf","limit_s":0})"));
 }
 
 }  // namespace

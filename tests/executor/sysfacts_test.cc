@@ -1,9 +1,9 @@
 #include "executor/sysfacts.h"
-#include "protocol/host/host_files.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "protocol/host/host_files.h"
 #include "tests/testing/temp_dir.h"
 
 namespace hpcb::executor {
@@ -84,17 +84,27 @@ TEST(CheckSubsetTest, RejectsForeignAndDuplicateIds) {
 }
 
 TEST(CheckSubmitterTest, RootModeRefusesUidAndGidZero) {
-  struct ucred root {1, 0, 0};
-  struct ucred gid0 {1, 1000, 0};
-  struct ucred user {1, 1000, 1000};
+  struct ucred root {
+    1, 0, 0
+  };
+  struct ucred gid0 {
+    1, 1000, 0
+  };
+  struct ucred user {
+    1, 1000, 1000
+  };
   EXPECT_FALSE(CheckSubmitter(root, true, 0));
   EXPECT_FALSE(CheckSubmitter(gid0, true, 0));
   EXPECT_TRUE(CheckSubmitter(user, true, 0));
 }
 
 TEST(CheckSubmitterTest, RootModeRefusesTheBrokersOwnUid) {
-  struct ucred broker {1, 999, 999};
-  struct ucred user {1, 1000, 1000};
+  struct ucred broker {
+    1, 999, 999
+  };
+  struct ucred user {
+    1, 1000, 1000
+  };
   auto refused = CheckSubmitter(broker, true, 0, 999u);
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().message().find("service user"), std::string::npos);
@@ -103,8 +113,12 @@ TEST(CheckSubmitterTest, RootModeRefusesTheBrokersOwnUid) {
 }
 
 TEST(CheckSubmitterTest, UserModeOnlyOwnUid) {
-  struct ucred me {1, 1000, 1000};
-  struct ucred other {1, 1001, 1001};
+  struct ucred me {
+    1, 1000, 1000
+  };
+  struct ucred other {
+    1, 1001, 1001
+  };
   EXPECT_TRUE(CheckSubmitter(me, false, 1000));
   EXPECT_FALSE(CheckSubmitter(other, false, 1000));
 }
@@ -114,7 +128,8 @@ TEST(ProcStartTimeTest, SelfAndGarbled) {
   ASSERT_TRUE(start) << start.error().message();
   EXPECT_GT(*start, 0u);
   testing::TempDir dir;
-  testing::WriteText(dir.path() + "/42/stat", "42 (a b) c) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 12345 0\n");
+  testing::WriteText(dir.path() + "/42/stat",
+                     "42 (a b) c) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 12345 0\n");
   auto fake = ProcStartTime(42, dir.path());
   ASSERT_TRUE(fake) << fake.error().message();
   EXPECT_EQ(*fake, 12345u);

@@ -1,9 +1,8 @@
 #include "executor/turn_commit.h"
 
 #include <fcntl.h>
-#include <unistd.h>
-
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <string>
 
@@ -36,8 +35,8 @@ TEST(TurnCommitTest, FlushSyncsWhatWasAddedAndAManyFileTurnFlushesEarly) {
   testing::TempDir dir;
   TurnCommit turn(dir.path());
   for (std::size_t i = 0; i < TurnCommit::kMaxOpen + 3; ++i) {
-    Result<UniqueFd> file = host::WriteFileAtomicUnsynced(
-        dir.path() + "/" + std::to_string(i) + ".json", "{}", 0600);
+    Result<UniqueFd> file =
+        host::WriteFileAtomicUnsynced(dir.path() + "/" + std::to_string(i) + ".json", "{}", 0600);
     ASSERT_TRUE(file);
     ASSERT_TRUE(turn.Add(std::move(*file)));
   }

@@ -1,10 +1,9 @@
 #include "launcher/gpu_mask.h"
 
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include "tests/testing/temp_dir.h"
 
@@ -43,14 +42,14 @@ TEST(GpuMaskTest, HiddenNodesAreDevNullOnlyInsideTheChild) {
   TempDir dev;
   WriteText(dev.path() + "/nvidia0", "card zero");
   WriteText(dev.path() + "/nvidia1", "card one");
-  const std::vector<std::string> hide =
-      NodesToHide(dev.path(), CardNodes(dev.path()), {1});
+  const std::vector<std::string> hide = NodesToHide(dev.path(), CardNodes(dev.path()), {1});
   ASSERT_EQ(hide, (std::vector<std::string>{dev.path() + "/nvidia0"}));
   const pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     if (HideNodes(hide) != 0) ::_exit(10);
-    struct stat hidden {}, given {};
+    struct stat hidden {
+    }, given{};
     if (::stat((dev.path() + "/nvidia0").c_str(), &hidden) != 0) ::_exit(11);
     if (!S_ISCHR(hidden.st_mode)) ::_exit(12);  // /dev/null now
     if (::stat((dev.path() + "/nvidia1").c_str(), &given) != 0) ::_exit(13);

@@ -1,10 +1,9 @@
 #include "launcher/user_ops.h"
 
-#include <sys/stat.h>
-#include <sys/wait.h>
-
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -128,12 +127,14 @@ TEST(UserHelperTest, AnswersComeBackThroughThePipeWithTheirCode) {
     if (!child) return child.error();
     std::string text;
     char buf[256];
-    for (ssize_t n; (n = ::read(child->answer.get(), buf, sizeof buf)) > 0;) text.append(buf, n);
+    for (ssize_t n; (n = ::read(child->answer.get(), buf, sizeof buf)) > 0;)
+      text.append(buf, n);
     int status = 0;
     ::waitpid(child->pid, &status, 0);
     return ParseHelperAnswer(text);
   };
-  Result<std::string> ok = run([](const std::vector<int>&) -> Result<std::string> { return std::string("fine"); });
+  Result<std::string> ok =
+      run([](const std::vector<int>&) -> Result<std::string> { return std::string("fine"); });
   ASSERT_TRUE(ok) << ok.error().message();
   EXPECT_EQ(*ok, "fine");
   Result<std::string> bad = run([](const std::vector<int>&) -> Result<std::string> {

@@ -148,8 +148,8 @@ TEST(ExecutorMessagesTest, SignalJobChecksTheSignalName) {
   EXPECT_EQ(back->signal, SignalKind::kKill);
   EXPECT_EQ(back->note, SignalNote::kTimeout);
   EXPECT_EQ(back->req, 3u);
-  Result<SignalJob> hup = Decode<SignalJob>(
-      R"({"type":"signal","req":1,"id":1,"signal":"hup","note":"","limit_s":0})");
+  Result<SignalJob> hup =
+      Decode<SignalJob>(R"({"type":"signal","req":1,"id":1,"signal":"hup","note":"","limit_s":0})");
   ASSERT_FALSE(hup);
   EXPECT_EQ(hup.error().message(), "field 'signal' must be one of term or kill (not 'hup')");
 }
@@ -280,8 +280,8 @@ TEST(DaemonFlagsTest, CpuUnitIsCoreUnlessAskedOtherwise) {
 }
 
 TEST(DaemonFlagsTest, ToFlagsRoundTrips) {
-  auto parsed = ParseDaemonFlags({"--admin-group", "sudo", "--keep-finished", "3",
-                                  "--min-job-mem", "0.25", "--list-is-public"});
+  auto parsed = ParseDaemonFlags({"--admin-group", "sudo", "--keep-finished", "3", "--min-job-mem",
+                                  "0.25", "--list-is-public"});
   ASSERT_FALSE(parsed.exit_now);
   auto again = ParseDaemonFlags(ToFlags(parsed.config));
   ASSERT_FALSE(again.exit_now) << again.output;

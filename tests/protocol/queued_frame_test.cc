@@ -1,8 +1,7 @@
 #include "protocol/queued_frame.h"
 
-#include <sys/socket.h>
-
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 
 #include "protocol/base/unique_fd.h"
 #include "protocol/framing.h"
@@ -38,7 +37,9 @@ TEST(QueuedFrameTest, HalfAFrameIsNotYetAndNeverBlocks) {
   auto empty = PeekQueuedFrame(p.server.get());
   ASSERT_TRUE(empty);
   EXPECT_FALSE(*empty);
-  ASSERT_TRUE(WriteAll(p.client.get(), std::string("\x05\x00\x00\x00" "ab", 6)));
+  ASSERT_TRUE(WriteAll(p.client.get(), std::string("\x05\x00\x00\x00"
+                                                   "ab",
+                                                   6)));
   auto half = PeekQueuedFrame(p.server.get());
   ASSERT_TRUE(half);
   EXPECT_FALSE(*half);
