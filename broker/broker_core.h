@@ -26,6 +26,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "broker/clock.h"
@@ -71,7 +72,7 @@ class BrokerCore {
  public:
   BrokerCore(CoreOptions options, Scheduler& scheduler, ExecutorChannel& executor,
              const Clock& clock, const Permissions& permissions, QueueStore* store)
-      : options_(options),
+      : options_(std::move(options)),
         scheduler_(scheduler),
         executor_(executor),
         clock_(clock),

@@ -30,7 +30,7 @@ constexpr int kMaxPerTurn = 64;
 // The poll events `fd` has right now (0: nothing to read), without waiting.
 short Readable(int fd) {
   struct pollfd one = {fd, POLLIN, 0};
-  return ::poll(&one, 1, 0) > 0 ? one.revents : 0;
+  return ::poll(&one, 1, 0) > 0 ? one.revents : static_cast<short>(0);
 }
 
 std::string JobText(std::uint64_t id) {
