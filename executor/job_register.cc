@@ -181,8 +181,16 @@ void ExecutorServer::FinishRegister(protocol::RegisterJob request, LaunchSpec sp
       auto it = jobs_.find(reply.id);
       if (it != jobs_.end() && it->second.state == protocol::SpecState::kRegistered) {
         if (Result<void> synced = Save(it->second); !synced) {
+          // Not on disk, so not accepted: a reply without an error would
+          // have the user told of a job a restart cannot find.
           LogWarning("cannot save the spec of job " + std::to_string(reply.id) + ": " +
                      synced.error().message());
+          RemoveSpec(specs_dir(), reply.id);
+          (void)RemoveJobDir(job_dir(reply.id), OwnerOf(it->second));
+          jobs_.erase(it);
+          reply.error = WireError::From(synced.error().WithContext("cannot save the job"));
+          SendToBroker(Encode(reply));
+          return;
         }
         WriteInfo(it->second);  // not written at registration: a start followed
       }

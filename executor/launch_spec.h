@@ -99,12 +99,12 @@ struct LaunchSpec {
 };
 
 // STATE/specs/<id>.json, written atomically (tmp, fsync, rename, fsync of
-// the specs dir; both fsyncs skipped when deferred), 0600.
+// the specs dir; the directory's fsync skipped when deferred), 0600.
 // Returns the bytes written.
 Result<std::uint64_t> SaveSpec(const std::string& specs_dir, const LaunchSpec& spec,
                                Sync sync = Sync::kNow);
-// The same, renamed into place but not fsynced: the file comes back open
-// for the turn's group commit (turn_commit.h) to flush.
+// The same, fsynced and renamed into place, but the directory not yet: the
+// file comes back open for the turn's group commit (turn_commit.h).
 struct UnsyncedSpec {
   UniqueFd file;
   std::uint64_t bytes = 0;

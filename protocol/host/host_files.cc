@@ -10,21 +10,10 @@
 #include <sstream>
 
 #include "protocol/base/unique_fd.h"
+#include "protocol/base/units.h"
 #include "protocol/framing.h"
 
 namespace hpcb::host {
-namespace {
-constexpr int kMaxId = 1 << 20;
-
-Result<int> ParseId(std::string_view text) {
-  int value = -1;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value < 0 || value >= kMaxId) {
-    return InvalidArgument("bad id '" + std::string(text) + "' in list");
-  }
-  return value;
-}
-}  // namespace
 
 Result<std::string> ReadSmallFile(const std::string& path, std::size_t cap) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -57,32 +46,6 @@ Result<bool> HostHasSwap(const std::string& proc_root) {
   return InvalidArgument(path + " has no SwapTotal line");
 }
 
-Result<std::set<int>> ParseCpuList(std::string_view text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' '))
-    text.remove_suffix(1);
-  std::set<int> out;
-  if (text.empty()) return out;
-  std::size_t pos = 0;
-  while (pos <= text.size()) {
-    std::size_t comma = text.find(',', pos);
-    if (comma == std::string_view::npos) comma = text.size();
-    std::string_view item = text.substr(pos, comma - pos);
-    std::size_t dash = item.find('-');
-    if (dash == std::string_view::npos) {
-      HPCB_ASSIGN_OR_RETURN(int id, ParseId(item));
-      out.insert(id);
-    } else {
-      HPCB_ASSIGN_OR_RETURN(int lo, ParseId(item.substr(0, dash)));
-      HPCB_ASSIGN_OR_RETURN(int hi, ParseId(item.substr(dash + 1)));
-      if (hi < lo) return InvalidArgument("bad range in list");
-      for (int i = lo; i <= hi; ++i)
-        out.insert(i);
-    }
-    pos = comma + 1;
-  }
-  return out;
-}
-
 std::string FormatIdList(const std::vector<int>& ids) {
   std::string out;
   for (std::size_t i = 0; i < ids.size(); ++i) {
@@ -94,7 +57,8 @@ std::string FormatIdList(const std::vector<int>& ids) {
 
 Result<std::set<int>> ReadOnlineCpus(const std::string& sys_root) {
   HPCB_ASSIGN_OR_RETURN(std::string text, ReadSmallFile(sys_root + "/devices/system/cpu/online"));
-  HPCB_ASSIGN_OR_RETURN(std::set<int> cpus, ParseCpuList(text));
+  HPCB_ASSIGN_OR_RETURN(std::vector<int> ids, hpcb::ParseCpuList(text));
+  std::set<int> cpus(ids.begin(), ids.end());
   if (cpus.empty()) return Error(ErrorCode::kInternal, "no online cpus under " + sys_root);
   return cpus;
 }
@@ -103,7 +67,8 @@ Result<std::set<int>> ReadNumaNodes(const std::string& sys_root) {
   std::string path = sys_root + "/devices/system/node/online";
   if (::access(path.c_str(), F_OK) != 0) return std::set<int>{0};
   HPCB_ASSIGN_OR_RETURN(std::string text, ReadSmallFile(path));
-  HPCB_ASSIGN_OR_RETURN(std::set<int> nodes, ParseCpuList(text));
+  HPCB_ASSIGN_OR_RETURN(std::vector<int> ids, hpcb::ParseCpuList(text));
+  std::set<int> nodes(ids.begin(), ids.end());
   if (nodes.empty()) nodes.insert(0);
   return nodes;
 }
@@ -152,17 +117,18 @@ Result<UniqueFd> CreateTemp(const std::string& tmp, unsigned mode) {
   return fd;
 }
 
-// `path`.tmp written with `text` and renamed over `path`; fsynced before
-// the rename when `sync_before_rename`.
-Result<UniqueFd> WriteAndRename(const std::string& path, const std::string& text, unsigned mode,
-                                bool sync_before_rename) {
+// `path`.tmp written with `text`, fsynced, and renamed over `path`. The
+// fsync before the rename is never skipped: `path` may hold a durable
+// record (a queued job's spec) that a crash right after an unsynced rename
+// could leave empty on some filesystems (XFS, ext4 with noauto_da_alloc).
+// Only the directory's fsync (the rename itself) may be deferred.
+Result<UniqueFd> WriteAndRename(const std::string& path, const std::string& text, unsigned mode) {
   const std::string tmp = path + ".tmp";
   HPCB_ASSIGN_OR_RETURN(UniqueFd fd, CreateTemp(tmp, mode));
   Result<void> written = [&]() -> Result<void> {
     if (::fchmod(fd.get(), mode) != 0) return Error::FromErrno(errno, "chmod " + tmp);
     HPCB_TRY(protocol::WriteAllToFile(fd.get(), text));
-    if (sync_before_rename && ::fsync(fd.get()) != 0)
-      return Error::FromErrno(errno, "fsync " + tmp);
+    if (::fsync(fd.get()) != 0) return Error::FromErrno(errno, "fsync " + tmp);
     if (::rename(tmp.c_str(), path.c_str()) != 0) return Error::FromErrno(errno, "rename " + tmp);
     return Ok();
   }();
@@ -178,7 +144,7 @@ Result<UniqueFd> WriteAndRename(const std::string& path, const std::string& text
 
 Result<void> WriteFileAtomic(const std::string& path, const std::string& text, unsigned mode,
                              Sync sync) {
-  HPCB_ASSIGN_OR_RETURN(UniqueFd fd, WriteAndRename(path, text, mode, sync == Sync::kNow));
+  HPCB_ASSIGN_OR_RETURN(UniqueFd fd, WriteAndRename(path, text, mode));
   if (sync == Sync::kNow) {
     // The rename is only durable once the directory is: without this a
     // crash can leave just the temp file, and a fresh spec (a queued job
@@ -191,7 +157,7 @@ Result<void> WriteFileAtomic(const std::string& path, const std::string& text, u
 
 Result<UniqueFd> WriteFileAtomicUnsynced(const std::string& path, const std::string& text,
                                          unsigned mode) {
-  return WriteAndRename(path, text, mode, false);
+  return WriteAndRename(path, text, mode);
 }
 
 }  // namespace hpcb::host

@@ -16,8 +16,7 @@
 
 namespace hpcb::host {
 
-// Parses a kernel cpu list ("0-3,5,7-8"); rejects junk and huge ranges.
-Result<std::set<int>> ParseCpuList(std::string_view text);
+// Kernel cpu lists ("0-3,5,7-8") are parsed by ParseCpuList (base/units.h).
 // "0,1,2" (never ranges) as cpuset files and the launch spec want.
 std::string FormatIdList(const std::vector<int>& ids);
 
@@ -41,16 +40,17 @@ Result<std::string> ReadSmallFile(const std::string& path, std::size_t cap = 655
 enum class Sync { kNow, kDeferred };
 
 // Writes `text` to `path` atomically with `mode`: a temp file beside it,
-// fsync, rename, fsync of the directory (both fsyncs skipped when
+// fsync, rename, fsync of the directory (that last one skipped when
 // deferred). A crash leaves the old file or the new one, never a mix.
 Result<void> WriteFileAtomic(const std::string& path, const std::string& text, unsigned mode,
                              Sync sync = Sync::kNow);
 
-// The same, without either fsync, and the new file still open: a caller
-// that saves many files in one turn fsyncs them all, then their directory
-// once, before it tells anyone (group commit; see the executor's
-// TurnCommit). Until then a crash of the process keeps the new text (it is
-// in the page cache) and a crash of the machine may lose it.
+// The same without the directory's fsync, and the new file still open: a
+// caller that saves many files in one turn fsyncs their directory once
+// before it tells anyone (group commit; see the executor's TurnCommit).
+// The file itself is fsynced before its rename, always: it may replace a
+// durable record, which a crash must never leave empty. Until the
+// directory is synced a crash of the machine may bring back the old file.
 Result<UniqueFd> WriteFileAtomicUnsynced(const std::string& path, const std::string& text,
                                          unsigned mode);
 

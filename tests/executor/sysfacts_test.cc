@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "protocol/base/units.h"
 #include "protocol/host/host_files.h"
 #include "tests/testing/temp_dir.h"
 
@@ -11,7 +12,7 @@ namespace {
 
 using host::FormatIdList;
 using host::HostHasSwap;
-using host::ParseCpuList;
+using hpcb::ParseCpuList;
 using host::ProcStartTime;
 using host::ReadNumaNodes;
 using host::ReadOnlineCpus;
@@ -19,7 +20,7 @@ using host::ReadOnlineCpus;
 TEST(ParseCpuListTest, RangesAndSingles) {
   auto cpus = ParseCpuList("0-3,5,7-8\n");
   ASSERT_TRUE(cpus) << cpus.error().message();
-  EXPECT_EQ(*cpus, (std::set<int>{0, 1, 2, 3, 5, 7, 8}));
+  EXPECT_EQ(*cpus, (std::vector<int>{0, 1, 2, 3, 5, 7, 8}));
 }
 
 TEST(ParseCpuListTest, RejectsJunk) {
