@@ -12,10 +12,10 @@ namespace {
 
 using host::FormatIdList;
 using host::HostHasSwap;
-using hpcb::ParseCpuList;
 using host::ProcStartTime;
 using host::ReadNumaNodes;
 using host::ReadOnlineCpus;
+using hpcb::ParseCpuList;
 
 TEST(ParseCpuListTest, RangesAndSingles) {
   auto cpus = ParseCpuList("0-3,5,7-8\n");
