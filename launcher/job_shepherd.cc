@@ -87,7 +87,7 @@ void WriteRunRecord(const std::string& run_dir, const host::RunRecord& record, h
   record.shepherd = ::getpid();
   // Before the fork: a launcher that dies from here on leaves a record
   // saying the job may be starting, so no one starts it a second time.
-  WriteRunRecord(options.run_dir, record, host::Sync::kDeferred);
+  WriteRunRecord(options.run_dir, record, host::Sync::kNone);
   auto give_up = [&](int err) {
     ::unlink(host::RunRecordPath(options.run_dir, record.id).c_str());
     Report(report_fd, ShepherdReport{0, kTimedOutStage, err});
@@ -112,7 +112,7 @@ void WriteRunRecord(const std::string& run_dir, const host::RunRecord& record, h
   // Written before the launcher hears of the start: whoever reads the spec
   // after a crash finds the job either unstarted or in this record.
   if (report.stage == 0) {
-    WriteRunRecord(options.run_dir, record, host::Sync::kDeferred);
+    WriteRunRecord(options.run_dir, record, host::Sync::kNone);
   } else {
     // It never ran: no record at all, as for a job never started.
     ::unlink(host::RunRecordPath(options.run_dir, record.id).c_str());

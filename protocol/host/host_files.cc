@@ -117,18 +117,19 @@ Result<UniqueFd> CreateTemp(const std::string& tmp, unsigned mode) {
   return fd;
 }
 
-// `path`.tmp written with `text`, fsynced, and renamed over `path`. The
-// fsync before the rename is never skipped: `path` may hold a durable
-// record (a queued job's spec) that a crash right after an unsynced rename
-// could leave empty on some filesystems (XFS, ext4 with noauto_da_alloc).
-// Only the directory's fsync (the rename itself) may be deferred.
-Result<UniqueFd> WriteAndRename(const std::string& path, const std::string& text, unsigned mode) {
+// `path`.tmp written with `text`, fsynced unless `sync_file` is false, and
+// renamed over `path`. Where `path` may hold a durable record (a queued
+// job's spec), the fsync before the rename is what keeps a power cut right
+// after it from leaving the file empty on some filesystems (XFS, ext4 with
+// noauto_da_alloc).
+Result<UniqueFd> WriteAndRename(const std::string& path, const std::string& text, unsigned mode,
+                                bool sync_file) {
   const std::string tmp = path + ".tmp";
   HPCB_ASSIGN_OR_RETURN(UniqueFd fd, CreateTemp(tmp, mode));
   Result<void> written = [&]() -> Result<void> {
     if (::fchmod(fd.get(), mode) != 0) return Error::FromErrno(errno, "chmod " + tmp);
     HPCB_TRY(protocol::WriteAllToFile(fd.get(), text));
-    if (::fsync(fd.get()) != 0) return Error::FromErrno(errno, "fsync " + tmp);
+    if (sync_file && ::fsync(fd.get()) != 0) return Error::FromErrno(errno, "fsync " + tmp);
     if (::rename(tmp.c_str(), path.c_str()) != 0) return Error::FromErrno(errno, "rename " + tmp);
     return Ok();
   }();
@@ -144,7 +145,7 @@ Result<UniqueFd> WriteAndRename(const std::string& path, const std::string& text
 
 Result<void> WriteFileAtomic(const std::string& path, const std::string& text, unsigned mode,
                              Sync sync) {
-  HPCB_ASSIGN_OR_RETURN(UniqueFd fd, WriteAndRename(path, text, mode));
+  HPCB_ASSIGN_OR_RETURN(UniqueFd fd, WriteAndRename(path, text, mode, sync != Sync::kNone));
   if (sync == Sync::kNow) {
     // The rename is only durable once the directory is: without this a
     // crash can leave just the temp file, and a fresh spec (a queued job
@@ -157,7 +158,7 @@ Result<void> WriteFileAtomic(const std::string& path, const std::string& text, u
 
 Result<UniqueFd> WriteFileAtomicUnsynced(const std::string& path, const std::string& text,
                                          unsigned mode) {
-  return WriteAndRename(path, text, mode);
+  return WriteAndRename(path, text, mode, true);
 }
 
 }  // namespace hpcb::host

@@ -35,13 +35,19 @@ Result<bool> HostHasSwap(const std::string& proc_root = "/proc");
 // Whole file, bounded by `cap` bytes.
 Result<std::string> ReadSmallFile(const std::string& path, std::size_t cap = 65536);
 
-// Whether a write must be on disk before it returns. kDeferred is only for
-// a write that another durable one follows before anyone is told.
-enum class Sync { kNow, kDeferred };
+// How much of an atomic write must be on disk before it returns.
+//   kNow: the file and its rename (the directory).
+//   kDeferred: the file, before its rename, so the rename can never leave
+//     an empty file where a durable one was; the directory is synced by a
+//     later write before anyone is told.
+//   kNone: neither; only for a file that replaces nothing durable and
+//     whose loss in a power cut loses nothing (a run record of a job that
+//     the power cut ends anyway, a test's fixture).
+enum class Sync { kNow, kDeferred, kNone };
 
 // Writes `text` to `path` atomically with `mode`: a temp file beside it,
-// fsync, rename, fsync of the directory (that last one skipped when
-// deferred). A crash leaves the old file or the new one, never a mix.
+// fsync, rename, fsync of the directory, as `sync` says. A crash of the
+// process leaves the old file or the new one, never a mix.
 Result<void> WriteFileAtomic(const std::string& path, const std::string& text, unsigned mode,
                              Sync sync = Sync::kNow);
 

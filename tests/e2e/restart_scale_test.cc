@@ -94,10 +94,10 @@ class RestartScaleTest : public ::testing::Test {
     running.proc_start = *started;
     running.start_time = 1.8e9;
     running.placement = protocol::PlacementRecord{{0, 1}, {0}, {}, {{-1, 0.25}}, {}, false};
-    ASSERT_TRUE(executor::SaveSpec(state + "/specs", running, host::Sync::kDeferred));
+    ASSERT_TRUE(executor::SaveSpec(state + "/specs", running, host::Sync::kNone));
     for (std::uint64_t id = 2; id < 2 + queued; ++id) {
       Result<std::uint64_t> saved =
-          executor::SaveSpec(state + "/specs", Spec(id), host::Sync::kDeferred);
+          executor::SaveSpec(state + "/specs", Spec(id), host::Sync::kNone);
       ASSERT_TRUE(saved) << saved.error().message();
     }
     if (::geteuid() == 0) {

@@ -469,7 +469,9 @@ TEST_F(RootE2eTest, AForwardedSecretLeavesNoTraceInTheStateDirectory) {
 // an admin listing every job sees them spelled out.
 TEST_F(RootE2eTest, ControlCharactersInArgvAreEscapedInTheList) {
   Boot();
-  const int id = Submit(bob_, {"--", "sleep", "5", "\x1b]0;owned\x07\x1b[2J"});
+  // The escape is sh's $0, so the job runs its 5 s (`sleep 5 ESC...` would
+  // fail at once and could be gone before the list).
+  const int id = Submit(bob_, {"--", "sh", "-c", "sleep 5", "\x1b]0;owned\x07\x1b[2J"});
   ASSERT_GT(id, 0);
   CommandResult listed = As(carol_, {"list", "--all"});
   ASSERT_EQ(listed.exit_code, 0) << listed.err;
