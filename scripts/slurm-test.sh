@@ -266,7 +266,21 @@ run wait3 dispatch wait "$id3"
 run new4 dispatch new --exclusive --max-time 5m -- sleep 300
 id4=$(job_id new4)
 is_running() { [ "$(state_of "$1")" = running ]; }
-wait_for 60 "job $id4 to run" is_running "$id4" && ok "exclusive job runs" || bad "job $id4 never ran"
+# slurmctld marks a job running before slurmd has launched its script (the
+# launch can wait seconds on the user's environment); the kill below must hit
+# the script itself, so wait for its process too.
+script_started() {  # a process of $user whose argv is exactly "sleep 300"
+  local uid cmd p
+  uid=$(id -u "$user")
+  for p in /proc/[0-9]*; do
+    [ "$(stat -c %u "$p" 2> /dev/null)" = "$uid" ] || continue
+    cmd=$(tr '\0' ' ' < "$p/cmdline" 2> /dev/null) || continue
+    [ "$cmd" = "sleep 300 " ] && return 0
+  done
+  return 1
+}
+is_launched() { is_running "$1" && script_started; }
+wait_for 60 "job $id4 to run" is_launched "$id4" && ok "exclusive job runs" || bad "job $id4 never ran"
 run new5 dispatch new --cpu 1 --max-time 1m -- true
 id5=$(job_id new5)
 run list1 dispatch list
