@@ -1,6 +1,9 @@
 #include "client/commands.h"
 
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -10,11 +13,44 @@
 #include "client/info_format.h"
 #include "client/transport.h"
 #include "client/wait.h"
+#include "protocol/base/unique_fd.h"
 
 namespace hpcb::client {
 namespace {
 
 constexpr int kWaitNoticeMs = 10'000;
+
+// What attach does with a job that has already ended and whose output was
+// delivered: `attach` names the file (as the original tool did); `new
+// --wait` promised the output on stdout, and a short job can end and be
+// delivered before its attach is served, so it prints the file.
+enum class DeliveredOutput { kName, kPrint };
+
+// The client runs as the user who submitted, so this is the user's own
+// read of their own file. Only a regular file is read: a FIFO or a device
+// named as --output would block or never end.
+Result<void> PrintDeliveredFile(const std::string& path, Io io) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+  if (!fd.valid()) return Error::FromErrno(errno, "cannot read the job's output at " + path);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return Error::FromErrno(errno, "cannot stat " + path);
+  if (!S_ISREG(st.st_mode)) {
+    return Error(ErrorCode::kFailedPrecondition,
+                 "the job's output went to " + path + ", which is not a regular file");
+  }
+  char buffer[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Error::FromErrno(errno, "cannot read the job's output at " + path);
+    if (n == 0) break;
+    io.out.write(buffer, n);
+  }
+  io.out.flush();
+  return Ok();
+}
+
+int Attach(const std::string& socket, std::uint64_t id, DeliveredOutput delivered, Io io);
 
 }  // namespace
 
@@ -38,7 +74,7 @@ int RunSubmitAndWait(const std::string& socket, const protocol::SubmitRequest& r
   // stdout carries the job's output alone, so a script can capture it.
   io.err << RenderSubmit(*reply, !request.output.has_value(), request.output);
   io.err.flush();
-  const int attached = RunAttach(socket, reply->id, io);
+  const int attached = Attach(socket, reply->id, DeliveredOutput::kPrint, io);
   if (attached != kExitOk) return attached;
   WaitOptions options;
   options.announce = false;
@@ -92,10 +128,22 @@ int RunList(const std::string& socket, const protocol::ListRequest& request, boo
 }
 
 int RunAttach(const std::string& socket, std::uint64_t id, Io io) {
+  return Attach(socket, id, DeliveredOutput::kName, io);
+}
+
+namespace {
+
+int Attach(const std::string& socket, std::uint64_t id, DeliveredOutput delivered, Io io) {
   UniqueFd fd;
   auto reply = Call<protocol::AttachReply>(
       socket, protocol::JobIdRequest{protocol::ClientCommand::kAttach, id}, &fd);
   if (!reply) return ReportError(reply.error(), io);
+  if (delivered == DeliveredOutput::kPrint && reply->state == protocol::JobState::kDone &&
+      reply->output_dest && !reply->output_error) {
+    Result<void> printed = PrintDeliveredFile(*reply->output_dest, io);
+    if (!printed) return ReportError(printed.error(), io);
+    return io.out ? kExitOk : kExitError;
+  }
   std::string notice = RenderAttachNotice(id, *reply);
   if (!notice.empty()) {
     io.err << notice;
@@ -125,6 +173,8 @@ int RunAttach(const std::string& socket, std::uint64_t id, Io io) {
   }
   return kExitOk;
 }
+
+}  // namespace
 
 int RunKill(const std::string& socket, std::uint64_t id, Io io) {
   auto reply =

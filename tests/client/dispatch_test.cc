@@ -6,6 +6,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -22,11 +23,18 @@
 namespace hpcb::client {
 namespace {
 
+// The replies for each connection in turn: `replies[i]` answers the i-th.
+struct Connections {
+  std::vector<std::vector<std::string>> replies;
+};
+
 class FakeBroker {
  public:
   // Accepts one connection, reads one frame into request(), then sends
   // `replies` as frames and closes.
-  explicit FakeBroker(std::vector<std::string> replies) {
+  explicit FakeBroker(std::vector<std::string> replies)
+      : FakeBroker(Connections{{std::move(replies)}}) {}
+  explicit FakeBroker(Connections connections) {
     char dir_template[] = "/tmp/hpcb-client-test-XXXXXX";
     dir_ = ::mkdtemp(dir_template);
     path_ = dir_ + "/sock";
@@ -37,14 +45,19 @@ class FakeBroker {
     EXPECT_EQ(::bind(listener_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
     EXPECT_EQ(::listen(listener_.get(), 1), 0);
     ::setenv("HPC_BATCH_SOCKET", path_.c_str(), 1);
-    thread_ = std::thread([this, replies = std::move(replies)] {
-      UniqueFd conn(::accept(listener_.get(), nullptr, nullptr));
-      if (!conn.valid()) return;
-      auto frame = protocol::ReadFrame(conn.get(), protocol::kMaxClientFrame);
-      if (frame && frame->has_value()) request_ = **frame;
-      for (const std::string& reply : replies) {
-        (void)protocol::WriteFrame(conn.get(), reply);
+    thread_ = std::thread([this, connections = std::move(connections)] {
+      for (const std::vector<std::string>& answer : connections.replies) {
+        UniqueFd conn(::accept(listener_.get(), nullptr, nullptr));
+        if (!conn.valid()) return;
+        auto frame = protocol::ReadFrame(conn.get(), protocol::kMaxClientFrame);
+        if (frame && frame->has_value()) requests_.push_back(**frame);
+        for (const std::string& reply : answer) {
+          (void)protocol::WriteFrame(conn.get(), reply);
+        }
       }
+      // A client that connects once more than expected is refused, not
+      // left waiting for an answer that never comes.
+      listener_.reset();
     });
   }
   ~FakeBroker() {
@@ -52,9 +65,11 @@ class FakeBroker {
     ::unlink(path_.c_str());
     ::rmdir(dir_.c_str());
   }
-  const std::string& request() {
+  const std::string& request() { return requests().front(); }
+  const std::vector<std::string>& requests() {
     if (thread_.joinable()) thread_.join();
-    return request_;
+    if (requests_.empty()) requests_.emplace_back();
+    return requests_;
   }
 
  private:
@@ -62,7 +77,7 @@ class FakeBroker {
   std::string path_;
   UniqueFd listener_;
   std::thread thread_;
-  std::string request_;
+  std::vector<std::string> requests_;
 };
 
 struct Outcome {
@@ -212,7 +227,7 @@ TEST(DispatchTest, MalformedAndMissingReplies) {
     EXPECT_EQ(Dispatch({"kill", "3"}).err, "dispatch: malformed response from daemon\n");
   }
   {
-    FakeBroker broker({});
+    FakeBroker broker(std::vector<std::string>{});
     Outcome run = Dispatch({"kill", "3"});
     EXPECT_EQ(run.code, 1);
     EXPECT_EQ(run.err, "dispatch: daemon closed the connection unexpectedly\n");
@@ -307,6 +322,54 @@ TEST(DispatchTest, AttachEndsWhenDaemonCloses) {
   EXPECT_EQ(run.code, 0);
   EXPECT_EQ(run.out, "");
   EXPECT_EQ(run.err, "job 3 has finished; its output is at /w/output.3.log\n");
+}
+
+// A short job can end, and its output be delivered, before `new --wait`'s
+// attach is served: the output it promised on stdout is then read from
+// the delivered file.
+TEST(DispatchTest, NewWaitPrintsTheDeliveredFileOfAJobThatEndedBeforeItsAttach) {
+  char dir_template[] = "/tmp/hpcb-client-test-XXXXXX";
+  const std::string dir = ::mkdtemp(dir_template);
+  const std::string delivered = dir + "/output.5.log";
+  {
+    std::FILE* file = std::fopen(delivered.c_str(), "w");
+    ASSERT_NE(file, nullptr);
+    std::fputs("from the job\n", file);
+    std::fclose(file);
+  }
+  protocol::SubmitReply submitted;
+  submitted.id = 5;
+  submitted.state = protocol::JobState::kRunning;
+  submitted.output_dest = delivered;
+  protocol::AttachReply attached;
+  attached.state = protocol::JobState::kDone;
+  attached.output_dest = delivered;
+  protocol::ListReply listed;
+  protocol::JobRow row;
+  row.id = 5;
+  row.state = protocol::JobState::kDone;
+  row.exit_code = 4;
+  listed.jobs.push_back(row);
+  {
+    FakeBroker broker(Connections{
+        {{protocol::Encode(submitted)}, {protocol::Encode(attached)}, {protocol::Encode(listed)}}});
+    Outcome run = Dispatch({"new", "--wait", "--", "sh", "-c", "echo from the job; exit 4"});
+    EXPECT_EQ(run.code, 4) << run.err;
+    EXPECT_EQ(run.out, "from the job\n");
+    EXPECT_EQ(run.err.find("has finished"), std::string::npos) << run.err;
+    ASSERT_EQ(broker.requests().size(), 3u);
+  }
+  {
+    // A destination that is not a regular file is named, never read.
+    protocol::AttachReply not_a_file = attached;
+    not_a_file.output_dest = dir;
+    FakeBroker broker(Connections{{{protocol::Encode(submitted)}, {protocol::Encode(not_a_file)}}});
+    Outcome run = Dispatch({"new", "--wait", "--", "true"});
+    EXPECT_EQ(run.code, 1);
+    EXPECT_NE(run.err.find("which is not a regular file"), std::string::npos) << run.err;
+  }
+  ::unlink(delivered.c_str());
+  ::rmdir(dir.c_str());
 }
 
 TEST(DispatchTest, JobFieldGetAndAdd) {
