@@ -177,10 +177,10 @@ class ExecutorServer {
   std::optional<protocol::JobUsage> MeasureUsage(const LaunchSpec& spec,
                                                  const host::RunRecord* record,
                                                  double end_time) const;
-  // Sync::kNow: durable before any answer of this turn goes out (the
-  // turn's group commit); kDeferred: a later durable save follows before
-  // anyone is told.
-  Result<void> Save(const LaunchSpec& spec, Sync sync = Sync::kNow);
+  // Durable before any answer of this turn goes out: the file is fsynced
+  // before its rename, the specs directory once at the turn's end (the
+  // turn's group commit, turn_commit.h).
+  Result<void> Save(const LaunchSpec& spec);
   // What `spec` holds on disk: its record, plus a kept buffer once exited.
   std::uint64_t BytesHeld(const LaunchSpec& spec, std::uint64_t spec_bytes) const;
 

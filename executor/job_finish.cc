@@ -263,15 +263,9 @@ std::optional<protocol::JobUsage> ExecutorServer::MeasureUsage(const LaunchSpec&
   return usage;
 }
 
-Result<void> ExecutorServer::Save(const LaunchSpec& spec, Sync sync) {
-  std::uint64_t bytes = 0;
-  if (sync == Sync::kNow) {
-    HPCB_ASSIGN_OR_RETURN(UnsyncedSpec saved, SaveSpecUnsynced(specs_dir(), spec));
-    HPCB_TRY(turn_.Add(std::move(saved.file)));  // on disk before this turn's answers
-    bytes = saved.bytes;
-  } else {
-    HPCB_ASSIGN_OR_RETURN(bytes, SaveSpec(specs_dir(), spec, sync));
-  }
+Result<void> ExecutorServer::Save(const LaunchSpec& spec) {
+  HPCB_ASSIGN_OR_RETURN(std::uint64_t bytes, SaveSpec(specs_dir(), spec, Sync::kDeferred));
+  turn_.Renamed();
   usage_.Set(spec.id, spec.who.uid, BytesHeld(spec, bytes));
   return Ok();
 }

@@ -103,11 +103,12 @@ void ExecutorServer::BeginStart(const protocol::StartJob& request, StartDone don
   spawn.env = BuildJobEnv(who, spec.env, id, request.gpus, facts_.gpu_count > 0, facts_.lang);
   spawn.cpus = request.cpus;
   spawn.gpus = request.gpus;
-  // Where it will run, on disk before it can run: if we stop while it
+  // Where it will run, in its spec before it can run: if we stop while it
   // starts, whoever reads this spec and finds the job running (its run
-  // record) knows what it holds.
+  // record) knows what it holds. (The rename is durable at the turn's end;
+  // a power cut before then ends the job too.)
   spec.placement = request.Record();
-  if (Result<void> saved = Save(spec, Sync::kDeferred); !saved) {
+  if (Result<void> saved = Save(spec); !saved) {
     return FailStart(id,
                      "failed to start job: cannot record its placement: " + saved.error().message(),
                      true, std::move(done));

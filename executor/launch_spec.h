@@ -98,18 +98,11 @@ struct LaunchSpec {
   Result<void> Validate() const;
 };
 
-// STATE/specs/<id>.json, written atomically (tmp, fsync, rename, fsync of
-// the specs dir; the directory's fsync skipped when deferred), 0600.
+// STATE/specs/<id>.json, written atomically (tmp, fsync, rename, and the
+// specs dir's fsync unless `sync` leaves that to the caller), 0600.
 // Returns the bytes written.
 Result<std::uint64_t> SaveSpec(const std::string& specs_dir, const LaunchSpec& spec,
                                Sync sync = Sync::kNow);
-// The same, fsynced and renamed into place, but the directory not yet: the
-// file comes back open for the turn's group commit (turn_commit.h).
-struct UnsyncedSpec {
-  UniqueFd file;
-  std::uint64_t bytes = 0;
-};
-Result<UnsyncedSpec> SaveSpecUnsynced(const std::string& specs_dir, const LaunchSpec& spec);
 Result<LaunchSpec> LoadSpec(const std::string& specs_dir, std::uint64_t id);
 void RemoveSpec(const std::string& specs_dir, std::uint64_t id);
 // Ids of every well-named spec file (others are ignored).

@@ -20,27 +20,9 @@ Result<void> TurnCommit::Hold(std::string text, const std::vector<int>& fds) {
   return Ok();
 }
 
-Result<void> TurnCommit::Add(UniqueFd file) {
-  files_.push_back(std::move(file));
-  if (files_.size() < kMaxOpen) return Ok();
-  Result<void> flushed = Flush();
-  if (!flushed) failed_ = flushed.error();
-  return flushed;
-}
-
 Result<void> TurnCommit::Flush() {
-  if (failed_) {
-    Error error = *failed_;
-    failed_.reset();
-    files_.clear();
-    return error;
-  }
-  if (files_.empty()) return Ok();
-  std::vector<UniqueFd> files;
-  files.swap(files_);
-  for (const UniqueFd& file : files) {
-    if (::fsync(file.get()) != 0) return Error::FromErrno(errno, "fsync a spec in " + dir_);
-  }
+  if (!renamed_) return Ok();
+  renamed_ = false;
   return protocol::SyncDirectory(dir_);
 }
 

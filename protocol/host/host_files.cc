@@ -122,8 +122,8 @@ Result<UniqueFd> CreateTemp(const std::string& tmp, unsigned mode) {
 // job's spec), the fsync before the rename is what keeps a power cut right
 // after it from leaving the file empty on some filesystems (XFS, ext4 with
 // noauto_da_alloc).
-Result<UniqueFd> WriteAndRename(const std::string& path, const std::string& text, unsigned mode,
-                                bool sync_file) {
+Result<void> WriteAndRename(const std::string& path, const std::string& text, unsigned mode,
+                            bool sync_file) {
   const std::string tmp = path + ".tmp";
   HPCB_ASSIGN_OR_RETURN(UniqueFd fd, CreateTemp(tmp, mode));
   Result<void> written = [&]() -> Result<void> {
@@ -138,14 +138,14 @@ Result<UniqueFd> WriteAndRename(const std::string& path, const std::string& text
     ::unlink(tmp.c_str());
     return written.error();
   }
-  return fd;
+  return Ok();
 }
 
 }  // namespace
 
 Result<void> WriteFileAtomic(const std::string& path, const std::string& text, unsigned mode,
                              Sync sync) {
-  HPCB_ASSIGN_OR_RETURN(UniqueFd fd, WriteAndRename(path, text, mode, sync != Sync::kNone));
+  HPCB_TRY(WriteAndRename(path, text, mode, sync != Sync::kNone));
   if (sync == Sync::kNow) {
     // The rename is only durable once the directory is: without this a
     // crash can leave just the temp file, and a fresh spec (a queued job
@@ -154,11 +154,6 @@ Result<void> WriteFileAtomic(const std::string& path, const std::string& text, u
     HPCB_TRY(protocol::SyncDirectory(slash == std::string::npos ? "." : path.substr(0, slash + 1)));
   }
   return Ok();
-}
-
-Result<UniqueFd> WriteFileAtomicUnsynced(const std::string& path, const std::string& text,
-                                         unsigned mode) {
-  return WriteAndRename(path, text, mode, true);
 }
 
 }  // namespace hpcb::host

@@ -38,8 +38,11 @@ Result<std::string> ReadSmallFile(const std::string& path, std::size_t cap = 655
 // How much of an atomic write must be on disk before it returns.
 //   kNow: the file and its rename (the directory).
 //   kDeferred: the file, before its rename, so the rename can never leave
-//     an empty file where a durable one was; the directory is synced by a
-//     later write before anyone is told.
+//     an empty file where a durable one was; the directory (which makes
+//     the rename durable) is the caller's to fsync before anyone is told:
+//     many files renamed in one turn share one directory fsync (the
+//     executor's TurnCommit). Until then a machine crash may bring back the
+//     old file, never an empty one.
 //   kNone: neither; only for a file that replaces nothing durable and
 //     whose loss in a power cut loses nothing (a run record of a job that
 //     the power cut ends anyway, a test's fixture).
@@ -50,15 +53,6 @@ enum class Sync { kNow, kDeferred, kNone };
 // process leaves the old file or the new one, never a mix.
 Result<void> WriteFileAtomic(const std::string& path, const std::string& text, unsigned mode,
                              Sync sync = Sync::kNow);
-
-// The same without the directory's fsync, and the new file still open: a
-// caller that saves many files in one turn fsyncs their directory once
-// before it tells anyone (group commit; see the executor's TurnCommit).
-// The file itself is fsynced before its rename, always: it may replace a
-// durable record, which a crash must never leave empty. Until the
-// directory is synced a crash of the machine may bring back the old file.
-Result<UniqueFd> WriteFileAtomicUnsynced(const std::string& path, const std::string& text,
-                                         unsigned mode);
 
 }  // namespace hpcb::host
 

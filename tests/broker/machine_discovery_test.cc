@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include "broker/placement.h"
@@ -56,14 +57,17 @@ class DiscoveryTest : public ::testing::Test {
     }
   }
 
-  // A shell script answering -L and topo -m with canned text.
-  void FakeNvidiaSmi(const std::string& list, const std::string& topo, int rc = 0) {
+  // A shell script answering -L and topo -m with canned text, exiting
+  // with `rc` (topo -m with `topo_rc` where given).
+  void FakeNvidiaSmi(const std::string& list, const std::string& topo, int rc = 0,
+                     std::optional<int> topo_rc = std::nullopt) {
     fs::path script = root_ / "nvidia-smi";
     Write(root_ / "list.txt", list);
     Write(root_ / "topo.txt", topo);
     Write(script, "#!/bin/sh\nif [ \"$1\" = -L ]; then cat '" + (root_ / "list.txt").string() +
-                      "'; else cat '" + (root_ / "topo.txt").string() + "'; fi\nexit " +
-                      std::to_string(rc) + "\n");
+                      "'; exit " + std::to_string(rc) + "; fi\ncat '" +
+                      (root_ / "topo.txt").string() + "'\nexit " +
+                      std::to_string(topo_rc.value_or(rc)) + "\n");
     fs::permissions(script, fs::perms::owner_all);
     config_.nvidia_smi = script.string();
   }
@@ -196,9 +200,7 @@ TEST_F(DiscoveryTest, FailingNvidiaSmiMeansNoGpus) {
 // -L answers but topo -m fails, as on a driver without topology support.
 TEST_F(DiscoveryTest, MissingTopologyWithSeveralGpusIsWarnedAbout) {
   AddNode(0, "0-3", 32);
-  FakeNvidiaSmi(testing::kList4, testing::kTopo4);
-  Write(root_ / "nvidia-smi", "#!/bin/sh\nif [ \"$1\" = -L ]; then cat '" +
-                                  (root_ / "list.txt").string() + "'; else exit 3; fi\n");
+  FakeNvidiaSmi(testing::kList4, "", 0, 3);
   ::testing::internal::CaptureStderr();
   Machine machine = Discover();
   const std::string log = ::testing::internal::GetCapturedStderr();

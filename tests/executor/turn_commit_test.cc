@@ -20,7 +20,7 @@ TEST(TurnCommitTest, AnswersComeBackInOrderWithTheirOwnCopiesOfTheFds) {
   ASSERT_TRUE(turn.Hold("second", {pipe_fds[0]}));
   ::close(pipe_fds[0]);  // the caller's copy goes; the held one stays
 
-  ASSERT_TRUE(turn.Flush()) << "nothing to flush: the directory is never opened";
+  ASSERT_TRUE(turn.Flush()) << "nothing renamed: the directory is never opened";
   std::vector<TurnCommit::Answer> answers = turn.TakeAnswers();
 
   ASSERT_EQ(answers.size(), 2u);
@@ -31,29 +31,26 @@ TEST(TurnCommitTest, AnswersComeBackInOrderWithTheirOwnCopiesOfTheFds) {
   ::close(pipe_fds[1]);
 }
 
-TEST(TurnCommitTest, FlushSyncsWhatWasAddedAndAManyFileTurnFlushesEarly) {
+TEST(TurnCommitTest, ATurnThatRenamedSyncsItsDirectoryOnceAndThenHasNothingToDo) {
   testing::TempDir dir;
   TurnCommit turn(dir.path());
-  for (std::size_t i = 0; i < TurnCommit::kMaxOpen + 3; ++i) {
-    Result<UniqueFd> file =
-        host::WriteFileAtomicUnsynced(dir.path() + "/" + std::to_string(i) + ".json", "{}", 0600);
-    ASSERT_TRUE(file);
-    ASSERT_TRUE(turn.Add(std::move(*file)));
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(host::WriteFileAtomic(dir.path() + "/" + std::to_string(i) + ".json", "{}", 0600,
+                                      host::Sync::kDeferred));
+    turn.Renamed();
   }
-
   EXPECT_TRUE(turn.Flush());
   EXPECT_EQ(::access((dir.path() + "/0.json").c_str(), F_OK), 0);
   EXPECT_NE(::access((dir.path() + "/0.json.tmp").c_str(), F_OK), 0);
 }
 
-TEST(TurnCommitTest, AMissingDirectoryFailsTheFlush) {
+TEST(TurnCommitTest, AMissingDirectoryFailsTheFlushOfATurnThatRenamed) {
   testing::TempDir dir;
   TurnCommit turn(dir.path() + "/gone");
-  Result<UniqueFd> file = host::WriteFileAtomicUnsynced(dir.path() + "/1.json", "{}", 0600);
-  ASSERT_TRUE(file);
-  ASSERT_TRUE(turn.Add(std::move(*file)));
-
+  EXPECT_TRUE(turn.Flush()) << "nothing renamed, nothing to sync";
+  turn.Renamed();
   EXPECT_FALSE(turn.Flush());
+  EXPECT_TRUE(turn.Flush()) << "a failed flush is the turn's; the next one starts clean";
 }
 
 }  // namespace
