@@ -8,8 +8,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
+
+#include "protocol/host/host_files.h"
 
 namespace hpcb::launcher {
 
@@ -32,6 +36,51 @@ std::vector<int> CardNodes(const std::string& dev_dir) {
   return cards;
 }
 
+std::vector<int> DriverCards(const std::string& driver_dir) {
+  std::vector<int> cards;
+  DIR* dir = ::opendir(driver_dir.c_str());
+  if (dir == nullptr) return cards;
+  while (const struct dirent* entry = ::readdir(dir)) {
+    if (entry->d_name[0] == '.') continue;
+    Result<std::string> text =
+        host::ReadSmallFile(driver_dir + "/" + entry->d_name + "/information", 16384);
+    if (!text) continue;
+    const std::string_view key = "Device Minor:";
+    const std::size_t at = text->find(key);
+    if (at == std::string::npos) continue;
+    const char* digits = text->c_str() + at + key.size();
+    digits += std::strspn(digits, " \t");
+    const std::size_t length = std::strspn(digits, "0123456789");
+    if (length == 0 || length > 6) continue;
+    cards.push_back(static_cast<int>(std::strtol(digits, nullptr, 10)));  // 1..6 digits: fits
+  }
+  ::closedir(dir);
+  std::sort(cards.begin(), cards.end());
+  cards.erase(std::unique(cards.begin(), cards.end()), cards.end());
+  return cards;
+}
+
+std::vector<int> CardsWithoutNodes(const std::vector<int>& driver,
+                                   const std::vector<int>& present) {
+  std::vector<int> missing;
+  for (int card : driver) {
+    if (std::find(present.begin(), present.end(), card) == present.end()) missing.push_back(card);
+  }
+  return missing;
+}
+
+Error MissingNodesError(const std::string& dev_dir, const std::vector<int>& missing) {
+  std::string cards;
+  for (int card : missing)
+    cards += (cards.empty() ? "" : ", ") + std::to_string(card);
+  return Error(ErrorCode::kFailedPrecondition,
+               "the NVIDIA driver has card(s) " + cards + " but " + dev_dir + "/nvidia" +
+                   std::to_string(missing.front()) +
+                   " does not exist, and a node made while a job runs could not be hidden from "
+                   "it; create every card's node at boot (nvidia-persistenced, or the driver's "
+                   "udev rule), or run the daemon with --no-gpu-mask");
+}
+
 std::vector<std::string> NodesToHide(const std::string& dev_dir, const std::vector<int>& present,
                                      const std::vector<int>& allocated) {
   std::vector<std::string> hide;
@@ -47,9 +96,24 @@ Result<void> ProbeGpuMasking() {
   const pid_t pid = ::fork();
   if (pid < 0) return Error::FromErrno(errno, "fork");
   if (pid == 0) ::_exit(::unshare(CLONE_NEWNS) == 0 ? 0 : errno);
+  // Bounded like every wait of the launcher, though the child only makes
+  // one call: a start-up that hangs here would hang every job with it.
+  constexpr int kProbeDeadlineMs = 5000;
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return Error::FromErrno(errno, "waitpid");
+  pid_t done = 0;
+  for (int waited = 0; done == 0 && waited < kProbeDeadlineMs; waited += 10) {
+    done = ::waitpid(pid, &status, WNOHANG);
+    if (done < 0 && errno == EINTR) done = 0;
+    if (done < 0) return Error::FromErrno(errno, "waitpid");
+    if (done == 0) ::usleep(10'000);
+  }
+  if (done == 0) {
+    ::kill(pid, SIGKILL);
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return Error(ErrorCode::kFailedPrecondition,
+                 "the mount namespace probe did not end within 5 s; pass --no-gpu-mask to run "
+                 "without hiding unallocated GPUs");
   }
   const int err = WIFEXITED(status) ? WEXITSTATUS(status) : EINVAL;
   if (err == 0) return Ok();

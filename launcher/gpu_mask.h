@@ -19,6 +19,20 @@ namespace hpcb::launcher {
 // A missing directory has none.
 std::vector<int> CardNodes(const std::string& dev_dir);
 
+// The minor numbers of the cards the NVIDIA driver has: the "Device
+// Minor:" line of DRIVER_DIR/<bus id>/information. Empty without the
+// driver; a card whose file cannot be read or parsed is left out.
+std::vector<int> DriverCards(const std::string& driver_dir);
+
+// The driver's cards with no node in `present`. Such a node can be made
+// after a job has started (the driver's setuid nvidia-modprobe makes one on
+// first CUDA use), and it would appear in the job's view unhidden; the
+// launcher refuses starts while any is missing.
+std::vector<int> CardsWithoutNodes(const std::vector<int>& driver, const std::vector<int>& present);
+
+// Names the missing cards, the first missing node, and the cure.
+Error MissingNodesError(const std::string& dev_dir, const std::vector<int>& missing);
+
 // The nodes to hide from a job given `allocated`: every present card not
 // in it. A job given none hides them all; a card it was given that is not
 // present is ignored.

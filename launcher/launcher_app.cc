@@ -63,6 +63,7 @@ int LauncherMain(int argc, char** argv) {
   options.run_dir = config.state_dir + "/run";
   options.mask_gpus = !config.no_gpu_mask;
   options.gpu_dev_dir = config.gpu_dev_dir;
+  options.gpu_driver_dir = config.gpu_driver_dir;
   LauncherServer server(options, signal_fd.get(),
                         [&flags, listen_fd] { return StartRoles(flags, listen_fd); });
   if (!server.StartRoles()) return 1;

@@ -189,7 +189,14 @@ void LauncherServer::StartSpawn(const protocol::SpawnRequest& request,
   }
   std::vector<std::string> hide;
   if (options_.mask_gpus) {
-    hide = NodesToHide(options_.gpu_dev_dir, CardNodes(options_.gpu_dev_dir), request.gpus);
+    const std::vector<int> present = CardNodes(options_.gpu_dev_dir);
+    const std::vector<int> missing =
+        CardsWithoutNodes(DriverCards(options_.gpu_driver_dir), present);
+    if (!missing.empty()) {
+      return refuse(
+          MissingNodesError(options_.gpu_dev_dir, missing).WithContext("failed to start job"));
+    }
+    hide = NodesToHide(options_.gpu_dev_dir, present, request.gpus);
   }
   Result<PreparedJob> job = PreparedJob::Build(request, std::move(hide));
   if (!job) return refuse(job.error().WithContext("failed to start job"));

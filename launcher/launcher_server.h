@@ -48,9 +48,11 @@ struct LauncherOptions {
   std::chrono::milliseconds deliver_base_deadline{60000};
   std::uint64_t deliver_bytes_per_s = 8u << 20;
   // Hide the cards a job was not given (launcher/gpu_mask.h); the nodes
-  // are looked for under gpu_dev_dir at each start.
+  // are looked for under gpu_dev_dir, the driver's cards under
+  // gpu_driver_dir, at each start.
   bool mask_gpus = false;
   std::string gpu_dev_dir = "/dev";
+  std::string gpu_driver_dir = "/proc/driver/nvidia/gpus";
 };
 
 class LauncherServer {

@@ -15,6 +15,7 @@
 #include <filesystem>
 
 #include "launcher/gpu_mask.h"
+#include "protocol/base/log.h"
 #include "protocol/host/accounts.h"
 #include "protocol/host/host_files.h"
 
@@ -133,10 +134,21 @@ Result<void> RunStartupChecks(const protocol::DaemonConfig& config, bool as_root
     auto admin = host::ResolveAdminGroup(config.admin_group);
     if (!admin) return Refusal(admin.error().message());
   }
-  // Cards present and masking on: the daemon can hide them, or it refuses
-  // to run jobs that could reach every card. No cards: nothing to hide.
-  if (!config.no_gpu_mask && !CardNodes(config.gpu_dev_dir).empty()) {
-    if (Result<void> probed = ProbeGpuMasking(); !probed) return Refusal(probed.error().message());
+  // Cards present (as nodes, or in the driver's list) and masking on: the
+  // daemon can hide them, or it refuses to run jobs that could reach every
+  // card. No cards: nothing to hide.
+  if (!config.no_gpu_mask) {
+    const std::vector<int> nodes = CardNodes(config.gpu_dev_dir);
+    const std::vector<int> driver = DriverCards(config.gpu_driver_dir);
+    if (!nodes.empty() || !driver.empty()) {
+      if (Result<void> probed = ProbeGpuMasking(); !probed) {
+        return Refusal(probed.error().message());
+      }
+    }
+    const std::vector<int> missing = CardsWithoutNodes(driver, nodes);
+    // Not a refusal: the nodes may be made after the daemon starts; until
+    // they are, each start is refused with this message.
+    if (!missing.empty()) LogWarning(MissingNodesError(config.gpu_dev_dir, missing).message());
   }
   return Ok();
 }

@@ -77,6 +77,9 @@ ParsedFlags ParseDaemonFlags(const std::vector<std::string>& args) {
   app.add_option("--gpu-dev-dir", c.gpu_dev_dir,
                  "where the per-card nodes nvidiaN are (tests point it at a fake tree)")
       ->capture_default_str();
+  app.add_option("--gpu-driver-dir", c.gpu_driver_dir,
+                 "where the NVIDIA driver lists its cards (tests point it at a fake tree)")
+      ->capture_default_str();
   app.add_option("--broker-user", c.broker_user, "service user the broker runs as (root mode)")
       ->capture_default_str();
   app.add_option("--max-queued-per-user", c.max_queued_per_user,
@@ -147,6 +150,8 @@ std::vector<std::string> ToFlags(const DaemonConfig& c) {
                                   c.nvidia_smi,
                                   "--gpu-dev-dir",
                                   c.gpu_dev_dir,
+                                  "--gpu-driver-dir",
+                                  c.gpu_driver_dir,
                                   "--broker-user",
                                   c.broker_user,
                                   "--max-queued-per-user",

@@ -42,6 +42,11 @@ struct DaemonConfig {
   // given (GPU_DEV_DIR/nvidiaN) are /dev/null; --no-gpu-mask turns it off.
   bool no_gpu_mask = false;
   std::string gpu_dev_dir = "/dev";
+  // Where the NVIDIA driver lists its cards (one directory per card, its
+  // `information` naming the card's minor number): a card listed there
+  // whose node is missing refuses every start, since a node made later
+  // would appear in a running job's view unhidden.
+  std::string gpu_driver_dir = "/proc/driver/nvidia/gpus";
   std::string broker_user = "hpc-batch";  // ignored in user mode
   // Per-user limits, so that one user cannot fill the queue or the state
   // directory for everyone: queued jobs, and MiB of launch specs plus

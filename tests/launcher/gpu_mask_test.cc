@@ -23,6 +23,35 @@ TEST(GpuMaskTest, OnlyPerCardNodesCount) {
   EXPECT_TRUE(CardNodes(dev.path() + "/missing").empty());
 }
 
+// As the driver writes it: one directory per card, named by bus id.
+TEST(GpuMaskTest, TheDriversCardsAreReadFromTheirDeviceMinor) {
+  TempDir driver;
+  auto card = [&](const std::string& bus, const std::string& information) {
+    ASSERT_EQ(::mkdir((driver.path() + "/" + bus).c_str(), 0755), 0);
+    WriteText(driver.path() + "/" + bus + "/information", information);
+  };
+  card("0000:1b:00.0",
+       "Model: \t\t NVIDIA H200\nIRQ:   \t\t 42\nBus Location: \t 0000:1b:00.0\n"
+       "Device Minor: \t 3\nGPU Excluded:\t No\n");
+  card("0000:0a:00.0", "Model: \t\t NVIDIA H200\nDevice Minor: \t 0\n");
+  card("0000:99:00.0", "Model: \t\t garbled, no minor\n");
+  card("0000:98:00.0", "Device Minor: \t twelve\n");
+  ASSERT_EQ(::mkdir((driver.path() + "/0000:97:00.0").c_str(), 0755), 0);  // no information
+  EXPECT_EQ(DriverCards(driver.path()), (std::vector<int>{0, 3}));
+  EXPECT_TRUE(DriverCards(driver.path() + "/missing").empty()) << "no driver, no cards";
+}
+
+TEST(GpuMaskTest, ADriverCardWithoutItsNodeIsNamedWithTheCure) {
+  EXPECT_TRUE(CardsWithoutNodes({0, 1}, {0, 1, 2}).empty());
+  EXPECT_TRUE(CardsWithoutNodes({}, {0}).empty());
+  const std::vector<int> missing = CardsWithoutNodes({0, 1, 2, 3}, {0, 2});
+  ASSERT_EQ(missing, (std::vector<int>{1, 3}));
+  const std::string message = MissingNodesError("/dev", missing).message();
+  EXPECT_NE(message.find("card(s) 1, 3"), std::string::npos) << message;
+  EXPECT_NE(message.find("/dev/nvidia1 does not exist"), std::string::npos) << message;
+  EXPECT_NE(message.find("--no-gpu-mask"), std::string::npos) << message;
+}
+
 TEST(GpuMaskTest, EveryPresentCardNotAllocatedIsHidden) {
   const std::vector<int> present{0, 1, 2, 3};
   EXPECT_EQ(NodesToHide("/d", present, {1}),

@@ -291,16 +291,19 @@ TEST(DaemonFlagsTest, ToFlagsRoundTrips) {
   EXPECT_TRUE(again.config.list_is_public);
   EXPECT_FALSE(again.config.no_gpu_mask);
   EXPECT_EQ(again.config.gpu_dev_dir, "/dev");
+  EXPECT_EQ(again.config.gpu_driver_dir, "/proc/driver/nvidia/gpus");
 }
 
 TEST(DaemonFlagsTest, GpuMaskingIsOnUnlessTurnedOff) {
-  auto off = ParseDaemonFlags({"--no-gpu-mask", "--gpu-dev-dir", "/tmp/fake-dev"});
+  auto off = ParseDaemonFlags(
+      {"--no-gpu-mask", "--gpu-dev-dir", "/tmp/fake-dev", "--gpu-driver-dir", "/tmp/fake-drv"});
   ASSERT_FALSE(off.exit_now) << off.output;
   EXPECT_TRUE(off.config.no_gpu_mask);
   auto again = ParseDaemonFlags(ToFlags(off.config));
   ASSERT_FALSE(again.exit_now) << again.output;
   EXPECT_TRUE(again.config.no_gpu_mask) << "a reload must not turn masking back on";
   EXPECT_EQ(again.config.gpu_dev_dir, "/tmp/fake-dev");
+  EXPECT_EQ(again.config.gpu_driver_dir, "/tmp/fake-drv");
 }
 
 }  // namespace

@@ -80,6 +80,32 @@ else
   systemctl stop hpcb-gpu-nomask
 fi
 
+# The driver lists a fifth card whose node nothing has made yet: a node
+# made while a job runs could not be hidden from it, so the daemon warns at
+# start and refuses each start, naming the node; once the node exists, jobs
+# run again with it hidden.
+for n in 0 1 2 3 4; do
+  mkdir -p $g/driver/0000:0$n:00.0
+  printf 'Model: \t\t Fake GPU\nDevice Minor: \t %s\n' $n > $g/driver/0000:0$n:00.0/information
+done
+if ! start_gpu_daemon hpcb-gpu-late --gpu-driver-dir $g/driver; then
+  fail "daemon whose driver lists a card without a node answers dispatch list"
+else
+  check "it warns at start that /dev/nvidia4 does not exist" \
+    sh -c "journalctl -u hpcb-gpu-late --no-pager -o cat | grep -q 'nvidia4 does not exist'"
+  late=$(submit --max-mem 0.2 -- true)
+  wait_for 30 finished "$late"
+  echo "job $late (node missing): $(job_json "$late")"
+  refused_for_node() { job_json "$1" | grep -q 'nvidia4 does not exist'; }
+  check "job $late is refused, naming the missing node" refused_for_node "$late"
+  mknod -m 0666 /dev/nvidia4 c 195 4
+  after=$(submit --max-mem 0.2 -- stat -c '%n %t:%T' /dev/nvidia4) && wait_for 60 finished "$after"
+  expect "with the node made, job $after runs and sees /dev/nvidia4 as /dev/null" "1:3" \
+    "$(seen "$after" /dev/nvidia4)"
+  systemctl stop hpcb-gpu-late
+  rm -f /dev/nvidia4
+fi
+
 # A normal user cannot make the mount namespace: with card nodes present the
 # daemon must refuse (78) and name --no-gpu-mask; with it, it starts.
 u=$g/user
