@@ -26,9 +26,16 @@ constexpr int kWaitNoticeMs = 10'000;
 // delivered before its attach is served, so it prints the file.
 enum class DeliveredOutput { kName, kPrint };
 
+struct Attached {
+  int code = kExitOk;
+  bool printed = false;  // something reached stdout, streamed or read from the file
+};
+
 // The client runs as the user who submitted, so this is the user's own
 // read of their own file. Only a regular file is read: a FIFO or a device
-// named as --output would block or never end.
+// named as --output would block or never end. Delivery renames a whole new
+// file into place, so what is there is the job's output (unless something
+// replaced it since).
 Result<void> PrintDeliveredFile(const std::string& path, Io io) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
   if (!fd.valid()) return Error::FromErrno(errno, "cannot read the job's output at " + path);
@@ -50,7 +57,31 @@ Result<void> PrintDeliveredFile(const std::string& path, Io io) {
   return Ok();
 }
 
-int Attach(const std::string& socket, std::uint64_t id, DeliveredOutput delivered, Io io);
+Attached Attach(const std::string& socket, std::uint64_t id, DeliveredOutput delivered, Io io);
+
+// `new --wait` could not stream the output and must not go without it: a
+// failure is said on stderr, and the job's status still decides the exit.
+void PrintDeliveredOrSay(const std::string& path, Io io) {
+  Result<void> printed = PrintDeliveredFile(path, io);
+  if (printed) return;
+  io.err << "dispatch: " << EscapeControl(printed.error().message()) << "\n";
+  io.err.flush();
+}
+
+// The stream can miss a job that ended while it was being set up: attached
+// while the job ran, its output can be delivered (and the kept copy gone)
+// before the daemon opens it. The job's row says where it went.
+void PrintIfDelivered(const std::string& socket, std::uint64_t id, Io io) {
+  Result<protocol::ListReply> listed =
+      Call<protocol::ListReply>(socket, protocol::ListRequest{false, true, {id}});
+  if (!listed) return;
+  for (const protocol::JobRow& row : listed->jobs) {
+    if (row.id == id && row.state == protocol::JobState::kDone && row.output_dest &&
+        !row.output_error) {
+      PrintDeliveredOrSay(*row.output_dest, io);
+    }
+  }
+}
 
 }  // namespace
 
@@ -74,8 +105,9 @@ int RunSubmitAndWait(const std::string& socket, const protocol::SubmitRequest& r
   // stdout carries the job's output alone, so a script can capture it.
   io.err << RenderSubmit(*reply, !request.output.has_value(), request.output);
   io.err.flush();
-  const int attached = Attach(socket, reply->id, DeliveredOutput::kPrint, io);
-  if (attached != kExitOk) return attached;
+  const Attached attached = Attach(socket, reply->id, DeliveredOutput::kPrint, io);
+  if (attached.code != kExitOk) return attached.code;
+  if (!attached.printed) PrintIfDelivered(socket, reply->id, io);
   WaitOptions options;
   options.announce = false;
   return RunWait(socket, {reply->id}, options, io);
@@ -128,22 +160,22 @@ int RunList(const std::string& socket, const protocol::ListRequest& request, boo
 }
 
 int RunAttach(const std::string& socket, std::uint64_t id, Io io) {
-  return Attach(socket, id, DeliveredOutput::kName, io);
+  return Attach(socket, id, DeliveredOutput::kName, io).code;
 }
 
 namespace {
 
-int Attach(const std::string& socket, std::uint64_t id, DeliveredOutput delivered, Io io) {
+Attached Attach(const std::string& socket, std::uint64_t id, DeliveredOutput delivered, Io io) {
   UniqueFd fd;
   auto reply = Call<protocol::AttachReply>(
       socket, protocol::JobIdRequest{protocol::ClientCommand::kAttach, id}, &fd);
-  if (!reply) return ReportError(reply.error(), io);
+  if (!reply) return {ReportError(reply.error(), io)};
   if (delivered == DeliveredOutput::kPrint && reply->state == protocol::JobState::kDone &&
       reply->output_dest && !reply->output_error) {
-    Result<void> printed = PrintDeliveredFile(*reply->output_dest, io);
-    if (!printed) return ReportError(printed.error(), io);
-    return io.out ? kExitOk : kExitError;
+    PrintDeliveredOrSay(*reply->output_dest, io);
+    return {io.out ? kExitOk : kExitError, true};
   }
+  Attached attached;
   std::string notice = RenderAttachNotice(id, *reply);
   if (!notice.empty()) {
     io.err << notice;
@@ -164,14 +196,15 @@ int Attach(const std::string& socket, std::uint64_t id, DeliveredOutput delivere
       if (ready < 0 && errno == EINTR) continue;
     }
     auto chunk = NextChunk(fd.get());
-    if (!chunk) return ReportError(chunk.error(), io);
+    if (!chunk) return {ReportError(chunk.error(), io)};
     if (!chunk->has_value()) break;
     io.out << **chunk;
     io.out.flush();
-    if (!io.out) return kExitError;  // stdout closed (e.g. piped to head)
+    if (!io.out) return {kExitError};  // stdout closed (e.g. piped to head)
+    attached.printed = true;
     last_output = std::chrono::steady_clock::now();
   }
-  return kExitOk;
+  return attached;
 }
 
 }  // namespace

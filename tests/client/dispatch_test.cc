@@ -360,12 +360,33 @@ TEST(DispatchTest, NewWaitPrintsTheDeliveredFileOfAJobThatEndedBeforeItsAttach) 
     ASSERT_EQ(broker.requests().size(), 3u);
   }
   {
-    // A destination that is not a regular file is named, never read.
+    // Attached while it ran, the stream can still come back empty: the
+    // output was delivered (its kept copy gone) before the daemon opened
+    // it. The finished row says where it went.
+    protocol::AttachReply running;
+    running.state = protocol::JobState::kRunning;
+    protocol::ListReply delivered_row = listed;
+    delivered_row.jobs[0].output_dest = delivered;
+    FakeBroker broker(Connections{{{protocol::Encode(submitted)},
+                                   {protocol::Encode(running), ""},
+                                   {protocol::Encode(delivered_row)},
+                                   {protocol::Encode(delivered_row)}}});
+    Outcome run = Dispatch({"new", "--wait", "--", "sh", "-c", "echo from the job; exit 4"});
+    EXPECT_EQ(run.code, 4) << run.err;
+    EXPECT_EQ(run.out, "from the job\n");
+    ASSERT_EQ(broker.requests().size(), 4u);
+  }
+  {
+    // A destination that is not a regular file is never read: said on
+    // stderr, and the job's status still decides the exit.
     protocol::AttachReply not_a_file = attached;
     not_a_file.output_dest = dir;
-    FakeBroker broker(Connections{{{protocol::Encode(submitted)}, {protocol::Encode(not_a_file)}}});
+    FakeBroker broker(Connections{{{protocol::Encode(submitted)},
+                                   {protocol::Encode(not_a_file)},
+                                   {protocol::Encode(listed)}}});
     Outcome run = Dispatch({"new", "--wait", "--", "true"});
-    EXPECT_EQ(run.code, 1);
+    EXPECT_EQ(run.code, 4);
+    EXPECT_EQ(run.out, "");
     EXPECT_NE(run.err.find("which is not a regular file"), std::string::npos) << run.err;
   }
   ::unlink(delivered.c_str());
