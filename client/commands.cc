@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <ctime>
@@ -22,22 +23,23 @@ constexpr int kWaitNoticeMs = 10'000;
 
 // What attach does with a job that has already ended and whose output was
 // delivered: `attach` names the file (as the original tool did); `new
-// --wait` promised the output on stdout, and a short job can end and be
-// delivered before its attach is served, so it prints the file.
-enum class DeliveredOutput { kName, kPrint };
+// --wait` promised the output on stdout, so it leaves that job to
+// PrintWhatTheStreamMissed.
+enum class DeliveredOutput { kName, kLeaveToCaller };
 
 struct Attached {
   int code = kExitOk;
-  bool printed = false;  // something reached stdout, streamed or read from the file
+  bool streamed = false;  // some output reached stdout
 };
 
 // The client runs as the user who submitted, so this is the user's own
-// read of their own file. Only a regular file is read: a FIFO or a device
-// named as --output would block or never end. Delivery renames a whole new
-// file into place, so what is there is the job's output (unless something
-// replaced it since).
+// read of their own file: a regular file (a FIFO or a device would block or
+// never end), not a symlink, owned by us, and no more than its size when
+// opened (one that keeps growing is not a delivered output). Delivery
+// renames a whole new file into place, so what is there is the job's
+// output, unless something replaced it since.
 Result<void> PrintDeliveredFile(const std::string& path, Io io) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW));
   if (!fd.valid()) return Error::FromErrno(errno, "cannot read the job's output at " + path);
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return Error::FromErrno(errno, "cannot stat " + path);
@@ -45,13 +47,19 @@ Result<void> PrintDeliveredFile(const std::string& path, Io io) {
     return Error(ErrorCode::kFailedPrecondition,
                  "the job's output went to " + path + ", which is not a regular file");
   }
+  if (st.st_uid != ::geteuid()) {
+    return Error(ErrorCode::kPermissionDenied,
+                 "the job's output at " + path + " is not yours now; not printing it");
+  }
   char buffer[1 << 16];
-  for (;;) {
-    const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
+  auto left = static_cast<std::uint64_t>(st.st_size);
+  while (left > 0 && io.out) {
+    const ssize_t n = ::read(fd.get(), buffer, std::min<std::uint64_t>(sizeof buffer, left));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return Error::FromErrno(errno, "cannot read the job's output at " + path);
     if (n == 0) break;
     io.out.write(buffer, n);
+    left -= static_cast<std::uint64_t>(n);
   }
   io.out.flush();
   return Ok();
@@ -59,28 +67,32 @@ Result<void> PrintDeliveredFile(const std::string& path, Io io) {
 
 Attached Attach(const std::string& socket, std::uint64_t id, DeliveredOutput delivered, Io io);
 
-// `new --wait` could not stream the output and must not go without it: a
-// failure is said on stderr, and the job's status still decides the exit.
-void PrintDeliveredOrSay(const std::string& path, Io io) {
-  Result<void> printed = PrintDeliveredFile(path, io);
-  if (printed) return;
-  io.err << "dispatch: " << EscapeControl(printed.error().message()) << "\n";
-  io.err.flush();
-}
-
-// The stream can miss a job that ended while it was being set up: attached
-// while the job ran, its output can be delivered (and the kept copy gone)
-// before the daemon opens it. The job's row says where it went.
-void PrintIfDelivered(const std::string& socket, std::uint64_t id, Io io) {
+// `new --wait` when the stream gave nothing. A short job can end, and its
+// output be delivered (the kept copy removed), before the daemon has opened
+// it for the stream, or before the attach is served at all; the finished
+// row says where it went. Only a job that ran is read back: one that never
+// started (a failed start, a dependency, a kill while queued) has a
+// destination it never wrote (a failed start's is delivered after the job
+// is marked done), so its reason is said instead. A file that cannot be
+// printed is said on stderr; the job's status still decides the exit.
+int PrintWhatTheStreamMissed(const std::string& socket, std::uint64_t id, Io io) {
   Result<protocol::ListReply> listed =
       Call<protocol::ListReply>(socket, protocol::ListRequest{false, true, {id}});
-  if (!listed) return;
+  if (!listed) return kExitOk;  // the wait that follows says what is wrong
   for (const protocol::JobRow& row : listed->jobs) {
-    if (row.id == id && row.state == protocol::JobState::kDone && row.output_dest &&
-        !row.output_error) {
-      PrintDeliveredOrSay(*row.output_dest, io);
+    if (row.id != id || row.state != protocol::JobState::kDone) continue;
+    if (!row.start_time) {
+      if (row.detail)
+        io.err << "job " << id << " did not run: " << EscapeControl(*row.detail) << "\n";
+      continue;
+    }
+    if (!row.output_dest || row.output_error) continue;
+    if (Result<void> printed = PrintDeliveredFile(*row.output_dest, io); !printed) {
+      io.err << "dispatch: " << EscapeControl(printed.error().message()) << "\n";
     }
   }
+  io.err.flush();
+  return io.out ? kExitOk : kExitError;
 }
 
 }  // namespace
@@ -105,9 +117,13 @@ int RunSubmitAndWait(const std::string& socket, const protocol::SubmitRequest& r
   // stdout carries the job's output alone, so a script can capture it.
   io.err << RenderSubmit(*reply, !request.output.has_value(), request.output);
   io.err.flush();
-  const Attached attached = Attach(socket, reply->id, DeliveredOutput::kPrint, io);
+  const Attached attached = Attach(socket, reply->id, DeliveredOutput::kLeaveToCaller, io);
   if (attached.code != kExitOk) return attached.code;
-  if (!attached.printed) PrintIfDelivered(socket, reply->id, io);
+  if (!attached.streamed) {
+    if (int printed = PrintWhatTheStreamMissed(socket, reply->id, io); printed != kExitOk) {
+      return printed;
+    }
+  }
   WaitOptions options;
   options.announce = false;
   return RunWait(socket, {reply->id}, options, io);
@@ -170,10 +186,9 @@ Attached Attach(const std::string& socket, std::uint64_t id, DeliveredOutput del
   auto reply = Call<protocol::AttachReply>(
       socket, protocol::JobIdRequest{protocol::ClientCommand::kAttach, id}, &fd);
   if (!reply) return {ReportError(reply.error(), io)};
-  if (delivered == DeliveredOutput::kPrint && reply->state == protocol::JobState::kDone &&
+  if (delivered == DeliveredOutput::kLeaveToCaller && reply->state == protocol::JobState::kDone &&
       reply->output_dest && !reply->output_error) {
-    PrintDeliveredOrSay(*reply->output_dest, io);
-    return {io.out ? kExitOk : kExitError, true};
+    return {};
   }
   Attached attached;
   std::string notice = RenderAttachNotice(id, *reply);
@@ -201,7 +216,7 @@ Attached Attach(const std::string& socket, std::uint64_t id, DeliveredOutput del
     io.out << **chunk;
     io.out.flush();
     if (!io.out) return {kExitError};  // stdout closed (e.g. piped to head)
-    attached.printed = true;
+    attached.streamed = true;
     last_output = std::chrono::steady_clock::now();
   }
   return attached;

@@ -22,8 +22,9 @@ Result<void> TurnCommit::Hold(std::string text, const std::vector<int>& fds) {
 
 Result<void> TurnCommit::Flush() {
   if (!renamed_) return Ok();
-  renamed_ = false;
-  return protocol::SyncDirectory(dir_);
+  HPCB_TRY(protocol::SyncDirectory(dir_));
+  renamed_ = false;  // only once it holds: a retried flush must sync again
+  return Ok();
 }
 
 std::vector<TurnCommit::Answer> TurnCommit::TakeAnswers() {

@@ -45,14 +45,23 @@ std::vector<int> DriverCards(const std::string& driver_dir) {
     Result<std::string> text =
         host::ReadSmallFile(driver_dir + "/" + entry->d_name + "/information", 16384);
     if (!text) continue;
-    const std::string_view key = "Device Minor:";
-    const std::size_t at = text->find(key);
-    if (at == std::string::npos) continue;
-    const char* digits = text->c_str() + at + key.size();
-    digits += std::strspn(digits, " \t");
-    const std::size_t length = std::strspn(digits, "0123456789");
+    // Each field starts a line: "Name:<tabs and spaces>value".
+    const std::string lines = "\n" + *text;
+    auto field = [&](std::string_view name) -> std::string {
+      const std::size_t at = lines.find("\n" + std::string(name) + ":");
+      if (at == std::string::npos) return "";
+      std::size_t from = at + name.size() + 2;
+      from = lines.find_first_not_of(" \t", from);
+      if (from == std::string::npos) return "";
+      return lines.substr(from, lines.find('\n', from) - from);
+    };
+    // A card the driver was told to leave alone (NVreg_ExcludedGpus) is
+    // listed but gets no node; it is no card a job could open.
+    if (field("GPU Excluded").rfind("Yes", 0) == 0) continue;
+    const std::string minor = field("Device Minor");
+    const std::size_t length = std::strspn(minor.c_str(), "0123456789");
     if (length == 0 || length > 6) continue;
-    cards.push_back(static_cast<int>(std::strtol(digits, nullptr, 10)));  // 1..6 digits: fits
+    cards.push_back(static_cast<int>(std::strtol(minor.c_str(), nullptr, 10)));  // 1..6 digits
   }
   ::closedir(dir);
   std::sort(cards.begin(), cards.end());

@@ -274,7 +274,7 @@ script_started() {  # a process of $user whose argv is exactly "sleep 300"
   uid=$(id -u "$user")
   for p in /proc/[0-9]*; do
     [ "$(stat -c %u "$p" 2> /dev/null)" = "$uid" ] || continue
-    cmd=$(tr '\0' ' ' < "$p/cmdline" 2> /dev/null) || continue
+    cmd=$({ tr '\0' ' ' < "$p/cmdline"; } 2> /dev/null) || continue
     [ "$cmd" = "sleep 300 " ] && return 0
   done
   return 1

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -57,10 +58,13 @@ class FakeBroker {
       }
       // A client that connects once more than expected is refused, not
       // left waiting for an answer that never comes.
-      listener_.reset();
+      ::shutdown(listener_.get(), SHUT_RDWR);
     });
   }
   ~FakeBroker() {
+    // A client that connected fewer times than scripted leaves the thread
+    // in accept: the test fails on its expectations rather than hanging.
+    ::shutdown(listener_.get(), SHUT_RDWR);
     if (thread_.joinable()) thread_.join();
     ::unlink(path_.c_str());
     ::rmdir(dir_.c_str());
@@ -325,9 +329,10 @@ TEST(DispatchTest, AttachEndsWhenDaemonCloses) {
 }
 
 // A short job can end, and its output be delivered, before `new --wait`'s
-// attach is served: the output it promised on stdout is then read from
-// the delivered file.
-TEST(DispatchTest, NewWaitPrintsTheDeliveredFileOfAJobThatEndedBeforeItsAttach) {
+// attach is served, or before the daemon opens it for the stream: the
+// output it promised on stdout is then read from the delivered file, but
+// only for a job that ran.
+TEST(DispatchTest, NewWaitPrintsTheDeliveredFileOfAJobTheStreamMissed) {
   char dir_template[] = "/tmp/hpcb-client-test-XXXXXX";
   const std::string dir = ::mkdtemp(dir_template);
   const std::string delivered = dir + "/output.5.log";
@@ -341,53 +346,73 @@ TEST(DispatchTest, NewWaitPrintsTheDeliveredFileOfAJobThatEndedBeforeItsAttach) 
   submitted.id = 5;
   submitted.state = protocol::JobState::kRunning;
   submitted.output_dest = delivered;
-  protocol::AttachReply attached;
-  attached.state = protocol::JobState::kDone;
-  attached.output_dest = delivered;
-  protocol::ListReply listed;
-  protocol::JobRow row;
-  row.id = 5;
-  row.state = protocol::JobState::kDone;
-  row.exit_code = 4;
-  listed.jobs.push_back(row);
+  protocol::AttachReply ended;
+  ended.state = protocol::JobState::kDone;
+  ended.output_dest = delivered;
+  protocol::AttachReply running;
+  running.state = protocol::JobState::kRunning;
+  auto finished = [&](std::optional<std::string> dest, bool ran) {
+    protocol::JobRow row;
+    row.id = 5;
+    row.state = protocol::JobState::kDone;
+    row.exit_code = 4;
+    row.output_dest = std::move(dest);
+    if (ran) row.start_time = 1000;
+    if (!ran) {
+      row.reason = protocol::JobReason::kError;
+      row.detail = "failed to start job: cannot execute nosuchcmd";
+    }
+    protocol::ListReply listed;
+    listed.jobs.push_back(row);
+    return protocol::Encode(listed);
+  };
+  const std::string ran = finished(delivered, true);
   {
-    FakeBroker broker(Connections{
-        {{protocol::Encode(submitted)}, {protocol::Encode(attached)}, {protocol::Encode(listed)}}});
+    // Ended and delivered before the attach was served.
+    FakeBroker broker(
+        Connections{{{protocol::Encode(submitted)}, {protocol::Encode(ended)}, {ran}, {ran}}});
     Outcome run = Dispatch({"new", "--wait", "--", "sh", "-c", "echo from the job; exit 4"});
     EXPECT_EQ(run.code, 4) << run.err;
     EXPECT_EQ(run.out, "from the job\n");
     EXPECT_EQ(run.err.find("has finished"), std::string::npos) << run.err;
-    ASSERT_EQ(broker.requests().size(), 3u);
+    EXPECT_EQ(broker.requests().size(), 4u);
   }
   {
-    // Attached while it ran, the stream can still come back empty: the
-    // output was delivered (its kept copy gone) before the daemon opened
-    // it. The finished row says where it went.
-    protocol::AttachReply running;
-    running.state = protocol::JobState::kRunning;
-    protocol::ListReply delivered_row = listed;
-    delivered_row.jobs[0].output_dest = delivered;
-    FakeBroker broker(Connections{{{protocol::Encode(submitted)},
-                                   {protocol::Encode(running), ""},
-                                   {protocol::Encode(delivered_row)},
-                                   {protocol::Encode(delivered_row)}}});
+    // Attached while it ran, the stream came back empty.
+    FakeBroker broker(Connections{
+        {{protocol::Encode(submitted)}, {protocol::Encode(running), ""}, {ran}, {ran}}});
     Outcome run = Dispatch({"new", "--wait", "--", "sh", "-c", "echo from the job; exit 4"});
     EXPECT_EQ(run.code, 4) << run.err;
     EXPECT_EQ(run.out, "from the job\n");
-    ASSERT_EQ(broker.requests().size(), 4u);
+    EXPECT_EQ(broker.requests().size(), 4u);
   }
   {
-    // A destination that is not a regular file is never read: said on
-    // stderr, and the job's status still decides the exit.
-    protocol::AttachReply not_a_file = attached;
-    not_a_file.output_dest = dir;
-    FakeBroker broker(Connections{{{protocol::Encode(submitted)},
-                                   {protocol::Encode(not_a_file)},
-                                   {protocol::Encode(listed)}}});
-    Outcome run = Dispatch({"new", "--wait", "--", "true"});
-    EXPECT_EQ(run.code, 4);
+    // It never ran (a failed start is marked done before its delivery):
+    // the file at its destination is not its output, so its reason is said.
+    const std::string failed = finished(delivered, false);
+    FakeBroker broker(Connections{
+        {{protocol::Encode(submitted)}, {protocol::Encode(ended)}, {failed}, {failed}}});
+    Outcome run = Dispatch({"new", "--wait", "--", "nosuchcmd"});
+    EXPECT_EQ(run.code, 1) << run.err;
     EXPECT_EQ(run.out, "");
-    EXPECT_NE(run.err.find("which is not a regular file"), std::string::npos) << run.err;
+    EXPECT_NE(run.err.find("job 5 did not run: failed to start job: cannot execute nosuchcmd"),
+              std::string::npos)
+        << run.err;
+  }
+  {
+    // Neither a directory nor a symlink is read: said on stderr, and the
+    // job's status still decides the exit.
+    ASSERT_EQ(::symlink(delivered.c_str(), (dir + "/link").c_str()), 0);
+    for (const std::string& not_a_file : {dir, dir + "/link"}) {
+      const std::string row = finished(not_a_file, true);
+      FakeBroker broker(Connections{
+          {{protocol::Encode(submitted)}, {protocol::Encode(running), ""}, {row}, {row}}});
+      Outcome run = Dispatch({"new", "--wait", "--", "true"});
+      EXPECT_EQ(run.code, 4);
+      EXPECT_EQ(run.out, "");
+      EXPECT_NE(run.err.find("dispatch: "), std::string::npos) << not_a_file << ": " << run.err;
+    }
+    ::unlink((dir + "/link").c_str());
   }
   ::unlink(delivered.c_str());
   ::rmdir(dir.c_str());

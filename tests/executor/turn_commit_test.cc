@@ -50,7 +50,7 @@ TEST(TurnCommitTest, AMissingDirectoryFailsTheFlushOfATurnThatRenamed) {
   EXPECT_TRUE(turn.Flush()) << "nothing renamed, nothing to sync";
   turn.Renamed();
   EXPECT_FALSE(turn.Flush());
-  EXPECT_TRUE(turn.Flush()) << "a failed flush is the turn's; the next one starts clean";
+  EXPECT_FALSE(turn.Flush()) << "a failed flush leaves the renames unsynced, not forgotten";
 }
 
 }  // namespace

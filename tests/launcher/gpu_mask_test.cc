@@ -36,6 +36,8 @@ TEST(GpuMaskTest, TheDriversCardsAreReadFromTheirDeviceMinor) {
   card("0000:0a:00.0", "Model: \t\t NVIDIA H200\nDevice Minor: \t 0\n");
   card("0000:99:00.0", "Model: \t\t garbled, no minor\n");
   card("0000:98:00.0", "Device Minor: \t twelve\n");
+  card("0000:96:00.0", "Model: \t\t NVIDIA H200\nDevice Minor: \t 5\nGPU Excluded:\t Yes\n");
+  card("0000:95:00.0", "Model: \t\t not a Device Minor: 6\n");
   ASSERT_EQ(::mkdir((driver.path() + "/0000:97:00.0").c_str(), 0755), 0);  // no information
   EXPECT_EQ(DriverCards(driver.path()), (std::vector<int>{0, 3}));
   EXPECT_TRUE(DriverCards(driver.path() + "/missing").empty()) << "no driver, no cards";
