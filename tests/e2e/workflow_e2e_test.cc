@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
@@ -79,6 +80,28 @@ TEST_F(WorkflowE2eTest, NewWaitStreamsTheOutputAndExitsWithTheJobsStatus) {
   EXPECT_EQ(
       daemon_.Dispatch({"new", "--max-mem", "0.25", "--wait", "--", "true"}, seconds(30)).exit_code,
       0);
+}
+
+// A job that never runs has a destination it never writes: `new --wait`
+// must not print what an earlier run left there as this job's output.
+TEST_F(WorkflowE2eTest, NewWaitOfAJobThatNeverRanPrintsNoStaleOutput) {
+  StartOrFail();
+  const std::string stale = daemon_.work() + "/result.txt";
+  {
+    std::FILE* file = std::fopen(stale.c_str(), "w");
+    ASSERT_NE(file, nullptr);
+    std::fputs("from an earlier run\n", file);
+    std::fclose(file);
+  }
+  const int failing = New({"--", "sh", "-c", "sleep 1; exit 2"});
+
+  CommandResult run = daemon_.Dispatch({"new", "--max-mem", "0.25", "--wait", "--output", stale,
+                                        "--after", std::to_string(failing), "--", "echo", "never"},
+                                       seconds(30));
+
+  EXPECT_EQ(run.exit_code, 1) << run.err << daemon_.log();
+  EXPECT_EQ(run.out, "") << "the stale file is not this job's output";
+  EXPECT_NE(run.err.find("did not run"), std::string::npos) << run.err;
 }
 
 TEST_F(WorkflowE2eTest, ADependencyChainHoldsAcrossARestart) {
