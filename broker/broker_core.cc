@@ -132,6 +132,7 @@ Result<void> BrokerCore::Start(QueueFile loaded) {
     if (it == jobs_.end()) ForgetOnExecutor(id);
   }
   LogInfo("restored " + std::to_string(restored) + " queued job(s)");
+  unfinished_from_ = 0;  // rebuilt jobs may lie below any mark
   ApplyRetention();
   Schedule();
   // Always a compaction: it writes what reconciling changed and replaces
@@ -247,7 +248,9 @@ Result<std::vector<std::uint64_t>> BrokerCore::CheckAfter(
 void BrokerCore::ResolveDependencies() {
   const double now = clock_.Now();
   bool ended = false;
-  for (auto& [id, job] : jobs_) {
+  for (auto it = FirstUnfinished(); it != jobs_.end(); ++it) {
+    const std::uint64_t id = it->first;
+    JobRecord& job = it->second;
     if (!job.queued() || job.after.empty() || job.phase != JobPhase::kIdle || job.holds_placement) {
       continue;
     }
@@ -278,9 +281,9 @@ void BrokerCore::AnswerWhenWritten(Respond respond, Response response,
 }
 
 std::size_t BrokerCore::QueuedJobsOf(uid_t uid) const {
-  return static_cast<std::size_t>(std::count_if(jobs_.begin(), jobs_.end(), [&](const auto& entry) {
-    return entry.second.uid == uid && entry.second.queued();
-  }));
+  return static_cast<std::size_t>(std::count_if(
+      FirstUnfinished(), jobs_.end(),
+      [&](const auto& entry) { return entry.second.uid == uid && entry.second.queued(); }));
 }
 
 Result<JobRecord> BrokerCore::RecordFor(std::uint64_t id,
@@ -405,11 +408,13 @@ void BrokerCore::Submit(const Peer& peer, const std::string& text, Respond respo
     stored.placement = std::move(placed->placement);
     stored.holds_placement = true;
   }
-  executor_.Register(registration, peer.fd,
-                     [this, id, request = std::move(*request),
-                      respond = std::move(respond)](Result<protocol::RegisterReply> reply) mutable {
-                       CompleteSubmit(id, std::move(request), std::move(reply), std::move(respond));
-                     });
+  executor_.Register(
+      std::move(registration), peer.fd,
+      [this, id, request = std::move(*request),
+       respond = std::move(respond)](Result<protocol::RegisterReply> reply) mutable {
+        CompleteSubmit(id, std::move(request), std::move(reply), std::move(respond));
+      },
+      [this, id](const Result<protocol::StartReply>& reply) { OnStartReply(id, reply); });
 }
 
 void BrokerCore::CompleteSubmit(std::uint64_t id, protocol::SubmitRequest request,
@@ -420,7 +425,8 @@ void BrokerCore::CompleteSubmit(std::uint64_t id, protocol::SubmitRequest reques
   }
   JobRecord& job = it->second;
   job.phase = JobPhase::kIdle;
-  const bool start_sent = job.holds_placement && reply && reply->start.has_value();
+  const bool start_ended = job.holds_placement && reply && reply->start.has_value();
+  const bool start_under_way = job.holds_placement && reply && !reply->error && reply->starting;
   auto fail = [&](const Error& error) {
     if (job.holds_placement) scheduler_.Release(job.placement);
     jobs_.erase(it);
@@ -442,7 +448,7 @@ void BrokerCore::CompleteSubmit(std::uint64_t id, protocol::SubmitRequest reques
   }
   if (reply->error) return fail(reply->error->ToError());
   if (reply->uid != job.uid) {
-    if (reply->start && !reply->start->error) {
+    if (start_under_way || (reply->start && !reply->start->error)) {
       executor_.Signal(protocol::SignalJob{0, id, SignalKind::kKill, SignalNote::kKilled, 0},
                        LogRefusal("killing job " + Id(id)));
     }
@@ -454,7 +460,8 @@ void BrokerCore::CompleteSubmit(std::uint64_t id, protocol::SubmitRequest reques
   job.argv = std::move(request.argv);
   job.cwd = std::move(request.cwd);
   job.output_dest = reply->output_dest;
-  MarkChanged(id);
+  // Its launch spec is on disk and holds all of it but its dependencies.
+  MarkChanged(id, job.after.empty() ? Held::kAlsoOnRootSide : Held::kOnlyHere);
   // The reply is built before the start is applied: a start that failed
   // finishes the job, and retention may drop its record (and `job` with it)
   // at once.
@@ -469,8 +476,10 @@ void BrokerCore::CompleteSubmit(std::uint64_t id, protocol::SubmitRequest reques
                                grant.cpus,
                                grant.cores};
   const std::uint32_t uid = job.uid;
-  if (start_sent) {
+  if (start_ended) {
     ApplyStart(job, *reply->start);
+  } else if (start_under_way) {
+    job.phase = JobPhase::kStarting;  // OnStartReply completes it
   } else if (job.holds_placement) {
     SendStart(job);  // the policy placed it while it was registering
   }
@@ -478,7 +487,12 @@ void BrokerCore::CompleteSubmit(std::uint64_t id, protocol::SubmitRequest reques
     answer.state = JobState::kDone;
   } else {
     const JobRecord& now = kept->second;
-    answer.state = now.state;
+    // A job whose start is under way holds its cpus and its spawn is
+    // running: it is told as running, as the original tool does for a job
+    // it launched. A spawn that then fails ends it in error, as a job that
+    // dies at once would.
+    answer.state =
+        start_under_way && now.phase == JobPhase::kStarting ? JobState::kRunning : now.state;
     if (now.holds_placement && now.placement.cores > 0) {
       answer.granted_cpus = static_cast<int>(now.placement.cpus.size());
       answer.granted_cores = now.placement.cores;
@@ -665,7 +679,7 @@ void BrokerCore::OnOutputUpdate(const protocol::OutputUpdate& update) {
   }
   job.output_dest = update.output_dest;
   job.output_error = update.output_error;
-  MarkChanged(update.id);
+  MarkChanged(update.id, Held::kAlsoOnRootSide);
   // Delivered at last: it may now make way under --keep-finished.
   if (!job.output_error) ApplyRetention();
 }
@@ -673,7 +687,9 @@ void BrokerCore::OnOutputUpdate(const protocol::OutputUpdate& update) {
 void BrokerCore::CollectForScheduler(std::vector<QueuedJob>& queue,
                                      std::vector<RunningJob>& running) const {
   const double now = clock_.Now();
-  for (const auto& [id, job] : jobs_) {
+  for (auto it = FirstUnfinished(); it != jobs_.end(); ++it) {
+    const std::uint64_t id = it->first;
+    const JobRecord& job = it->second;
     if (job.holds_placement) {
       // Running, or placed and starting: its resources are taken.
       const double start = job.start_time.value_or(now);
@@ -735,18 +751,21 @@ void BrokerCore::StartPlanned(broker::Start& start) {
 void BrokerCore::SendStart(JobRecord& job) {
   job.phase = JobPhase::kStarting;
   const std::uint64_t id = job.id;
-  executor_.Start(StartRequest(job, job.placement),
-                  [this, id](const Result<protocol::StartReply>& reply) {
-                    auto it = jobs_.find(id);
-                    if (it == jobs_.end() || it->second.phase != JobPhase::kStarting) return;
-                    ApplyStart(it->second, reply);
-                    Schedule();
-                  });
+  executor_.Start(
+      StartRequest(job, job.placement),
+      [this, id](const Result<protocol::StartReply>& reply) { OnStartReply(id, reply); });
+}
+
+void BrokerCore::OnStartReply(std::uint64_t id, const Result<protocol::StartReply>& reply) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || it->second.phase != JobPhase::kStarting) return;
+  ApplyStart(it->second, reply);
+  Schedule();
 }
 
 void BrokerCore::ApplyStart(JobRecord& job, const Result<protocol::StartReply>& reply) {
   job.phase = JobPhase::kIdle;
-  MarkChanged(job.id);
+  MarkChanged(job.id, Held::kAlsoOnRootSide);  // a failed start's Finish asks for the sync
   if (!reply) return ReconcileStart(job.id, reply.error());
   const double now = clock_.Now();
   if (reply->error && reply->error->ToError().code() == ErrorCode::kUnavailable) {
@@ -841,9 +860,27 @@ void BrokerCore::ForgetOnExecutor(std::uint64_t id) {
   executor_.Forget(id, LogRefusal("forgetting job " + Id(id)));
 }
 
+std::map<std::uint64_t, JobRecord>::iterator BrokerCore::FirstUnfinished() {
+  auto it = jobs_.lower_bound(unfinished_from_);
+  while (it != jobs_.end() && it->second.done())
+    ++it;
+  unfinished_from_ = it == jobs_.end() ? next_id_ : it->first;
+  return it;
+}
+
+std::map<std::uint64_t, JobRecord>::const_iterator BrokerCore::FirstUnfinished() const {
+  auto it = jobs_.lower_bound(unfinished_from_);
+  while (it != jobs_.end() && it->second.done())
+    ++it;
+  unfinished_from_ = it == jobs_.end() ? next_id_ : it->first;
+  return it;
+}
+
 void BrokerCore::CheckTimers() {
   const double now = clock_.Now();
-  for (auto& [id, job] : jobs_) {
+  for (auto it = FirstUnfinished(); it != jobs_.end(); ++it) {
+    const std::uint64_t id = it->first;
+    JobRecord& job = it->second;
     if (!job.running()) continue;
     const double start = job.start_time.value_or(now);
     if (!job.term_time && now - start > static_cast<double>(job.max_time_s)) {
@@ -863,7 +900,8 @@ void BrokerCore::CheckTimers() {
   }
 }
 
-void BrokerCore::Finish(JobRecord& job, std::optional<std::int64_t> exit_code, double end_time) {
+void BrokerCore::Finish(JobRecord& job, std::optional<std::int64_t> exit_code, double end_time,
+                        Held held) {
   job.state = JobState::kDone;
   job.end_time = end_time;
   job.exit_code = exit_code;
@@ -872,7 +910,7 @@ void BrokerCore::Finish(JobRecord& job, std::optional<std::int64_t> exit_code, d
     scheduler_.Release(job.placement);
     job.holds_placement = false;
   }
-  MarkChanged(job.id);
+  MarkChanged(job.id, held);
   std::string line = "job " + Id(job.id) + " finished (exit=" +
                      (exit_code ? std::to_string(*exit_code) : std::string("unknown"));
   if (job.reason) line += ", reason=" + std::string(protocol::NameOf(*job.reason));
@@ -903,7 +941,8 @@ void BrokerCore::OnExited(const protocol::JobExited& event) {
   if (event.note && !job.detail) job.detail = event.note;
   job.output_error = event.output_error;
   job.usage = event.usage;
-  Finish(job, event.exit_code, event.end_time > 0 ? event.end_time : clock_.Now());
+  Finish(job, event.exit_code, event.end_time > 0 ? event.end_time : clock_.Now(),
+         Held::kAlsoOnRootSide);
   ApplyRetention();
 }
 
@@ -958,6 +997,7 @@ QueueFile BrokerCore::Snapshot() const {
 Result<void> BrokerCore::Persist(bool compact) {
   if (store_ == nullptr) {
     changed_.clear();
+    sync_due_ = false;
     draining_unsaved_ = false;
     return Ok();
   }
@@ -972,7 +1012,7 @@ Result<void> BrokerCore::Persist(bool compact) {
       if (it != jobs_.end() && it->second.phase == JobPhase::kRegistering) continue;
       changes.push_back({id, it == jobs_.end() ? nullptr : &it->second});
     }
-    saved = store_->Append(next_id_, changes);
+    saved = store_->Append(next_id_, changes, sync_due_);
   }
   if (!saved) {
     // changed_ is kept; the store wants a compaction now, which the next
@@ -981,6 +1021,7 @@ Result<void> BrokerCore::Persist(bool compact) {
     return saved;
   }
   changed_.clear();
+  sync_due_ = false;
   draining_unsaved_ = false;
   return Ok();
 }

@@ -167,17 +167,33 @@ class BrokerCore {
   // Books the executor's answer to starting `job`: running, or finished
   // with an error and its placement released.
   void ApplyStart(JobRecord& job, const Result<protocol::StartReply>& reply);
+  // The answer to a StartJob, or to a start made with a registration.
+  void OnStartReply(std::uint64_t id, const Result<protocol::StartReply>& reply);
   // A start whose answer never came: asks the executor what became of it.
   void ReconcileStart(std::uint64_t id, const Error& why);
   void CheckTimers();
-  void Finish(JobRecord& job, std::optional<std::int64_t> exit_code, double end_time);
+  // Who else holds a change durably; see MarkChanged.
+  enum class Held { kOnlyHere, kAlsoOnRootSide };
+  void Finish(JobRecord& job, std::optional<std::int64_t> exit_code, double end_time,
+              Held held = Held::kOnlyHere);
   void ApplyRetention();
   void SendSignal(JobRecord& job, protocol::SignalKind signal, protocol::SignalNote note);
   void ForgetOnExecutor(std::uint64_t id);
   std::size_t QueuedJobsOf(uid_t uid) const;
   // `id` changed, or was handed out, or was removed: the next Persist
   // writes it. Every change to jobs_ or next_id_ goes through here.
-  void MarkChanged(std::uint64_t id) { changed_.insert(id); }
+  //
+  // The bargain: a change the root side already holds on disk (a
+  // registration it answered with the spec durable, a start or an end it
+  // reported) is journalled with the turn, before its answer, so a crash
+  // of the broker finds it, but does not wait for an fdatasync of its own:
+  // after a power cut the start-up reconciliation (Start) re-reads it from
+  // the launch specs. A fact only the broker holds (dependencies, drain, a
+  // removal, a kill, a changed limit) makes the turn sync before answering.
+  void MarkChanged(std::uint64_t id, Held held = Held::kOnlyHere) {
+    changed_.insert(id);
+    if (held == Held::kOnlyHere) sync_due_ = true;
+  }
 
   CoreOptions options_;
   Scheduler& scheduler_;
@@ -187,7 +203,16 @@ class BrokerCore {
   QueueStore* store_;
   std::map<std::uint64_t, JobRecord> jobs_;
   std::uint64_t next_id_ = 1;
+  // Every job below this id is done (or gone). Done is final and new ids
+  // only grow, so it only moves up; the scans for queued and running jobs
+  // start at it, and a queue with thousands of finished jobs behind it
+  // costs them nothing. Reset when Start adds jobs of any id.
+  mutable std::uint64_t unfinished_from_ = 0;
+  // The first job that is not done, moving unfinished_from_ up to it.
+  std::map<std::uint64_t, JobRecord>::iterator FirstUnfinished();
+  std::map<std::uint64_t, JobRecord>::const_iterator FirstUnfinished() const;
   std::set<std::uint64_t> changed_;  // not yet persisted
+  bool sync_due_ = false;            // changed_ holds a fact only the broker has
   std::vector<DurableAnswer> awaiting_write_;
   bool executor_lost_ = false;
   bool draining_ = false;

@@ -75,11 +75,28 @@ Result<protocol::ListJobsReply> SocketExecutorChannel::ListJobs(std::uint64_t af
   return CallAndWait<protocol::ListJobsReply>(request, "the executor's job list");
 }
 
-void SocketExecutorChannel::Register(const protocol::RegisterJob& job, int client_fd,
-                                     Done<protocol::RegisterReply> done) {
-  Call(job, {client_fd}, "the executor (registering job " + std::to_string(job.id) + ")",
-       kCallTimeout, [done = std::move(done)](const Result<protocol::Packet>& packet) {
-         done(DecodeReply<protocol::RegisterReply>(packet));
+void SocketExecutorChannel::Register(protocol::RegisterJob job, int client_fd,
+                                     Done<protocol::RegisterReply> done,
+                                     Done<protocol::StartReply> started) {
+  std::uint64_t start_req = 0;
+  if (job.start) {
+    // Its own call, so a late or lost start is matched and bounded like a
+    // StartJob; it waits as long as the registration's answer plus a start.
+    start_req =
+        calls_.Add(2 * kCallTimeout, "the executor (starting job " + std::to_string(job.id) + ")",
+                   [started = std::move(started)](const Result<protocol::Packet>& packet) {
+                     started(DecodeReply<protocol::StartReply>(packet));
+                   });
+    job.start->req = start_req;
+  }
+  const std::uint64_t id = job.id;
+  Call(std::move(job), {client_fd}, "the executor (registering job " + std::to_string(id) + ")",
+       kCallTimeout,
+       [this, start_req, done = std::move(done)](const Result<protocol::Packet>& packet) {
+         Result<protocol::RegisterReply> reply = DecodeReply<protocol::RegisterReply>(packet);
+         const bool start_follows = reply && !reply->error && reply->starting;
+         if (start_req != 0 && !start_follows) calls_.Cancel(start_req);
+         done(std::move(reply));
        });
 }
 

@@ -35,9 +35,13 @@ class ExecutorChannel {
   virtual Result<protocol::HelloReply> Hello() = 0;
   virtual Result<protocol::ListJobsReply> ListJobs(std::uint64_t after, std::uint32_t limit) = 0;
 
-  // `client_fd` (borrowed) is passed with SCM_RIGHTS.
-  virtual void Register(const protocol::RegisterJob& job, int client_fd,
-                        Done<protocol::RegisterReply> done) = 0;
+  // `client_fd` (borrowed) is passed with SCM_RIGHTS. With `job.start`,
+  // `started` gets the start's outcome when the executor reports it on its
+  // own (RegisterReply::starting), always after `done`; it is dropped
+  // unrun when the start's outcome came in the RegisterReply or the
+  // registration failed.
+  virtual void Register(protocol::RegisterJob job, int client_fd,
+                        Done<protocol::RegisterReply> done, Done<protocol::StartReply> started) = 0;
   virtual void Start(const protocol::StartJob& start, Done<protocol::StartReply> done) = 0;
   virtual void Signal(const protocol::SignalJob& signal, Done<protocol::Ack> done) = 0;
   virtual void Forget(std::uint64_t id, Done<protocol::Ack> done) = 0;
@@ -74,8 +78,8 @@ class SocketExecutorChannel : public ExecutorChannel {
 
   Result<protocol::HelloReply> Hello() override;
   Result<protocol::ListJobsReply> ListJobs(std::uint64_t after, std::uint32_t limit) override;
-  void Register(const protocol::RegisterJob& job, int client_fd,
-                Done<protocol::RegisterReply> done) override;
+  void Register(protocol::RegisterJob job, int client_fd, Done<protocol::RegisterReply> done,
+                Done<protocol::StartReply> started) override;
   void Start(const protocol::StartJob& start, Done<protocol::StartReply> done) override;
   void Signal(const protocol::SignalJob& signal, Done<protocol::Ack> done) override;
   void Forget(std::uint64_t id, Done<protocol::Ack> done) override;

@@ -90,6 +90,8 @@ Result<protocol::JobFieldReply> ApplyJobField(JobRecord& job,
 std::vector<std::uint64_t> RetentionVictims(const std::map<std::uint64_t, JobRecord>& jobs,
                                             std::int64_t keep) {
   keep = std::max<std::int64_t>(0, keep);
+  // No user can have more than `keep` finished jobs: nothing to scan for.
+  if (jobs.size() <= static_cast<std::size_t>(keep)) return {};
   std::map<std::uint32_t, std::vector<std::uint64_t>> done_by_uid;
   const std::set<std::uint64_t> awaited = AwaitedJobs(jobs);
   for (const auto& [id, job] : jobs) {

@@ -205,7 +205,8 @@ Result<void> QueueStore::ResetJournal() {
   return Ok();
 }
 
-Result<void> QueueStore::Append(std::uint64_t next_id, const std::vector<QueueChange>& changes) {
+Result<void> QueueStore::Append(std::uint64_t next_id, const std::vector<QueueChange>& changes,
+                                bool sync) {
   if (!journal_.valid()) {
     return Error(ErrorCode::kFailedPrecondition, "no journal open; the queue needs a compaction");
   }
@@ -217,7 +218,7 @@ Result<void> QueueStore::Append(std::uint64_t next_id, const std::vector<QueueCh
   // next snapshot's journal_seq then covers any part that did, and Load
   // never lays that stale part over the newer snapshot.
   Result<void> written = protocol::WriteAllToFile(journal_.get(), batch);
-  if (written && ::fdatasync(journal_.get()) != 0) {
+  if (written && sync && ::fdatasync(journal_.get()) != 0) {
     written = Error::FromErrno(errno, "cannot fdatasync " + journal_path());
   }
   if (!written) {

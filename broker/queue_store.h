@@ -6,10 +6,12 @@
 //   queue.json     the snapshot: {"next_id","jobs","journal_seq"}, written
 //                  atomically (temp file, fsync, rename, fsync of the dir)
 //   queue.journal  changes since the snapshot, one line each
-//                  (queue_journal.h), fdatasync()ed per Append
+//                  (queue_journal.h), fdatasync()ed by the Appends that
+//                  ask for it
 //
-// The bargain: a change costs one appended record plus one fdatasync
-// instead of rewriting every job (10k finished ones made each submit
+// The bargain: a change costs one appended record (plus one fdatasync when
+// only the broker holds it; see BrokerCore::MarkChanged) instead of
+// rewriting every job (10k finished ones made each submit
 // O(queue)); in exchange Load replays the journal, and a record that was
 // rewritten stays in the journal until the next compaction, which comes once the journal outgrows a
 // few snapshots, so the work a compaction does is paid for by the appends before it.
@@ -67,11 +69,15 @@ class QueueStore {
   // new snapshot's journal_seq makes Load skip.
   virtual Result<void> Save(const QueueFile& file);
 
-  // Appends one line per change and fdatasync()s them: on disk when this
-  // returns Ok. Refused while WantsCompaction(). On failure the journal is
-  // closed (it may end in a partial line), so the caller's next write must
-  // be a Save().
-  virtual Result<void> Append(std::uint64_t next_id, const std::vector<QueueChange>& changes);
+  // Appends one line per change; with `sync`, fdatasync()s the journal (so
+  // these lines and every unsynced one before them are on disk when this
+  // returns Ok). Without it the lines are in the file (a crash of the
+  // process finds them) and reach the disk with the next sync or the
+  // kernel's writeback. Refused while WantsCompaction(). On failure the
+  // journal is closed (it may end in a partial line), so the caller's next
+  // write must be a Save().
+  virtual Result<void> Append(std::uint64_t next_id, const std::vector<QueueChange>& changes,
+                              bool sync);
 
   // No journal is open (before the first Save, after a failed write) or it
   // has outgrown kJournalFactor snapshots.

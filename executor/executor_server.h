@@ -213,7 +213,10 @@ class ExecutorServer {
   std::set<std::uint64_t> registering_;  // account lookup or destination check in flight
   std::set<std::uint64_t> starting_;     // spawn in flight
   std::set<std::uint64_t> finishing_;    // delivery in flight
-  std::set<std::uint64_t> foreign_;      // running, shepherd not our launcher's child
+  // Jobs by the shepherd this executor spawned them with: a hint that spares
+  // each exit a scan of every spec (adopted ones are found by the scan).
+  std::map<std::int64_t, std::uint64_t> by_shepherd_;
+  std::set<std::uint64_t> foreign_;  // running, shepherd not our launcher's child
   std::vector<std::uint64_t> dead_on_arrival_;
   std::vector<protocol::Packet> launcher_events_;  // held until the broker says hello
   struct Retry {

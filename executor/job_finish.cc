@@ -174,6 +174,15 @@ void ExecutorServer::DeliverOutput(const LaunchSpec& spec,
 }
 
 void ExecutorServer::OnChildExited(const protocol::ChildExited& event) {
+  if (auto hint = by_shepherd_.find(event.pid); hint != by_shepherd_.end()) {
+    const std::uint64_t id = hint->second;
+    by_shepherd_.erase(hint);
+    auto it = jobs_.find(id);
+    if (it != jobs_.end() && it->second.state == SpecState::kRunning &&
+        it->second.shepherd == event.pid) {
+      return Finish(id, RecordedExit(id));
+    }
+  }
   for (const auto& [id, spec] : jobs_) {
     if (spec.state == SpecState::kRunning && spec.shepherd == event.pid) {
       // The shepherd's own status says nothing of the job's: the run record does.

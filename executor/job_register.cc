@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 
 #include "executor/executor_server.h"
 #include "executor/sysfacts.h"
@@ -158,9 +159,8 @@ void ExecutorServer::FinishRegister(protocol::RegisterJob request, LaunchSpec sp
   const bool start_follows = request.start.has_value();
   if (Result<void> made = MakeJobDir(spec, start_follows); !made) return fail(made.error());
   // With a start to follow, the spec is first written by the start (with
-  // its placement, before the launcher spawns it) and reaches the disk when
-  // the start saves it again (as running, or as exited, or as still
-  // registered if it was refused), in the turn that sends the reply below.
+  // its placement, before the launcher is asked to spawn it), and reaches
+  // the disk at the end of this turn, before the answer below goes out.
   if (!start_follows) {
     if (Result<void> saved = Save(spec); !saved) {
       (void)RemoveJobDir(job_dir(id), OwnerOf(spec));
@@ -174,30 +174,53 @@ void ExecutorServer::FinishRegister(protocol::RegisterJob request, LaunchSpec sp
   reply.output_dest = spec.output_dest;
   jobs_[id] = std::move(spec);
   if (!request.start) return SendToBroker(Encode(reply));
-  BeginStart(*request.start, [this, reply](protocol::StartReply started) mutable {
+  // The bargain: the user is answered once the registration is durable, not
+  // once the job runs; the spawn (two forks and an exec) goes on behind the
+  // answer and reports on its own. A start that ends before the launcher
+  // is asked rides in the registration's answer instead, so the broker
+  // hears of the job before it hears of its start, either way.
+  struct Answer {
+    protocol::RegisterReply reply;
+    std::uint64_t start_req = 0;
+    bool sent = false;
+  };
+  auto answer = std::make_shared<Answer>(Answer{std::move(reply), request.start->req, false});
+  BeginStart(*request.start, [this, answer](protocol::StartReply started) {
+    if (answer->sent) {
+      started.req = answer->start_req;
+      return SendToBroker(Encode(started));
+    }
+    answer->sent = true;
+    protocol::RegisterReply& registered = answer->reply;
     if (started.error) {
       // Refused before anything ran (a placement outside the machine, say)
       // leaves the job registered: its spec must still be made durable.
-      auto it = jobs_.find(reply.id);
+      auto it = jobs_.find(registered.id);
       if (it != jobs_.end() && it->second.state == protocol::SpecState::kRegistered) {
         if (Result<void> synced = Save(it->second); !synced) {
           // Not on disk, so not accepted: a reply without an error would
           // have the user told of a job a restart cannot find.
-          LogWarning("cannot save the spec of job " + std::to_string(reply.id) + ": " +
+          LogWarning("cannot save the spec of job " + std::to_string(registered.id) + ": " +
                      synced.error().message());
-          RemoveSpec(specs_dir(), reply.id);
-          (void)RemoveJobDir(job_dir(reply.id), OwnerOf(it->second));
+          RemoveSpec(specs_dir(), registered.id);
+          (void)RemoveJobDir(job_dir(registered.id), OwnerOf(it->second));
           jobs_.erase(it);
-          reply.error = WireError::From(synced.error().WithContext("cannot save the job"));
-          SendToBroker(Encode(reply));
+          registered.error = WireError::From(synced.error().WithContext("cannot save the job"));
+          SendToBroker(Encode(registered));
           return;
         }
         WriteInfo(it->second);  // not written at registration: a start followed
       }
     }
-    reply.start = std::move(started);
-    SendToBroker(Encode(reply));
+    registered.start = std::move(started);
+    SendToBroker(Encode(registered));
   });
+  if (answer->sent) return;
+  // Under way: BeginStart saved the spec, with its placement, before it
+  // asked the launcher.
+  answer->sent = true;
+  answer->reply.starting = true;
+  SendToBroker(Encode(answer->reply));
 }
 
 }  // namespace hpcb::executor

@@ -155,6 +155,7 @@ void ExecutorServer::OnSpawned(std::uint64_t id, const protocol::StartJob& reque
   spec.placement = request.Record();
   spec.pid = reply->pid;
   spec.shepherd = reply->shepherd;
+  by_shepherd_[spec.shepherd] = id;
   spec.start_time = EpochNow();
   spec.env.clear();  // forwarded secrets are gone once the job runs
   Result<std::uint64_t> job_start =

@@ -66,6 +66,7 @@ Result<void> RegisterJob::Validate() const {
   if (id == 0) return InvalidArgument("job id must be positive");
   if (start) {
     if (start->id != id) return InvalidArgument("start.id must be the registered job's id");
+    if (start->req == 0) return InvalidArgument("start.req must name the start's own reply");
     if (Result<void> valid = start->Validate(); !valid) return valid.error().WithContext("start");
   }
   return Ok();

@@ -35,7 +35,8 @@
 namespace hpcb::protocol {
 
 // 3: every message carries a req id and a typed kind; errors are coded.
-inline constexpr std::int64_t kProtocolVersion = 4;
+// 5: a start made with a registration is answered on its own (start.req).
+inline constexpr std::int64_t kProtocolVersion = 5;
 
 enum class ExecutorKind {
   kHello,
@@ -419,15 +420,19 @@ struct StartReply {
 // root-only. Reply: RegisterReply.
 //
 // `start`, when the broker has already placed the job, starts it right
-// after registering, exactly as a StartJob would (same checks); the spec is
-// then fsynced once, as running, instead of once per step. This is the
-// common submit of an idle machine, and it saves a round trip and a disk
-// flush before the job's first instruction.
+// after registering, exactly as a StartJob would (same checks). This is the
+// common submit of an idle machine, and it saves a round trip before the
+// job's first instruction. The registration is answered as soon as the
+// spec (with its placement) is on disk, with `starting` set: the user's
+// acknowledgment never waits for the spawn. The start's own outcome
+// follows as a StartReply whose req is `start.req`. A start that ends
+// before the launcher is asked (refused, or failed setting up) is instead
+// carried in the RegisterReply's `start`, and no StartReply follows.
 struct RegisterJob {
   static constexpr ExecutorKind kKind = ExecutorKind::kRegister;
   std::uint64_t req = 0;
   std::uint64_t id = 0;
-  std::optional<StartJob> start;  // its id must be `id`; its req is unused
+  std::optional<StartJob> start;  // its id must be `id`; its req answers it
   template <class A>
   void save(A& ar) const {
     PutHeader(ar, kKind, req);
@@ -452,9 +457,12 @@ struct RegisterReply {
   std::uint32_t gid = 0;
   std::string user;
   std::optional<std::string> output_dest;  // resolved file path
-  // The outcome of RegisterJob::start, when one was asked for and the
-  // registration itself succeeded.
+  // The outcome of RegisterJob::start, when one was asked for, the
+  // registration itself succeeded, and the start ended before the spawn.
   std::optional<StartReply> start;
+  // The start is under way; its StartReply (req: RegisterJob::start.req)
+  // follows this message.
+  bool starting = false;
   template <class A>
   void save(A& ar) const {
     PutHeader(ar, kKind, req);
@@ -465,6 +473,7 @@ struct RegisterReply {
     Put(ar, "user", user);
     Put(ar, "output_dest", output_dest);
     Put(ar, "start", start);
+    Put(ar, "starting", starting);
   }
   template <class A>
   void load(A& ar) {
@@ -476,8 +485,12 @@ struct RegisterReply {
     Get(ar, "user", user);
     Get(ar, "output_dest", output_dest);
     Get(ar, "start", start);
+    Get(ar, "starting", starting);
   }
-  Result<void> Validate() const { return Ok(); }
+  Result<void> Validate() const {
+    if (start && starting) return InvalidArgument("a start cannot be both ended and under way");
+    return Ok();
+  }
 };
 
 // broker -> executor: signal a running job's whole process group (and, for

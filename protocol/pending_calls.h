@@ -44,6 +44,11 @@ class PendingCalls {
   // inside the call that started them.
   void FailLater(std::uint64_t req, Error error);
 
+  // Drops `req` without running its callback: the reply it waited for will
+  // not come (a start the executor never took up, say). A reply that does
+  // come finds no one waiting.
+  void Cancel(std::uint64_t req) { calls_.erase(req); }
+
   // Completes every call whose deadline is past `now` with a timeout error
   // (or the error FailLater gave it).
   void ExpireOverdue(Clock::time_point now = Clock::now());

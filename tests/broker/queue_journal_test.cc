@@ -74,17 +74,17 @@ TEST(QueueJournalTest, ReloadsAfterAppends) {
   QueueStore store(dir.path());
   EXPECT_TRUE(store.WantsCompaction());
   const JobRecord seven = Job(7);
-  EXPECT_FALSE(store.Append(8, {{7, &seven}}));  // refused before the first Save
+  EXPECT_FALSE(store.Append(8, {{7, &seven}}, true));  // refused before the first Save
   ASSERT_TRUE(store.Save(Queue(8, {Job(7)})));
   EXPECT_FALSE(store.WantsCompaction());
 
   const JobRecord running = Job(7, JobState::kRunning);
   const JobRecord eight = Job(8);
-  ASSERT_TRUE(store.Append(9, {{7, &running}, {8, &eight}}));
-  ASSERT_TRUE(store.Append(10, {{9, nullptr}}));  // id 9 handed out, never a job
+  ASSERT_TRUE(store.Append(9, {{7, &running}, {8, &eight}}, true));
+  ASSERT_TRUE(store.Append(10, {{9, nullptr}}, true));  // id 9 handed out, never a job
   const JobRecord done = Job(7, JobState::kDone);
-  ASSERT_TRUE(store.Append(10, {{7, &done}}));
-  ASSERT_TRUE(store.Append(10, {{7, nullptr}}));
+  ASSERT_TRUE(store.Append(10, {{7, &done}}, true));
+  ASSERT_TRUE(store.Append(10, {{7, nullptr}}, true));
 
   for (const std::string& file : {store.path(), store.journal_path()}) {
     struct stat st {};
@@ -104,7 +104,7 @@ TEST(QueueJournalTest, ReloadsAfterCompaction) {
   ASSERT_TRUE(store.Save(Queue(1, {})));
   const JobRecord one = Job(1);
   const JobRecord two = Job(2);
-  ASSERT_TRUE(store.Append(3, {{1, &one}, {2, &two}}));
+  ASSERT_TRUE(store.Append(3, {{1, &one}, {2, &two}}, true));
   EXPECT_GT(store.journal_bytes(), 0u);
   ASSERT_TRUE(store.Save(Queue(3, {Job(1, JobState::kRunning), Job(2)})));
   EXPECT_EQ(store.journal_bytes(), 0u);
@@ -112,7 +112,7 @@ TEST(QueueJournalTest, ReloadsAfterCompaction) {
   EXPECT_FALSE(std::filesystem::exists(store.path() + ".tmp"));
   EXPECT_FALSE(std::filesystem::exists(store.journal_path() + ".tmp"));
   const JobRecord three = Job(3);
-  ASSERT_TRUE(store.Append(4, {{3, &three}}));
+  ASSERT_TRUE(store.Append(4, {{3, &three}}, true));
 
   Result<QueueFile> loaded = QueueStore(dir.path()).Load();
   ASSERT_TRUE(loaded) << loaded.error().message();
@@ -127,7 +127,7 @@ TEST(QueueJournalTest, TornLastLineIsIgnored) {
   QueueStore store(dir.path());
   ASSERT_TRUE(store.Save(Queue(1, {})));
   const JobRecord one = Job(1);
-  ASSERT_TRUE(store.Append(2, {{1, &one}}));
+  ASSERT_TRUE(store.Append(2, {{1, &one}}, true));
   const JobRecord two = Job(2);
   const std::string line = JournalLine(99, 3, {2, &two});
   WriteFile(store.journal_path(), line.substr(0, line.size() / 2), /*append=*/true);
@@ -141,7 +141,7 @@ TEST(QueueJournalTest, TornLastLineIsIgnored) {
   EXPECT_FALSE(std::filesystem::exists(store.journal_path() + ".corrupt"));
   // Nothing is appended after a torn line: the next write replaces it.
   EXPECT_TRUE(reopened.WantsCompaction());
-  EXPECT_FALSE(reopened.Append(3, {{1, &one}}));
+  EXPECT_FALSE(reopened.Append(3, {{1, &one}}, true));
 }
 
 TEST(QueueJournalTest, ZeroFilledTailIsTorn) {
@@ -149,7 +149,7 @@ TEST(QueueJournalTest, ZeroFilledTailIsTorn) {
   QueueStore store(dir.path());
   ASSERT_TRUE(store.Save(Queue(1, {})));
   const JobRecord one = Job(1);
-  ASSERT_TRUE(store.Append(2, {{1, &one}}));
+  ASSERT_TRUE(store.Append(2, {{1, &one}}, true));
   WriteFile(store.journal_path(), std::string(4096, '\0'), /*append=*/true);
   Result<QueueFile> loaded = QueueStore(dir.path()).Load();
   ASSERT_TRUE(loaded) << loaded.error().message();
@@ -161,7 +161,7 @@ TEST(QueueJournalTest, CorruptMiddleLineKeepsWhatCameBeforeAndMovesTheJournalAsi
   QueueStore store(dir.path());
   ASSERT_TRUE(store.Save(Queue(1, {})));
   const JobRecord one = Job(1);
-  ASSERT_TRUE(store.Append(2, {{1, &one}}));
+  ASSERT_TRUE(store.Append(2, {{1, &one}}, true));
   WriteFile(store.journal_path(), "{\"seq\":2,\"next_id\":41,\"job\":[{\"id\": 40\n",
             /*append=*/true);
   const JobRecord two = Job(2);
@@ -180,7 +180,7 @@ TEST(QueueJournalTest, CorruptSnapshotIsMovedAsideWithItsJournal) {
   QueueStore store(dir.path());
   ASSERT_TRUE(store.Save(Queue(1, {})));
   const JobRecord five = Job(5);
-  ASSERT_TRUE(store.Append(6, {{5, &five}}));
+  ASSERT_TRUE(store.Append(6, {{5, &five}}, true));
   WriteFile(store.path(), "{\"next_id\": 12, \"jobs\": [{\"id\": 3, \"user\": ");
   Result<QueueFile> loaded = QueueStore(dir.path()).Load();
   ASSERT_TRUE(loaded) << loaded.error().message();
@@ -200,8 +200,8 @@ TEST(QueueJournalTest, CrashBetweenSnapshotRenameAndJournalResetReplaysIdempoten
   const JobRecord one = Job(1);
   const JobRecord two = Job(2);
   const JobRecord one_running = Job(1, JobState::kRunning);
-  ASSERT_TRUE(store.Append(3, {{1, &one}, {2, &two}}));
-  ASSERT_TRUE(store.Append(3, {{1, &one_running}}));
+  ASSERT_TRUE(store.Append(3, {{1, &one}, {2, &two}}, true));
+  ASSERT_TRUE(store.Append(3, {{1, &one_running}}, true));
   const std::string old_journal = ReadFile(store.journal_path());
   // Since then job 1 finished and job 2 was removed; the compaction
   // writes that state, and the crash "undoes" the journal reset.
@@ -223,7 +223,7 @@ TEST(QueueJournalTest, CrashBetweenSnapshotRenameAndJournalResetReplaysIdempoten
   ASSERT_TRUE(reopened.Load());
   ASSERT_TRUE(reopened.Save(Queue(3, {Job(1, JobState::kDone)})));
   const JobRecord three = Job(3);
-  ASSERT_TRUE(reopened.Append(4, {{3, &three}}));
+  ASSERT_TRUE(reopened.Append(4, {{3, &three}}, true));
   Result<QueueFile> loaded = QueueStore(dir.path()).Load();
   ASSERT_TRUE(loaded) << loaded.error().message();
   EXPECT_EQ(States(*loaded),
@@ -237,7 +237,7 @@ TEST(QueueJournalTest, CompactionAfterAFailedAppendCoversItsLines) {
   QueueStore store(dir.path());
   ASSERT_TRUE(store.Save(Queue(1, {})));
   const JobRecord one = Job(1);
-  ASSERT_TRUE(store.Append(2, {{1, &one}}));
+  ASSERT_TRUE(store.Append(2, {{1, &one}}, true));
   const std::string journal = ReadFile(store.journal_path());
   ASSERT_TRUE(store.Save(Queue(2, {})));  // job 1 removed since
   // The snapshot's journal_seq covers seq 1, so the stale line is skipped.
@@ -255,9 +255,9 @@ TEST(QueueJournalTest, IdsAreNeverReused) {
     // Job 40 was handed out and failed registration; 41 ran and was
     // dropped by retention.
     const JobRecord job41 = Job(41, JobState::kDone);
-    ASSERT_TRUE(store.Append(41, {{40, nullptr}}));
-    ASSERT_TRUE(store.Append(42, {{41, &job41}}));
-    ASSERT_TRUE(store.Append(42, {{41, nullptr}}));
+    ASSERT_TRUE(store.Append(41, {{40, nullptr}}, true));
+    ASSERT_TRUE(store.Append(42, {{41, &job41}}, true));
+    ASSERT_TRUE(store.Append(42, {{41, nullptr}}, true));
   }
   QueueStore store(dir.path());
   Result<QueueFile> loaded = store.Load();
@@ -292,7 +292,7 @@ TEST(QueueJournalTest, CompactionIsAskedForOnceTheJournalOutgrowsTheSnapshot) {
   job.argv = {std::string(4096, 'x')};
   std::size_t appends = 0;
   while (!store.WantsCompaction()) {
-    ASSERT_TRUE(store.Append(2, {{1, &job}}));
+    ASSERT_TRUE(store.Append(2, {{1, &job}}, true));
     ++appends;
     ASSERT_LT(appends, 100000u);
   }
@@ -310,9 +310,12 @@ class FailingStore : public QueueStore {
     if (failing) return Error(ErrorCode::kInternal, "disk full (test)");
     return QueueStore::Save(file);
   }
-  Result<void> Append(std::uint64_t next_id, const std::vector<QueueChange>& changes) override {
+  std::vector<bool> synced;  // per Append that wrote something
+  Result<void> Append(std::uint64_t next_id, const std::vector<QueueChange>& changes,
+                      bool sync) override {
     if (failing) return Error(ErrorCode::kInternal, "disk full (test)");
-    return QueueStore::Append(next_id, changes);
+    if (!changes.empty()) synced.push_back(sync);
+    return QueueStore::Append(next_id, changes, sync);
   }
 };
 
@@ -457,6 +460,47 @@ TEST_F(QueueJournalCoreTest, ASubmitThatCannotBeSavedIsRefusedAndTakenBack) {
   core = StartCore(reopened);
   EXPECT_NE(core->Find(running), nullptr);
   EXPECT_EQ(core->Find(refused_id), nullptr);
+}
+
+// Only what the broker alone knows waits for an fdatasync before its
+// answer; what the root side already holds on disk rides along unsynced
+// and is still in the file, so a crash of the broker finds it.
+TEST_F(QueueJournalCoreTest, OnlyFactsTheBrokerAloneHoldsWaitForASync) {
+  TempDir dir;
+  FailingStore store(dir.path());
+  std::unique_ptr<BrokerCore> core = StartCore(store);
+  const std::uint64_t plain = Submit(*core);  // registered and started
+  ASSERT_FALSE(store.synced.empty());
+  EXPECT_EQ(store.synced, std::vector<bool>(store.synced.size(), false));
+  EXPECT_NE(ReadFile(store.journal_path()).find("\"id\":" + std::to_string(plain) + ","),
+            std::string::npos);
+
+  store.synced.clear();
+  protocol::SubmitRequest request;
+  request.argv = {"true"};
+  request.cwd = "/tmp";
+  request.after = {plain};  // a dependency: the launch spec does not hold it
+  std::optional<Response> response = HandleNow(*core, protocol::Encode(request));
+  ASSERT_TRUE(response);
+  ASSERT_TRUE(protocol::Decode<protocol::SubmitReply>(response->frame)) << response->frame;
+  EXPECT_EQ(store.synced, std::vector<bool>{true});
+
+  store.synced.clear();
+  executor_.events.push_back(protocol::JobExited{0, plain, 0, false, 1001, std::nullopt});
+  core->Tick();  // the root side reported the end; the dependent job starts
+  executor_.Flush();
+  core->Flush();
+  EXPECT_EQ(store.synced, std::vector<bool>(store.synced.size(), false));
+  EXPECT_FALSE(store.synced.empty());
+
+  store.synced.clear();
+  const std::uint64_t queued = Submit(*core);  // waits: the cpu is taken
+  ASSERT_TRUE(core->Find(queued)->queued());
+  std::optional<Response> killed = HandleNow(
+      *core, protocol::Encode(protocol::JobIdRequest{protocol::ClientCommand::kKill, queued}));
+  ASSERT_TRUE(killed);
+  ASSERT_FALSE(store.synced.empty());
+  EXPECT_TRUE(store.synced.back()) << "a queued job's removal is the broker's alone";
 }
 
 }  // namespace

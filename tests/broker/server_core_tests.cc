@@ -170,10 +170,17 @@ TEST_F(ServerCoreTest, AFailedStartDroppedByRetentionStillGetsItsReply) {
   EXPECT_EQ(Submit(1000, 1).state, JobState::kRunning);
   EXPECT_EQ(Submit(1000, 2).state, JobState::kQueued);  // waits behind the first
   executor_.start_error = "cannot enter the working directory";
+  executor_.start_refused_early = true;           // answered with the registration
   protocol::SubmitReply reply = Submit(1000, 1);  // backfilled, fails, dropped at once
   EXPECT_EQ(reply.id, 3u);
   EXPECT_EQ(reply.state, JobState::kDone);
   EXPECT_EQ(core_->Find(3), nullptr);
+  EXPECT_EQ(scheduler_.free_cpus(), 1);
+  executor_.start_refused_early = false;  // answered on its own, after
+  reply = Submit(1000, 1);
+  EXPECT_EQ(reply.id, 4u);
+  EXPECT_EQ(reply.state, JobState::kRunning);  // its start was under way
+  EXPECT_EQ(core_->Find(4), nullptr);
   EXPECT_EQ(scheduler_.free_cpus(), 1);
 }
 
@@ -242,11 +249,45 @@ TEST_F(ServerCoreTest, QueuedJobsStartWhenResourcesFree) {
 TEST_F(ServerCoreTest, StartFailureFinishesWithError) {
   StartCore();
   executor_.start_error = "No such file or directory";
+  // The spawn failed after the registration was answered: the user heard
+  // "running", and the job then ends in error.
   protocol::SubmitReply reply = Submit(1000);
-  EXPECT_EQ(reply.state, JobState::kDone);
+  EXPECT_EQ(reply.state, JobState::kRunning);
+  EXPECT_EQ(core_->Find(1)->state, JobState::kDone);
   EXPECT_EQ(core_->Find(1)->reason, JobReason::kError);
+  EXPECT_EQ(core_->Find(1)->detail, "No such file or directory");
   EXPECT_FALSE(core_->Find(1)->start_time);
   EXPECT_EQ(scheduler_.free_cpus(), 2);
+  // Refused before the spawn, the start's end comes with the registration.
+  executor_.start_refused_early = true;
+  reply = Submit(1000);
+  EXPECT_EQ(reply.state, JobState::kDone);
+  EXPECT_EQ(core_->Find(2)->reason, JobReason::kError);
+  EXPECT_EQ(scheduler_.free_cpus(), 2);
+}
+
+TEST_F(ServerCoreTest, AStartUnderWayIsCompletedByItsOwnAnswer) {
+  StartCore();
+  executor_.hold_answers = true;
+  protocol::SubmitRequest request;
+  request.argv = {"true"};
+  request.cwd = "/";
+  std::optional<Response> answer;
+  core_->Handle(Peer{1000, -1}, protocol::Encode(request),
+                [&answer](Response response) { answer = std::move(response); });
+  ASSERT_EQ(executor_.pending.size(), 2u);  // the registration's answer, then the start's
+  executor_.pending[0]();
+  core_->Flush();
+  ASSERT_TRUE(answer);
+  Result<protocol::SubmitReply> reply = protocol::Decode<protocol::SubmitReply>(answer->frame);
+  ASSERT_TRUE(reply) << answer->frame;
+  EXPECT_EQ(reply->state, JobState::kRunning);
+  // Acknowledged and on record, but not yet known to run.
+  EXPECT_EQ(core_->Find(1)->state, JobState::kQueued);
+  EXPECT_TRUE(core_->Find(1)->holds_placement);
+  executor_.pending[1]();
+  EXPECT_EQ(core_->Find(1)->state, JobState::kRunning);
+  EXPECT_EQ(scheduler_.free_cpus(), 1);
 }
 
 TEST_F(ServerCoreTest, KillQueuedRemovesAndForgets) {

@@ -45,6 +45,9 @@ class FakeExecutor : public ExecutorChannel {
   std::optional<std::string> register_error;
   std::optional<std::string> output_dir = "/tmp";
   std::optional<std::string> start_error;
+  // A start made with a registration ends before the spawn (refused, or
+  // failed setting up) and is answered with it, not on its own.
+  bool start_refused_early = false;
   // What Hello/ListJobs report the executor holds.
   struct Held {
     std::vector<std::uint64_t> registered;
@@ -104,8 +107,8 @@ class FakeExecutor : public ExecutorChannel {
     }
     return reply;
   }
-  void Register(const protocol::RegisterJob& job, int,
-                Done<protocol::RegisterReply> done) override {
+  void Register(protocol::RegisterJob job, int, Done<protocol::RegisterReply> done,
+                Done<protocol::StartReply> started_done) override {
     registered.push_back(job);
     protocol::RegisterReply reply;
     reply.id = job.id;
@@ -120,10 +123,20 @@ class FakeExecutor : public ExecutorChannel {
     // core tests always submit with --output /tmp.
     if (output_dir) reply.output_dest = *output_dir + "/output." + std::to_string(job.id) + ".log";
     // Like the real executor: a start that comes with the registration is
-    // made exactly as a StartJob would be.
+    // made exactly as a StartJob would be. A refused one ends before the
+    // spawn and rides in the registration's answer; one that spawns is
+    // answered on its own, after it.
     if (job.start && !register_error) {
       started.push_back(*job.start);
-      reply.start = StartAnswer(*job.start);
+      if (start_refused_early) {
+        reply.start = StartAnswer(*job.start);
+      } else {
+        reply.starting = true;
+        pending.push_back([done = std::move(done), reply] { done(reply); });
+        pending.push_back([started_done = std::move(started_done),
+                           answer = StartAnswer(*job.start)] { started_done(answer); });
+        return;
+      }
     }
     pending.push_back([done = std::move(done), reply] { done(reply); });
   }

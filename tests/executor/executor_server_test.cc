@@ -186,7 +186,7 @@ TEST_F(ExecutorServerTest, ARegistrationsRefusedStartLeavesTheJobRegisteredAndOn
   UniqueFd a, b;
   ASSERT_NO_FATAL_FAILURE(Connect(a, b));
   protocol::RegisterJob job{.req = 6, .id = 6};
-  job.start = protocol::StartJob{.id = 6, .cpus = {7}, .mems = {0}};  // not a cpu here
+  job.start = protocol::StartJob{.req = 7, .id = 6, .cpus = {7}, .mems = {0}};  // not a cpu
   std::string text = Register(6, a.get(), b.get(), protocol::Encode(job));
   auto reply = protocol::Decode<protocol::RegisterReply>(text);
   ASSERT_TRUE(reply) << text;
