@@ -552,7 +552,11 @@ Result<std::string> BrokerCore::Attach(const Peer& peer, std::uint64_t id, Respo
     return Error(ErrorCode::kFailedPrecondition,
                  "job " + Id(id) + ": " + job->detail.value_or("a dependency failed"));
   }
-  protocol::AttachReply reply{job->state, job->output_dest, job->output_error};
+  // Placed with its spawn under way, it is running to its owner, as the
+  // answer to its `new` said (CompleteSubmit).
+  const bool starting = job->queued() && job->holds_placement && job->phase == JobPhase::kStarting;
+  protocol::AttachReply reply{starting ? JobState::kRunning : job->state, job->output_dest,
+                              job->output_error};
   // A finished job's output is streamed only when it was kept (its delivery
   // failed); delivered, it is at its destination, which the reply names.
   if (!job->done() || job->output_error) response.attach = job->id;

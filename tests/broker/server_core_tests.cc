@@ -285,6 +285,15 @@ TEST_F(ServerCoreTest, AStartUnderWayIsCompletedByItsOwnAnswer) {
   // Acknowledged and on record, but not yet known to run.
   EXPECT_EQ(core_->Find(1)->state, JobState::kQueued);
   EXPECT_TRUE(core_->Find(1)->holds_placement);
+  // Attached meanwhile (`new --wait`), it is running, as its answer said.
+  std::optional<Response> attached;
+  core_->Handle(Peer{1000, -1},
+                protocol::Encode(protocol::JobIdRequest{protocol::ClientCommand::kAttach, 1}),
+                [&attached](Response response) { attached = std::move(response); });
+  ASSERT_TRUE(attached);
+  Result<protocol::AttachReply> attach = protocol::Decode<protocol::AttachReply>(attached->frame);
+  ASSERT_TRUE(attach) << attached->frame;
+  EXPECT_EQ(attach->state, JobState::kRunning);
   executor_.pending[1]();
   EXPECT_EQ(core_->Find(1)->state, JobState::kRunning);
   EXPECT_EQ(scheduler_.free_cpus(), 1);
