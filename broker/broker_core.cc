@@ -683,7 +683,9 @@ void BrokerCore::OnOutputUpdate(const protocol::OutputUpdate& update) {
   }
   job.output_dest = update.output_dest;
   job.output_error = update.output_error;
-  MarkChanged(update.id, Held::kAlsoOnRootSide);
+  // Synced: start-up does not re-read a finished job from the root side,
+  // so a lost update would leave it undelivered on record for good.
+  MarkChanged(update.id);
   // Delivered at last: it may now make way under --keep-finished.
   if (!job.output_error) ApplyRetention();
 }
@@ -762,6 +764,15 @@ void BrokerCore::SendStart(JobRecord& job) {
 
 void BrokerCore::OnStartReply(std::uint64_t id, const Result<protocol::StartReply>& reply) {
   auto it = jobs_.find(id);
+  if (it == jobs_.end() && reply && !reply->error) {
+    // Taken back while its spawn was under way (the executor saw another
+    // uid): the kill sent then was refused, as it was not running yet. A
+    // job nobody tracks must not run; its exit is then forgotten (OnExited).
+    LogWarning("job " + Id(id) + " started after it was taken back; killing it");
+    executor_.Signal(protocol::SignalJob{0, id, SignalKind::kKill, SignalNote::kKilled, 0},
+                     LogRefusal("killing job " + Id(id)));
+    return;
+  }
   if (it == jobs_.end() || it->second.phase != JobPhase::kStarting) return;
   ApplyStart(it->second, reply);
   Schedule();
@@ -945,8 +956,10 @@ void BrokerCore::OnExited(const protocol::JobExited& event) {
   if (event.note && !job.detail) job.detail = event.note;
   job.output_error = event.output_error;
   job.usage = event.usage;
+  // The launch spec holds the end, but not the note (why it was killed):
+  // an end with one waits for the sync.
   Finish(job, event.exit_code, event.end_time > 0 ? event.end_time : clock_.Now(),
-         Held::kAlsoOnRootSide);
+         event.note ? Held::kOnlyHere : Held::kAlsoOnRootSide);
   ApplyRetention();
 }
 

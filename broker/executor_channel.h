@@ -37,9 +37,9 @@ class ExecutorChannel {
 
   // `client_fd` (borrowed) is passed with SCM_RIGHTS. With `job.start`,
   // `started` gets the start's outcome when the executor reports it on its
-  // own (RegisterReply::starting), always after `done`; it is dropped
-  // unrun when the start's outcome came in the RegisterReply or the
-  // registration failed.
+  // own (RegisterReply::starting), after `done` (when the channel fails,
+  // both fail, in no set order); it is dropped unrun when the start's
+  // outcome came in the RegisterReply or the registration failed.
   virtual void Register(protocol::RegisterJob job, int client_fd,
                         Done<protocol::RegisterReply> done, Done<protocol::StartReply> started) = 0;
   virtual void Start(const protocol::StartJob& start, Done<protocol::StartReply> done) = 0;

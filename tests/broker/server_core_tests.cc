@@ -266,6 +266,24 @@ TEST_F(ServerCoreTest, StartFailureFinishesWithError) {
   EXPECT_EQ(scheduler_.free_cpus(), 2);
 }
 
+TEST_F(ServerCoreTest, AJobTakenBackWhileItsSpawnIsUnderWayIsKilledOnceItRuns) {
+  StartCore();
+  executor_.peer_uid = 2000;  // the executor sees another uid on the connection
+  protocol::SubmitRequest request;
+  request.argv = {"true"};
+  request.cwd = "/";
+  std::optional<Response> response = HandleNow(Peer{1000, -1}, protocol::Encode(request));
+  ASSERT_TRUE(response);
+  EXPECT_NE(response->frame.find("another uid"), std::string::npos) << response->frame;
+  EXPECT_EQ(core_->Find(1), nullptr);
+  // One kill when taken back (refused by a real executor: not running
+  // yet), and one once its start reported it running.
+  std::size_t kills = 0;
+  for (const protocol::SignalJob& signal : executor_.signals)
+    kills += signal.id == 1 && signal.signal == protocol::SignalKind::kKill;
+  EXPECT_EQ(kills, 2u);
+}
+
 TEST_F(ServerCoreTest, AStartUnderWayIsCompletedByItsOwnAnswer) {
   StartCore();
   executor_.hold_answers = true;
