@@ -189,7 +189,8 @@ class BrokerCore {
   // of the broker finds it, but does not wait for an fdatasync of its own:
   // after a power cut the start-up reconciliation (Start) re-reads it from
   // the launch specs. A fact only the broker holds (dependencies, drain, a
-  // removal, a kill, a changed limit) makes the turn sync before answering.
+  // removal, a kill, a changed limit, a later delivery, why a job was
+  // ended) makes the turn sync before answering.
   void MarkChanged(std::uint64_t id, Held held = Held::kOnlyHere) {
     changed_.insert(id);
     if (held == Held::kOnlyHere) sync_due_ = true;
