@@ -491,8 +491,7 @@ void BrokerCore::CompleteSubmit(std::uint64_t id, protocol::SubmitRequest reques
     // running: it is told as running, as the original tool does for a job
     // it launched. A spawn that then fails ends it in error, as a job that
     // dies at once would.
-    answer.state =
-        start_under_way && now.phase == JobPhase::kStarting ? JobState::kRunning : now.state;
+    answer.state = start_under_way && SpawnUnderWay(now) ? JobState::kRunning : now.state;
     if (now.holds_placement && now.placement.cores > 0) {
       answer.granted_cpus = static_cast<int>(now.placement.cpus.size());
       answer.granted_cores = now.placement.cores;
@@ -554,9 +553,8 @@ Result<std::string> BrokerCore::Attach(const Peer& peer, std::uint64_t id, Respo
   }
   // Placed with its spawn under way, it is running to its owner, as the
   // answer to its `new` said (CompleteSubmit).
-  const bool starting = job->queued() && job->holds_placement && job->phase == JobPhase::kStarting;
-  protocol::AttachReply reply{starting ? JobState::kRunning : job->state, job->output_dest,
-                              job->output_error};
+  protocol::AttachReply reply{SpawnUnderWay(*job) ? JobState::kRunning : job->state,
+                              job->output_dest, job->output_error};
   // A finished job's output is streamed only when it was kept (its delivery
   // failed); delivered, it is at its destination, which the reply names.
   if (!job->done() || job->output_error) response.attach = job->id;
@@ -876,11 +874,8 @@ void BrokerCore::ForgetOnExecutor(std::uint64_t id) {
 }
 
 std::map<std::uint64_t, JobRecord>::iterator BrokerCore::FirstUnfinished() {
-  auto it = jobs_.lower_bound(unfinished_from_);
-  while (it != jobs_.end() && it->second.done())
-    ++it;
-  unfinished_from_ = it == jobs_.end() ? next_id_ : it->first;
-  return it;
+  const auto first = std::as_const(*this).FirstUnfinished();
+  return jobs_.erase(first, first);  // the same position, as a mutable iterator
 }
 
 std::map<std::uint64_t, JobRecord>::const_iterator BrokerCore::FirstUnfinished() const {

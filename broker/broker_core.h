@@ -167,6 +167,11 @@ class BrokerCore {
   // Books the executor's answer to starting `job`: running, or finished
   // with an error and its placement released.
   void ApplyStart(JobRecord& job, const Result<protocol::StartReply>& reply);
+  // Placed, and its start sent and not yet answered: to its owner it is
+  // running (the answer to its `new` said so), to `list` still queued.
+  static bool SpawnUnderWay(const JobRecord& job) {
+    return job.queued() && job.holds_placement && job.phase == JobPhase::kStarting;
+  }
   // The answer to a StartJob, or to a start made with a registration.
   void OnStartReply(std::uint64_t id, const Result<protocol::StartReply>& reply);
   // A start whose answer never came: asks the executor what became of it.

@@ -174,17 +174,18 @@ void ExecutorServer::DeliverOutput(const LaunchSpec& spec,
 }
 
 void ExecutorServer::OnChildExited(const protocol::ChildExited& event) {
+  auto shepherded = [&event](const LaunchSpec& spec) {
+    return spec.state == SpecState::kRunning && spec.shepherd == event.pid;
+  };
   if (auto hint = by_shepherd_.find(event.pid); hint != by_shepherd_.end()) {
     const std::uint64_t id = hint->second;
     by_shepherd_.erase(hint);
-    auto it = jobs_.find(id);
-    if (it != jobs_.end() && it->second.state == SpecState::kRunning &&
-        it->second.shepherd == event.pid) {
+    if (auto it = jobs_.find(id); it != jobs_.end() && shepherded(it->second)) {
       return Finish(id, RecordedExit(id));
     }
   }
   for (const auto& [id, spec] : jobs_) {
-    if (spec.state == SpecState::kRunning && spec.shepherd == event.pid) {
+    if (shepherded(spec)) {
       // The shepherd's own status says nothing of the job's: the run record does.
       Finish(id, RecordedExit(id));
       return;

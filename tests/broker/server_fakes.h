@@ -132,13 +132,14 @@ class FakeExecutor : public ExecutorChannel {
         reply.start = StartAnswer(*job.start);
       } else {
         reply.starting = true;
-        pending.push_back([done = std::move(done), reply] { done(reply); });
-        pending.push_back([started_done = std::move(started_done),
-                           answer = StartAnswer(*job.start)] { started_done(answer); });
-        return;
       }
     }
     pending.push_back([done = std::move(done), reply] { done(reply); });
+    if (reply.starting) {
+      pending.push_back([started_done = std::move(started_done), answer = StartAnswer(*job.start)] {
+        started_done(answer);
+      });
+    }
   }
   void Start(const protocol::StartJob& start, Done<protocol::StartReply> done) override {
     started.push_back(start);
