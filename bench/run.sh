@@ -15,6 +15,8 @@
 #                    # (2000 submits from 8 clients), BENCH_S2E_RUNS (60),
 #                    # BENCH_QUEUED (2000), BENCH_SYSTEMS (ours ts nq upstream)
 #   BENCH_PREFIX=DIR bench/run.sh   # an installed tree instead of this build
+#   BENCH_TMP=/dev/shm bench/run.sh # scratch (state dirs included) on tmpfs,
+#                    # where fsync is free: what durability costs, by difference
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${BENCH_PREFIX:-}" ]; then
@@ -34,7 +36,7 @@ if [ "$(id -u)" -eq 0 ] && { ! command -v tsp >/dev/null || ! command -v nq >/de
     >/dev/null 2>&1 || echo "could not install task-spooler/nq; skipping what is missing" >&2
 fi
 
-scratch=$(mktemp -d /tmp/hpc-batch-bench.XXXXXX)
+scratch=$(mktemp -d "${BENCH_TMP:-/tmp}/hpc-batch-bench.XXXXXX")
 chmod 0755 "$scratch"
 if [ -n "${BENCH_PREFIX:-}" ]; then
   cp -a "$BENCH_PREFIX" "$scratch/prefix"

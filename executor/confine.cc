@@ -79,7 +79,7 @@ const std::vector<AllowedSyscall>& SeccompAllowList() {
   // No execve, no set*id, no mount, no module/kexec/bpf/ptrace/unshare/setns,
   // no clone of any kind: the executor never starts a process.
   static const std::vector<AllowedSyscall> kList = {
-      {"read", "launch specs, run records, /proc, cgroup files, the NSS files"},
+      {"read", "launch specs, run records, /proc, cgroup files"},
       {"write", "spec and info.json temp files, output lines, cgroup files, log lines"},
       {"openat", "every file and directory, by path or through a job dir's fd"},
       {"close", "every fd it opens or is passed"},

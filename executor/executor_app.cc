@@ -1,7 +1,6 @@
 #include "executor/executor_app.h"
 
 #include <fcntl.h>
-#include <pwd.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -14,7 +13,6 @@
 #include "executor/host_facts.h"
 #include "protocol/base/log.h"
 #include "protocol/daemon_config.h"
-#include "protocol/host/accounts.h"
 #include "protocol/host/host_files.h"
 
 namespace hpcb::executor {
@@ -50,6 +48,11 @@ int ExecutorMain(int argc, char** argv) {
     }
     return 0;
   }
+  Result<protocol::ResolvedIds> ids = protocol::TakeResolvedIds(args);
+  if (!ids) {
+    LogError(ids.error().message() + " (the executor is started by hpc-batchd only)");
+    return protocol::kExitConfig;
+  }
   protocol::ParsedFlags parsed = protocol::ParseDaemonFlags(args);
   if (parsed.exit_now) {
     std::cerr << parsed.output;
@@ -68,15 +71,15 @@ int ExecutorMain(int argc, char** argv) {
   facts.as_root = ::geteuid() == 0;
   facts.self_uid = ::getuid();
   if (facts.as_root) {
-    auto admin = host::ResolveAdminGroup(config.admin_group);
-    if (!admin) {
-      LogError(admin.error().message());
+    // Looked up by the launcher: this binary has no NSS (docs/design.md,
+    // "Footprint").
+    if (!ids->admin_gid) {
+      LogError("no admin group gid was passed (the executor is started by hpc-batchd only)");
       return protocol::kExitConfig;
     }
-    facts.admin_gid = *admin;
+    facts.admin_gid = *ids->admin_gid;
     // The broker may never pass off a socket of its own as a submitter's.
-    if (const struct passwd* pw = ::getpwnam(config.broker_user.c_str()))
-      facts.broker_uid = pw->pw_uid;
+    facts.broker_uid = ids->broker_uid;
   }
   auto cpus = host::ReadOnlineCpus(config.sys_root);
   auto nodes = host::ReadNumaNodes(config.sys_root);

@@ -172,20 +172,25 @@ class ExecutorServer {
   static std::string InfoText(const LaunchSpec& spec);
   void WriteInfo(const LaunchSpec& spec);
   void RetryCgroupRemovals();
-  // SaveSpec, then the user's usage (usage_book.h) brought up to date.
   // What a job that ended used (job_finish.cc); none if nothing counted it.
   std::optional<protocol::JobUsage> MeasureUsage(const LaunchSpec& spec,
                                                  const host::RunRecord* record,
                                                  double end_time) const;
+  // SaveSpec, then the user's usage (usage_book.h) brought up to date.
   // Durable before any answer of this turn goes out: the file is fsynced
-  // before its rename, the specs directory once at the turn's end (the
-  // turn's group commit, turn_commit.h).
+  // before its rename (a job's first spec, in never_saved_, at the turn's
+  // end), the specs directory once at the turn's end (the turn's group
+  // commit, turn_commit.h).
   Result<void> Save(const LaunchSpec& spec);
   // What `spec` holds on disk: its record, plus a kept buffer once exited.
   std::uint64_t BytesHeld(const LaunchSpec& spec, std::uint64_t spec_bytes) const;
 
   // job_recovery.cc
   void SettleStartingJobs();
+  // Removes the spec of `id` (and its run record) if it is empty; true then.
+  bool DropEmptySpec(std::uint64_t id);
+  // Kills job `id` if its run record shows it running under its shepherd.
+  void KillJobWithoutSpec(std::uint64_t id);
   // Job dirs and dev entries no launch spec accounts for (a registration
   // cut short): removed, so their ids can be registered again.
   void PruneLeftovers();
@@ -212,6 +217,7 @@ class ExecutorServer {
   std::map<std::uint64_t, LaunchSpec> jobs_;
   std::set<std::uint64_t> registering_;  // account lookup or destination check in flight
   std::set<std::uint64_t> starting_;     // spawn in flight
+  std::set<std::uint64_t> never_saved_;  // registered, no spec file yet
   std::set<std::uint64_t> finishing_;    // delivery in flight
   // Jobs by the shepherd this executor spawned them with: a hint that spares
   // each exit a scan of every spec (adopted ones are found by the scan).

@@ -274,8 +274,16 @@ std::optional<protocol::JobUsage> ExecutorServer::MeasureUsage(const LaunchSpec&
 }
 
 Result<void> ExecutorServer::Save(const LaunchSpec& spec) {
-  HPCB_ASSIGN_OR_RETURN(std::uint64_t bytes, SaveSpec(specs_dir(), spec, Sync::kDeferred));
-  turn_.Renamed();
+  std::uint64_t bytes = 0;
+  if (never_saved_.contains(spec.id)) {
+    HPCB_ASSIGN_OR_RETURN(FreshSpec fresh, SaveFreshSpec(specs_dir(), spec));
+    never_saved_.erase(spec.id);
+    bytes = fresh.bytes;
+    turn_.RenamedUnsynced(std::move(fresh.file));
+  } else {
+    HPCB_ASSIGN_OR_RETURN(bytes, SaveSpec(specs_dir(), spec, Sync::kDeferred));
+    turn_.Renamed();
+  }
   usage_.Set(spec.id, spec.who.uid, BytesHeld(spec, bytes));
   return Ok();
 }

@@ -77,6 +77,36 @@ void ExecutorServer::SettleStartingJobs() {
   }
 }
 
+void ExecutorServer::KillJobWithoutSpec(std::uint64_t id) {
+  // Still the job only while its shepherd is its parent (no pid reuse).
+  if (Result<host::RunRecord> record = host::LoadRunRecord(run_dir(), id);
+      record && !record->status && record->pid > 1 &&
+      ParentOf(record->pid, facts_.proc_root) == record->shepherd) {
+    LogError("job " + std::to_string(id) + " (pid " + std::to_string(record->pid) +
+             ") is running without a launch spec; killing it");
+    (void)::kill(-static_cast<pid_t>(record->pid), SIGKILL);
+  }
+}
+
+bool ExecutorServer::DropEmptySpec(std::uint64_t id) {
+  // A job's first spec is renamed into place before its fsync (the turn's
+  // group commit, turn_commit.h), and nobody hears of the job until both
+  // the file and the directory are on disk. A power cut in between can
+  // leave the name with no contents: a job never acknowledged, whose
+  // spawn (if it had begun) ended with the power. Anything else that does
+  // not parse is set aside for an admin instead.
+  const std::string path = specs_dir() + "/" + std::to_string(id) + ".json";
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size != 0) return false;
+  LogWarning("job " + std::to_string(id) +
+             ": its launch spec is empty, written but never made durable before the machine "
+             "went down; the job was never acknowledged and is dropped");
+  ::unlink(path.c_str());
+  KillJobWithoutSpec(id);  // only if someone emptied it under a live job
+  ::unlink(host::RunRecordPath(run_dir(), id).c_str());
+  return true;  // its job dir and dev entry go as leftovers (PruneLeftovers)
+}
+
 void ExecutorServer::Recover() {
   SettleStartingJobs();
   if (Result<std::string> text = host::ReadSmallFile(high_water_path()); text) {
@@ -85,6 +115,7 @@ void ExecutorServer::Recover() {
   for (std::uint64_t id : ListSpecs(specs_dir())) {
     high_water_ = std::max(high_water_, id);
     Result<LaunchSpec> loaded = LoadSpec(specs_dir(), id);
+    if (!loaded && DropEmptySpec(id)) continue;
     if (!loaded) {
       // Nothing says who it runs as or where its output goes, so it can be
       // neither run nor managed: set aside for the admin, a job that did
@@ -93,14 +124,7 @@ void ExecutorServer::Recover() {
       (void)::rename(path.c_str(), (path + ".corrupt").c_str());
       LogError("job " + std::to_string(id) + ": its launch spec cannot be read (" +
                loaded.error().message() + "); kept as " + path + ".corrupt");
-      // Still the job only while its shepherd is its parent (no pid reuse).
-      if (Result<host::RunRecord> record = host::LoadRunRecord(run_dir(), id);
-          record && !record->status && record->pid > 1 &&
-          ParentOf(record->pid, facts_.proc_root) == record->shepherd) {
-        LogError("job " + std::to_string(id) + " (pid " + std::to_string(record->pid) +
-                 ") is running without a launch spec; killing it");
-        (void)::kill(-static_cast<pid_t>(record->pid), SIGKILL);
-      }
+      KillJobWithoutSpec(id);
       continue;
     }
     LaunchSpec& spec = *loaded;

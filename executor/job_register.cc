@@ -161,8 +161,10 @@ void ExecutorServer::FinishRegister(protocol::RegisterJob request, LaunchSpec sp
   // With a start to follow, the spec is first written by the start (with
   // its placement, before the launcher is asked to spawn it), and reaches
   // the disk at the end of this turn, before the answer below goes out.
+  never_saved_.insert(id);
   if (!start_follows) {
     if (Result<void> saved = Save(spec); !saved) {
+      never_saved_.erase(id);
       (void)RemoveJobDir(job_dir(id), OwnerOf(spec));
       return fail(saved.error());
     }
@@ -204,6 +206,7 @@ void ExecutorServer::FinishRegister(protocol::RegisterJob request, LaunchSpec sp
                      synced.error().message());
           RemoveSpec(specs_dir(), registered.id);
           (void)RemoveJobDir(job_dir(registered.id), OwnerOf(it->second));
+          never_saved_.erase(registered.id);
           jobs_.erase(it);
           registered.error = WireError::From(synced.error().WithContext("cannot save the job"));
           SendToBroker(Encode(registered));

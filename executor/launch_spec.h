@@ -103,6 +103,14 @@ struct LaunchSpec {
 // Returns the bytes written.
 Result<std::uint64_t> SaveSpec(const std::string& specs_dir, const LaunchSpec& spec,
                                Sync sync = Sync::kNow);
+// A job's first spec, when no file of that name is durable yet: written
+// and renamed into place without an fsync (host::WriteFreshFile), the file
+// returned open for the caller's group commit to fsync.
+struct FreshSpec {
+  std::uint64_t bytes = 0;
+  UniqueFd file;
+};
+Result<FreshSpec> SaveFreshSpec(const std::string& specs_dir, const LaunchSpec& spec);
 Result<LaunchSpec> LoadSpec(const std::string& specs_dir, std::uint64_t id);
 void RemoveSpec(const std::string& specs_dir, std::uint64_t id);
 // Ids of every well-named spec file (others are ignored).

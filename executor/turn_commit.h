@@ -7,8 +7,12 @@
 // is done once, at the end of the turn, for every spec the turn renamed.
 // An answer that acknowledges a saved spec is held until then. A burst of
 // submissions costs one directory commit per turn instead of one per job.
-// (The file's own fsync cannot wait: renamed unsynced over a durable spec,
-// a power cut could leave it empty on XFS, or ext4 with noauto_da_alloc.)
+// The file's own fsync cannot wait when it replaces a durable spec: renamed
+// unsynced over it, a power cut could leave it empty on XFS, or ext4 with
+// noauto_da_alloc. A job's first spec replaces nothing, so its fsync waits
+// for the turn's end too, and a job placed at once is spawned while its
+// spec reaches the disk. A power cut first may leave that spec empty: the
+// job was never acknowledged, and recovery drops it (job_recovery.cc).
 //
 // The trap it avoids: an answer sent before the flush could acknowledge a
 // job that a power cut then loses. So every answer to the broker waits for
@@ -35,12 +39,16 @@ class TurnCommit {
   // disk (host::Sync::kDeferred).
   void Renamed() { renamed_ = true; }
 
+  // A file was renamed into `dir` this turn with its contents not yet on
+  // disk (a job's first spec): fsynced by the flush, before the directory.
+  void RenamedUnsynced(UniqueFd file);
+
   // An answer held until the turn's files are on disk; `fds` are duplicated
   // (the caller's close once it returns).
   Result<void> Hold(std::string text, const std::vector<int>& fds);
 
-  // fsyncs `dir` once if anything was renamed into it this turn. On error
-  // nothing held may be sent.
+  // fsyncs the files left unsynced, then `dir` once if anything was renamed
+  // into it this turn. On error nothing held may be sent.
   Result<void> Flush();
 
   struct Answer {
@@ -53,6 +61,7 @@ class TurnCommit {
  private:
   std::string dir_;
   bool renamed_ = false;
+  std::vector<UniqueFd> unsynced_;
   std::vector<Answer> answers_;
 };
 

@@ -16,6 +16,7 @@
 #include "launcher/launcher_setup.h"
 #include "protocol/base/log.h"
 #include "protocol/daemon_config.h"
+#include "protocol/host/accounts.h"
 #include "protocol/host/host_files.h"
 
 namespace hpcb::launcher {
@@ -57,6 +58,16 @@ int LauncherMain(int argc, char** argv) {
   // Kept open for the life of this launcher: a broker restarted after a
   // crash listens on the same socket.
   const std::vector<std::string> flags = protocol::ToFlags(config);
+  std::vector<std::string> executor_flags = flags;
+  if (as_root) {
+    protocol::ResolvedIds ids;
+    if (Result<gid_t> admin = host::ResolveAdminGroup(config.admin_group); admin) {
+      ids.admin_gid = *admin;
+    }
+    ids.broker_uid = host::LookUpUid(config.broker_user);
+    for (std::string& flag : protocol::ToFlags(ids))
+      executor_flags.push_back(std::move(flag));
+  }
   const int listen_fd = listener->get();
   LauncherOptions options;
   options.as_root = as_root;
@@ -64,8 +75,9 @@ int LauncherMain(int argc, char** argv) {
   options.mask_gpus = !config.no_gpu_mask;
   options.gpu_dev_dir = config.gpu_dev_dir;
   options.gpu_driver_dir = config.gpu_driver_dir;
-  LauncherServer server(options, signal_fd.get(),
-                        [&flags, listen_fd] { return StartRoles(flags, listen_fd); });
+  LauncherServer server(options, signal_fd.get(), [&flags, &executor_flags, listen_fd] {
+    return StartRoles(executor_flags, flags, listen_fd);
+  });
   if (!server.StartRoles()) return 1;
   auto cpus = host::ReadOnlineCpus(config.sys_root);
   LogInfo(std::string("hpc-batchd ") + protocol::kVersion + " ready on " + config.socket + " (" +

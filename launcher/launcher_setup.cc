@@ -211,13 +211,15 @@ Result<std::pair<UniqueFd, UniqueFd>> SeqPacketPair() {
 
 }  // namespace
 
-Result<RoleSet> StartRoles(const std::vector<std::string>& flags, int listener) {
+Result<RoleSet> StartRoles(const std::vector<std::string>& executor_flags,
+                           const std::vector<std::string>& broker_flags, int listener) {
   HPCB_ASSIGN_OR_RETURN(auto exec_pair, SeqPacketPair());
   HPCB_ASSIGN_OR_RETURN(auto broker_pair, SeqPacketPair());
-  Result<Role> executor =
-      StartRole("hpc-batch-executor", exec_pair.second.get(), broker_pair.first.get(), flags);
+  Result<Role> executor = StartRole("hpc-batch-executor", exec_pair.second.get(),
+                                    broker_pair.first.get(), executor_flags);
   if (!executor) return executor.error().WithContext("cannot start the executor");
-  Result<Role> broker = StartRole("hpc-batch-broker", broker_pair.second.get(), listener, flags);
+  Result<Role> broker =
+      StartRole("hpc-batch-broker", broker_pair.second.get(), listener, broker_flags);
   if (!broker) {
     StopRole(*executor);
     return broker.error().WithContext("cannot start the broker");

@@ -44,8 +44,10 @@ struct RoleSet {
 };
 
 // Makes fresh channels and starts the executor and the broker (which gets
-// the client socket `listener`, borrowed), each with `flags`.
-Result<RoleSet> StartRoles(const std::vector<std::string>& flags, int listener);
+// the client socket `listener`, borrowed), each with its flags: the
+// executor's are the daemon's plus the ids the launcher looked up for it.
+Result<RoleSet> StartRoles(const std::vector<std::string>& executor_flags,
+                           const std::vector<std::string>& broker_flags, int listener);
 
 }  // namespace hpcb::launcher
 

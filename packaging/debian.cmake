@@ -28,12 +28,16 @@ set(CPACK_DEBIAN_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 # Library dependencies come from dpkg-shlibdeps where it exists (dpkg-dev);
 # without it they are spelled out (Debian 12 names; dispatch carries its
-# own libstdc++). The maintainer scripts need the sysusers and tmpfiles
-# tools, which systemd or its standalone packages provide.
+# own libstdc++; a release build's executor carries libcap-ng and libc
+# itself, design.md "Footprint"). The maintainer scripts need the sysusers
+# and tmpfiles tools, which systemd or its standalone packages provide.
 find_program(HPCB_DPKG_SHLIBDEPS dpkg-shlibdeps)
 if(HPCB_DPKG_SHLIBDEPS)
   set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
   set(CPACK_DEBIAN_PACKAGE_DEPENDS "systemd-sysusers, systemd-tmpfiles")
+elseif(HPCB_STATIC_EXECUTOR)
+  set(CPACK_DEBIAN_PACKAGE_DEPENDS
+      "libc6, libstdc++6, libgcc-s1, libseccomp2, systemd-sysusers, systemd-tmpfiles")
 else()
   set(CPACK_DEBIAN_PACKAGE_DEPENDS
       "libc6, libstdc++6, libgcc-s1, libseccomp2, libcap-ng0, systemd-sysusers, systemd-tmpfiles")

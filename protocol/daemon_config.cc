@@ -1,5 +1,6 @@
 #include "protocol/daemon_config.h"
 
+#include <charconv>
 #include <cstdio>
 #include <sstream>
 
@@ -21,7 +22,42 @@ CLI::Validator ResultValidator(Parse parse, const char* name) {
       name);
 }
 
+constexpr const char* kAdminGidFlag = "--resolved-admin-gid";
+constexpr const char* kBrokerUidFlag = "--resolved-broker-uid";
+
 }  // namespace
+
+std::vector<std::string> ToFlags(const ResolvedIds& ids) {
+  std::vector<std::string> out;
+  if (ids.admin_gid) out.insert(out.end(), {kAdminGidFlag, std::to_string(*ids.admin_gid)});
+  if (ids.broker_uid) out.insert(out.end(), {kBrokerUidFlag, std::to_string(*ids.broker_uid)});
+  return out;
+}
+
+Result<ResolvedIds> TakeResolvedIds(std::vector<std::string>& args) {
+  ResolvedIds ids;
+  std::vector<std::string> rest;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::optional<std::uint32_t>* slot = args[i] == kAdminGidFlag    ? &ids.admin_gid
+                                         : args[i] == kBrokerUidFlag ? &ids.broker_uid
+                                                                     : nullptr;
+    if (slot == nullptr) {
+      rest.push_back(std::move(args[i]));
+      continue;
+    }
+    if (slot->has_value()) return InvalidArgument(args[i] + " is given twice");
+    if (i + 1 == args.size()) return InvalidArgument(args[i] + " needs a number");
+    const std::string& text = args[++i];
+    std::uint32_t value = 0;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc() || end != text.data() + text.size() || text.empty()) {
+      return InvalidArgument(args[i - 1] + " needs a number, not '" + text + "'");
+    }
+    *slot = value;
+  }
+  args = std::move(rest);
+  return ids;
+}
 
 const std::vector<std::string>& AdminGroupCandidates() {
   static const std::vector<std::string> kCandidates = {"wheel", "sudo", "adm", "staff"};

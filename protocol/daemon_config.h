@@ -70,6 +70,20 @@ ParsedFlags ParseDaemonFlags(const std::vector<std::string>& args);
 // The inverse: flags that reproduce `config`, for the child roles.
 std::vector<std::string> ToFlags(const DaemonConfig& config);
 
+// What only the host's account database can answer (the admin group's
+// gid, the broker's uid), looked up by the launcher and handed to the
+// executor as flags of its own, so that the executor, linked statically,
+// never loads an NSS module.
+struct ResolvedIds {
+  std::optional<std::uint32_t> admin_gid;
+  std::optional<std::uint32_t> broker_uid;  // none: no such user
+};
+std::vector<std::string> ToFlags(const ResolvedIds& ids);
+
+// Removes what ToFlags(ResolvedIds) wrote from `args` and returns it; a
+// missing, repeated or non-numeric value is an error naming the flag.
+Result<ResolvedIds> TakeResolvedIds(std::vector<std::string>& args);
+
 // The candidates tried, in order, when --admin-group is not given.
 const std::vector<std::string>& AdminGroupCandidates();
 

@@ -30,6 +30,16 @@ Result<gid_t> ResolveAdminGroup(const std::string& name) {
   return Error(ErrorCode::kNotFound, message);
 }
 
+std::optional<uid_t> LookUpUid(const std::string& name) {
+  struct passwd pw {};
+  struct passwd* found = nullptr;
+  std::vector<char> buf(16384);
+  if (::getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &found) != 0 || found == nullptr) {
+    return std::nullopt;
+  }
+  return pw.pw_uid;
+}
+
 Result<UserRecord> LookUpUser(uid_t uid) {
   struct passwd pw {};
   struct passwd* found = nullptr;

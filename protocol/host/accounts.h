@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 
 #include "protocol/base/result.h"
@@ -22,6 +23,9 @@ struct PasswdFacts {
 // --admin-group: the named group, or (empty) the first existing candidate.
 // The error lists the existing candidates.
 Result<gid_t> ResolveAdminGroup(const std::string& name);
+
+// The uid of the user `name`, or none when there is no such user.
+std::optional<uid_t> LookUpUid(const std::string& name);
 
 // passwd entry of `uid` plus its group list (getgrouplist).
 struct UserRecord {

@@ -118,12 +118,12 @@ Result<UniqueFd> CreateTemp(const std::string& tmp, unsigned mode) {
 }
 
 // `path`.tmp written with `text`, fsynced unless `sync_file` is false, and
-// renamed over `path`. Where `path` may hold a durable record (a queued
-// job's spec), the fsync before the rename is what keeps a power cut right
-// after it from leaving the file empty on some filesystems (XFS, ext4 with
-// noauto_da_alloc).
-Result<void> WriteAndRename(const std::string& path, const std::string& text, unsigned mode,
-                            bool sync_file) {
+// renamed over `path`; the file stays open for the caller. Where `path` may
+// hold a durable record (a queued job's spec), the fsync before the rename
+// is what keeps a power cut right after it from leaving the file empty on
+// some filesystems (XFS, ext4 with noauto_da_alloc).
+Result<UniqueFd> WriteAndRename(const std::string& path, const std::string& text, unsigned mode,
+                                bool sync_file) {
   const std::string tmp = path + ".tmp";
   HPCB_ASSIGN_OR_RETURN(UniqueFd fd, CreateTemp(tmp, mode));
   Result<void> written = [&]() -> Result<void> {
@@ -138,10 +138,14 @@ Result<void> WriteAndRename(const std::string& path, const std::string& text, un
     ::unlink(tmp.c_str());
     return written.error();
   }
-  return Ok();
+  return fd;
 }
 
 }  // namespace
+
+Result<UniqueFd> WriteFreshFile(const std::string& path, const std::string& text, unsigned mode) {
+  return WriteAndRename(path, text, mode, false);
+}
 
 Result<void> WriteFileAtomic(const std::string& path, const std::string& text, unsigned mode,
                              Sync sync) {

@@ -54,6 +54,13 @@ enum class Sync { kNow, kDeferred, kNone };
 Result<void> WriteFileAtomic(const std::string& path, const std::string& text, unsigned mode,
                              Sync sync = Sync::kNow);
 
+// For a name that holds no durable record yet (a job's first spec): the
+// temp file and rename of WriteFileAtomic without any fsync, the file
+// returned open so that the caller can fsync it, and then the directory,
+// before it tells anyone the file exists. A power cut before then may
+// leave the name missing or empty; there is no older text it could lose.
+Result<UniqueFd> WriteFreshFile(const std::string& path, const std::string& text, unsigned mode);
+
 }  // namespace hpcb::host
 
 #endif  // HPCB_PROTOCOL_HOST_HOST_FILES_H_

@@ -517,6 +517,40 @@ TEST_F(DamagedStateTest, AQueuedJobWhoseSpecIsGarbledIsReportedLost) {
   ExpectAllWell(jobs);
 }
 
+// A job's first spec is renamed into place before its fsync, so a power
+// cut can leave it empty. Such a job was never acknowledged, and is dropped
+// without a trace; an acknowledged one whose spec is found empty is still
+// reported lost to its owner by the broker, which knows of it.
+TEST_F(DamagedStateTest, AnEmptySpecIsDroppedAndOnlyAnAcknowledgedJobIsReportedLost) {
+  Boot();
+  Jobs jobs = Populate();
+  daemon_.Stop();
+  const std::uint64_t unacknowledged = jobs.queued.back().id + 1;
+  const std::string spec = State("specs/" + std::to_string(unacknowledged) + ".json");
+  std::ofstream(spec, std::ios::trunc).flush();
+  fs::create_directory(State("jobs/" + std::to_string(unacknowledged)));
+  const std::uint64_t lost = jobs.queued[0].id;
+  std::ofstream(State("specs/" + std::to_string(lost) + ".json"), std::ios::trunc).flush();
+  Boot();
+
+  EXPECT_NE(
+      daemon_.log().find("job " + std::to_string(unacknowledged) + ": its launch spec is empty"),
+      std::string::npos)
+      << daemon_.log();
+  EXPECT_FALSE(fs::exists(spec));
+  EXPECT_FALSE(fs::exists(spec + ".corrupt"));
+  EXPECT_FALSE(fs::exists(State("jobs/" + std::to_string(unacknowledged))));
+  auto rows = Finished();
+  ASSERT_TRUE(rows && rows->contains(lost)) << daemon_.log();
+  EXPECT_FALSE(rows->contains(unacknowledged)) << "a job nobody was told of is not reported";
+  ASSERT_TRUE(rows->at(lost).detail);
+  EXPECT_NE(rows->at(lost).detail->find("lost"), std::string::npos) << *rows->at(lost).detail;
+  jobs.queued.erase(jobs.queued.begin());
+  ExpectAllWell(jobs);
+  Submission next = SubmitOne(2000);
+  EXPECT_GT(next.id, unacknowledged) << "the dropped job's id was handed out again";
+}
+
 TEST_F(DamagedStateTest, ARunningJobWhoseRunRecordIsDeletedKeepsItsExitCode) {
   Boot();
   Jobs jobs = Populate();

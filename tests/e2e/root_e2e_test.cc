@@ -515,6 +515,28 @@ TEST_F(RootE2eTest, RolesAreConfinedAndJobsAreNot) {
   EXPECT_EQ(job, StatusFields(direct.out));
 }
 
+// 4a. The executor looks no name up: the launcher passes it the admin
+// group's gid, which a job's directory is given, and (in the release build,
+// a static PIE) it maps no shared object, so no NSS module can be in it.
+TEST_F(RootE2eTest, TheExecutorGetsItsIdsFromTheLauncherAndLoadsNoLibrary) {
+  Boot();
+  const int id = Submit(bob_, {"--", "sleep", "5"});
+  ASSERT_GT(id, 0);
+  struct stat st {};
+  ASSERT_EQ(::stat((daemon_->state() + "/jobs/" + std::to_string(id)).c_str(), &st), 0);
+  const struct group* admin = ::getgrnam(kAdminGroup);
+  ASSERT_NE(admin, nullptr);
+  EXPECT_EQ(st.st_gid, admin->gr_gid) << "the job dir's group is the admin group";
+  EXPECT_EQ(st.st_uid, bob_.uid);
+  const std::string maps = Slurp("/proc/" + std::to_string(executor_pid_) + "/maps");
+  ASSERT_FALSE(maps.empty());
+#ifdef HPCB_STATIC_EXECUTOR_BUILD
+  EXPECT_EQ(maps.find(".so"), std::string::npos) << maps;
+#endif
+  EXPECT_EQ(maps.find("libnss_"), std::string::npos) << maps;
+  (void)As(bob_, {"kill", std::to_string(id)});
+}
+
 // 4b. The executor's seccomp list is exactly what it needs. Traced (strace
 // -D, so its pid and parent stay the launcher's) through every operation
 // -- submission, start, attach, a reload with a job running, a kill that

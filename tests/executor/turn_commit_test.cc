@@ -44,6 +44,32 @@ TEST(TurnCommitTest, ATurnThatRenamedSyncsItsDirectoryOnceAndThenHasNothingToDo)
   EXPECT_NE(::access((dir.path() + "/0.json.tmp").c_str(), F_OK), 0);
 }
 
+TEST(TurnCommitTest, AFreshFileIsInPlaceAtOnceAndSyncedByTheFlush) {
+  testing::TempDir dir;
+  TurnCommit turn(dir.path());
+  Result<UniqueFd> file = host::WriteFreshFile(dir.path() + "/7.json", "{\"id\":7}", 0600);
+  ASSERT_TRUE(file) << file.error().message();
+  // Where a crash of the process (not of the machine) would find it.
+  Result<std::string> text = host::ReadSmallFile(dir.path() + "/7.json");
+  ASSERT_TRUE(text);
+  EXPECT_EQ(*text, "{\"id\":7}");
+  EXPECT_NE(::access((dir.path() + "/7.json.tmp").c_str(), F_OK), 0);
+  turn.RenamedUnsynced(std::move(*file));
+  EXPECT_TRUE(turn.Flush());
+  EXPECT_TRUE(turn.Flush()) << "flushed once; nothing left";
+}
+
+TEST(TurnCommitTest, AFileThatCannotBeSyncedFailsTheFlushAndStaysPending) {
+  testing::TempDir dir;
+  TurnCommit turn(dir.path());
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  ::close(pipe_fds[1]);
+  turn.RenamedUnsynced(UniqueFd(pipe_fds[0]));  // fsync of a pipe: EINVAL
+  EXPECT_FALSE(turn.Flush());
+  EXPECT_FALSE(turn.Flush()) << "a failed flush leaves the file unsynced, not forgotten";
+}
+
 TEST(TurnCommitTest, AMissingDirectoryFailsTheFlushOfATurnThatRenamed) {
   testing::TempDir dir;
   TurnCommit turn(dir.path() + "/gone");

@@ -289,6 +289,45 @@ TEST(DaemonFlagsTest, CpuUnitIsCoreUnlessAskedOtherwise) {
   EXPECT_NE(*socket.exit_now, 0);
 }
 
+TEST(DaemonFlagsTest, ResolvedIdsTravelBesideTheDaemonFlags) {
+  ResolvedIds ids;
+  ids.admin_gid = 27;
+  ids.broker_uid = 998;
+  std::vector<std::string> args = ToFlags(ParseDaemonFlags({"--keep-finished", "3"}).config);
+  const std::vector<std::string> daemon_only = args;
+  for (const std::string& flag : ToFlags(ids))
+    args.push_back(flag);
+  Result<ResolvedIds> taken = TakeResolvedIds(args);
+  ASSERT_TRUE(taken) << taken.error().message();
+  EXPECT_EQ(taken->admin_gid, std::optional<std::uint32_t>(27));
+  EXPECT_EQ(taken->broker_uid, std::optional<std::uint32_t>(998));
+  EXPECT_EQ(args, daemon_only);  // what is left parses as the daemon's flags
+  EXPECT_FALSE(ParseDaemonFlags(args).exit_now);
+
+  // No broker user on this host: only the gid travels.
+  std::vector<std::string> gid_only = ToFlags(ResolvedIds{5, std::nullopt});
+  Result<ResolvedIds> partial = TakeResolvedIds(gid_only);
+  ASSERT_TRUE(partial);
+  EXPECT_EQ(partial->admin_gid, std::optional<std::uint32_t>(5));
+  EXPECT_FALSE(partial->broker_uid);
+  EXPECT_TRUE(gid_only.empty());
+}
+
+TEST(DaemonFlagsTest, BadResolvedIdsNameTheFlag) {
+  for (std::vector<std::string> bad : std::vector<std::vector<std::string>>{
+           {"--resolved-admin-gid"},
+           {"--resolved-admin-gid", "sudo"},
+           {"--resolved-broker-uid", "-1"},
+           {"--resolved-broker-uid", "4294967296"},
+           {"--resolved-broker-uid", ""},
+           {"--resolved-admin-gid", "1", "--resolved-admin-gid", "2"}}) {
+    const std::string flag = bad.front();
+    Result<ResolvedIds> taken = TakeResolvedIds(bad);
+    ASSERT_FALSE(taken) << flag;
+    EXPECT_NE(taken.error().message().find(flag), std::string::npos) << taken.error().message();
+  }
+}
+
 TEST(DaemonFlagsTest, ToFlagsRoundTrips) {
   auto parsed = ParseDaemonFlags({"--admin-group", "sudo", "--keep-finished", "3", "--min-job-mem",
                                   "0.25", "--list-is-public"});
