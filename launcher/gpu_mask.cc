@@ -8,32 +8,49 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <csignal>
-#include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string_view>
 
+#include "launcher/child_reap.h"
 #include "protocol/host/host_files.h"
 
 namespace hpcb::launcher {
+namespace {
+
+// A card's number as the driver writes it: 1 to 6 decimal digits and
+// nothing else (so it fits an int), or none.
+std::optional<int> CardNumber(std::string_view digits) {
+  if (digits.empty() || digits.size() > 6 ||
+      digits.find_first_not_of("0123456789") != std::string_view::npos) {
+    return std::nullopt;
+  }
+  int number = 0;
+  for (char digit : digits)
+    number = number * 10 + (digit - '0');
+  return number;
+}
+
+std::vector<int> SortedUnique(std::vector<int> cards) {
+  std::sort(cards.begin(), cards.end());
+  cards.erase(std::unique(cards.begin(), cards.end()), cards.end());
+  return cards;
+}
+
+}  // namespace
 
 std::vector<int> CardNodes(const std::string& dev_dir) {
   std::vector<int> cards;
   DIR* dir = ::opendir(dev_dir.c_str());
   if (dir == nullptr) return cards;
   while (const struct dirent* entry = ::readdir(dir)) {
-    const char* name = entry->d_name;
-    if (std::strncmp(name, "nvidia", 6) != 0) continue;
-    const char* digits = name + 6;
-    const std::size_t length = std::strlen(digits);
-    // "nvidia" + 1..6 digits: never nvidiactl, nvidia-uvm, nvidia-modeset.
-    if (length == 0 || length > 6 || std::strspn(digits, "0123456789") != length) continue;
-    cards.push_back(static_cast<int>(std::strtol(digits, nullptr, 10)));  // 1..6 digits: fits
+    const std::string_view name = entry->d_name;
+    // "nvidia" and a number: never nvidiactl, nvidia-uvm, nvidia-modeset.
+    if (name.substr(0, 6) != "nvidia") continue;
+    if (std::optional<int> card = CardNumber(name.substr(6))) cards.push_back(*card);
   }
   ::closedir(dir);
-  std::sort(cards.begin(), cards.end());
-  cards.erase(std::unique(cards.begin(), cards.end()), cards.end());
-  return cards;
+  return SortedUnique(std::move(cards));
 }
 
 std::vector<int> DriverCards(const std::string& driver_dir) {
@@ -58,15 +75,13 @@ std::vector<int> DriverCards(const std::string& driver_dir) {
     // A card the driver was told to leave alone (NVreg_ExcludedGpus) is
     // listed but gets no node; it is no card a job could open.
     if (field("GPU Excluded").rfind("Yes", 0) == 0) continue;
-    const std::string minor = field("Device Minor");
-    const std::size_t length = std::strspn(minor.c_str(), "0123456789");
-    if (length == 0 || length > 6) continue;
-    cards.push_back(static_cast<int>(std::strtol(minor.c_str(), nullptr, 10)));  // 1..6 digits
+    const std::string minor_field = field("Device Minor");
+    std::string_view minor = minor_field;
+    minor = minor.substr(0, minor.find_last_not_of(" \t\r") + 1);
+    if (std::optional<int> card = CardNumber(minor)) cards.push_back(*card);
   }
   ::closedir(dir);
-  std::sort(cards.begin(), cards.end());
-  cards.erase(std::unique(cards.begin(), cards.end()), cards.end());
-  return cards;
+  return SortedUnique(std::move(cards));
 }
 
 std::vector<int> CardsWithoutNodes(const std::vector<int>& driver,
@@ -107,23 +122,15 @@ Result<void> ProbeGpuMasking() {
   if (pid == 0) ::_exit(::unshare(CLONE_NEWNS) == 0 ? 0 : errno);
   // Bounded like every wait of the launcher, though the child only makes
   // one call: a start-up that hangs here would hang every job with it.
-  constexpr int kProbeDeadlineMs = 5000;
-  int status = 0;
-  pid_t done = 0;
-  for (int waited = 0; done == 0 && waited < kProbeDeadlineMs; waited += 10) {
-    done = ::waitpid(pid, &status, WNOHANG);
-    if (done < 0 && errno == EINTR) done = 0;
-    if (done < 0) return Error::FromErrno(errno, "waitpid");
-    if (done == 0) ::usleep(10'000);
-  }
-  if (done == 0) {
-    ::kill(pid, SIGKILL);
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+  const Reaped probe = ReapWithin(pid, std::chrono::seconds(5), std::chrono::milliseconds(10));
+  if (probe.how == Reaped::How::kNotOurs)
+    return Error(ErrorCode::kInternal, "the mount namespace probe was reaped elsewhere");
+  if (probe.how == Reaped::How::kKilled) {
     return Error(ErrorCode::kFailedPrecondition,
                  "the mount namespace probe did not end within 5 s; pass --no-gpu-mask to run "
                  "without hiding unallocated GPUs");
   }
+  const int status = probe.status;
   const int err = WIFEXITED(status) ? WEXITSTATUS(status) : EINVAL;
   if (err == 0) return Ok();
   return Error(ErrorCode::kFailedPrecondition,

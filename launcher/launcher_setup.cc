@@ -7,13 +7,13 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 
+#include "launcher/child_reap.h"
 #include "launcher/gpu_mask.h"
 #include "protocol/base/log.h"
 #include "protocol/host/accounts.h"
@@ -230,22 +230,9 @@ Result<RoleSet> StartRoles(const std::vector<std::string>& executor_flags,
 void StopRole(Role& role, int grace_ms) {
   if (role.pid <= 0) return;
   ::kill(role.pid, SIGTERM);
-  for (int waited = 0; waited < grace_ms; waited += 20) {
-    int status = 0;
-    pid_t done = ::waitpid(role.pid, &status, WNOHANG);
-    if (done == role.pid || (done < 0 && errno == ECHILD)) {
-      if (done == role.pid) role.wait_status = status;
-      role.pid = -1;
-      return;
-    }
-    struct timespec pause {
-      0, 20L * 1000 * 1000
-    };
-    ::nanosleep(&pause, nullptr);
-  }
-  ::kill(role.pid, SIGKILL);
-  int status = 0;
-  ::waitpid(role.pid, &status, 0);
+  const Reaped reaped =
+      ReapWithin(role.pid, std::chrono::milliseconds(grace_ms), std::chrono::milliseconds(20));
+  if (reaped.how == Reaped::How::kEnded) role.wait_status = reaped.status;
   role.pid = -1;
 }
 

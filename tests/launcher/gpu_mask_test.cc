@@ -15,8 +15,9 @@ using hpcb::testing::WriteText;
 
 TEST(GpuMaskTest, OnlyPerCardNodesCount) {
   TempDir dev;
-  for (const char* name : {"nvidia0", "nvidia3", "nvidia12", "nvidiactl", "nvidia-uvm",
-                           "nvidia-modeset", "nvidia1x", "nvidia", "nvidia-caps", "null"}) {
+  for (const char* name :
+       {"nvidia0", "nvidia3", "nvidia12", "nvidiactl", "nvidia-uvm", "nvidia-modeset", "nvidia1x",
+        "nvidia", "nvidia-caps", "null", "nvidia1234567"}) {
     WriteText(dev.path() + "/" + name, "");
   }
   EXPECT_EQ(CardNodes(dev.path()), (std::vector<int>{0, 3, 12}));
@@ -38,8 +39,11 @@ TEST(GpuMaskTest, TheDriversCardsAreReadFromTheirDeviceMinor) {
   card("0000:98:00.0", "Device Minor: \t twelve\n");
   card("0000:96:00.0", "Model: \t\t NVIDIA H200\nDevice Minor: \t 5\nGPU Excluded:\t Yes\n");
   card("0000:95:00.0", "Model: \t\t not a Device Minor: 6\n");
+  card("0000:94:00.0", "Device Minor: \t 7 \r\n");  // trailing blanks are no part of it
+  card("0000:93:00.0", "Device Minor: \t 9abc\n");
+  card("0000:92:00.0", "Device Minor: \t 1234567\n");  // more digits than a minor has
   ASSERT_EQ(::mkdir((driver.path() + "/0000:97:00.0").c_str(), 0755), 0);  // no information
-  EXPECT_EQ(DriverCards(driver.path()), (std::vector<int>{0, 3}));
+  EXPECT_EQ(DriverCards(driver.path()), (std::vector<int>{0, 3, 7}));
   EXPECT_TRUE(DriverCards(driver.path() + "/missing").empty()) << "no driver, no cards";
 }
 
