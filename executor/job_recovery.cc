@@ -135,6 +135,8 @@ void ExecutorServer::Recover() {
       LogWarning("job " + std::to_string(id) +
                  " started while the daemon was stopping; adopting it");
       spec.state = SpecState::kRunning;
+      // The spawn's own: the spec is given its placement only with this save.
+      if (record->placement) spec.placement = record->placement;
       spec.pid = record->pid;
       spec.shepherd = record->shepherd;
       spec.start_time = record->start_time;

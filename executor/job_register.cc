@@ -219,8 +219,8 @@ void ExecutorServer::FinishRegister(protocol::RegisterJob request, LaunchSpec sp
     SendToBroker(Encode(registered));
   });
   if (answer->sent) return;
-  // Under way: BeginStart saved the spec, with its placement, before it
-  // asked the launcher.
+  // Under way: BeginStart saved the spec, with its placement, as it asked
+  // the launcher; the turn's flush makes it durable before this answer.
   answer->sent = true;
   answer->reply.starting = true;
   SendToBroker(Encode(answer->reply));

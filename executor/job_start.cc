@@ -103,15 +103,19 @@ void ExecutorServer::BeginStart(const protocol::StartJob& request, StartDone don
   spawn.env = BuildJobEnv(who, spec.env, id, request.gpus, facts_.gpu_count > 0, facts_.lang);
   spawn.cpus = request.cpus;
   spawn.gpus = request.gpus;
-  // Where it will run, in its spec before it can run: if we stop while it
-  // starts, whoever reads this spec and finds the job running (its run
-  // record) knows what it holds. (The rename is durable at the turn's end;
-  // a power cut before then ends the job too.)
+  // Where it will run travels with the spawn: the shepherd writes it into
+  // the run record before the job can run, so an executor that stops while
+  // the job starts finds it there (job_recovery.cc), and a queued job's spec
+  // is rewritten once, when the job runs, not also before. A job registered
+  // by this same message has no spec on disk yet: that one is saved now,
+  // placement and all, and is on disk before the registration is answered.
   spec.placement = request.Record();
-  if (Result<void> saved = Save(spec); !saved) {
-    return FailStart(id,
-                     "failed to start job: cannot record its placement: " + saved.error().message(),
-                     true, std::move(done));
+  spawn.placement = spec.placement;
+  if (never_saved_.contains(id)) {
+    if (Result<void> saved = Save(spec); !saved) {
+      return FailStart(id, "failed to start job: cannot record it: " + saved.error().message(),
+                       true, std::move(done));
+    }
   }
   std::vector<int> fds{buffer->get()};
   if (cgroup_dir.valid()) fds.push_back(cgroup_dir.get());

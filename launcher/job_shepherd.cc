@@ -85,6 +85,7 @@ void WriteRunRecord(const std::string& run_dir, const host::RunRecord& record, h
   host::RunRecord record;
   record.id = request.id;
   record.shepherd = ::getpid();
+  record.placement = request.placement;
   // Before the fork: a launcher that dies from here on leaves a record
   // saying the job may be starting, so no one starts it a second time.
   WriteRunRecord(options.run_dir, record, host::Sync::kNone);

@@ -38,6 +38,7 @@ Result<void> SpawnRequest::Validate() const {
   for (int gpu : gpus) {
     if (gpu < 0 || gpu >= (1 << 20)) return InvalidArgument("gpu id out of range");
   }
+  if (placement) HPCB_TRY(placement->Validate());
   return Ok();
 }
 

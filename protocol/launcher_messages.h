@@ -25,6 +25,7 @@
 #include "protocol/base/result.h"
 #include "protocol/codec.h"
 #include "protocol/envelope.h"
+#include "protocol/executor_messages.h"
 
 namespace hpcb::protocol {
 
@@ -97,6 +98,10 @@ struct SpawnRequest {
   std::vector<std::string> env;  // "K=V", final
   std::vector<int> cpus;         // affinity (always set explicitly)
   std::vector<int> gpus;         // allocated; every other card is hidden
+  // The whole placement as the broker booked it, which the launcher does not
+  // act on: the shepherd keeps it in the run record, the one record of the
+  // start until the executor saves the job as running.
+  std::optional<PlacementRecord> placement;
   template <class A>
   void save(A& ar) const {
     PutHeader(ar, kKind, req);
@@ -107,6 +112,7 @@ struct SpawnRequest {
     Put(ar, "env", env);
     Put(ar, "cpus", cpus);
     Put(ar, "gpus", gpus);
+    Put(ar, "placement", placement);
   }
   template <class A>
   void load(A& ar) {
@@ -118,6 +124,7 @@ struct SpawnRequest {
     Get(ar, "env", env);
     Get(ar, "cpus", cpus);
     Get(ar, "gpus", gpus);
+    Get(ar, "placement", placement);
   }
   Result<void> Validate() const;
 };

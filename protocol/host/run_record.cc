@@ -12,6 +12,7 @@ namespace hpcb::host {
 Result<void> RunRecord::Validate() const {
   if (id == 0) return InvalidArgument("run record id must be positive");
   if (pid < 0 || shepherd <= 0) return InvalidArgument("run record pids must be positive");
+  if (placement) HPCB_TRY(placement->Validate());
   return Ok();
 }
 

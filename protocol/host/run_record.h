@@ -2,7 +2,8 @@
 // (the job's parent, launcher/job_shepherd.h) and read by the executor.
 //
 // It is how a job's fate outlives every daemon role. The shepherd writes it
-// three times: before it forks the job (pid 0: starting), once the job has
+// three times, each with the placement the spawn carried: before it forks
+// the job (pid 0: starting), once the job has
 // exec'd (its pid), and, fsynced, when the job has ended (the wait status
 // and what the job used), then exits. The executor, its launcher or the
 // broker may each be restarted meanwhile: the record says whether the job
@@ -18,6 +19,7 @@
 
 #include "protocol/base/result.h"
 #include "protocol/codec.h"
+#include "protocol/executor_messages.h"
 
 namespace hpcb::host {
 
@@ -33,6 +35,10 @@ struct RunRecord {
   double user_s = 0;
   double system_s = 0;
   std::int64_t max_rss_kib = 0;
+  // Where the job runs (the spawn's placement): the job's spec holds it only
+  // from the save that records the job running, so an executor restarted
+  // in between books the job from here.
+  std::optional<protocol::PlacementRecord> placement;
 
   template <class A>
   void save(A& ar) const {
@@ -46,6 +52,7 @@ struct RunRecord {
     Put(ar, "user_s", user_s);
     Put(ar, "system_s", system_s);
     Put(ar, "max_rss_kib", max_rss_kib);
+    Put(ar, "placement", placement);
   }
   template <class A>
   void load(A& ar) {
@@ -59,6 +66,8 @@ struct RunRecord {
     Get(ar, "user_s", user_s);
     Get(ar, "system_s", system_s);
     Get(ar, "max_rss_kib", max_rss_kib);
+    // Records written before the field (jobs kept running across an upgrade).
+    protocol::GetIfPresent(ar, "placement", placement);
   }
   Result<void> Validate() const;
 };

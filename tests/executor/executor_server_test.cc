@@ -7,10 +7,13 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "protocol/client_messages.h"
 #include "protocol/host/accounts.h"
+#include "protocol/host/host_files.h"
+#include "protocol/host/run_record.h"
 #include "protocol/launcher_messages.h"
 #include "tests/testing/temp_dir.h"
 
@@ -320,6 +323,68 @@ TEST_F(ExecutorServerTest, StartChecksPlacementAndOrder) {
   EXPECT_FALSE(IsError(Send(R"({"req":1,"type":"forget","id":9})")));
   EXPECT_NE(::access((config_.state_dir + "/specs/9.json").c_str(), F_OK), 0);
   EXPECT_NE(::access((config_.state_dir + "/jobs/9").c_str(), F_OK), 0);
+}
+
+// A queued job's start rewrites no spec before the spawn: its placement
+// goes to the launcher with the spawn, for the shepherd's run record, and
+// an executor restarted before the job was saved as running books the job
+// from that record.
+TEST_F(ExecutorServerTest, AStartsPlacementTravelsWithTheSpawnAndOutlivesARestart) {
+  Send(protocol::Encode(protocol::Hello{}));
+  UniqueFd a, b;
+  ASSERT_NO_FATAL_FAILURE(Connect(a, b));
+  ASSERT_FALSE(IsError(Register(4, a.get(), b.get())));
+  const std::string spec_path = config_.state_dir + "/specs/4.json";
+  const std::string queued = testing::ReadText(spec_path);
+
+  protocol::StartJob start{.req = 5, .id = 4, .cpus = {1}, .mems = {0}};
+  start.mem_by_node = {{0, 1.5}};
+  Packet packet;
+  packet.bytes = protocol::Encode(start);
+  server_->Handle(packet);
+  ASSERT_TRUE(server_->EndTurn());
+  struct pollfd p {
+    launcher_b_.get(), POLLIN, 0
+  };
+  ASSERT_EQ(::poll(&p, 1, 2000), 1) << "no spawn was asked for";
+  Result<Packet> asked = protocol::ReceiveMessage(launcher_b_.get());
+  ASSERT_TRUE(asked);
+  Result<protocol::SpawnRequest> spawn = protocol::Decode<protocol::SpawnRequest>(asked->bytes);
+  ASSERT_TRUE(spawn) << asked->bytes;
+  ASSERT_TRUE(spawn->placement);
+  EXPECT_EQ(spawn->placement->cpus, std::vector<int>{1});
+  EXPECT_EQ(spawn->placement->mem_by_node, (std::map<int, double>{{0, 1.5}}));
+  EXPECT_EQ(testing::ReadText(spec_path), queued) << "the spec was rewritten before the spawn";
+
+  // The executor stops here; the shepherd has written its record, and
+  // the job (a child of ours) runs.
+  const pid_t job = ::fork();
+  if (job == 0) {
+    ::sleep(30);
+    ::_exit(0);
+  }
+  ASSERT_GT(job, 0);
+  host::RunRecord record;
+  record.id = 4;
+  record.pid = job;
+  record.shepherd = ::getpid();
+  record.start_time = 1;
+  record.placement = spawn->placement;
+  std::filesystem::create_directories(config_.state_dir + "/run");
+  ASSERT_TRUE(host::WriteFileAtomic(host::RunRecordPath(config_.state_dir + "/run", 4),
+                                    protocol::Encode(record), 0600));
+  server_ = std::make_unique<ExecutorServer>(config_, facts_, launcher_a_.get(), broker_a_.get());
+  server_->Recover();
+  Send(protocol::Encode(protocol::Hello{}));
+  const std::string listed = Send(protocol::Encode(protocol::ListJobs{.req = 9}));
+  ::kill(job, SIGKILL);
+  ::waitpid(job, nullptr, 0);
+  Result<protocol::ListJobsReply> reply = protocol::Decode<protocol::ListJobsReply>(listed);
+  ASSERT_TRUE(reply) << listed;
+  ASSERT_EQ(reply->jobs.size(), 1u) << listed;
+  EXPECT_EQ(reply->jobs[0].state, protocol::SpecState::kRunning) << listed;
+  ASSERT_TRUE(reply->jobs[0].placement) << listed;
+  EXPECT_EQ(reply->jobs[0].placement->cpus, std::vector<int>{1}) << listed;
 }
 
 TEST_F(ExecutorServerTest, RootModeRefusesAForgedRootSubmitter) {

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "protocol/executor_messages.h"
+#include "protocol/host/run_record.h"
 #include "protocol/launcher_messages.h"
 
 namespace hpcb::protocol {
@@ -50,6 +51,44 @@ TEST(LauncherMessagesTest, SpawnFieldChecks) {
   bad = spawn;
   bad.who.user = "";
   EXPECT_FALSE(bad.Validate());
+  bad = spawn;
+  bad.placement = PlacementRecord{.cpus = {0}, .mems = {0}, .mem_by_node = {{0, -2.0}}};
+  EXPECT_FALSE(bad.Validate()) << "the placement is checked as the run record will hold it";
+}
+
+TEST(LauncherMessagesTest, ThePlacementRidesTheSpawnIntoTheRunRecord) {
+  SpawnRequest spawn;
+  spawn.id = 3;
+  spawn.who = {1000, 1000, "alice", {}};
+  spawn.argv = {"echo"};
+  spawn.cwd = "/";
+  spawn.cpus = {2};
+  spawn.placement = PlacementRecord{.cpus = {2}, .mems = {1}, .mem_by_node = {{1, 4.0}}};
+  auto decoded = Decode<SpawnRequest>(Encode(spawn));
+  ASSERT_TRUE(decoded) << decoded.error().message();
+  ASSERT_TRUE(decoded->placement);
+  EXPECT_EQ(decoded->placement->mems, std::vector<int>{1});
+  EXPECT_EQ(decoded->placement->mem_by_node, (std::map<int, double>{{1, 4.0}}));
+}
+
+TEST(RunRecordTest, ARecordFromBeforeThePlacementFieldStillLoads) {
+  // As a shepherd of the previous release wrote it, for a job that kept
+  // running across the upgrade.
+  host::RunRecord before;
+  before.id = 7;
+  before.pid = 40;
+  before.shepherd = 39;
+  std::string text = Encode(before);
+  const std::string field = R"(,"placement":[])";
+  ASSERT_NE(text.find(field), std::string::npos) << text;
+  text.erase(text.find(field), field.size());
+  Result<host::RunRecord> old = Decode<host::RunRecord>(text);
+  ASSERT_TRUE(old) << old.error().message() << "\n" << text;
+  EXPECT_EQ(old->pid, 40);
+  EXPECT_FALSE(old->placement);
+  host::RunRecord record = *old;
+  record.placement = PlacementRecord{.cpus = {-1}};
+  EXPECT_FALSE(record.Validate()) << "a placement naming no cpu is refused";
 }
 
 TEST(LauncherMessagesTest, DestinationAndDeliverNeedAbsolutePaths) {
