@@ -217,6 +217,18 @@ for s in "${wanted[@]}"; do
     upstream) [ -n "${BENCH_UPSTREAM:-}" ] && systems+=(upstream) || echo "BENCH_UPSTREAM unset: skipping the original tool";;
   esac
 done
+# sync_write_us: the mean time of one 4 KiB O_DSYNC write in the scratch
+# directory, before and after: a shared virtual disk's sync latency drifts
+# from minute to minute, and every durable acknowledgment waits on it.
+sync_write_us() {
+  local t0 t1
+  t0=$EPOCHREALTIME
+  dd if=/dev/zero of="$scratch/sync-probe" bs=4k count=200 oflag=dsync 2>/dev/null || { echo "?"; return; }
+  t1=$EPOCHREALTIME
+  rm -f "$scratch/sync-probe"
+  echo $(( (${t1/./} - ${t0/./}) / 200 ))
+}
+SYNC_BEFORE=$(sync_write_us)
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 for s in "${systems[@]}"; do
   start_system "$s"
@@ -235,6 +247,7 @@ for s in "${systems[@]}"; do
   stop_system "$s"
 done
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
+SYNC_AFTER=$(sync_write_us)
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }'; }
 has() { [[ " ${systems[*]} " == *" $1 "* ]]; }
@@ -261,3 +274,4 @@ echo "hpc-batch: list --finished of ${LISTED[ours]:-?} jobs ${LIST[ours]:-?} us;
 has upstream && echo "upstream: list --finished ${LIST[upstream]} us; RSS idle ${RSS[upstream.idle]} KiB, with $QUEUED queued ${RSS[upstream.busy]} KiB"
 echo "nq has no daemon (a process per queued job); ts keeps its queue in its server's memory."
 echo "load average before: $LOAD_BEFORE, after: $LOAD_AFTER ($(nproc) cpus)"
+echo "one 4 KiB O_DSYNC write in $(dirname "$scratch"): $SYNC_BEFORE us before, $SYNC_AFTER us after"
