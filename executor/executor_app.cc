@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -12,6 +14,7 @@
 #include "executor/executor_server.h"
 #include "executor/host_facts.h"
 #include "protocol/base/log.h"
+#include "protocol/base/unique_fd.h"
 #include "protocol/daemon_config.h"
 #include "protocol/host/host_files.h"
 
@@ -48,10 +51,14 @@ int ExecutorMain(int argc, char** argv) {
     }
     return 0;
   }
+  // Not 78 when these are wrong: it is no refusal of the site's config but
+  // a launcher of another release (one running from before a package
+  // upgrade, restarting its roles from the new files). Exiting 1 lets the
+  // launcher give up and systemd start the new one, which passes them.
   Result<protocol::ResolvedIds> ids = protocol::TakeResolvedIds(args);
   if (!ids) {
     LogError(ids.error().message() + " (the executor is started by hpc-batchd only)");
-    return protocol::kExitConfig;
+    return 1;
   }
   protocol::ParsedFlags parsed = protocol::ParseDaemonFlags(args);
   if (parsed.exit_now) {
@@ -74,8 +81,10 @@ int ExecutorMain(int argc, char** argv) {
     // Looked up by the launcher: this binary has no NSS (docs/design.md,
     // "Footprint").
     if (!ids->admin_gid) {
-      LogError("no admin group gid was passed (the executor is started by hpc-batchd only)");
-      return protocol::kExitConfig;
+      LogError(
+          "no admin group gid was passed: this executor was started by an hpc-batchd of another "
+          "release (restart the service after an upgrade), or not by hpc-batchd at all");
+      return 1;
     }
     facts.admin_gid = *ids->admin_gid;
     // The broker may never pass off a socket of its own as a submitter's.
@@ -93,6 +102,15 @@ int ExecutorMain(int argc, char** argv) {
   const char* lang = std::getenv("LANG");
   facts.lang = lang ? lang : "";
 
+  // A spec the previous executor renamed into place but had not flushed (it
+  // was killed between the two, within one turn) reads back from the page
+  // cache as accepted: the whole filesystem is flushed once, before this
+  // executor can answer anyone about it. (syncfs is not in the filter.)
+  if (UniqueFd state(::open(config.state_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      !state.valid() || ::syncfs(state.get()) != 0) {
+    LogError("cannot flush the state directory " + config.state_dir + ": " + std::strerror(errno));
+    return 1;
+  }
   auto confined = Confine(config);
   if (!confined) {
     // 78: systemd must not restart into the same failure (RestartPreventExitStatus).

@@ -251,6 +251,7 @@ void ExecutorServer::OnForget(std::uint64_t req, const std::string& text) {
   ::unlink(host::RunRecordPath(run_dir(), id).c_str());
   usage_.Remove(id);
   retries_.erase(id);
+  never_saved_.erase(id);
   jobs_.erase(it);
   SendToBroker(Encode(protocol::Ack{req, id, std::nullopt}));
 }

@@ -137,6 +137,11 @@ void ExecutorServer::Recover() {
       spec.state = SpecState::kRunning;
       // The spawn's own: the spec is given its placement only with this save.
       if (record->placement) spec.placement = record->placement;
+      if (!spec.placement) {
+        LogWarning("job " + std::to_string(id) +
+                   " was adopted without a placement (started by an older release); its cpus "
+                   "are not booked while it runs");
+      }
       spec.pid = record->pid;
       spec.shepherd = record->shepherd;
       spec.start_time = record->start_time;

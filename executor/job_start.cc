@@ -3,6 +3,7 @@
 // for the launcher; nothing else does.
 #include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 
@@ -12,6 +13,7 @@
 #include "executor/sysfacts.h"
 #include "protocol/base/log.h"
 #include "protocol/host/host_files.h"
+#include "protocol/host/run_record.h"
 
 namespace hpcb::executor {
 namespace {
@@ -65,6 +67,20 @@ void ExecutorServer::BeginStart(const protocol::StartJob& request, StartDone don
   if (it->second.state != SpecState::kRegistered || Busy(id)) {
     return refuse(Error(ErrorCode::kFailedPrecondition,
                         "job " + std::to_string(id) + " was already started"));
+  }
+  // A run record without an end means a shepherd was given this job and
+  // may yet start it (one a wedged launcher's spawn left behind), or one
+  // that cannot be read says nothing either way: no job is started twice,
+  // so it waits in the queue until the record is settled (a restart does).
+  // An ended one is of an earlier try that was stopped: it goes.
+  if (Result<host::RunRecord> record = host::LoadRunRecord(run_dir(), id);
+      record ? !record->status : record.error().code() != ErrorCode::kNotFound) {
+    return refuse(Error(ErrorCode::kUnavailable,
+                        "job " + std::to_string(id) +
+                            " may still be starting (its run record is not settled); it stays "
+                            "queued"));
+  } else if (record) {
+    ::unlink(host::RunRecordPath(run_dir(), id).c_str());
   }
   if (Result<void> valid = ValidatePlacement(request); !valid) return refuse(valid.error());
   if (StateDirNearlyFull()) {
@@ -146,6 +162,7 @@ void ExecutorServer::OnSpawned(std::uint64_t id, const protocol::StartJob& reque
     // answer that says otherwise gets its job killed: OnLauncherMessage).
     LogWarning("job " + std::to_string(id) + " was not started: " + reply.error().message());
     if (!config_.no_cgroups) (void)RemoveJobCgroup(config_.cgroup_root, id);
+    it->second.placement.reset();  // queued again: it holds nothing
     protocol::StartReply not_started;
     not_started.id = id;
     not_started.error = WireError::From(reply.error().WithContext("not started; still queued"));

@@ -60,12 +60,16 @@ int LauncherMain(int argc, char** argv) {
   const std::vector<std::string> flags = protocol::ToFlags(config);
   std::vector<std::string> executor_flags = flags;
   if (as_root) {
-    protocol::ResolvedIds ids;
-    if (Result<gid_t> admin = host::ResolveAdminGroup(config.admin_group); admin) {
-      ids.admin_gid = *admin;
+    // Looked up once here, for every executor this launcher starts: a
+    // lookup that fails refuses the start, as the broker would refuse a
+    // service user it cannot find, rather than leave a check unarmed.
+    Result<gid_t> admin = host::ResolveAdminGroup(config.admin_group);
+    Result<uid_t> broker = host::LookUpUid(config.broker_user);
+    if (!admin || !broker) {
+      LogError(!admin ? admin.error().message() : "--broker-user: " + broker.error().message());
+      return protocol::kExitConfig;
     }
-    ids.broker_uid = host::LookUpUid(config.broker_user);
-    for (std::string& flag : protocol::ToFlags(ids))
+    for (std::string& flag : protocol::ToFlags(protocol::ResolvedIds{*admin, *broker}))
       executor_flags.push_back(std::move(flag));
   }
   const int listen_fd = listener->get();

@@ -35,27 +35,27 @@ std::vector<std::string> ToFlags(const ResolvedIds& ids) {
 }
 
 Result<ResolvedIds> TakeResolvedIds(std::vector<std::string>& args) {
+  // Only from the end, where the launcher puts them: earlier, the same text
+  // may be the value of a daemon flag (a socket path, say).
   ResolvedIds ids;
-  std::vector<std::string> rest;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    std::optional<std::uint32_t>* slot = args[i] == kAdminGidFlag    ? &ids.admin_gid
-                                         : args[i] == kBrokerUidFlag ? &ids.broker_uid
-                                                                     : nullptr;
-    if (slot == nullptr) {
-      rest.push_back(std::move(args[i]));
-      continue;
-    }
-    if (slot->has_value()) return InvalidArgument(args[i] + " is given twice");
-    if (i + 1 == args.size()) return InvalidArgument(args[i] + " needs a number");
-    const std::string& text = args[++i];
+  auto is_ours = [](const std::string& arg) {
+    return arg == kAdminGidFlag || arg == kBrokerUidFlag;
+  };
+  if (!args.empty() && is_ours(args.back()))
+    return InvalidArgument(args.back() + " needs a number");
+  while (args.size() >= 2 && is_ours(args[args.size() - 2])) {
+    const std::string flag = args[args.size() - 2];
+    const std::string text = args.back();
+    std::optional<std::uint32_t>& slot = flag == kAdminGidFlag ? ids.admin_gid : ids.broker_uid;
+    if (slot.has_value()) return InvalidArgument(flag + " is given twice");
     std::uint32_t value = 0;
     auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (error != std::errc() || end != text.data() + text.size() || text.empty()) {
-      return InvalidArgument(args[i - 1] + " needs a number, not '" + text + "'");
+      return InvalidArgument(flag + " needs a number, not '" + text + "'");
     }
-    *slot = value;
+    slot = value;
+    args.resize(args.size() - 2);
   }
-  args = std::move(rest);
   return ids;
 }
 

@@ -80,8 +80,9 @@ struct ResolvedIds {
 };
 std::vector<std::string> ToFlags(const ResolvedIds& ids);
 
-// Removes what ToFlags(ResolvedIds) wrote from `args` and returns it; a
-// missing, repeated or non-numeric value is an error naming the flag.
+// Removes what ToFlags(ResolvedIds) appended from the end of `args` and
+// returns it; a missing, repeated or non-numeric value is an error naming
+// the flag.
 Result<ResolvedIds> TakeResolvedIds(std::vector<std::string>& args);
 
 // The candidates tried, in order, when --admin-group is not given.

@@ -1,10 +1,13 @@
 #include "protocol/executor_messages.h"
 
+#include <algorithm>
+
 #include "protocol/client_messages.h"
 
 namespace hpcb::protocol {
 namespace {
 constexpr std::size_t kMaxPlacementIds = 1 << 16;
+constexpr std::size_t kMaxGpuLinkName = 64;  // nvidia-smi's names are a few letters
 
 Result<void> CheckIds(const std::vector<int>& ids, const char* what) {
   if (ids.size() > kMaxPlacementIds)
@@ -35,10 +38,16 @@ Result<void> PlacementRecord::Validate() const {
   HPCB_TRY(CheckIds(cpus, "cpus"));
   HPCB_TRY(CheckIds(mems, "mems"));
   HPCB_TRY(CheckIds(gpus, "gpus"));
+  // Bounded by the machine once cpus, mems and gpus are checked against it:
+  // the run record that keeps this must stay small enough to be read back.
   for (const auto& [node, gib] : mem_by_node) {
-    if (node < -1 || node >= (1 << 20)) return InvalidArgument("mem_by_node names a bad node");
+    if (node != -1 && std::find(mems.begin(), mems.end(), node) == mems.end()) {
+      return InvalidArgument("mem_by_node names a node that is not in mems");
+    }
     if (!(gib >= 0 && gib <= 1e9)) return InvalidArgument("mem_by_node holds a bad amount");
   }
+  if (gpu_link && gpu_link->size() > kMaxGpuLinkName)
+    return InvalidArgument("gpu_link is too long");
   return Ok();
 }
 

@@ -3,6 +3,7 @@
 #include <grp.h>
 #include <pwd.h>
 
+#include <cerrno>
 #include <vector>
 
 #include "protocol/daemon_config.h"
@@ -30,13 +31,17 @@ Result<gid_t> ResolveAdminGroup(const std::string& name) {
   return Error(ErrorCode::kNotFound, message);
 }
 
-std::optional<uid_t> LookUpUid(const std::string& name) {
+Result<uid_t> LookUpUid(const std::string& name) {
   struct passwd pw {};
   struct passwd* found = nullptr;
   std::vector<char> buf(16384);
-  if (::getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &found) != 0 || found == nullptr) {
-    return std::nullopt;
+  int rc = 0;
+  while ((rc = ::getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &found)) == ERANGE &&
+         buf.size() < (1u << 20)) {
+    buf.resize(buf.size() * 2);
   }
+  if (rc != 0) return Error::FromErrno(rc, "looking up user " + name);
+  if (found == nullptr) return Error(ErrorCode::kNotFound, "there is no user " + name);
   return pw.pw_uid;
 }
 

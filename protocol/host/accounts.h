@@ -5,7 +5,6 @@
 
 #include <sys/types.h>
 
-#include <optional>
 #include <string>
 
 #include "protocol/base/result.h"
@@ -24,8 +23,9 @@ struct PasswdFacts {
 // The error lists the existing candidates.
 Result<gid_t> ResolveAdminGroup(const std::string& name);
 
-// The uid of the user `name`, or none when there is no such user.
-std::optional<uid_t> LookUpUid(const std::string& name);
+// The uid of the user `name`; kNotFound when there is no such user, another
+// error when the lookup itself failed.
+Result<uid_t> LookUpUid(const std::string& name);
 
 // passwd entry of `uid` plus its group list (getgrouplist).
 struct UserRecord {

@@ -21,7 +21,10 @@ std::string RunRecordPath(const std::string& run_dir, std::uint64_t id) {
 }
 
 Result<RunRecord> LoadRunRecord(const std::string& run_dir, std::uint64_t id) {
-  HPCB_ASSIGN_OR_RETURN(std::string text, ReadSmallFile(RunRecordPath(run_dir, id)));
+  // Far above any record: its placement is bounded by the machine (a few
+  // KiB for thousands of cpus), and one that cannot be read back would
+  // hide a started job.
+  HPCB_ASSIGN_OR_RETURN(std::string text, ReadSmallFile(RunRecordPath(run_dir, id), 1u << 20));
   HPCB_ASSIGN_OR_RETURN(RunRecord record, protocol::Decode<RunRecord>(text));
   if (record.id != id) {
     return InvalidArgument("run record " + std::to_string(id) + " names job " +

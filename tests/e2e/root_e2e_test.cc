@@ -515,6 +515,26 @@ TEST_F(RootE2eTest, RolesAreConfinedAndJobsAreNot) {
   EXPECT_EQ(job, StatusFields(direct.out));
 }
 
+// 4a'. A launcher of the previous release (still running after a package
+// upgrade, restarting its roles from the new files) passes no ids: the
+// executor must not refuse with 78, which systemd would not restart, but
+// fail, so that the old launcher gives up and systemd starts the new one.
+TEST_F(RootE2eTest, AnExecutorStartedWithoutItsIdsEndsTheDaemonForSystemdToRestart) {
+  testing::TempDir scratch;
+  const std::string wrapper = scratch.path() + "/executor-without-ids";
+  WriteFile(wrapper,
+            "#!/bin/bash\n# Started as the previous launcher would: without the last four "
+            "arguments.\nexec " +
+                std::string(HPCB_EXECUTOR) + " \"${@:1:$#-4}\"\n",
+            0755, 0, 0);
+  HarnessOptions options;
+  options.replace_binaries = {{"hpc-batch-executor", wrapper}};
+  MakeHarness(options);
+  (void)daemon_->StartNoProbe({"--admin-group", kAdminGroup});
+  EXPECT_EQ(daemon_->WaitForExit(seconds(30)), 1) << daemon_->log();
+  EXPECT_NE(daemon_->log().find("another release"), std::string::npos) << daemon_->log();
+}
+
 // 4a. The executor looks no name up: the launcher passes it the admin
 // group's gid, which a job's directory is given, and (in the release build,
 // a static PIE) it maps no shared object, so no NSS module can be in it.

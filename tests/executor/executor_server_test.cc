@@ -387,6 +387,46 @@ TEST_F(ExecutorServerTest, AStartsPlacementTravelsWithTheSpawnAndOutlivesARestar
   EXPECT_EQ(reply->jobs[0].placement->cpus, std::vector<int>{1}) << listed;
 }
 
+// A run record without an end says a shepherd may yet start the job (one a
+// wedged launcher's spawn left behind): the start waits rather than run
+// the job twice. An ended record is an earlier try's, and goes.
+TEST_F(ExecutorServerTest, AJobWhoseRunRecordIsUnsettledIsNotStartedAgain) {
+  Send(protocol::Encode(protocol::Hello{}));
+  UniqueFd a, b;
+  ASSERT_NO_FATAL_FAILURE(Connect(a, b));
+  ASSERT_FALSE(IsError(Register(8, a.get(), b.get())));
+  const std::string run = config_.state_dir + "/run";
+  std::filesystem::create_directories(run);
+  host::RunRecord record;
+  record.id = 8;
+  record.shepherd = ::getpid();  // pid 0: it may be starting
+  ASSERT_TRUE(host::WriteFileAtomic(host::RunRecordPath(run, 8), protocol::Encode(record), 0600));
+  const std::string start =
+      protocol::Encode(protocol::StartJob{.req = 3, .id = 8, .cpus = {0}, .mems = {0}});
+  const std::string waits = Send(start);
+  Result<protocol::StartReply> refused = protocol::Decode<protocol::StartReply>(waits);
+  ASSERT_TRUE(refused) << waits;
+  ASSERT_TRUE(refused->error) << waits;
+  EXPECT_EQ(refused->error->ToError().code(), ErrorCode::kUnavailable) << waits;
+  EXPECT_NE(refused->error->message.find("stays queued"), std::string::npos) << waits;
+
+  ASSERT_TRUE(host::WriteFileAtomic(host::RunRecordPath(run, 8), "{\"garbled", 0600));
+  EXPECT_TRUE(IsError(Send(start))) << "a record that cannot be read says nothing either way";
+
+  record.pid = 77;
+  record.status = 9;  // killed: that try is over
+  ASSERT_TRUE(host::WriteFileAtomic(host::RunRecordPath(run, 8), protocol::Encode(record), 0600));
+  Packet packet;
+  packet.bytes = start;
+  server_->Handle(packet);
+  ASSERT_TRUE(server_->EndTurn());
+  struct pollfd p {
+    launcher_b_.get(), POLLIN, 0
+  };
+  EXPECT_EQ(::poll(&p, 1, 2000), 1) << "the spawn was not asked for";
+  EXPECT_NE(::access(host::RunRecordPath(run, 8).c_str(), F_OK), 0) << "the ended record stays";
+}
+
 TEST_F(ExecutorServerTest, RootModeRefusesAForgedRootSubmitter) {
   if (::getuid() != 0) GTEST_SKIP() << "needs a uid 0 peer";
   facts_.as_root = true;

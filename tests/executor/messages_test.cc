@@ -56,6 +56,24 @@ TEST(LauncherMessagesTest, SpawnFieldChecks) {
   EXPECT_FALSE(bad.Validate()) << "the placement is checked as the run record will hold it";
 }
 
+// What a placement may hold is bounded by the machine once its ids are
+// checked against it, so the run record that keeps it stays readable.
+TEST(PlacementRecordTest, MemoryIsChargedOnlyToItsOwnNodesAndLinkNamesAreShort) {
+  PlacementRecord placement{.cpus = {0}, .mems = {0, 1}, .mem_by_node = {{0, 1.0}, {1, 2.0}}};
+  EXPECT_TRUE(placement.Validate());
+  placement.mem_by_node = {{-1, 4.0}};  // machine-wide (no per-node memory)
+  EXPECT_TRUE(placement.Validate());
+  placement.mem_by_node = {{0, 1.0}, {7, 1.0}};
+  Result<void> stray = placement.Validate();
+  ASSERT_FALSE(stray);
+  EXPECT_NE(stray.error().message().find("not in mems"), std::string::npos);
+  placement.mem_by_node = {{0, 1.0}};
+  placement.gpu_link = "NV18";
+  EXPECT_TRUE(placement.Validate());
+  placement.gpu_link = std::string(100000, 'x');
+  EXPECT_FALSE(placement.Validate());
+}
+
 TEST(LauncherMessagesTest, ThePlacementRidesTheSpawnIntoTheRunRecord) {
   SpawnRequest spawn;
   spawn.id = 3;

@@ -304,6 +304,15 @@ TEST(DaemonFlagsTest, ResolvedIdsTravelBesideTheDaemonFlags) {
   EXPECT_EQ(args, daemon_only);  // what is left parses as the daemon's flags
   EXPECT_FALSE(ParseDaemonFlags(args).exit_now);
 
+  // Only the launcher's own, at the end: the same text earlier is a value.
+  std::vector<std::string> socket_named_so = {"--socket", "--resolved-admin-gid", "--keep-finished",
+                                              "3"};
+  const std::vector<std::string> unchanged = socket_named_so;
+  Result<ResolvedIds> none = TakeResolvedIds(socket_named_so);
+  ASSERT_TRUE(none) << none.error().message();
+  EXPECT_FALSE(none->admin_gid);
+  EXPECT_EQ(socket_named_so, unchanged);
+
   // No broker user on this host: only the gid travels.
   std::vector<std::string> gid_only = ToFlags(ResolvedIds{5, std::nullopt});
   Result<ResolvedIds> partial = TakeResolvedIds(gid_only);
