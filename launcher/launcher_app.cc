@@ -16,7 +16,6 @@
 #include "launcher/launcher_setup.h"
 #include "protocol/base/log.h"
 #include "protocol/daemon_config.h"
-#include "protocol/host/accounts.h"
 #include "protocol/host/host_files.h"
 
 namespace hpcb::launcher {
@@ -59,19 +58,8 @@ int LauncherMain(int argc, char** argv) {
   // crash listens on the same socket.
   const std::vector<std::string> flags = protocol::ToFlags(config);
   std::vector<std::string> executor_flags = flags;
-  if (as_root) {
-    // Looked up once here, for every executor this launcher starts: a
-    // lookup that fails refuses the start, as the broker would refuse a
-    // service user it cannot find, rather than leave a check unarmed.
-    Result<gid_t> admin = host::ResolveAdminGroup(config.admin_group);
-    Result<uid_t> broker = host::LookUpUid(config.broker_user);
-    if (!admin || !broker) {
-      LogError(!admin ? admin.error().message() : "--broker-user: " + broker.error().message());
-      return protocol::kExitConfig;
-    }
-    for (std::string& flag : protocol::ToFlags(protocol::ResolvedIds{*admin, *broker}))
-      executor_flags.push_back(std::move(flag));
-  }
+  for (std::string& flag : protocol::ToFlags(*checked))
+    executor_flags.push_back(std::move(flag));
   const int listen_fd = listener->get();
   LauncherOptions options;
   options.as_root = as_root;

@@ -123,16 +123,22 @@ Result<void> PrepareDirs(const protocol::DaemonConfig& config, bool as_root) {
   return Ok();
 }
 
-Result<void> RunStartupChecks(const protocol::DaemonConfig& config, bool as_root) {
+Result<protocol::ResolvedIds> RunStartupChecks(const protocol::DaemonConfig& config, bool as_root) {
   if (!as_root && !config.no_cgroups) {
     return Refusal("running as a normal user (user mode) needs --no-cgroups" +
                    std::string(kCgroupHint));
   }
   HPCB_TRY(PrepareDirs(config, as_root));
   HPCB_TRY(CheckCgroups(config, as_root));
+  protocol::ResolvedIds ids;
   if (as_root) {
-    auto admin = host::ResolveAdminGroup(config.admin_group);
+    Result<gid_t> admin = host::ResolveAdminGroup(config.admin_group);
     if (!admin) return Refusal(admin.error().message());
+    // As the broker would refuse a service user it cannot find, rather than
+    // leave the executor's "the broker never submits" check unarmed.
+    Result<uid_t> broker = host::LookUpUid(config.broker_user);
+    if (!broker) return Refusal("--broker-user: " + broker.error().message());
+    ids = protocol::ResolvedIds{*admin, *broker};
   }
   // Cards present (as nodes, or in the driver's list) and masking on: the
   // daemon can hide them, or it refuses to run jobs that could reach every
@@ -150,7 +156,7 @@ Result<void> RunStartupChecks(const protocol::DaemonConfig& config, bool as_root
     // they are, each start is refused with this message.
     if (!missing.empty()) LogWarning(MissingNodesError(config.gpu_dev_dir, missing).message());
   }
-  return Ok();
+  return ids;
 }
 
 Result<UniqueFd> ListenClientSocket(const std::string& path) {

@@ -17,7 +17,10 @@ namespace hpcb::launcher {
 // Every check that ends in a refusal. The error text is the log line.
 Result<void> CheckCgroups(const protocol::DaemonConfig& config, bool as_root);
 Result<void> PrepareDirs(const protocol::DaemonConfig& config, bool as_root);
-Result<void> RunStartupChecks(const protocol::DaemonConfig& config, bool as_root);
+// As root it also looks up, once for every executor this launcher starts,
+// the ids the executor is passed (it looks no name up itself); a lookup
+// that fails is a refusal. None in user mode.
+Result<protocol::ResolvedIds> RunStartupChecks(const protocol::DaemonConfig& config, bool as_root);
 
 // Unlinks a stale socket, binds, chmod 0666, listens.
 Result<UniqueFd> ListenClientSocket(const std::string& path);

@@ -22,13 +22,19 @@ TEST(LauncherMessagesTest, SpawnRoundTrip) {
   EXPECT_EQ(decoded->env, spawn.env);
 }
 
-TEST(LauncherMessagesTest, SpawnFieldChecks) {
+// The least a valid spawn holds.
+SpawnRequest MinimalSpawn() {
   SpawnRequest spawn;
   spawn.id = 3;
   spawn.who = {1000, 1000, "alice", {}};
   spawn.argv = {"echo"};
   spawn.cwd = "/";
   spawn.cpus = {0};
+  return spawn;
+}
+
+TEST(LauncherMessagesTest, SpawnFieldChecks) {
+  const SpawnRequest spawn = MinimalSpawn();
   EXPECT_TRUE(spawn.Validate());
   auto bad = spawn;
   bad.id = 0;
@@ -75,11 +81,7 @@ TEST(PlacementRecordTest, MemoryIsChargedOnlyToItsOwnNodesAndLinkNamesAreShort) 
 }
 
 TEST(LauncherMessagesTest, ThePlacementRidesTheSpawnIntoTheRunRecord) {
-  SpawnRequest spawn;
-  spawn.id = 3;
-  spawn.who = {1000, 1000, "alice", {}};
-  spawn.argv = {"echo"};
-  spawn.cwd = "/";
+  SpawnRequest spawn = MinimalSpawn();
   spawn.cpus = {2};
   spawn.placement = PlacementRecord{.cpus = {2}, .mems = {1}, .mem_by_node = {{1, 4.0}}};
   auto decoded = Decode<SpawnRequest>(Encode(spawn));
