@@ -80,7 +80,9 @@ const std::vector<AllowedSyscall>& SeccompAllowList() {
   // no clone of any kind: the executor never starts a process.
   static const std::vector<AllowedSyscall> kList = {
       {"read", "launch specs, run records, /proc, cgroup files"},
-      {"write", "spec and info.json temp files, output lines, cgroup files, log lines"},
+      {"write",
+       "spec journal lines, spec and info.json temp files, output lines, cgroup files, "
+       "log lines"},
       {"openat", "every file and directory, by path or through a job dir's fd"},
       {"close", "every fd it opens or is passed"},
       {"newfstatat", "checking what an opened fd is (a job buffer, a job dir) before use"},
@@ -90,14 +92,18 @@ const std::vector<AllowedSyscall>& SeccompAllowList() {
       {"statfs", "room left in the state directory before a start"},
       {"mkdir", "job directories and job cgroups"},
       {"rmdir", "removing job cgroups and emptied job directories"},
-      {"unlink", "specs, run records, dev entries of forgotten jobs"},
+      {"unlink", "specs, run records, dev entries of forgotten jobs; a spec journal once cut"},
       {"unlinkat", "a delivered buffer and leftover temp files, through a job dir's fd"},
-      {"rename", "a spec, run record or the id high-water mark into place"},
+      {"rename", "a spec, run record or the id high-water mark into place; the spec journal aside"},
       {"renameat", "info.json into place through the job dir's fd"},
       {"symlink", "the job's /dev inspection entry"},
       {"fchown", "handing a job's dir and files to its user, through their fds"},
       {"fchmod", "modes of the files it creates, through their fds"},
-      {"fsync", "a spec or the high-water mark on disk before an answer"},
+      {"fsync", "a spec file before its journal is cut; the high-water mark before an answer"},
+      {"fdatasync", "the spec journal, once per loop turn, before the turn's answers"},
+      {"pwrite64",
+       "spec journal lines, and blanking in place those that held a forwarded "
+       "environment once a newer line without it is on disk"},
       {"fcntl", "fd flags (O_NONBLOCK of a buffer just checked), an fd copy for readdir"},
       {"kill", "SIGTERM and SIGKILL to a job's process group"},
       {"poll", "the loop over the broker's and launcher's channels"},

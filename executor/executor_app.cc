@@ -1,6 +1,7 @@
 #include "executor/executor_app.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -102,15 +103,23 @@ int ExecutorMain(int argc, char** argv) {
   const char* lang = std::getenv("LANG");
   facts.lang = lang ? lang : "";
 
-  // A spec the previous executor renamed into place but had not flushed (it
-  // was killed between the two, within one turn) reads back from the page
-  // cache as accepted: the whole filesystem is flushed once, before this
-  // executor can answer anyone about it. (syncfs is not in the filter.)
+  // What the previous executor wrote but had not flushed (a journal line
+  // of a turn it was killed in, a spec file it rewrote after a commit)
+  // reads back from the page cache as if durable: the whole filesystem is
+  // flushed once, before this executor can answer anyone about it.
+  // SpecStore::Open relies on it: a spec file as new as its journal line
+  // is taken as on disk. (syncfs is not in the filter.)
   if (UniqueFd state(::open(config.state_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
       !state.valid() || ::syncfs(state.get()) != 0) {
     LogError("cannot flush the state directory " + config.state_dir + ": " + std::strerror(errno));
     return 1;
   }
+  // Stopped by its broker channel closing, not by a signal: the launcher
+  // stops the broker first, and this executor then folds its journal into
+  // the spec files before it exits (a clean stop). A SIGTERM in between
+  // would cut that short; a SIGKILL at the launcher's deadline is still
+  // safe (the journal is read back at the next start).
+  (void)::signal(SIGTERM, SIG_IGN);
   auto confined = Confine(config);
   if (!confined) {
     // 78: systemd must not restart into the same failure (RestartPreventExitStatus).

@@ -58,7 +58,7 @@ void ExecutorServer::SendToBroker(const std::string& text, const std::vector<int
 }
 
 Result<void> ExecutorServer::EndTurn() {
-  HPCB_TRY(turn_.Flush());
+  HPCB_TRY(store_.Commit());
   for (const TurnCommit::Answer& answer : turn_.TakeAnswers()) {
     std::vector<int> fds;
     for (const UniqueFd& fd : answer.fds)
@@ -66,7 +66,7 @@ Result<void> ExecutorServer::EndTurn() {
     Result<void> sent = protocol::SendMessage(broker_fd_, answer.text, fds);
     if (!sent) LogError("cannot reach the broker: " + sent.error().message());
   }
-  return Ok();
+  return store_.Settle();
 }
 
 void ExecutorServer::Refuse(std::uint64_t req, std::uint64_t id, const std::string& what,
@@ -233,11 +233,6 @@ void ExecutorServer::OnForget(std::uint64_t req, const std::string& text) {
     return Refuse(req, id, "forget",
                   Error(ErrorCode::kFailedPrecondition, JobText(id) + " is running or busy"));
   }
-  // The tree is the user's: removed without following anything in it.
-  if (Result<void> removed = RemoveJobDir(job_dir(id), OwnerOf(it->second)); !removed) {
-    LogWarning("forget " + JobText(id) + ": " + removed.error().message());
-  }
-  if (!config_.no_dev_dir) ::unlink((config_.dev_dir + "/jobs/" + std::to_string(id)).c_str());
   if (id >= high_water_) {
     // The spec that held the highest id goes: its id must outlive it.
     high_water_ = id;
@@ -247,7 +242,16 @@ void ExecutorServer::OnForget(std::uint64_t req, const std::string& text) {
       LogError("cannot record the highest job id: " + kept.error().message());
     }
   }
-  RemoveSpec(specs_dir(), id);
+  if (Result<void> forgotten = store_.Forget(id); !forgotten) {
+    // Unrecorded, a restart would bring the spec back from its journal
+    // lines: the job is kept whole (its files too) and the broker told.
+    return Refuse(req, id, "forget", forgotten.error());
+  }
+  // The tree is the user's: removed without following anything in it.
+  if (Result<void> removed = RemoveJobDir(job_dir(id), OwnerOf(it->second)); !removed) {
+    LogWarning("forget " + JobText(id) + ": " + removed.error().message());
+  }
+  if (!config_.no_dev_dir) ::unlink((config_.dev_dir + "/jobs/" + std::to_string(id)).c_str());
   ::unlink(host::RunRecordPath(run_dir(), id).c_str());
   usage_.Remove(id);
   retries_.erase(id);
@@ -322,6 +326,7 @@ void ExecutorServer::Tick() {
 }
 
 Result<void> ExecutorServer::Run() {
+  if (recovery_error_) return *recovery_error_;
   if (!config_.no_cgroups) {
     // Groups a crash left behind; running (adopted or dead-on-arrival) jobs
     // keep theirs: Finish still reads memory.events there.
@@ -360,6 +365,7 @@ Result<void> ExecutorServer::Run() {
         if (packet.error().code() == ErrorCode::kUnavailable) {
           launcher_calls_.FailAll(Error(ErrorCode::kUnavailable, "the launcher went away"));
           HPCB_TRY(EndTurn());
+          HPCB_TRY(store_.Checkpoint());
           return packet.error().WithContext("launcher");
         }
         LogWarning("refused a launcher message: " + packet.error().message());
@@ -374,7 +380,9 @@ Result<void> ExecutorServer::Run() {
       if (!packet) {
         if (packet.error().code() == ErrorCode::kUnavailable) {
           LogInfo("broker went away; stopping");
-          return EndTurn();
+          HPCB_TRY(EndTurn());
+          // A clean stop leaves every spec in its file and no journal.
+          return store_.Checkpoint();
         }
         Refuse(0, 0, "a broker message", packet.error());
       } else {

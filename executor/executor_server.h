@@ -31,6 +31,7 @@
 #include "executor/account_cache.h"
 #include "executor/job_dir.h"
 #include "executor/launch_spec.h"
+#include "executor/spec_store.h"
 #include "executor/turn_commit.h"
 #include "executor/usage_book.h"
 #include "protocol/base/result.h"
@@ -87,11 +88,12 @@ class ExecutorServer {
   void OnLauncherMessage(const protocol::Packet& packet);
   // Times out overdue launcher calls and retries cgroup removals.
   void Tick();
-  // Ends a loop turn: the specs saved during it reach the disk (one fsync
-  // each, one of their directory), then the answers the turn held go to
-  // the broker, in order (turn_commit.h). An error means the disk would not
-  // take them: nothing was sent, and the executor must stop. Public for
-  // tests, which call it where the loop would.
+  // Ends a loop turn: the specs saved during it reach the disk (one
+  // fdatasync of the spec journal), then the answers the turn held go to
+  // the broker, in order (turn_commit.h), then the spec files catch up
+  // (spec_store.h). An error means the disk would not take them: nothing
+  // more is sent, and the executor must stop. Public for tests, which
+  // call it where the loop would.
   Result<void> EndTurn();
 
   std::string specs_dir() const { return config_.state_dir + "/specs"; }
@@ -176,12 +178,10 @@ class ExecutorServer {
   std::optional<protocol::JobUsage> MeasureUsage(const LaunchSpec& spec,
                                                  const host::RunRecord* record,
                                                  double end_time) const;
-  // SaveSpec, then the user's usage (usage_book.h) brought up to date.
-  // Durable before any answer of this turn goes out: the file is fsynced
-  // before its rename (a job's first spec, in never_saved_, at the turn's
-  // end), the specs directory once at the turn's end (the turn's group
-  // commit, turn_commit.h).
-  Result<void> Save(const LaunchSpec& spec);
+  // The spec saved (spec_store.h; its revision goes up), then the user's
+  // usage (usage_book.h) brought up to date. Durable before any answer of
+  // this turn goes out: the turn's end commits the journal first.
+  Result<void> Save(LaunchSpec& spec);
   // What `spec` holds on disk: its record, plus a kept buffer once exited.
   std::uint64_t BytesHeld(const LaunchSpec& spec, std::uint64_t spec_bytes) const;
 
@@ -206,7 +206,10 @@ class ExecutorServer {
                    const std::string& what, std::function<void(Result<Reply>)> done);
 
   protocol::DaemonConfig config_;
-  TurnCommit turn_{config_.state_dir + "/specs"};
+  TurnCommit turn_;
+  SpecStore store_{config_.state_dir + "/specs"};
+  // Why the specs could not be brought back at start-up (Run stops).
+  std::optional<Error> recovery_error_;
   ExecutorFacts facts_;
   LauncherDeadlines deadlines_;
   int launcher_fd_;
@@ -217,7 +220,7 @@ class ExecutorServer {
   std::map<std::uint64_t, LaunchSpec> jobs_;
   std::set<std::uint64_t> registering_;  // account lookup or destination check in flight
   std::set<std::uint64_t> starting_;     // spawn in flight
-  std::set<std::uint64_t> never_saved_;  // registered, no spec file yet
+  std::set<std::uint64_t> never_saved_;  // registered, no spec saved yet
   std::set<std::uint64_t> finishing_;    // delivery in flight
   // Jobs by the shepherd this executor spawned them with: a hint that spares
   // each exit a scan of every spec (adopted ones are found by the scan).

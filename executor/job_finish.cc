@@ -273,17 +273,9 @@ std::optional<protocol::JobUsage> ExecutorServer::MeasureUsage(const LaunchSpec&
   return usage;
 }
 
-Result<void> ExecutorServer::Save(const LaunchSpec& spec) {
-  std::uint64_t bytes = 0;
-  if (never_saved_.contains(spec.id)) {
-    HPCB_ASSIGN_OR_RETURN(FreshSpec fresh, SaveFreshSpec(specs_dir(), spec));
-    never_saved_.erase(spec.id);
-    bytes = fresh.bytes;
-    turn_.RenamedUnsynced(std::move(fresh.file));
-  } else {
-    HPCB_ASSIGN_OR_RETURN(bytes, SaveSpec(specs_dir(), spec, Sync::kDeferred));
-    turn_.Renamed();
-  }
+Result<void> ExecutorServer::Save(LaunchSpec& spec) {
+  HPCB_ASSIGN_OR_RETURN(std::uint64_t bytes, store_.Save(spec));
+  never_saved_.erase(spec.id);
   usage_.Set(spec.id, spec.who.uid, BytesHeld(spec, bytes));
   return Ok();
 }

@@ -89,18 +89,21 @@ void ExecutorServer::KillJobWithoutSpec(std::uint64_t id) {
 }
 
 bool ExecutorServer::DropEmptySpec(std::uint64_t id) {
-  // A job's first spec is renamed into place before its fsync (the turn's
-  // group commit, turn_commit.h), and nobody hears of the job until both
-  // the file and the directory are on disk. A power cut in between can
-  // leave the name with no contents: a job never acknowledged, whose
-  // spawn (if it had begun) ended with the power. Anything else that does
-  // not parse is set aside for an admin instead.
+  // Every spec file is covered by a journal line until it is flushed, and
+  // the journal has been replayed by now (spec_store.h), so an empty file
+  // is either left by an older release, which renamed a job's first spec
+  // into place before its fsync and answered only once both were on disk
+  // (a power cut in between left a job never acknowledged, whose spawn,
+  // if it had begun, ended with the power), or damage: the broker then
+  // reports the job lost if it knew of it. Anything else that does not
+  // parse is set aside for an admin instead.
   const std::string path = specs_dir() + "/" + std::to_string(id) + ".json";
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size != 0) return false;
   LogWarning("job " + std::to_string(id) +
-             ": its launch spec is empty, written but never made durable before the machine "
-             "went down; the job was never acknowledged and is dropped");
+             ": its launch spec is empty and no journal line holds it: never made durable "
+             "before the machine went down, so never acknowledged; the job is dropped (the "
+             "broker reports it lost if it had been told of it)");
   ::unlink(path.c_str());
   KillJobWithoutSpec(id);  // only if someone emptied it under a live job
   ::unlink(host::RunRecordPath(run_dir(), id).c_str());
@@ -108,9 +111,29 @@ bool ExecutorServer::DropEmptySpec(std::uint64_t id) {
 }
 
 void ExecutorServer::Recover() {
+  // First the journal: what it holds newer than the spec files is written
+  // back, so that everything below reads the files as the whole truth.
+  Result<SpecStore::Opened> opened = store_.Open();
+  if (!opened) {
+    recovery_error_ = opened.error().WithContext("cannot bring the launch specs up to date");
+    return;
+  }
+  for (const std::string& problem : opened->problems) {
+    LogError("the spec journal is damaged: " + problem +
+             "; its intact lines were used, and a job whose newest spec was only on a damaged "
+             "line is reported by the broker if it is lost");
+  }
+  if (opened->restored > 0) {
+    LogInfo("brought " + std::to_string(opened->restored) +
+            " launch spec(s) up to date from the journal");
+  }
+  for (std::uint64_t id : opened->forgotten) {
+    ::unlink(host::RunRecordPath(run_dir(), id).c_str());
+  }
+  high_water_ = std::max(high_water_, opened->highest_id);
   SettleStartingJobs();
   if (Result<std::string> text = host::ReadSmallFile(high_water_path()); text) {
-    high_water_ = std::strtoull(text->c_str(), nullptr, 10);
+    high_water_ = std::max<std::uint64_t>(high_water_, std::strtoull(text->c_str(), nullptr, 10));
   }
   for (std::uint64_t id : ListSpecs(specs_dir())) {
     high_water_ = std::max(high_water_, id);
@@ -128,6 +151,7 @@ void ExecutorServer::Recover() {
       continue;
     }
     LaunchSpec& spec = *loaded;
+    bool saved_now = false;
     Result<host::RunRecord> record = host::LoadRunRecord(run_dir(), id);
     if (spec.state == SpecState::kRegistered && record && record->pid > 0) {
       // It exec'd, but we stopped before we could record that: the run
@@ -155,6 +179,8 @@ void ExecutorServer::Recover() {
       if (Result<void> saved = Save(spec); !saved) {
         LogWarning("cannot save the spec of job " + std::to_string(id) + ": " +
                    saved.error().message());
+      } else {
+        saved_now = true;  // its usage booked with the new size
       }
     }
     if (spec.state == SpecState::kRunning) {
@@ -173,10 +199,13 @@ void ExecutorServer::Recover() {
                 ", user " + spec.who.user + ")");
       }
     }
-    struct stat st {};
-    const bool sized = ::stat((specs_dir() + "/" + std::to_string(id) + ".json").c_str(), &st) == 0;
-    usage_.Set(id, spec.who.uid,
-               BytesHeld(spec, sized ? static_cast<std::uint64_t>(st.st_size) : 0));
+    if (!saved_now) {
+      struct stat st {};
+      const bool sized =
+          ::stat((specs_dir() + "/" + std::to_string(id) + ".json").c_str(), &st) == 0;
+      usage_.Set(id, spec.who.uid,
+                 BytesHeld(spec, sized ? static_cast<std::uint64_t>(st.st_size) : 0));
+    }
     // A kept output is tried again soon after every start: its cause may
     // have been fixed while we were down.
     if (spec.state == SpecState::kExited && spec.output_error && spec.output_dest) {

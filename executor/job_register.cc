@@ -204,7 +204,6 @@ void ExecutorServer::FinishRegister(protocol::RegisterJob request, LaunchSpec sp
           // have the user told of a job a restart cannot find.
           LogWarning("cannot save the spec of job " + std::to_string(registered.id) + ": " +
                      synced.error().message());
-          RemoveSpec(specs_dir(), registered.id);
           (void)RemoveJobDir(job_dir(registered.id), OwnerOf(it->second));
           never_saved_.erase(registered.id);
           jobs_.erase(it);

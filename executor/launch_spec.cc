@@ -34,13 +34,6 @@ Result<std::uint64_t> SaveSpec(const std::string& specs_dir, const LaunchSpec& s
   return static_cast<std::uint64_t>(text.size());
 }
 
-Result<FreshSpec> SaveFreshSpec(const std::string& specs_dir, const LaunchSpec& spec) {
-  const std::string text = protocol::Encode(spec);
-  HPCB_ASSIGN_OR_RETURN(UniqueFd file,
-                        host::WriteFreshFile(SpecPath(specs_dir, spec.id), text, 0600));
-  return FreshSpec{static_cast<std::uint64_t>(text.size()), std::move(file)};
-}
-
 Result<LaunchSpec> LoadSpec(const std::string& specs_dir, std::uint64_t id) {
   HPCB_ASSIGN_OR_RETURN(std::string text, host::ReadSmallFile(SpecPath(specs_dir, id), 2u << 20));
   HPCB_ASSIGN_OR_RETURN(LaunchSpec spec, protocol::Decode<LaunchSpec>(text));

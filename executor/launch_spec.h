@@ -45,6 +45,9 @@ struct LaunchSpec {
   double end_time = 0;
   std::optional<std::string> output_error;
   std::optional<protocol::JobUsage> usage;
+  // Grows with every save (spec_store.h): of two copies of a spec, in its
+  // file and in the journal, the higher revision is the newer.
+  std::uint64_t revision = 0;
   template <class A>
   void save(A& ar) const {
     using protocol::Put;
@@ -69,6 +72,7 @@ struct LaunchSpec {
     Put(ar, "end_time", end_time);
     Put(ar, "output_error", output_error);
     Put(ar, "usage", usage);
+    Put(ar, "revision", revision);
   }
   template <class A>
   void load(A& ar) {
@@ -93,24 +97,18 @@ struct LaunchSpec {
     Get(ar, "oom", oom);
     Get(ar, "end_time", end_time);
     Get(ar, "output_error", output_error);
-    protocol::GetIfPresent(ar, "usage", usage);  // specs written before accounting
+    protocol::GetIfPresent(ar, "usage", usage);        // specs written before accounting
+    protocol::GetIfPresent(ar, "revision", revision);  // and before the journal
   }
   Result<void> Validate() const;
 };
 
 // STATE/specs/<id>.json, written atomically (tmp, fsync, rename, and the
 // specs dir's fsync unless `sync` leaves that to the caller), 0600.
-// Returns the bytes written.
+// Returns the bytes written. The executor saves through its SpecStore
+// (spec_store.h); tests write their fixtures with this.
 Result<std::uint64_t> SaveSpec(const std::string& specs_dir, const LaunchSpec& spec,
                                Sync sync = Sync::kNow);
-// A job's first spec, when no file of that name is durable yet: written
-// and renamed into place without an fsync (host::WriteFreshFile), the file
-// returned open for the caller's group commit to fsync.
-struct FreshSpec {
-  std::uint64_t bytes = 0;
-  UniqueFd file;
-};
-Result<FreshSpec> SaveFreshSpec(const std::string& specs_dir, const LaunchSpec& spec);
 Result<LaunchSpec> LoadSpec(const std::string& specs_dir, std::uint64_t id);
 void RemoveSpec(const std::string& specs_dir, std::uint64_t id);
 // Ids of every well-named spec file (others are ignored).

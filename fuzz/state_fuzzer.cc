@@ -1,5 +1,6 @@
 // libFuzzer target: the state files the daemon reads back at start-up
-// (STATE/specs/<id>.json, the broker's queue.json and queue.journal). A
+// (STATE/specs/<id>.json and the spec journal, the broker's queue.json and
+// queue.journal). A
 // file may be torn, corrupt or hand-edited; loading must report it, never
 // crash, and never hand out an id it has seen taken.
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include "broker/queue_journal.h"
 #include "broker/queue_store.h"
 #include "executor/launch_spec.h"
+#include "executor/spec_journal.h"
 #include "protocol/base/log.h"
 #include "protocol/codec.h"
 #include "protocol/host/run_record.h"
@@ -57,7 +59,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   (void)quiet;
   if (size == 0) return 0;
   std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 4) {
+  switch (data[0] % 5) {
     case 0: {
       auto spec = protocol::Decode<executor::LaunchSpec>(text);
       if (spec && !protocol::Decode<executor::LaunchSpec>(protocol::Encode(*spec)))
@@ -72,6 +74,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case 2:
       LoadQueue(text);
       break;
+    case 3: {
+      // The executor's journal: what it takes must be a valid spec of the
+      // id its line names, and must come back the same when written again.
+      executor::SpecJournalReplay replay;
+      executor::ReplaySpecJournal(text, replay);
+      for (const auto& [id, spec] : replay.latest) {
+        if (!spec) continue;
+        if (spec->id != id || !spec->Validate()) __builtin_trap();
+        executor::SpecJournalReplay again;
+        executor::ReplaySpecJournal(executor::SpecSavedLine(id, protocol::Encode(*spec)), again);
+        if (again.tail != executor::SpecJournalTail::kClean || !again.latest.at(id) ||
+            again.latest.at(id)->revision != spec->revision) {
+          __builtin_trap();
+        }
+      }
+      break;
+    }
     default: {
       // Written by a root shepherd, read back by the executor.
       auto record = protocol::Decode<host::RunRecord>(text);

@@ -143,10 +143,6 @@ Result<UniqueFd> WriteAndRename(const std::string& path, const std::string& text
 
 }  // namespace
 
-Result<UniqueFd> WriteFreshFile(const std::string& path, const std::string& text, unsigned mode) {
-  return WriteAndRename(path, text, mode, false);
-}
-
 Result<void> WriteFileAtomic(const std::string& path, const std::string& text, unsigned mode,
                              Sync sync) {
   HPCB_TRY(WriteAndRename(path, text, mode, sync != Sync::kNone));

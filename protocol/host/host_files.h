@@ -40,12 +40,13 @@ Result<std::string> ReadSmallFile(const std::string& path, std::size_t cap = 655
 //   kDeferred: the file, before its rename, so the rename can never leave
 //     an empty file where a durable one was; the directory (which makes
 //     the rename durable) is the caller's to fsync before anyone is told:
-//     many files renamed in one turn share one directory fsync (the
-//     executor's TurnCommit). Until then a machine crash may bring back the
-//     old file, never an empty one.
-//   kNone: neither; only for a file that replaces nothing durable and
-//     whose loss in a power cut loses nothing (a run record of a job that
-//     the power cut ends anyway, a test's fixture).
+//     many files renamed at once share one directory fsync (the specs an
+//     executor writes back from its journal at start-up). Until then a
+//     machine crash may bring back the old file, never an empty one.
+//   kNone: neither; only for a file whose loss in a power cut loses
+//     nothing: a run record of a job that the power cut ends anyway, a
+//     spec file that a durable journal line stands in for (the executor's
+//     SpecStore), a test's fixture.
 enum class Sync { kNow, kDeferred, kNone };
 
 // Writes `text` to `path` atomically with `mode`: a temp file beside it,
@@ -53,13 +54,6 @@ enum class Sync { kNow, kDeferred, kNone };
 // process leaves the old file or the new one, never a mix.
 Result<void> WriteFileAtomic(const std::string& path, const std::string& text, unsigned mode,
                              Sync sync = Sync::kNow);
-
-// For a name that holds no durable record yet (a job's first spec): the
-// temp file and rename of WriteFileAtomic without any fsync, the file
-// returned open so that the caller can fsync it, and then the directory,
-// before it tells anyone the file exists. A power cut before then may
-// leave the name missing or empty; there is no older text it could lose.
-Result<UniqueFd> WriteFreshFile(const std::string& path, const std::string& text, unsigned mode);
 
 }  // namespace hpcb::host
 

@@ -551,6 +551,39 @@ TEST_F(DamagedStateTest, AnEmptySpecIsDroppedAndOnlyAnAcknowledgedJobIsReportedL
   EXPECT_GT(next.id, unacknowledged) << "the dropped job's id was handed out again";
 }
 
+// A power cut right after the answers: the root side waited only for its
+// journal's flush, so the spec files it rewrote after may be empty, missing
+// or a version old. kill -9 of every role leaves the journal as it was
+// (a clean stop would fold it into the files); then the files are damaged
+// as a power cut could damage them, and the restart writes them back.
+TEST_F(DamagedStateTest, SpecFilesAPowerCutLeftEmptyOrMissingComeBackFromTheJournal) {
+  Boot();
+  Jobs jobs = Populate();
+  pid_t executor = -1, broker = -1;
+  ASSERT_TRUE(LatestRolePids(daemon_.log(), &executor, &broker)) << daemon_.log();
+  ::kill(executor, SIGKILL);
+  ::kill(broker, SIGKILL);
+  ::kill(daemon_.daemon_pid(), SIGKILL);
+  daemon_.WaitForExit(seconds(5));
+  ASSERT_TRUE(
+      DaemonHarness::WaitFor([&] { return !Alive(executor) && !Alive(broker); }, seconds(10)));
+  ASSERT_FALSE(Slurp(State("specs/journal")).empty()) << "the journal was not cut by a kill";
+  const std::size_t before_restart = Count(daemon_.log(), "up to date from the journal");
+  std::ofstream(State("specs/" + std::to_string(jobs.queued[0].id) + ".json"), std::ios::trunc)
+      .flush();
+  fs::remove(State("specs/" + std::to_string(jobs.queued[1].id) + ".json"));
+  std::ofstream(State("specs/" + std::to_string(jobs.running) + ".json"), std::ios::trunc).flush();
+  fs::remove(State("specs/" + std::to_string(jobs.finished.id) + ".json"));
+  ASSERT_TRUE(daemon_.Start(Flags())) << daemon_.log();
+
+  EXPECT_GT(Count(daemon_.log(), "brought 4 launch spec(s) up to date from the journal"),
+            before_restart)
+      << daemon_.log();
+  EXPECT_EQ(daemon_.log().find("its launch spec is empty"), std::string::npos) << daemon_.log();
+  EXPECT_EQ(daemon_.log().find("reported lost"), std::string::npos) << daemon_.log();
+  ExpectAllWell(jobs);
+}
+
 TEST_F(DamagedStateTest, ARunningJobWhoseRunRecordIsDeletedKeepsItsExitCode) {
   Boot();
   Jobs jobs = Populate();

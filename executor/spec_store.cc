@@ -1,0 +1,287 @@
+#include "executor/spec_store.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "executor/spec_journal.h"
+#include "protocol/base/log.h"
+#include "protocol/codec.h"
+#include "protocol/framing.h"
+#include "protocol/host/host_files.h"
+
+namespace hpcb::executor {
+namespace {
+
+// Far above what a journal grows to (4 MiB, plus what the turns add while
+// journal.old is retired); a file past it was not written by us.
+constexpr std::size_t kMaxJournalBytes = 256u << 20;
+
+Result<void> WriteAllAt(int fd, std::string_view bytes, std::uint64_t offset,
+                        const std::string& what) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::pwrite(fd, bytes.data(), bytes.size(), static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Error::FromErrno(errno, "write " + what);
+    if (n == 0) return Error(ErrorCode::kUnavailable, "write " + what + ": nothing written");
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+    offset += static_cast<std::uint64_t>(n);
+  }
+  return Ok();
+}
+
+}  // namespace
+
+std::string SpecStore::SpecPath(std::uint64_t id) const {
+  return dir_ + "/" + std::to_string(id) + ".json";
+}
+
+Result<SpecStore::Opened> SpecStore::Open() {
+  Opened opened;
+  SpecJournalReplay replay;
+  std::vector<std::string> damaged;
+  for (const std::string& path : {old_journal_path(), journal_path()}) {
+    Result<std::string> text = host::ReadSmallFile(path, kMaxJournalBytes);
+    if (!text && text.error().code() == ErrorCode::kNotFound) continue;
+    // Unread, it may hold the only durable copy of acknowledged specs.
+    if (!text) return text.error().WithContext("read the spec journal");
+    ReplaySpecJournal(*text, replay);
+    if (replay.tail != SpecJournalTail::kCorrupt) continue;
+    opened.problems.push_back(path + ": " + replay.problem + " (" + std::to_string(replay.skipped) +
+                              " bad line(s) so far); kept as " + path + ".corrupt");
+    damaged.push_back(path);
+  }
+  for (auto& [id, latest] : replay.latest) {
+    opened.highest_id = std::max(opened.highest_id, id);
+    if (!latest) {
+      ::unlink(SpecPath(id).c_str());
+      opened.forgotten.push_back(id);
+      continue;
+    }
+    revision_ = std::max(revision_, latest->revision);
+    Result<LaunchSpec> on_disk = LoadSpec(dir_, id);
+    if (on_disk && on_disk->revision >= latest->revision) continue;
+    // The file is older, empty or missing (a power cut before it was
+    // flushed): the journal's durable line is the newer truth.
+    HPCB_TRY(host::WriteFileAtomic(SpecPath(id), protocol::Encode(*latest), 0600,
+                                   host::Sync::kDeferred));
+    ++opened.restored;
+  }
+  // The restored files' renames and the forgotten ones' removals; only
+  // then may a journal go, even a damaged one, set aside for the admin.
+  HPCB_TRY(protocol::SyncDirectory(dir_));
+  for (const std::string& path : damaged)
+    (void)::rename(path.c_str(), (path + ".corrupt").c_str());
+  HPCB_TRY(StartFreshJournal());
+  return opened;
+}
+
+Result<void> SpecStore::StartFreshJournal() {
+  journal_.reset();
+  old_journal_.reset();
+  for (const std::string& path : {old_journal_path(), journal_path()}) {
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+      return Error::FromErrno(errno, "remove " + path);
+    }
+  }
+  retiring_.clear();
+  dirty_.clear();
+  secret_lines_.clear();
+  to_blank_.clear();
+  return EnsureJournal();
+}
+
+Result<void> SpecStore::EnsureJournal() {
+  if (journal_.valid()) return Ok();
+  const std::string path = journal_path();
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd.valid()) return Error::FromErrno(errno, "open " + path);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return Error::FromErrno(errno, "stat " + path);
+  // Its name must be durable before a line in it acknowledges anything.
+  HPCB_TRY(protocol::SyncDirectory(dir_));
+  journal_bytes_ = static_cast<std::uint64_t>(st.st_size);
+  journal_ = std::move(fd);
+  if (journal_bytes_ > 0) {
+    // Left by a crash (tests build servers without Open): whatever it ends
+    // with, our first line starts on a line of its own.
+    HPCB_TRY(Append(""));
+  }
+  return Ok();
+}
+
+Result<std::uint64_t> SpecStore::Append(const std::string& line) {
+  HPCB_TRY(EnsureJournal());
+  const std::uint64_t at = journal_bytes_;
+  uncommitted_ = true;
+  if (Result<void> written =
+          WriteAllAt(journal_.get(), line.empty() ? "\n" : line, at, journal_path());
+      !written) {
+    return written.error();
+  }
+  journal_bytes_ += line.empty() ? 1 : line.size();
+  return at;
+}
+
+void SpecStore::NoteSecret(std::uint64_t id, bool has_env, std::uint64_t offset,
+                           std::size_t line_size) {
+  if (has_env) {
+    secret_lines_[id].push_back(SecretLine{false, offset, line_size - 1});
+  } else if (secret_lines_.contains(id)) {
+    to_blank_.insert(id);
+  }
+}
+
+Result<std::uint64_t> SpecStore::Save(LaunchSpec& spec) {
+  const std::uint64_t previous = spec.revision;
+  spec.revision = std::max(spec.revision, revision_) + 1;
+  std::string text = protocol::Encode(spec);
+  const std::string line = SpecSavedLine(spec.id, text);
+  Result<std::uint64_t> at = Append(line);
+  if (!at) {
+    spec.revision = previous;
+    return at.error().WithContext("append to the spec journal");
+  }
+  revision_ = spec.revision;
+  NoteSecret(spec.id, !spec.env.empty(), *at, line.size());
+  const std::uint64_t bytes = text.size();
+  unwritten_[spec.id] = Unwritten{std::move(text), !spec.env.empty()};
+  dirty_.insert(spec.id);
+  return bytes;
+}
+
+Result<void> SpecStore::Forget(std::uint64_t id) {
+  const std::string line = SpecForgottenLine(id);
+  Result<std::uint64_t> at = Append(line);
+  if (!at) return at.error().WithContext("append to the spec journal");
+  NoteSecret(id, false, *at, line.size());
+  unwritten_.erase(id);
+  dirty_.insert(id);  // the unlink becomes durable with the directory, when this journal is cut
+  RemoveSpec(dir_, id);
+  return Ok();
+}
+
+Result<void> SpecStore::Commit() {
+  if (!uncommitted_) return Ok();
+  if (::fdatasync(journal_.get()) != 0)
+    return Error::FromErrno(errno, "fdatasync " + journal_path());
+  uncommitted_ = false;
+  BlankSecrets();
+  return Ok();
+}
+
+void SpecStore::BlankSecrets() {
+  // Each id here has a durable line, newer than these, without the
+  // environment: they are needless, and only their secret is left.
+  for (std::uint64_t id : to_blank_) {
+    auto it = secret_lines_.find(id);
+    if (it == secret_lines_.end()) continue;
+    for (const SecretLine& line : it->second) {
+      const int fd = line.in_old ? old_journal_.get() : journal_.get();
+      if (fd < 0) continue;  // its journal is gone already
+      Result<void> blanked = WriteAllAt(fd, std::string(line.length, '\n'), line.offset,
+                                        line.in_old ? old_journal_path() : journal_path());
+      if (!blanked) {
+        LogWarning("cannot blank a forwarded environment in the spec journal (job " +
+                   std::to_string(id) + "): " + blanked.error().message() +
+                   "; it goes when the journal is cut");
+      }
+    }
+    secret_lines_.erase(it);
+  }
+  to_blank_.clear();
+}
+
+bool SpecStore::WriteUnwritten() {
+  bool all = true;
+  for (auto it = unwritten_.begin(); it != unwritten_.end();) {
+    // No fsync: the journal's durable line stands in for it until the cut.
+    Result<void> written =
+        host::WriteFileAtomic(SpecPath(it->first), it->second.text, 0600, host::Sync::kNone);
+    if (!written) {
+      // Kept, and tried again after the next turn; while it waits, its
+      // line is carried into every new journal.
+      LogWarning("cannot write the spec of job " + std::to_string(it->first) + ": " +
+                 written.error().message() + "; the journal keeps it");
+      all = false;
+      ++it;
+      continue;
+    }
+    it = unwritten_.erase(it);
+  }
+  return all;
+}
+
+Result<void> SpecStore::SyncSpecFile(std::uint64_t id) const {
+  const std::string path = SpecPath(id);
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd.valid()) {
+    if (errno == ENOENT) return Ok();  // forgotten
+    return Error::FromErrno(errno, "open " + path);
+  }
+  if (::fsync(fd.get()) != 0) return Error::FromErrno(errno, "fsync " + path);
+  return Ok();
+}
+
+Result<void> SpecStore::Settle() {
+  (void)WriteUnwritten();
+  if (old_journal_.valid()) {
+    std::size_t synced = 0;
+    while (!retiring_.empty() && synced < syncs_per_turn_) {
+      const std::uint64_t id = *retiring_.begin();
+      retiring_.erase(retiring_.begin());
+      if (dirty_.contains(id)) continue;  // a newer line, in the current journal, covers it
+      HPCB_TRY(SyncSpecFile(id));
+      ++synced;
+    }
+    if (!retiring_.empty()) return Ok();
+    // The renames and removals the old journal covered, then the journal.
+    HPCB_TRY(protocol::SyncDirectory(dir_));
+    if (::unlink(old_journal_path().c_str()) != 0 && errno != ENOENT) {
+      return Error::FromErrno(errno, "remove " + old_journal_path());
+    }
+    old_journal_.reset();
+    for (auto it = secret_lines_.begin(); it != secret_lines_.end();) {
+      std::erase_if(it->second, [](const SecretLine& line) { return line.in_old; });
+      it = it->second.empty() ? secret_lines_.erase(it) : std::next(it);
+    }
+    return Ok();
+  }
+  if (journal_bytes_ < rotate_bytes_) return Ok();
+  if (::rename(journal_path().c_str(), old_journal_path().c_str()) != 0) {
+    return Error::FromErrno(errno, "rename " + journal_path());
+  }
+  old_journal_ = std::move(journal_);
+  for (auto& [id, lines] : secret_lines_) {
+    for (SecretLine& line : lines)
+      line.in_old = true;
+  }
+  retiring_.swap(dirty_);
+  dirty_.clear();
+  HPCB_TRY(EnsureJournal());  // and the directory, so both names are durable
+  // A spec whose file could not be written has only its line: carried
+  // into the new journal (durable with the next Commit, before the old one
+  // can go), so that the journal is cut all the same.
+  for (const auto& [id, unwritten] : unwritten_) {
+    const std::string line = SpecSavedLine(id, unwritten.text);
+    HPCB_ASSIGN_OR_RETURN(std::uint64_t at, Append(line));
+    if (unwritten.has_env) secret_lines_[id].push_back(SecretLine{false, at, line.size() - 1});
+    dirty_.insert(id);
+  }
+  return Ok();
+}
+
+Result<void> SpecStore::Checkpoint() {
+  if (!WriteUnwritten()) return Error(ErrorCode::kUnavailable, "spec files could not be written");
+  for (const std::set<std::uint64_t>* ids : {&retiring_, &dirty_}) {
+    for (std::uint64_t id : *ids)
+      HPCB_TRY(SyncSpecFile(id));
+  }
+  HPCB_TRY(protocol::SyncDirectory(dir_));
+  return StartFreshJournal();
+}
+
+}  // namespace hpcb::executor

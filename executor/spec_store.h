@@ -1,0 +1,130 @@
+// The launch specs on disk: STATE/specs/<id>.json, one per job, and the
+// journal (spec_journal.h) that makes saving them cheap.
+//
+// The bargain: a save writes one journal line at once (so a crash of the
+// process finds it) and the loop turn's Commit makes every line of the
+// turn durable with one fdatasync, before any answer of the turn goes out.
+// The spec's own file is rewritten only after that (Settle), without an
+// fsync, so a power cut may leave it old, empty or missing: never a
+// problem, since the journal holds the newer text and start-up (Open)
+// writes it back. The journal is cut in two steps: past 4 MiB it is
+// renamed journal.old and a new one begun; then a few of the files whose
+// newest line is in journal.old are fsynced after each turn, and once all
+// are, the directory is, and journal.old goes. At a clean stop the files
+// are all made durable and the journal is left empty.
+//
+// The traps it avoids: a spec file renamed over a durable one before the
+// new text is on disk can read back empty after a power cut, so a file is
+// replaced only once the line holding its new text is durable, and a
+// journal goes only once every file it covers is. And a line keeps what
+// its spec held: a job's forwarded environment, dropped from the spec
+// once the job runs, would stay in the journal until it is cut. So once a
+// line without it is durable, the earlier lines that held it are blanked
+// in place (overwritten with newlines, which replay skips).
+#ifndef HPCB_EXECUTOR_SPEC_STORE_H_
+#define HPCB_EXECUTOR_SPEC_STORE_H_
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "executor/launch_spec.h"
+#include "protocol/base/result.h"
+#include "protocol/base/unique_fd.h"
+
+namespace hpcb::executor {
+
+class SpecStore {
+ public:
+  explicit SpecStore(std::string dir) : dir_(std::move(dir)) {}
+
+  struct Opened {
+    std::size_t restored = 0;              // spec files written back from a journal
+    std::vector<std::uint64_t> forgotten;  // ids a journal forgot (their files removed)
+    std::uint64_t highest_id = 0;          // the highest id any journal line names
+    std::vector<std::string> problems;     // damaged or unreadable journals, for the log
+  };
+  // Start-up, before the spec files are read: every spec a journal holds a
+  // newer version of is written back (fsynced) and every id it forgot is
+  // removed; then the journals go and an empty one is begun. A journal with
+  // damaged lines is used for its intact ones, then kept as
+  // journal*.corrupt and reported; one that cannot be read is an error
+  // (nothing is removed: a restart tries again). A file whose revision
+  // equals its line's is taken as durable: it was flushed by the syncfs
+  // the executor runs before it is confined (executor_app.cc).
+  Result<Opened> Open();
+
+  // Records `spec` as saved, its revision raised past every earlier one;
+  // durable once Commit returns. Returns the bytes of its encoding.
+  Result<std::uint64_t> Save(LaunchSpec& spec);
+  // `id` is forgotten: its file goes now, and the journal says so.
+  Result<void> Forget(std::uint64_t id);
+  // One fdatasync for every line written since the last: answers wait.
+  // Then the lines a durable newer one made needless and that held an
+  // environment are blanked.
+  Result<void> Commit();
+  // After the turn's answers: spec files catch up with the journal, and
+  // the cut of the journal takes a step. An error means a journal could
+  // not be rotated or a file not flushed: stop, a restart reads the disk.
+  Result<void> Settle();
+  // A clean stop: every spec file durable, the journal left empty.
+  Result<void> Checkpoint();
+
+  std::string journal_path() const { return dir_ + "/journal"; }
+  std::string old_journal_path() const { return dir_ + "/journal.old"; }
+  // For tests: when the journal is rotated, how many files a turn fsyncs.
+  void set_limits(std::uint64_t rotate_bytes, std::size_t syncs_per_turn) {
+    rotate_bytes_ = rotate_bytes;
+    syncs_per_turn_ = syncs_per_turn;
+  }
+
+ private:
+  // Where a line that holds a forwarded environment is, to blank it.
+  struct SecretLine {
+    bool in_old = false;  // in journal.old, not the current journal
+    std::uint64_t offset = 0;
+    std::uint64_t length = 0;  // without its newline
+  };
+  struct Unwritten {
+    std::string text;
+    bool has_env = false;
+  };
+
+  std::string SpecPath(std::uint64_t id) const;
+  // Appends `line` at the journal's end; returns where it went.
+  Result<std::uint64_t> Append(const std::string& line);
+  // The line of `id`'s spec just appended at `offset`: remembered if it
+  // holds an environment, else the older ones that did are to be blanked.
+  void NoteSecret(std::uint64_t id, bool has_env, std::uint64_t offset, std::size_t line_size);
+  void BlankSecrets();
+  Result<void> EnsureJournal();
+  // Writes the files of specs whose line is durable; false if any failed.
+  bool WriteUnwritten();
+  // fsync of a spec file (gone: nothing to do).
+  Result<void> SyncSpecFile(std::uint64_t id) const;
+  // Both journals removed, an empty one begun, the directory flushed.
+  Result<void> StartFreshJournal();
+
+  std::string dir_;
+  // Written with pwrite at journal_bytes_, not O_APPEND, so that lines can
+  // be blanked in place; an append that failed part-way is overwritten by
+  // the next, or left as a torn tail.
+  UniqueFd journal_;
+  UniqueFd old_journal_;  // journal.old, open while it is retired
+  std::uint64_t journal_bytes_ = 0;
+  bool uncommitted_ = false;  // lines written since the last Commit
+  std::uint64_t revision_ = 0;
+  std::map<std::uint64_t, Unwritten> unwritten_;  // file not yet rewritten
+  std::map<std::uint64_t, std::vector<SecretLine>> secret_lines_;
+  std::set<std::uint64_t> to_blank_;  // ids whose secret lines go after the next fdatasync
+  std::set<std::uint64_t> dirty_;     // newest line in journal, file not known durable
+  std::set<std::uint64_t> retiring_;  // newest line in journal.old, file to fsync
+  std::uint64_t rotate_bytes_ = 4u << 20;
+  std::size_t syncs_per_turn_ = 32;
+};
+
+}  // namespace hpcb::executor
+
+#endif  // HPCB_EXECUTOR_SPEC_STORE_H_
