@@ -31,6 +31,7 @@
 #include "executor/account_cache.h"
 #include "executor/job_dir.h"
 #include "executor/launch_spec.h"
+#include "executor/dest_cache.h"
 #include "executor/spec_store.h"
 #include "executor/turn_commit.h"
 #include "executor/usage_book.h"
@@ -217,6 +218,7 @@ class ExecutorServer {
   protocol::PendingCalls launcher_calls_;
   UsageBook usage_;
   AccountCache accounts_;  // recent lookups: one per user per burst
+  DestCache dests_;        // recent output directory checks: one per user and directory per burst
   std::map<std::uint64_t, LaunchSpec> jobs_;
   std::set<std::uint64_t> registering_;  // account lookup or destination check in flight
   std::set<std::uint64_t> starting_;     // spawn in flight

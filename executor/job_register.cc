@@ -119,14 +119,19 @@ void ExecutorServer::CheckOutputThenRegister(protocol::RegisterJob registration,
     registering_.erase(registration.id);
     return FinishRegister(std::move(registration), std::move(spec), std::optional<std::string>());
   }
+  if (dests_.FreshDirectory(spec.who, *output, DestCache::Clock::now())) {
+    registering_.erase(registration.id);
+    std::string dest = protocol::ResolveDestination(*output, true, spec.id);
+    return FinishRegister(std::move(registration), std::move(spec), std::optional(dest));
+  }
   protocol::CheckDestRequest check;
   check.id = spec.id;
   check.who = spec.who;
   check.path = *output;
   AskLauncher<protocol::CheckDestReply>(
       check, {}, deadlines_.check, "the launcher's output path check",
-      [this, registration = std::move(registration),
-       spec = std::move(spec)](Result<protocol::CheckDestReply> reply) mutable {
+      [this, registration = std::move(registration), spec = std::move(spec),
+       path = *output](Result<protocol::CheckDestReply> reply) mutable {
         registering_.erase(registration.id);
         Result<std::optional<std::string>> dest = std::optional<std::string>();
         if (!reply) {
@@ -134,6 +139,7 @@ void ExecutorServer::CheckOutputThenRegister(protocol::RegisterJob registration,
         } else if (reply->error) {
           dest = Error(ErrorCode::kFailedPrecondition, reply->error->message);
         } else {
+          dests_.Put(spec.who, path, spec.id, *reply, DestCache::Clock::now());
           dest = std::optional<std::string>(reply->dest);
         }
         FinishRegister(std::move(registration), std::move(spec), std::move(dest));

@@ -49,15 +49,6 @@ Result<void> CheckIdentityAllowed(const protocol::UserIdentity& who, bool as_roo
   return Ok();
 }
 
-std::string ResolveDestination(const std::string& path, bool is_dir, std::uint64_t id) {
-  if (!is_dir) return path;
-  std::string dir = path;
-  while (dir.size() > 1 && dir.back() == '/')
-    dir.pop_back();
-  if (dir == "/") dir.clear();
-  return dir + "/output." + std::to_string(id) + ".log";
-}
-
 Result<std::string> CheckDestinationHere(const std::string& path, std::uint64_t id) {
   if (path.empty() || path[0] != '/') return InvalidArgument("output path must be absolute");
   struct stat st {};

@@ -22,8 +22,7 @@ int DropIdentity(bool change, uid_t uid, gid_t gid, const gid_t* groups, int ngr
 // The launcher refuses uid 0/gid 0 as root; in user mode only its own uid.
 Result<void> CheckIdentityAllowed(const protocol::UserIdentity& who, bool as_root);
 
-// Pure: existing directory -> DIR/output.<id>.log, else the exact path.
-std::string ResolveDestination(const std::string& path, bool is_dir, std::uint64_t id);
+using protocol::ResolveDestination;
 
 // In the current process (already the user): resolve and check that the
 // parent is a directory we can write and search. Returns the destination.

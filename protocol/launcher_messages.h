@@ -206,6 +206,11 @@ struct LookUpUserReply {
   Result<void> Validate() const;
 };
 
+// Where job `id`'s output sent to `path` goes: an existing directory gets
+// DIR/output.<id>.log, anything else is the exact path. Pure; the check
+// (CheckDestRequest) says which `path` is.
+std::string ResolveDestination(const std::string& path, bool is_dir, std::uint64_t id);
+
 struct CheckDestRequest {
   static constexpr LauncherKind kKind = LauncherKind::kCheckDest;
   std::uint64_t req = 0;

@@ -167,6 +167,47 @@ TEST_F(ExecutorServerTest, RegisterNeedsTheClientSocket) {
   EXPECT_TRUE(IsError(Send(protocol::Encode(job))));
 }
 
+TEST_F(ExecutorServerTest, AnOutputDirectoryIsCheckedOncePerUserWithinTwoSeconds) {
+  Send(protocol::Encode(protocol::Hello{}));
+  for (std::uint64_t id : {1, 2}) {
+    SCOPED_TRACE("job " + std::to_string(id));
+    UniqueFd a, b;
+    ASSERT_NO_FATAL_FAILURE(Connect(a, b));
+    protocol::SubmitRequest submit;
+    submit.argv = {"true"};
+    submit.cwd = "/";
+    submit.output = dir_.path();
+    ASSERT_TRUE(protocol::WriteFrame(b.get(), protocol::Encode(submit)));
+    Packet packet;
+    packet.bytes = protocol::Encode(protocol::RegisterJob{.req = id, .id = id});
+    packet.fds.emplace_back(::dup(a.get()));
+    server_->Handle(packet);
+    AnswerLookUp();  // the account, for the first only
+    struct pollfd p {
+      launcher_b_.get(), POLLIN, 0
+    };
+    if (id == 1) {
+      ASSERT_EQ(::poll(&p, 1, 2000), 1) << "the first is checked by the user's helper";
+      Result<Packet> asked = protocol::ReceiveMessage(launcher_b_.get());
+      ASSERT_TRUE(asked);
+      Result<protocol::CheckDestRequest> check =
+          protocol::Decode<protocol::CheckDestRequest>(asked->bytes);
+      ASSERT_TRUE(check) << asked->bytes;
+      protocol::CheckDestReply answer;
+      answer.req = check->req;
+      answer.dest = protocol::ResolveDestination(check->path, true, check->id);
+      server_->OnLauncherMessage(Packet{protocol::Encode(answer), {}});
+    } else {
+      EXPECT_EQ(::poll(&p, 1, 0), 0) << "the same directory was checked again";
+    }
+    const std::string reply = NextReply();
+    EXPECT_FALSE(IsError(reply)) << reply;
+    EXPECT_NE(reply.find(dir_.path() + "/output." + std::to_string(id) + ".log"),
+              std::string::npos)
+        << reply;
+  }
+}
+
 TEST_F(ExecutorServerTest, RegisterReadsWhatRunsFromTheClientNotTheBroker) {
   Send(protocol::Encode(protocol::Hello{}));
   UniqueFd a, b;
