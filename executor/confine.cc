@@ -100,6 +100,7 @@ const std::vector<AllowedSyscall>& SeccompAllowList() {
       {"fchown", "handing a job's dir and files to its user, through their fds"},
       {"fchmod", "modes of the files it creates, through their fds"},
       {"fsync", "a spec file before its journal is cut; the high-water mark before an answer"},
+      {"syncfs", "the specs written back at start-up or at a clean stop, in one call"},
       {"fdatasync", "the spec journal, once per loop turn, before the turn's answers"},
       {"pwrite64",
        "spec journal lines, and blanking in place those that held a forwarded "

@@ -29,9 +29,9 @@
 #include <vector>
 
 #include "executor/account_cache.h"
+#include "executor/dest_cache.h"
 #include "executor/job_dir.h"
 #include "executor/launch_spec.h"
-#include "executor/dest_cache.h"
 #include "executor/spec_store.h"
 #include "executor/turn_commit.h"
 #include "executor/usage_book.h"
@@ -96,6 +96,9 @@ class ExecutorServer {
   // more is sent, and the executor must stop. Public for tests, which
   // call it where the loop would.
   Result<void> EndTurn();
+  // Every spec written to its file and on disk, the journal emptied, as a
+  // clean stop leaves them (spec_store.h). Public for tests.
+  Result<void> CheckpointSpecs() { return store_.Checkpoint(); }
 
   std::string specs_dir() const { return config_.state_dir + "/specs"; }
   std::string high_water_path() const { return specs_dir() + "/high_water"; }

@@ -64,19 +64,33 @@ Result<SpecStore::Opened> SpecStore::Open() {
     revision_ = std::max(revision_, latest->revision);
     Result<LaunchSpec> on_disk = LoadSpec(dir_, id);
     if (on_disk && on_disk->revision >= latest->revision) continue;
-    // The file is older, empty or missing (a power cut before it was
-    // flushed): the journal's durable line is the newer truth.
-    HPCB_TRY(host::WriteFileAtomic(SpecPath(id), protocol::Encode(*latest), 0600,
-                                   host::Sync::kDeferred));
+    // The file is older, empty or missing (not written since, or a power
+    // cut before it was flushed): the journal's durable line is the newer
+    // truth.
+    unwritten_[id] = protocol::Encode(*latest);
     ++opened.restored;
   }
-  // The restored files' renames and the forgotten ones' removals; only
-  // then may a journal go, even a damaged one, set aside for the admin.
-  HPCB_TRY(protocol::SyncDirectory(dir_));
-  for (const std::string& path : damaged)
-    (void)::rename(path.c_str(), (path + ".corrupt").c_str());
-  HPCB_TRY(StartFreshJournal());
+  // Only once the files and the forgotten ones' removals are on disk may
+  // a journal go, even a damaged one, set aside for the admin.
+  HPCB_TRY(WriteAllAndStartAfresh([&] {
+    for (const std::string& path : damaged)
+      (void)::rename(path.c_str(), (path + ".corrupt").c_str());
+  }));
   return opened;
+}
+
+Result<void> SpecStore::WriteAllAndStartAfresh(const std::function<void()>& before_fresh) {
+  for (auto it = unwritten_.begin(); it != unwritten_.end();) {
+    HPCB_TRY(host::WriteFileAtomic(SpecPath(it->first), it->second, 0600, host::Sync::kNone));
+    it = unwritten_.erase(it);
+  }
+  // Every file and rename above, and any a killed predecessor left
+  // unflushed, in one call rather than one fsync per spec.
+  UniqueFd dir(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir.valid()) return Error::FromErrno(errno, "open " + dir_);
+  if (::syncfs(dir.get()) != 0) return Error::FromErrno(errno, "syncfs " + dir_);
+  if (before_fresh) before_fresh();
+  return StartFreshJournal();
 }
 
 Result<void> SpecStore::StartFreshJournal() {
@@ -148,7 +162,7 @@ Result<std::uint64_t> SpecStore::Save(LaunchSpec& spec) {
   revision_ = spec.revision;
   NoteSecret(spec.id, !spec.env.empty(), *at, line.size());
   const std::uint64_t bytes = text.size();
-  unwritten_[spec.id] = Unwritten{std::move(text), !spec.env.empty()};
+  unwritten_[spec.id] = std::move(text);
   dirty_.insert(spec.id);
   return bytes;
 }
@@ -195,47 +209,27 @@ void SpecStore::BlankSecrets() {
   to_blank_.clear();
 }
 
-bool SpecStore::WriteUnwritten() {
-  bool all = true;
-  for (auto it = unwritten_.begin(); it != unwritten_.end();) {
-    // No fsync: the journal's durable line stands in for it until the cut.
-    Result<void> written =
-        host::WriteFileAtomic(SpecPath(it->first), it->second.text, 0600, host::Sync::kNone);
-    if (!written) {
-      // Kept, and tried again after the next turn; while it waits, its
-      // line is carried into every new journal.
-      LogWarning("cannot write the spec of job " + std::to_string(it->first) + ": " +
-                 written.error().message() + "; the journal keeps it");
-      all = false;
-      ++it;
-      continue;
-    }
-    it = unwritten_.erase(it);
-  }
-  return all;
-}
-
-Result<void> SpecStore::SyncSpecFile(std::uint64_t id) const {
-  const std::string path = SpecPath(id);
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  if (!fd.valid()) {
-    if (errno == ENOENT) return Ok();  // forgotten
-    return Error::FromErrno(errno, "open " + path);
-  }
-  if (::fsync(fd.get()) != 0) return Error::FromErrno(errno, "fsync " + path);
-  return Ok();
-}
-
 Result<void> SpecStore::Settle() {
-  (void)WriteUnwritten();
   if (old_journal_.valid()) {
-    std::size_t synced = 0;
-    while (!retiring_.empty() && synced < syncs_per_turn_) {
+    std::size_t written = 0;
+    while (!retiring_.empty() && written < files_per_turn_) {
       const std::uint64_t id = *retiring_.begin();
+      // A newer line, in the current journal, covers it until that one is
+      // cut; a forgotten one has no file to write.
+      auto it = unwritten_.find(id);
+      if (!dirty_.contains(id) && it != unwritten_.end()) {
+        Result<void> saved =
+            host::WriteFileAtomic(SpecPath(id), it->second, 0600, host::Sync::kDeferred);
+        if (!saved) {
+          // Tried again after the next turn; journal.old stays till then.
+          LogWarning("cannot write the spec of job " + std::to_string(id) + ": " +
+                     saved.error().message() + "; the journal keeps it");
+          return Ok();
+        }
+        unwritten_.erase(it);
+        ++written;
+      }
       retiring_.erase(retiring_.begin());
-      if (dirty_.contains(id)) continue;  // a newer line, in the current journal, covers it
-      HPCB_TRY(SyncSpecFile(id));
-      ++synced;
     }
     if (!retiring_.empty()) return Ok();
     // The renames and removals the old journal covered, then the journal.
@@ -261,27 +255,11 @@ Result<void> SpecStore::Settle() {
   }
   retiring_.swap(dirty_);
   dirty_.clear();
-  HPCB_TRY(EnsureJournal());  // and the directory, so both names are durable
-  // A spec whose file could not be written has only its line: carried
-  // into the new journal (durable with the next Commit, before the old one
-  // can go), so that the journal is cut all the same.
-  for (const auto& [id, unwritten] : unwritten_) {
-    const std::string line = SpecSavedLine(id, unwritten.text);
-    HPCB_ASSIGN_OR_RETURN(std::uint64_t at, Append(line));
-    if (unwritten.has_env) secret_lines_[id].push_back(SecretLine{false, at, line.size() - 1});
-    dirty_.insert(id);
-  }
-  return Ok();
+  return EnsureJournal();  // and the directory, so both names are durable
 }
 
 Result<void> SpecStore::Checkpoint() {
-  if (!WriteUnwritten()) return Error(ErrorCode::kUnavailable, "spec files could not be written");
-  for (const std::set<std::uint64_t>* ids : {&retiring_, &dirty_}) {
-    for (std::uint64_t id : *ids)
-      HPCB_TRY(SyncSpecFile(id));
-  }
-  HPCB_TRY(protocol::SyncDirectory(dir_));
-  return StartFreshJournal();
+  return WriteAllAndStartAfresh(nullptr);
 }
 
 }  // namespace hpcb::executor

@@ -4,27 +4,33 @@
 // The bargain: a save writes one journal line at once (so a crash of the
 // process finds it) and the loop turn's Commit makes every line of the
 // turn durable with one fdatasync, before any answer of the turn goes out.
-// The spec's own file is rewritten only after that (Settle), without an
-// fsync, so a power cut may leave it old, empty or missing: never a
-// problem, since the journal holds the newer text and start-up (Open)
-// writes it back. The journal is cut in two steps: past 4 MiB it is
-// renamed journal.old and a new one begun; then a few of the files whose
-// newest line is in journal.old are fsynced after each turn, and once all
-// are, the directory is, and journal.old goes. At a clean stop the files
-// are all made durable and the journal is left empty.
+// The spec files are checkpoints, written only when the journal holding
+// their newest line is cut: past 4 MiB the journal is renamed journal.old
+// and a new one begun; then, after each turn, a few of the specs whose
+// newest line is only in journal.old are written to their files and
+// fsynced; once all are, the directory is, and journal.old goes. A job
+// saved three times between two cuts (registered, running, ended) costs
+// one file, and one forgotten before the cut none: creating files, not
+// writing them, is what a burst of jobs spends its time on. Start-up
+// (Open) writes back every spec a journal holds newer than its file, and
+// a clean stop (Checkpoint) writes them all; both flush the filesystem
+// once (syncfs) and leave the journal empty. So spec files are current
+// only after a cut, a start or a clean stop: the executor itself reads
+// them only at start-up.
 //
 // The traps it avoids: a spec file renamed over a durable one before the
 // new text is on disk can read back empty after a power cut, so a file is
-// replaced only once the line holding its new text is durable, and a
-// journal goes only once every file it covers is. And a line keeps what
-// its spec held: a job's forwarded environment, dropped from the spec
-// once the job runs, would stay in the journal until it is cut. So once a
-// line without it is durable, the earlier lines that held it are blanked
-// in place (overwritten with newlines, which replay skips).
+// written only from a durable line, and fsynced before that line's journal
+// goes. And a line keeps what its spec held: a job's forwarded
+// environment, dropped from the spec once the job runs, would stay in the
+// journal until it is cut. So once a line without it is durable, the
+// earlier lines that held it are blanked in place (overwritten with
+// newlines, which replay skips).
 #ifndef HPCB_EXECUTOR_SPEC_STORE_H_
 #define HPCB_EXECUTOR_SPEC_STORE_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -47,13 +53,11 @@ class SpecStore {
     std::vector<std::string> problems;     // damaged or unreadable journals, for the log
   };
   // Start-up, before the spec files are read: every spec a journal holds a
-  // newer version of is written back (fsynced) and every id it forgot is
-  // removed; then the journals go and an empty one is begun. A journal with
-  // damaged lines is used for its intact ones, then kept as
-  // journal*.corrupt and reported; one that cannot be read is an error
-  // (nothing is removed: a restart tries again). A file whose revision
-  // equals its line's is taken as durable: it was flushed by the syncfs
-  // the executor runs before it is confined (executor_app.cc).
+  // newer version of is written back and every id it forgot is removed;
+  // the filesystem is flushed; then the journals go and an empty one is
+  // begun. A journal with damaged lines is used for its intact ones, then
+  // kept as journal*.corrupt and reported; one that cannot be read is an
+  // error (nothing is removed: a restart tries again).
   Result<Opened> Open();
 
   // Records `spec` as saved, its revision raised past every earlier one;
@@ -65,19 +69,20 @@ class SpecStore {
   // Then the lines a durable newer one made needless and that held an
   // environment are blanked.
   Result<void> Commit();
-  // After the turn's answers: spec files catch up with the journal, and
-  // the cut of the journal takes a step. An error means a journal could
-  // not be rotated or a file not flushed: stop, a restart reads the disk.
+  // After the turn's answers: the cut of the journal takes a step. An
+  // error means a journal could not be rotated or the directory not
+  // flushed: stop, a restart reads the disk.
   Result<void> Settle();
-  // A clean stop: every spec file durable, the journal left empty.
+  // A clean stop (and tests): every spec in its file, on disk, the journal
+  // left empty.
   Result<void> Checkpoint();
 
   std::string journal_path() const { return dir_ + "/journal"; }
   std::string old_journal_path() const { return dir_ + "/journal.old"; }
-  // For tests: when the journal is rotated, how many files a turn fsyncs.
-  void set_limits(std::uint64_t rotate_bytes, std::size_t syncs_per_turn) {
+  // For tests: when the journal is rotated, how many files a turn writes.
+  void set_limits(std::uint64_t rotate_bytes, std::size_t files_per_turn) {
     rotate_bytes_ = rotate_bytes;
-    syncs_per_turn_ = syncs_per_turn;
+    files_per_turn_ = files_per_turn;
   }
 
  private:
@@ -86,10 +91,6 @@ class SpecStore {
     bool in_old = false;  // in journal.old, not the current journal
     std::uint64_t offset = 0;
     std::uint64_t length = 0;  // without its newline
-  };
-  struct Unwritten {
-    std::string text;
-    bool has_env = false;
   };
 
   std::string SpecPath(std::uint64_t id) const;
@@ -100,10 +101,9 @@ class SpecStore {
   void NoteSecret(std::uint64_t id, bool has_env, std::uint64_t offset, std::size_t line_size);
   void BlankSecrets();
   Result<void> EnsureJournal();
-  // Writes the files of specs whose line is durable; false if any failed.
-  bool WriteUnwritten();
-  // fsync of a spec file (gone: nothing to do).
-  Result<void> SyncSpecFile(std::uint64_t id) const;
+  // Every spec whose file lags its line written (not flushed); then the
+  // whole filesystem flushed, and an empty journal begun.
+  Result<void> WriteAllAndStartAfresh(const std::function<void()>& before_fresh);
   // Both journals removed, an empty one begun, the directory flushed.
   Result<void> StartFreshJournal();
 
@@ -116,13 +116,13 @@ class SpecStore {
   std::uint64_t journal_bytes_ = 0;
   bool uncommitted_ = false;  // lines written since the last Commit
   std::uint64_t revision_ = 0;
-  std::map<std::uint64_t, Unwritten> unwritten_;  // file not yet rewritten
+  std::map<std::uint64_t, std::string> unwritten_;  // id -> newest encoding, file behind it
   std::map<std::uint64_t, std::vector<SecretLine>> secret_lines_;
   std::set<std::uint64_t> to_blank_;  // ids whose secret lines go after the next fdatasync
   std::set<std::uint64_t> dirty_;     // newest line in journal, file not known durable
-  std::set<std::uint64_t> retiring_;  // newest line in journal.old, file to fsync
+  std::set<std::uint64_t> retiring_;  // newest line in journal.old, file to write
   std::uint64_t rotate_bytes_ = 4u << 20;
-  std::size_t syncs_per_turn_ = 32;
+  std::size_t files_per_turn_ = 32;
 };
 
 }  // namespace hpcb::executor

@@ -104,6 +104,13 @@ class ExecutorServerTest : public ::testing::Test {
     return NextReply();
   }
 
+  // The spec file of `id`, once written (spec files are checkpoints of the
+  // journal: a clean stop writes them all).
+  std::string SpecFile(std::uint64_t id) {
+    EXPECT_TRUE(server_->CheckpointSpecs());
+    return testing::ReadText(config_.state_dir + "/specs/" + std::to_string(id) + ".json");
+  }
+
   // Plays the launcher's part in a registration: the account lookup, if
   // the executor asked for one (a refusal before it does not).
   void AnswerLookUp() {
@@ -202,8 +209,7 @@ TEST_F(ExecutorServerTest, AnOutputDirectoryIsCheckedOncePerUserWithinTwoSeconds
     }
     const std::string reply = NextReply();
     EXPECT_FALSE(IsError(reply)) << reply;
-    EXPECT_NE(reply.find(dir_.path() + "/output." + std::to_string(id) + ".log"),
-              std::string::npos)
+    EXPECT_NE(reply.find(dir_.path() + "/output." + std::to_string(id) + ".log"), std::string::npos)
         << reply;
   }
 }
@@ -217,7 +223,7 @@ TEST_F(ExecutorServerTest, RegisterReadsWhatRunsFromTheClientNotTheBroker) {
       3, a.get(), b.get(),
       R"({"req":1,"type":"register","id":3,"start":[],"argv":["/bin/evil"],"cwd":"/forged-cwd","uid":0,"output":["/etc"]})");
   ASSERT_FALSE(IsError(reply)) << reply;
-  std::string spec = testing::ReadText(config_.state_dir + "/specs/3.json");
+  std::string spec = SpecFile(3);
   EXPECT_NE(spec.find(R"("argv":["true"])"), std::string::npos) << spec;
   EXPECT_EQ(spec.find("evil"), std::string::npos);
   EXPECT_EQ(spec.find("forged-cwd"), std::string::npos);
@@ -239,7 +245,7 @@ TEST_F(ExecutorServerTest, ARegistrationsRefusedStartLeavesTheJobRegisteredAndOn
   ASSERT_TRUE(reply->start->error) << text;
   EXPECT_NE(reply->start->error->message.find("cpus"), std::string::npos)
       << reply->start->error->message;
-  std::string spec = testing::ReadText(config_.state_dir + "/specs/6.json");
+  std::string spec = SpecFile(6);
   EXPECT_NE(spec.find(R"("state":"registered")"), std::string::npos) << spec;
   // The job is known: registering the id again is refused as before.
   std::string again = Register(6, a.get(), b.get());
@@ -289,6 +295,7 @@ TEST_F(ExecutorServerTest, RegisterStoresRootOnlySpecAndRefusesDuplicates) {
   ASSERT_NO_FATAL_FAILURE(Connect(a, b));
   std::string reply = Register(5, a.get(), b.get());
   ASSERT_FALSE(IsError(reply)) << reply;
+  ASSERT_TRUE(server_->CheckpointSpecs());
   struct stat st {};
   ASSERT_EQ(::stat((config_.state_dir + "/specs/5.json").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);

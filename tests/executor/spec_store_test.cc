@@ -36,23 +36,45 @@ class SpecStoreTest : public ::testing::Test {
   testing::TempDir dir_;
 };
 
-TEST_F(SpecStoreTest, ASaveIsInTheJournalAtOnceAndItsFileFollowsTheCommit) {
+TEST_F(SpecStoreTest, ASaveIsInTheJournalAtOnceAndItsFileIsWrittenWhenTheJournalIsCut) {
   SpecStore store(dir_.path());
+  store.set_limits(/*rotate_bytes=*/1, /*files_per_turn=*/8);
   LaunchSpec spec = Spec(1);
   Result<std::uint64_t> bytes = store.Save(spec);
   ASSERT_TRUE(bytes) << bytes.error().message();
   EXPECT_EQ(*bytes, protocol::Encode(spec).size());
   EXPECT_EQ(spec.revision, 1u);
-  EXPECT_FALSE(Exists(Path(1))) << "the file is rewritten only once its line is durable";
   SpecJournalReplay replay;
   ReplaySpecJournal(testing::ReadText(store.journal_path()), replay);
   ASSERT_TRUE(replay.latest.contains(1)) << "a crash of the process finds the line";
-
   ASSERT_TRUE(store.Commit());
-  ASSERT_TRUE(store.Settle());
+  EXPECT_FALSE(Exists(Path(1))) << "a checkpoint, written only when the journal is cut";
+
+  ASSERT_TRUE(store.Settle());  // rotated: journal.old holds the line
+  EXPECT_TRUE(Exists(store.old_journal_path()));
+  EXPECT_FALSE(Exists(Path(1)));
+  ASSERT_TRUE(store.Settle());  // the file written and flushed, journal.old gone
+  EXPECT_FALSE(Exists(store.old_journal_path()));
   Result<LaunchSpec> on_disk = LoadSpec(dir_.path(), 1);
   ASSERT_TRUE(on_disk) << on_disk.error().message();
   EXPECT_EQ(on_disk->revision, 1u);
+}
+
+TEST_F(SpecStoreTest, AJobSavedThriceBetweenCutsCostsOneFileAndAForgottenOneNone) {
+  SpecStore store(dir_.path());
+  LaunchSpec kept = Spec(1);
+  LaunchSpec forgotten = Spec(2);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(store.Save(kept));
+    ASSERT_TRUE(store.Save(forgotten));
+    ASSERT_TRUE(store.Commit());
+    ASSERT_TRUE(store.Settle());
+  }
+  ASSERT_TRUE(store.Forget(2));
+  ASSERT_TRUE(store.Commit());
+  ASSERT_TRUE(store.Checkpoint());
+  EXPECT_EQ(LoadSpec(dir_.path(), 1)->revision, 5u);
+  EXPECT_FALSE(Exists(Path(2)));
 }
 
 TEST_F(SpecStoreTest, RevisionsOnlyGrowEvenFromAStaleCopy) {
@@ -150,7 +172,7 @@ TEST_F(SpecStoreTest, AForgottenJobIsNotBroughtBackByAFileThePowerCutKept) {
 
 TEST_F(SpecStoreTest, TheJournalIsCutOnlyOnceEveryFileItCoversIsFlushed) {
   SpecStore store(dir_.path());
-  store.set_limits(/*rotate_bytes=*/1, /*syncs_per_turn=*/2);
+  store.set_limits(/*rotate_bytes=*/1, /*files_per_turn=*/2);
   for (std::uint64_t id = 1; id <= 5; ++id) {
     LaunchSpec spec = Spec(id);
     ASSERT_TRUE(store.Save(spec));
@@ -299,23 +321,20 @@ TEST_F(SpecStoreTest, AJournalThatCannotBeReadStopsTheStartAndIsLeftAsItIs) {
   EXPECT_FALSE(Exists(Path(1))) << "nothing is half done";
 }
 
-TEST_F(SpecStoreTest, ASpecWhoseFileCannotBeWrittenIsCarriedIntoTheNextJournal) {
+TEST_F(SpecStoreTest, ASpecWhoseFileCannotBeWrittenKeepsItsJournalUntilItCanBe) {
   SpecStore store(dir_.path());
   store.set_limits(1, 8);
   fs::create_directory(Path(1));  // its rename fails: a directory is in the way
   LaunchSpec spec = Spec(1);
   ASSERT_TRUE(store.Save(spec));
   ASSERT_TRUE(store.Commit());
-  ASSERT_TRUE(store.Settle());  // the file fails; the journal is rotated all the same
-  ASSERT_TRUE(Exists(store.old_journal_path()));
-  ASSERT_TRUE(store.Commit());
-  ASSERT_TRUE(store.Settle());  // journal.old goes: its one spec lives on in the new journal
+  ASSERT_TRUE(store.Settle());  // rotated
+  ASSERT_TRUE(store.Settle()) << "a file that cannot be written is not the loop's end";
+  EXPECT_TRUE(Exists(store.old_journal_path())) << "its only durable copy stays";
+  fs::remove(Path(1));
+  ASSERT_TRUE(store.Settle());
   EXPECT_FALSE(Exists(store.old_journal_path()));
-  SpecJournalReplay replay;
-  ReplaySpecJournal(testing::ReadText(store.journal_path()), replay);
-  ASSERT_TRUE(replay.latest.contains(1));
-  EXPECT_EQ(replay.latest.at(1)->revision, 1u);
-  EXPECT_FALSE(store.Checkpoint()) << "a clean stop cannot leave it in a file";
+  EXPECT_TRUE(LoadSpec(dir_.path(), 1));
 }
 
 TEST_F(SpecStoreTest, AJournalThatCannotBeWrittenFailsTheSave) {
