@@ -101,6 +101,7 @@ class SpecStore {
   void NoteSecret(std::uint64_t id, bool has_env, std::uint64_t offset, std::size_t line_size);
   void BlankSecrets();
   Result<void> EnsureJournal();
+  Result<void> Preallocate(int fd) const;
   // Every spec whose file lags its line written (not flushed); then the
   // whole filesystem flushed, and an empty journal begun.
   Result<void> WriteAllAndStartAfresh(const std::function<void()>& before_fresh);
