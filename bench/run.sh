@@ -275,3 +275,11 @@ has upstream && echo "upstream: list --finished ${LIST[upstream]} us; RSS idle $
 echo "nq has no daemon (a process per queued job); ts keeps its queue in its server's memory."
 echo "load average before: $LOAD_BEFORE, after: $LOAD_AFTER ($(nproc) cpus)"
 echo "one 4 KiB O_DSYNC write in $(dirname "$scratch"): $SYNC_BEFORE us before, $SYNC_AFTER us after"
+# The filesystem matters as much as the disk: ext4 without a journal (as on
+# some cloud images) searches past every inode freed in the last minute
+# when it makes a file, so a run right after another that deleted many
+# files is slower; with a journal, each sync write waits for a commit.
+echo "scratch filesystem: $(findmnt -no FSTYPE,SOURCE -T "$scratch" 2>/dev/null || echo '?')$(
+  dev=$(findmnt -no SOURCE -T "$scratch" 2>/dev/null); [ -n "$dev" ] &&
+  [ "$(cat "/sys/fs/ext4/$(basename "$dev")/journal_task" 2>/dev/null)" = "<none>" ] &&
+  echo ", ext4 without a journal")"

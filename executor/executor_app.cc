@@ -107,8 +107,8 @@ int ExecutorMain(int argc, char** argv) {
   // of a turn it was killed in, a spec file it rewrote after a commit)
   // reads back from the page cache as if durable: the whole filesystem is
   // flushed once, before this executor can answer anyone about it.
-  // SpecStore::Open relies on it: a spec file as new as its journal line
-  // is taken as on disk. (syncfs is not in the filter.)
+  // SpecStore::Open flushes again once it has written back what the
+  // journals held.
   if (UniqueFd state(::open(config.state_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
       !state.valid() || ::syncfs(state.get()) != 0) {
     LogError("cannot flush the state directory " + config.state_dir + ": " + std::strerror(errno));

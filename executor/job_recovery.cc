@@ -151,6 +151,7 @@ void ExecutorServer::Recover() {
       continue;
     }
     LaunchSpec& spec = *loaded;
+    if (!spec.env.empty()) store_.FileHoldsEnvironment(id);
     bool saved_now = false;
     Result<host::RunRecord> record = host::LoadRunRecord(run_dir(), id);
     if (spec.state == SpecState::kRegistered && record && record->pid > 0) {

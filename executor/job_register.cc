@@ -124,14 +124,16 @@ void ExecutorServer::CheckOutputThenRegister(protocol::RegisterJob registration,
     std::string dest = protocol::ResolveDestination(*output, true, spec.id);
     return FinishRegister(std::move(registration), std::move(spec), std::optional(dest));
   }
+  // The answer is as old as the question: a slow check shortens its reuse.
+  const DestCache::Clock::time_point asked_at = DestCache::Clock::now();
   protocol::CheckDestRequest check;
   check.id = spec.id;
   check.who = spec.who;
   check.path = *output;
   AskLauncher<protocol::CheckDestReply>(
       check, {}, deadlines_.check, "the launcher's output path check",
-      [this, registration = std::move(registration), spec = std::move(spec),
-       path = *output](Result<protocol::CheckDestReply> reply) mutable {
+      [this, registration = std::move(registration), spec = std::move(spec), path = *output,
+       asked_at](Result<protocol::CheckDestReply> reply) mutable {
         registering_.erase(registration.id);
         Result<std::optional<std::string>> dest = std::optional<std::string>();
         if (!reply) {
@@ -139,7 +141,7 @@ void ExecutorServer::CheckOutputThenRegister(protocol::RegisterJob registration,
         } else if (reply->error) {
           dest = Error(ErrorCode::kFailedPrecondition, reply->error->message);
         } else {
-          dests_.Put(spec.who, path, spec.id, *reply, DestCache::Clock::now());
+          dests_.Put(spec.who, path, spec.id, *reply, asked_at);
           dest = std::optional<std::string>(reply->dest);
         }
         FinishRegister(std::move(registration), std::move(spec), std::move(dest));

@@ -69,7 +69,7 @@ Result<SpecStore::Opened> SpecStore::Open() {
     // The file is older, empty or missing (not written since, or a power
     // cut before it was flushed): the journal's durable line is the newer
     // truth.
-    unwritten_[id] = protocol::Encode(*latest);
+    unwritten_[id] = Unwritten{protocol::Encode(*latest), !latest->env.empty()};
     ++opened.restored;
   }
   // Only once the files and the forgotten ones' removals are on disk may
@@ -82,14 +82,16 @@ Result<SpecStore::Opened> SpecStore::Open() {
 }
 
 Result<void> SpecStore::WriteAllAndStartAfresh(const std::function<void()>& before_fresh) {
+  // Opened first, so that a writeback error of the files below is this
+  // fd's to see (syncfs reports them since Linux 5.8).
+  UniqueFd dir(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir.valid()) return Error::FromErrno(errno, "open " + dir_);
   for (auto it = unwritten_.begin(); it != unwritten_.end();) {
-    HPCB_TRY(host::WriteFileAtomic(SpecPath(it->first), it->second, 0600, host::Sync::kNone));
+    HPCB_TRY(WriteSpecFile(it->first, it->second, host::Sync::kNone));
     it = unwritten_.erase(it);
   }
   // Every file and rename above, and any a killed predecessor left
   // unflushed, in one call rather than one fsync per spec.
-  UniqueFd dir(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dir.valid()) return Error::FromErrno(errno, "open " + dir_);
   if (::syncfs(dir.get()) != 0) return Error::FromErrno(errno, "syncfs " + dir_);
   if (before_fresh) before_fresh();
   return StartFreshJournal();
@@ -119,7 +121,10 @@ Result<void> SpecStore::EnsureJournal() {
   if (::fstat(fd.get(), &st) != 0) return Error::FromErrno(errno, "stat " + path);
   bool ends_mid_line = false;
   if (st.st_size == 0) {
-    HPCB_TRY(Preallocate(fd.get()));
+    // Best effort: short of room, the journal grows as it is written.
+    if (Result<void> zeroed = preallocate_ ? Preallocate(fd.get()) : Ok(); !zeroed) {
+      LogWarning("the spec journal is not preallocated: " + zeroed.error().message());
+    }
     journal_bytes_ = 0;
   } else {
     // Left by a crash (tests build servers without Open): its lines end at
@@ -155,6 +160,13 @@ Result<void> SpecStore::Preallocate(int fd) const {
 
 Result<std::uint64_t> SpecStore::Append(const std::string& line) {
   HPCB_TRY(EnsureJournal());
+  if (journal_bytes_ + line.size() > max_bytes_) {
+    // Only while a cut waits on spec files that cannot be written (no
+    // inode left, say): refused, as a full state directory is, rather than
+    // grow past what a start can read back.
+    return Error(ErrorCode::kResourceExhausted,
+                 "the spec journal is full: its spec files cannot be written (see the log)");
+  }
   const std::uint64_t at = journal_bytes_;
   uncommitted_ = true;
   if (Result<void> written =
@@ -170,9 +182,11 @@ void SpecStore::NoteSecret(std::uint64_t id, bool has_env, std::uint64_t offset,
                            std::size_t line_size) {
   if (has_env) {
     secret_lines_[id].push_back(SecretLine{false, offset, line_size - 1});
-  } else if (secret_lines_.contains(id)) {
-    to_blank_.insert(id);
+    to_unlink_.erase(id);
+    return;
   }
+  if (secret_lines_.contains(id)) to_blank_.insert(id);
+  if (env_in_file_.contains(id)) to_unlink_.insert(id);
 }
 
 Result<std::uint64_t> SpecStore::Save(LaunchSpec& spec) {
@@ -188,7 +202,7 @@ Result<std::uint64_t> SpecStore::Save(LaunchSpec& spec) {
   revision_ = spec.revision;
   NoteSecret(spec.id, !spec.env.empty(), *at, line.size());
   const std::uint64_t bytes = text.size();
-  unwritten_[spec.id] = std::move(text);
+  unwritten_[spec.id] = Unwritten{std::move(text), !spec.env.empty()};
   dirty_.insert(spec.id);
   return bytes;
 }
@@ -201,6 +215,8 @@ Result<void> SpecStore::Forget(std::uint64_t id) {
   unwritten_.erase(id);
   dirty_.insert(id);  // the unlink becomes durable with the directory, when this journal is cut
   RemoveSpec(dir_, id);
+  env_in_file_.erase(id);
+  to_unlink_.erase(id);
   return Ok();
 }
 
@@ -233,6 +249,13 @@ void SpecStore::BlankSecrets() {
     secret_lines_.erase(it);
   }
   to_blank_.clear();
+  // A queued job's file (written at a cut or a start) still holds what it
+  // was forwarded; its newer line covers it until the next cut writes it.
+  for (std::uint64_t id : to_unlink_) {
+    RemoveSpec(dir_, id);
+    env_in_file_.erase(id);
+  }
+  to_unlink_.clear();
 }
 
 Result<void> SpecStore::Settle() {
@@ -244,14 +267,18 @@ Result<void> SpecStore::Settle() {
       // cut; a forgotten one has no file to write.
       auto it = unwritten_.find(id);
       if (!dirty_.contains(id) && it != unwritten_.end()) {
-        Result<void> saved =
-            host::WriteFileAtomic(SpecPath(id), it->second, 0600, host::Sync::kDeferred);
+        Result<void> saved = WriteSpecFile(id, it->second, host::Sync::kDeferred);
         if (!saved) {
           // Tried again after the next turn; journal.old stays till then.
-          LogWarning("cannot write the spec of job " + std::to_string(id) + ": " +
-                     saved.error().message() + "; the journal keeps it");
+          if (!stall_logged_) {
+            LogWarning("cannot write the spec of job " + std::to_string(id) + ": " +
+                       saved.error().message() +
+                       "; the journal keeps it, and is cut once it can be written");
+          }
+          stall_logged_ = true;
           return Ok();
         }
+        stall_logged_ = false;
         unwritten_.erase(it);
         ++written;
       }
@@ -285,7 +312,21 @@ Result<void> SpecStore::Settle() {
 }
 
 Result<void> SpecStore::Checkpoint() {
-  return WriteAllAndStartAfresh(nullptr);
+  // The next start begins its own journal: this one need not be zeroed.
+  preallocate_ = false;
+  Result<void> done = WriteAllAndStartAfresh(nullptr);
+  preallocate_ = true;
+  return done;
+}
+
+Result<void> SpecStore::WriteSpecFile(std::uint64_t id, const Unwritten& spec, host::Sync sync) {
+  HPCB_TRY(host::WriteFileAtomic(SpecPath(id), spec.text, 0600, sync));
+  if (spec.has_env) {
+    env_in_file_.insert(id);
+  } else {
+    env_in_file_.erase(id);
+  }
+  return Ok();
 }
 
 }  // namespace hpcb::executor

@@ -76,13 +76,19 @@ class SpecStore {
   // A clean stop (and tests): every spec in its file, on disk, the journal
   // left empty.
   Result<void> Checkpoint();
+  // Start-up: the file of `id`, read as it is, holds a forwarded
+  // environment (a queued job's), to be removed once the job has started.
+  void FileHoldsEnvironment(std::uint64_t id) { env_in_file_.insert(id); }
 
   std::string journal_path() const { return dir_ + "/journal"; }
   std::string old_journal_path() const { return dir_ + "/journal.old"; }
   // For tests: when the journal is rotated, how many files a turn writes.
-  void set_limits(std::uint64_t rotate_bytes, std::size_t files_per_turn) {
+  // And how far it may grow while a cut waits.
+  void set_limits(std::uint64_t rotate_bytes, std::size_t files_per_turn,
+                  std::uint64_t max_bytes = 64u << 20) {
     rotate_bytes_ = rotate_bytes;
     files_per_turn_ = files_per_turn;
+    max_bytes_ = max_bytes;
   }
 
  private:
@@ -92,6 +98,10 @@ class SpecStore {
     std::uint64_t offset = 0;
     std::uint64_t length = 0;  // without its newline
   };
+  struct Unwritten {
+    std::string text;  // the newest encoding; its file is behind it
+    bool has_env = false;
+  };
 
   std::string SpecPath(std::uint64_t id) const;
   // Appends `line` at the journal's end; returns where it went.
@@ -100,6 +110,9 @@ class SpecStore {
   // holds an environment, else the older ones that did are to be blanked.
   void NoteSecret(std::uint64_t id, bool has_env, std::uint64_t offset, std::size_t line_size);
   void BlankSecrets();
+  // Writes `id`'s newest encoding to its file (fsynced before its rename
+  // when `sync`), keeping env_in_file_ true.
+  Result<void> WriteSpecFile(std::uint64_t id, const Unwritten& spec, host::Sync sync);
   Result<void> EnsureJournal();
   Result<void> Preallocate(int fd) const;
   // Every spec whose file lags its line written (not flushed); then the
@@ -117,13 +130,22 @@ class SpecStore {
   std::uint64_t journal_bytes_ = 0;
   bool uncommitted_ = false;  // lines written since the last Commit
   std::uint64_t revision_ = 0;
-  std::map<std::uint64_t, std::string> unwritten_;  // id -> newest encoding, file behind it
+  std::map<std::uint64_t, Unwritten> unwritten_;
+  // Ids whose file on disk holds a forwarded environment (a queued job's);
+  // once a line without it is durable, the file goes (the line covers it).
+  std::set<std::uint64_t> env_in_file_;
+  std::set<std::uint64_t> to_unlink_;  // of those, after the next fdatasync
+  bool stall_logged_ = false;          // a cut waiting on a file, said once
+  bool preallocate_ = true;
   std::map<std::uint64_t, std::vector<SecretLine>> secret_lines_;
   std::set<std::uint64_t> to_blank_;  // ids whose secret lines go after the next fdatasync
   std::set<std::uint64_t> dirty_;     // newest line in journal, file not known durable
   std::set<std::uint64_t> retiring_;  // newest line in journal.old, file to write
   std::uint64_t rotate_bytes_ = 4u << 20;
   std::size_t files_per_turn_ = 32;
+  // What a journal may grow to while a cut waits: well under what a start
+  // reads back.
+  std::uint64_t max_bytes_ = 64u << 20;
 };
 
 }  // namespace hpcb::executor

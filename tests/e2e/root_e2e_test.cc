@@ -465,6 +465,37 @@ TEST_F(RootE2eTest, AForwardedSecretLeavesNoTraceInTheStateDirectory) {
   EXPECT_TRUE(after.empty()) << "after it ended, in " << after.front();
 }
 
+// 3d'. The same for a job that was still queued across a restart: the clean
+// stop wrote its spec, environment and all, to its file; once the job runs
+// that file must not keep it.
+TEST_F(RootE2eTest, AForwardedSecretOfAJobQueuedAcrossARestartLeavesNoTrace) {
+  Boot();
+  const std::string secret = "s3cr3t-" + std::to_string(::getpid()) + "-queued";
+  const int blocker = Submit(alice_, {"--cpu", std::to_string(::sysconf(_SC_NPROCESSORS_ONLN)),
+                                      "--", "sh", "-c", "sleep 3"});
+  ASSERT_GT(blocker, 0);
+  const int id = Submit(alice_, {"--", "MY_SECRET=" + secret, "sh", "-c", "sleep 2"});
+  ASSERT_GT(id, 0);
+  ASSERT_FALSE(Running(alice_, id)) << "it was to wait behind the blocker";
+  daemon_->Stop();
+  ASSERT_TRUE(daemon_->Start({"--admin-group", kAdminGroup})) << daemon_->log();
+  auto traces = [&] {
+    std::vector<std::string> found;
+    for (const auto& entry : fs::recursive_directory_iterator(daemon_->state())) {
+      if (entry.is_regular_file() && Slurp(entry.path()).find(secret) != std::string::npos) {
+        found.push_back(entry.path());
+      }
+    }
+    return found;
+  };
+  EXPECT_FALSE(traces().empty()) << "a queued job's spec keeps what it was forwarded";
+  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return Running(alice_, id); }, seconds(15)))
+      << daemon_->log();
+  std::vector<std::string> running = traces();
+  EXPECT_TRUE(running.empty()) << "while it runs, in " << running.front();
+  ASSERT_TRUE(WaitFinished(alice_, id, seconds(15)));
+}
+
 // 3e. Control characters in a job's command never reach a terminal raw:
 // an admin listing every job sees them spelled out.
 TEST_F(RootE2eTest, ControlCharactersInArgvAreEscapedInTheList) {

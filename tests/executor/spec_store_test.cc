@@ -333,6 +333,59 @@ TEST_F(SpecStoreTest, AForgottenJobsEnvironmentIsBlanked) {
   EXPECT_EQ(testing::ReadText(store.journal_path()).find("hunter2-secret"), std::string::npos);
 }
 
+TEST_F(SpecStoreTest, AQueuedJobsFileHoldingItsEnvironmentGoesOnceTheJobRuns) {
+  SpecStore store(dir_.path());
+  LaunchSpec spec = Spec(1);
+  spec.env = {{"TOKEN", "hunter2-secret"}};
+  ASSERT_TRUE(store.Save(spec));
+  ASSERT_TRUE(store.Commit());
+  ASSERT_TRUE(store.Checkpoint());  // a cut while queued: the file holds it
+  ASSERT_NE(testing::ReadText(Path(1)).find("hunter2-secret"), std::string::npos);
+  spec.env.clear();
+  spec.state = protocol::SpecState::kRunning;
+  ASSERT_TRUE(store.Save(spec));
+  EXPECT_TRUE(Exists(Path(1))) << "gone before the line standing in for it was durable";
+  ASSERT_TRUE(store.Commit());
+  EXPECT_FALSE(Exists(Path(1)));
+  ASSERT_TRUE(store.Checkpoint());
+  const std::string file = testing::ReadText(Path(1));
+  EXPECT_EQ(file.find("hunter2-secret"), std::string::npos) << file;
+  EXPECT_EQ(LoadSpec(dir_.path(), 1)->state, protocol::SpecState::kRunning);
+}
+
+TEST_F(SpecStoreTest, AFileReadAtStartUpWithAnEnvironmentGoesOnceTheJobRuns) {
+  LaunchSpec spec = Spec(1);
+  spec.env = {{"TOKEN", "hunter2-secret"}};
+  spec.revision = 1;
+  ASSERT_TRUE(SaveSpec(dir_.path(), spec, host::Sync::kNone));
+  SpecStore store(dir_.path());
+  ASSERT_TRUE(store.Open());
+  store.FileHoldsEnvironment(1);  // as Recover says of each spec it reads
+  spec.env.clear();
+  ASSERT_TRUE(store.Save(spec));
+  ASSERT_TRUE(store.Commit());
+  EXPECT_FALSE(Exists(Path(1)));
+}
+
+TEST_F(SpecStoreTest, AJournalWhoseCutWaitsStopsTakingSavesAtItsLimit) {
+  SpecStore store(dir_.path());
+  store.set_limits(/*rotate_bytes=*/1, /*files_per_turn=*/8, /*max_bytes=*/4096);
+  fs::create_directory(Path(1));  // its file cannot be written: the cut waits
+  LaunchSpec spec = Spec(1);
+  ASSERT_TRUE(store.Save(spec));
+  ASSERT_TRUE(store.Commit());
+  ASSERT_TRUE(store.Settle());  // rotated; the cut now waits on job 1's file
+  Result<std::uint64_t> saved = std::uint64_t{0};
+  for (int i = 0; i < 100 && saved; ++i) {
+    LaunchSpec other = Spec(2);
+    saved = store.Save(other);
+  }
+  ASSERT_FALSE(saved) << "the journal grew without bound";
+  EXPECT_EQ(saved.error().code(), ErrorCode::kResourceExhausted);
+  EXPECT_NE(saved.error().message().find("full"), std::string::npos) << saved.error().message();
+  EXPECT_LE(fs::file_size(store.journal_path()), 4096u);
+}
+
 TEST_F(SpecStoreTest, AJournalThatCannotBeReadStopsTheStartAndIsLeftAsItIs) {
   fs::create_directory(dir_.path() + "/journal");  // read(2) fails: EISDIR
   LaunchSpec one = Spec(1);
