@@ -15,20 +15,20 @@
 
 #include <sys/types.h>
 
-#include <chrono>
-#include <map>
 #include <optional>
 
+#include "executor/fresh_cache.h"
 #include "protocol/launcher_messages.h"
 
 namespace hpcb::executor {
 
 class AccountCache {
  public:
-  using Clock = std::chrono::steady_clock;
-  static constexpr std::chrono::seconds kFreshFor{2};
+  using Entries = FreshCache<uid_t, protocol::LookUpUserReply>;
+  using Clock = Entries::Clock;
+  static constexpr std::chrono::seconds kFreshFor = Entries::kFreshFor;
   // Bounds memory whatever the number of users submitting.
-  static constexpr std::size_t kMaxEntries = 256;
+  static constexpr std::size_t kMaxEntries = Entries::kMaxEntries;
 
   // The answer for `uid` if it is younger than kFreshFor.
   std::optional<protocol::LookUpUserReply> Find(uid_t uid, Clock::time_point now) const;
@@ -37,11 +37,7 @@ class AccountCache {
   void Put(uid_t uid, const protocol::LookUpUserReply& found, Clock::time_point now);
 
  private:
-  struct Entry {
-    protocol::LookUpUserReply found;
-    Clock::time_point at;
-  };
-  std::map<uid_t, Entry> entries_;
+  Entries entries_;
 };
 
 }  // namespace hpcb::executor

@@ -16,22 +16,23 @@
 #ifndef HPCB_EXECUTOR_DEST_CACHE_H_
 #define HPCB_EXECUTOR_DEST_CACHE_H_
 
-#include <chrono>
-#include <map>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "executor/fresh_cache.h"
 #include "protocol/launcher_messages.h"
 
 namespace hpcb::executor {
 
 class DestCache {
  public:
-  using Clock = std::chrono::steady_clock;
-  static constexpr std::chrono::seconds kFreshFor{2};
+  using Key = std::tuple<std::uint32_t, std::uint32_t, std::vector<std::uint32_t>, std::string>;
+  using Entries = FreshCache<Key, bool>;  // the value: found a writable directory
+  using Clock = Entries::Clock;
+  static constexpr std::chrono::seconds kFreshFor = Entries::kFreshFor;
   // Bounds memory whatever the number of users and directories.
-  static constexpr std::size_t kMaxEntries = 256;
+  static constexpr std::size_t kMaxEntries = Entries::kMaxEntries;
 
   // True if `path` was found a writable directory for `who` within kFreshFor.
   bool FreshDirectory(const protocol::UserIdentity& who, const std::string& path,
@@ -43,9 +44,8 @@ class DestCache {
            const protocol::CheckDestReply& reply, Clock::time_point now);
 
  private:
-  using Key = std::tuple<std::uint32_t, std::uint32_t, std::vector<std::uint32_t>, std::string>;
   static Key KeyOf(const protocol::UserIdentity& who, const std::string& path);
-  std::map<Key, Clock::time_point> entries_;
+  Entries entries_;
 };
 
 }  // namespace hpcb::executor

@@ -381,7 +381,7 @@ Result<void> ExecutorServer::Run() {
         if (packet.error().code() == ErrorCode::kUnavailable) {
           LogInfo("broker went away; stopping");
           HPCB_TRY(EndTurn());
-          // A clean stop leaves every spec in its file and no journal.
+          // A clean stop leaves every spec in its file and the journal empty.
           return store_.Checkpoint();
         }
         Refuse(0, 0, "a broker message", packet.error());

@@ -91,8 +91,8 @@ class ExecutorServer {
   void Tick();
   // Ends a loop turn: the specs saved during it reach the disk (one
   // fdatasync of the spec journal), then the answers the turn held go to
-  // the broker, in order (turn_commit.h), then the spec files catch up
-  // (spec_store.h). An error means the disk would not take them: nothing
+  // the broker, in order (turn_commit.h), then the cut of the journal
+  // takes a step (spec_store.h). An error means the disk would not take them: nothing
   // more is sent, and the executor must stop. Public for tests, which
   // call it where the loop would.
   Result<void> EndTurn();

@@ -167,6 +167,16 @@ class RootE2eTest : public ::testing::Test {
     return DaemonHarness::WaitFor([&] { return Ended(who, id); }, timeout);
   }
   bool Running(const Account& who, int id) { return StateOf(who, id) == "running"; }
+  // Every file of the state directory that holds `text`.
+  std::vector<std::string> FilesHolding(const std::string& text) const {
+    std::vector<std::string> found;
+    for (const auto& entry : fs::recursive_directory_iterator(daemon_->state())) {
+      if (entry.is_regular_file() && Slurp(entry.path()).find(text) != std::string::npos) {
+        found.push_back(entry.path());
+      }
+    }
+    return found;
+  }
 
   Account alice_, bob_, carol_, broker_;
   std::unique_ptr<DaemonHarness> daemon_;
@@ -447,21 +457,12 @@ TEST_F(RootE2eTest, AForwardedSecretLeavesNoTraceInTheStateDirectory) {
   const std::string secret = "s3cr3t-" + std::to_string(::getpid()) + "-xyzzy";
   const int id = Submit(alice_, {"--", "MY_SECRET=" + secret, "sh", "-c", "sleep 2"});
   ASSERT_GT(id, 0);
-  auto traces = [&] {
-    std::vector<std::string> found;
-    for (const auto& entry : fs::recursive_directory_iterator(daemon_->state())) {
-      if (entry.is_regular_file() && Slurp(entry.path()).find(secret) != std::string::npos) {
-        found.push_back(entry.path());
-      }
-    }
-    return found;
-  };
   ASSERT_TRUE(DaemonHarness::WaitFor([&] { return Running(alice_, id); }, seconds(10)));
-  std::vector<std::string> running = traces();
+  std::vector<std::string> running = FilesHolding(secret);
   EXPECT_TRUE(running.empty()) << "while it runs, in " << running.front();
   ASSERT_TRUE(WaitFinished(alice_, id, seconds(15)));
   daemon_->Stop();
-  std::vector<std::string> after = traces();
+  std::vector<std::string> after = FilesHolding(secret);
   EXPECT_TRUE(after.empty()) << "after it ended, in " << after.front();
 }
 
@@ -479,19 +480,10 @@ TEST_F(RootE2eTest, AForwardedSecretOfAJobQueuedAcrossARestartLeavesNoTrace) {
   ASSERT_FALSE(Running(alice_, id)) << "it was to wait behind the blocker";
   daemon_->Stop();
   ASSERT_TRUE(daemon_->Start({"--admin-group", kAdminGroup})) << daemon_->log();
-  auto traces = [&] {
-    std::vector<std::string> found;
-    for (const auto& entry : fs::recursive_directory_iterator(daemon_->state())) {
-      if (entry.is_regular_file() && Slurp(entry.path()).find(secret) != std::string::npos) {
-        found.push_back(entry.path());
-      }
-    }
-    return found;
-  };
-  EXPECT_FALSE(traces().empty()) << "a queued job's spec keeps what it was forwarded";
+  EXPECT_FALSE(FilesHolding(secret).empty()) << "a queued job's spec keeps what it was forwarded";
   ASSERT_TRUE(DaemonHarness::WaitFor([&] { return Running(alice_, id); }, seconds(15)))
       << daemon_->log();
-  std::vector<std::string> running = traces();
+  std::vector<std::string> running = FilesHolding(secret);
   EXPECT_TRUE(running.empty()) << "while it runs, in " << running.front();
   ASSERT_TRUE(WaitFinished(alice_, id, seconds(15)));
 }

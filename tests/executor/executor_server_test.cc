@@ -111,15 +111,24 @@ class ExecutorServerTest : public ::testing::Test {
     return testing::ReadText(config_.state_dir + "/specs/" + std::to_string(id) + ".json");
   }
 
-  // Plays the launcher's part in a registration: the account lookup, if
-  // the executor asked for one (a refusal before it does not).
-  void AnswerLookUp() {
+  // The executor's next request to the launcher, if one comes within
+  // `wait_ms`.
+  std::optional<Packet> LauncherRequest(int wait_ms) {
     struct pollfd p {
       launcher_b_.get(), POLLIN, 0
     };
-    if (::poll(&p, 1, 0) <= 0) return;
+    if (::poll(&p, 1, wait_ms) <= 0) return std::nullopt;
     Result<Packet> asked = protocol::ReceiveMessage(launcher_b_.get());
-    ASSERT_TRUE(asked);
+    EXPECT_TRUE(asked) << asked.error().message();
+    if (!asked) return std::nullopt;
+    return std::move(*asked);
+  }
+
+  // Plays the launcher's part in a registration: the account lookup, if
+  // the executor asked for one (a refusal before it does not).
+  void AnswerLookUp() {
+    std::optional<Packet> asked = LauncherRequest(0);
+    if (!asked) return;
     Result<protocol::LookUpUserRequest> request =
         protocol::Decode<protocol::LookUpUserRequest>(asked->bytes);
     ASSERT_TRUE(request) << asked->bytes;
@@ -190,13 +199,9 @@ TEST_F(ExecutorServerTest, AnOutputDirectoryIsCheckedOncePerUserWithinTwoSeconds
     packet.fds.emplace_back(::dup(a.get()));
     server_->Handle(packet);
     AnswerLookUp();  // the account, for the first only
-    struct pollfd p {
-      launcher_b_.get(), POLLIN, 0
-    };
     if (id == 1) {
-      ASSERT_EQ(::poll(&p, 1, 2000), 1) << "the first is checked by the user's helper";
-      Result<Packet> asked = protocol::ReceiveMessage(launcher_b_.get());
-      ASSERT_TRUE(asked);
+      std::optional<Packet> asked = LauncherRequest(2000);
+      ASSERT_TRUE(asked) << "the first is checked by the user's helper";
       Result<protocol::CheckDestRequest> check =
           protocol::Decode<protocol::CheckDestRequest>(asked->bytes);
       ASSERT_TRUE(check) << asked->bytes;
@@ -205,7 +210,7 @@ TEST_F(ExecutorServerTest, AnOutputDirectoryIsCheckedOncePerUserWithinTwoSeconds
       answer.dest = protocol::ResolveDestination(check->path, true, check->id);
       server_->OnLauncherMessage(Packet{protocol::Encode(answer), {}});
     } else {
-      EXPECT_EQ(::poll(&p, 1, 0), 0) << "the same directory was checked again";
+      EXPECT_FALSE(LauncherRequest(0)) << "the same directory was checked again";
     }
     const std::string reply = NextReply();
     EXPECT_FALSE(IsError(reply)) << reply;

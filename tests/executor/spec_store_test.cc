@@ -20,6 +20,8 @@ bool NoLines(const std::string& text) {
   return text.find_first_not_of(std::string_view("\0", 1)) == std::string::npos;
 }
 
+constexpr const char* kSecret = "hunter2-secret";
+
 LaunchSpec Spec(std::uint64_t id) {
   LaunchSpec spec;
   spec.id = id;
@@ -37,6 +39,19 @@ class SpecStoreTest : public ::testing::Test {
   bool Exists(const std::string& path) const { return ::access(path.c_str(), F_OK) == 0; }
   // What a power cut may leave of a file that was renamed but not flushed.
   void EmptyFile(std::uint64_t id) const { testing::WriteText(Path(id), ""); }
+
+  // A queued job's spec, with a forwarded secret in its environment,
+  // saved and committed.
+  static LaunchSpec SaveWithSecret(SpecStore& store) {
+    LaunchSpec spec = Spec(1);
+    spec.env = {{"TOKEN", kSecret}};
+    EXPECT_TRUE(store.Save(spec));
+    EXPECT_TRUE(store.Commit());
+    return spec;
+  }
+  static bool HoldsSecret(const std::string& path) {
+    return testing::ReadText(path).find(kSecret) != std::string::npos;
+  }
 
   testing::TempDir dir_;
 };
@@ -284,20 +299,17 @@ TEST_F(SpecStoreTest, ATornTailIsNotADamage) {
 
 TEST_F(SpecStoreTest, AForwardedEnvironmentIsBlankedOnceALineWithoutItIsDurable) {
   SpecStore store(dir_.path());
-  LaunchSpec spec = Spec(1);
-  spec.env = {{"TOKEN", "hunter2-secret"}};
-  ASSERT_TRUE(store.Save(spec));
-  ASSERT_TRUE(store.Commit());
+  LaunchSpec spec = SaveWithSecret(store);
   ASSERT_TRUE(store.Settle());
-  EXPECT_NE(testing::ReadText(store.journal_path()).find("hunter2-secret"), std::string::npos);
+  EXPECT_TRUE(HoldsSecret(store.journal_path()));
   spec.env.clear();  // started: the spec no longer needs it
   spec.state = protocol::SpecState::kRunning;
   ASSERT_TRUE(store.Save(spec));
-  EXPECT_NE(testing::ReadText(store.journal_path()).find("hunter2-secret"), std::string::npos)
+  EXPECT_TRUE(HoldsSecret(store.journal_path()))
       << "blanked before the line that replaces it was durable";
   ASSERT_TRUE(store.Commit());
   const std::string journal = testing::ReadText(store.journal_path());
-  EXPECT_EQ(journal.find("hunter2-secret"), std::string::npos) << journal;
+  EXPECT_EQ(journal.find(kSecret), std::string::npos) << journal;
   SpecJournalReplay replay;
   ReplaySpecJournal(journal, replay);
   EXPECT_EQ(replay.tail, SpecJournalTail::kClean) << replay.problem;
@@ -309,38 +321,29 @@ TEST_F(SpecStoreTest, AForwardedEnvironmentIsBlankedOnceALineWithoutItIsDurable)
 TEST_F(SpecStoreTest, AnEnvironmentInTheRetiredJournalIsBlankedThereToo) {
   SpecStore store(dir_.path());
   store.set_limits(1, 0);  // rotate at once; retire nothing yet
-  LaunchSpec spec = Spec(1);
-  spec.env = {{"TOKEN", "hunter2-secret"}};
-  ASSERT_TRUE(store.Save(spec));
-  ASSERT_TRUE(store.Commit());
+  LaunchSpec spec = SaveWithSecret(store);
   ASSERT_TRUE(store.Settle());
-  ASSERT_NE(testing::ReadText(store.old_journal_path()).find("hunter2-secret"), std::string::npos);
+  ASSERT_TRUE(HoldsSecret(store.old_journal_path()));
   spec.env.clear();
   ASSERT_TRUE(store.Save(spec));
   ASSERT_TRUE(store.Commit());
-  EXPECT_EQ(testing::ReadText(store.old_journal_path()).find("hunter2-secret"), std::string::npos);
-  EXPECT_EQ(testing::ReadText(store.journal_path()).find("hunter2-secret"), std::string::npos);
+  EXPECT_FALSE(HoldsSecret(store.old_journal_path()));
+  EXPECT_FALSE(HoldsSecret(store.journal_path()));
 }
 
 TEST_F(SpecStoreTest, AForgottenJobsEnvironmentIsBlanked) {
   SpecStore store(dir_.path());
-  LaunchSpec spec = Spec(1);
-  spec.env = {{"TOKEN", "hunter2-secret"}};
-  ASSERT_TRUE(store.Save(spec));
-  ASSERT_TRUE(store.Commit());
+  SaveWithSecret(store);
   ASSERT_TRUE(store.Forget(1));
   ASSERT_TRUE(store.Commit());
-  EXPECT_EQ(testing::ReadText(store.journal_path()).find("hunter2-secret"), std::string::npos);
+  EXPECT_FALSE(HoldsSecret(store.journal_path()));
 }
 
 TEST_F(SpecStoreTest, AQueuedJobsFileHoldingItsEnvironmentGoesOnceTheJobRuns) {
   SpecStore store(dir_.path());
-  LaunchSpec spec = Spec(1);
-  spec.env = {{"TOKEN", "hunter2-secret"}};
-  ASSERT_TRUE(store.Save(spec));
-  ASSERT_TRUE(store.Commit());
+  LaunchSpec spec = SaveWithSecret(store);
   ASSERT_TRUE(store.Checkpoint());  // a cut while queued: the file holds it
-  ASSERT_NE(testing::ReadText(Path(1)).find("hunter2-secret"), std::string::npos);
+  ASSERT_TRUE(HoldsSecret(Path(1)));
   spec.env.clear();
   spec.state = protocol::SpecState::kRunning;
   ASSERT_TRUE(store.Save(spec));
@@ -349,13 +352,13 @@ TEST_F(SpecStoreTest, AQueuedJobsFileHoldingItsEnvironmentGoesOnceTheJobRuns) {
   EXPECT_FALSE(Exists(Path(1)));
   ASSERT_TRUE(store.Checkpoint());
   const std::string file = testing::ReadText(Path(1));
-  EXPECT_EQ(file.find("hunter2-secret"), std::string::npos) << file;
+  EXPECT_EQ(file.find(kSecret), std::string::npos) << file;
   EXPECT_EQ(LoadSpec(dir_.path(), 1)->state, protocol::SpecState::kRunning);
 }
 
 TEST_F(SpecStoreTest, AFileReadAtStartUpWithAnEnvironmentGoesOnceTheJobRuns) {
   LaunchSpec spec = Spec(1);
-  spec.env = {{"TOKEN", "hunter2-secret"}};
+  spec.env = {{"TOKEN", kSecret}};
   spec.revision = 1;
   ASSERT_TRUE(SaveSpec(dir_.path(), spec, host::Sync::kNone));
   SpecStore store(dir_.path());
