@@ -1,7 +1,6 @@
 #include "client/slurm_backend.h"
 
 #include <fcntl.h>
-#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,6 +25,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr auto kQuietNotice = std::chrono::seconds(10);
 constexpr const char* kFinishedWindow = "now-7days";
+constexpr const char* kGetent = "/usr/bin/getent";
 
 std::string IdText(std::uint64_t id) {
   return std::to_string(id);
@@ -77,17 +77,23 @@ Result<std::string> ToolOutput(const BackendConfig& config, const std::string& t
   return std::move(outcome.out);
 }
 
-Result<Submitter> CurrentUser() {
-  long size = ::sysconf(_SC_GETPW_R_SIZE_MAX);
-  std::string buffer(size > 0 ? static_cast<std::size_t>(size) : 16384, '\0');
-  passwd entry{};
-  passwd* found = nullptr;
-  int rc = ::getpwuid_r(::getuid(), &entry, buffer.data(), buffer.size(), &found);
-  if (rc != 0 || found == nullptr) {
-    return Error(ErrorCode::kNotFound,
-                 "uid " + std::to_string(::getuid()) + " is not in the password database");
+// The password database is read through getent, not getpwuid_r: dispatch
+// is linked statically because it starts once per submission, and a static
+// glibc can only reach NSS by loading modules that must match the libc it
+// was built with. This backend runs a command per call anyway.
+Result<Submitter> CurrentUser(const BackendConfig& config) {
+  const std::string uid = std::to_string(::getuid());
+  ProcessSpec spec;
+  spec.program = kGetent;
+  spec.args = {"passwd", uid};
+  spec.timeout = config.slurm_timeout;
+  HPCB_ASSIGN_OR_RETURN(ProcessOutcome outcome, RunProcess(spec));
+  if (!outcome.succeeded()) {
+    return Error(ErrorCode::kNotFound, "uid " + uid + " is not in the password database (" +
+                                           kGetent + " passwd " + uid + ": " +
+                                           Complaint(outcome) + ")");
   }
-  return Submitter{entry.pw_name, entry.pw_dir, entry.pw_shell ? entry.pw_shell : ""};
+  return ParsePasswdEntry(outcome.out);
 }
 
 // The checks the local executor makes before it accepts an output path,
@@ -262,7 +268,7 @@ int Submit(const BackendConfig& config, const protocol::SubmitRequest& request,
   protocol::SubmitRequest checked = request;
   checked.env = command_env;
   if (auto valid = checked.Validate(); !valid) return ReportError(valid.error(), io);
-  auto who = CurrentUser();
+  auto who = CurrentUser(config);
   if (!who) return ReportError(who.error(), io);
   bool output_is_dir = false;
   if (checked.output) {
@@ -297,7 +303,7 @@ int Submit(const BackendConfig& config, const protocol::SubmitRequest& request,
 int List(const BackendConfig& config, const protocol::ListRequest& request, bool json, Io io) {
   std::string user;
   if (!request.all) {
-    auto who = CurrentUser();
+    auto who = CurrentUser(config);
     if (!who) return ReportError(who.error(), io);
     user = who->user;
   }

@@ -178,6 +178,20 @@ std::string BaseState(std::string_view state) {
 
 }  // namespace
 
+Result<Submitter> ParsePasswdEntry(std::string_view line) {
+  line = line.substr(0, line.find('\n'));
+  std::vector<std::string> fields = SplitOn(line, ':');
+  if (fields.size() != 7 || fields[0].empty()) {
+    return InvalidArgument("not a password-database entry (name:password:uid:gid:gecos:home:shell): " +
+                           std::string(line.substr(0, 200)));
+  }
+  if (fields[5].empty() || fields[5].front() != '/') {
+    return InvalidArgument("the password database gives " + fields[0] +
+                           " no absolute home directory");
+  }
+  return Submitter{fields[0], fields[5], fields[6]};
+}
+
 Result<SbatchJob> MapSubmit(const protocol::SubmitRequest& request,
                             const std::map<std::string, std::string>& command_env,
                             const Submitter& who, bool output_is_dir) {

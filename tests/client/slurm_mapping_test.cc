@@ -278,6 +278,29 @@ TEST(SlurmTextTest, SbatchIds) {
   EXPECT_FALSE(ParseSbatchId("Submitted batch job 812\n"));
 }
 
+TEST(SlurmTextTest, PasswdEntries) {
+  auto alice = ParsePasswdEntry("alice:x:1000:1000:Alice A,,,:/home/alice:/bin/bash\n");
+  ASSERT_TRUE(alice) << alice.error().message();
+  EXPECT_EQ(alice->user, "alice");
+  EXPECT_EQ(alice->home, "/home/alice");
+  EXPECT_EQ(alice->shell, "/bin/bash");
+  // An empty shell means /bin/sh to the mapping; only the first line counts.
+  auto bob = ParsePasswdEntry("bob:x:1001:1001::/srv/bob:\nbob:x:1001:1001::/elsewhere:/bin/zsh\n");
+  ASSERT_TRUE(bob) << bob.error().message();
+  EXPECT_EQ(bob->home, "/srv/bob");
+  EXPECT_EQ(bob->shell, "");
+  for (const char* bad : {"", "\n", "alice:x:1000:1000:/home/alice:/bin/bash",
+                          "alice:x:1000:1000::/home/alice:/bin/bash:extra",
+                          ":x:1000:1000::/home/alice:/bin/bash", "alice:x:1000:1000::home:/bin/sh",
+                          "alice:x:1000:1000:::/bin/sh"}) {
+    auto parsed = ParsePasswdEntry(bad);
+    EXPECT_FALSE(parsed) << "'" << bad << "' was taken";
+    if (!parsed) {
+      EXPECT_EQ(parsed.error().code(), ErrorCode::kInvalidArgument) << bad;
+    }
+  }
+}
+
 TEST(SlurmTextTest, Durations) {
   struct Case {
     const char* text;
