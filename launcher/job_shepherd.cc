@@ -146,7 +146,6 @@ Result<ShepherdChild> StartShepherd(const protocol::SpawnRequest& request, const
   const pid_t pid = ::fork();
   if (pid < 0) return Error::FromErrno(errno, "fork");
   if (pid == 0) RunShepherd(request, job, fds, write_end.get(), options);
-  job.PinAhead(pid);
   return ShepherdChild{pid, std::move(read_end)};
 }
 

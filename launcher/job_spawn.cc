@@ -170,10 +170,6 @@ void PreparedJob::Exec(const SpawnFds& fds, int report_fd, bool change_identity)
   Fail(keep, kExec, last);
 }
 
-void PreparedJob::PinAhead(pid_t shepherd) const {
-  if (mask_ != nullptr) (void)::sched_setaffinity(shepherd, mask_size_, mask_);
-}
-
 std::string PreparedJob::Describe(const JobChildReport& report) const {
   std::string what = StageName(report.stage);
   if (report.stage == kExec) what += " " + argv_text_[0];

@@ -49,15 +49,6 @@ class PreparedJob {
   // "failed to start job: <what>: <strerror>".
   std::string Describe(const JobChildReport& report) const;
 
-  // Puts `shepherd`, just forked and not yet run, on the job's CPUs, so
-  // that the job child is born there. Moving a task that waits to run is
-  // cheap; a running one moving itself (the child's own affinity call)
-  // waits for the target CPU to take it, 0.15 ms here even when idle. The
-  // shepherd's own work for the job (its run records, its fork) then lands
-  // on the job's CPUs rather than another job's. Best effort: the child
-  // still sets its affinity itself and reports a failure.
-  void PinAhead(pid_t shepherd) const;
-
  private:
   PreparedJob() = default;
   std::vector<std::string> argv_text_;
