@@ -92,9 +92,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       break;
     }
     default: {
-      // Written by a root shepherd, read back by the executor.
-      auto record = protocol::Decode<host::RunRecord>(text);
-      if (record && !protocol::Decode<host::RunRecord>(protocol::Encode(*record))) __builtin_trap();
+      // Written by a root shepherd, one line per state, read back by the
+      // executor: what it takes must be a valid record of the job asked
+      // for, and must read the same when written again.
+      std::uint64_t id = 1;
+      if (auto first = protocol::Decode<host::RunRecord>(text.substr(0, text.find('\n')))) {
+        id = first->id;
+      }
+      auto record = host::ParseRunRecord(text, id);
+      if (!record) break;
+      if (record->id != id || !record->Validate()) __builtin_trap();
+      auto again = host::ParseRunRecord(protocol::Encode(*record) + "\n", id);
+      if (!again || again->pid != record->pid || again->status != record->status) __builtin_trap();
       break;
     }
   }

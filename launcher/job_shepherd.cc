@@ -63,11 +63,6 @@ ShepherdReport AwaitExec(pid_t job, int exec_pipe, std::chrono::milliseconds dea
   }
 }
 
-void WriteRunRecord(const std::string& run_dir, const host::RunRecord& record, host::Sync sync) {
-  (void)host::WriteFileAtomic(host::RunRecordPath(run_dir, record.id),
-                              protocol::Encode(record) + "\n", 0600, sync);
-}
-
 [[noreturn]] void RunShepherd(const protocol::SpawnRequest& request, const PreparedJob& job,
                               SpawnFds fds, int report_fd, const ShepherdOptions& options) {
   (void)::prctl(PR_SET_NAME, "hpcb-shepherd", 0, 0, 0);
@@ -82,13 +77,14 @@ void WriteRunRecord(const std::string& run_dir, const host::RunRecord& record, h
   fds.buffer = keep[1];
   fds.cgroup_dir = keep[2];
 
+  host::RunRecordWriter run_record(options.run_dir);
   host::RunRecord record;
   record.id = request.id;
   record.shepherd = ::getpid();
   record.placement = request.placement;
   // Before the fork: a launcher that dies from here on leaves a record
   // saying the job may be starting, so no one starts it a second time.
-  WriteRunRecord(options.run_dir, record, host::Sync::kNone);
+  (void)run_record.Append(record, host::Sync::kNone);
   auto give_up = [&](int err) {
     ::unlink(host::RunRecordPath(options.run_dir, record.id).c_str());
     Report(report_fd, ShepherdReport{0, kTimedOutStage, err});
@@ -113,7 +109,7 @@ void WriteRunRecord(const std::string& run_dir, const host::RunRecord& record, h
   // Written before the launcher hears of the start: whoever reads the spec
   // after a crash finds the job either unstarted or in this record.
   if (report.stage == 0) {
-    WriteRunRecord(options.run_dir, record, host::Sync::kNone);
+    (void)run_record.Append(record, host::Sync::kNone);
   } else {
     // It never ran: no record at all, as for a job never started.
     ::unlink(host::RunRecordPath(options.run_dir, record.id).c_str());
@@ -131,7 +127,7 @@ void WriteRunRecord(const std::string& run_dir, const host::RunRecord& record, h
   record.user_s = Seconds(usage.ru_utime);
   record.system_s = Seconds(usage.ru_stime);
   record.max_rss_kib = usage.ru_maxrss;
-  WriteRunRecord(options.run_dir, record, host::Sync::kNow);
+  (void)run_record.Append(record, host::Sync::kNow);
   ::_exit(0);
 }
 

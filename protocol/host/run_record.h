@@ -1,25 +1,37 @@
 // The run record: STATE/run/<id>.json, written as root by a job's shepherd
 // (the job's parent, launcher/job_shepherd.h) and read by the executor.
 //
-// It is how a job's fate outlives every daemon role. The shepherd writes it
-// three times, each with the placement the spawn carried: before it forks
-// the job (pid 0: starting), once the job has
-// exec'd (its pid), and, fsynced, when the job has ended (the wait status
-// and what the job used), then exits. The executor, its launcher or the
-// broker may each be restarted meanwhile: the record says whether the job
-// may be starting (its shepherd alive), started, or ended and how, so no
-// job is ever started twice or its end lost.
+// It is how a job's fate outlives every daemon role. The shepherd records
+// three states, each with the placement the spawn carried: before it forks
+// the job (pid 0: starting), once the job has exec'd (its pid), and,
+// flushed, when the job has ended (the wait status and what the job used),
+// then exits. The executor, its launcher or the broker may each be
+// restarted meanwhile: the record says whether the job may be starting
+// (its shepherd alive), started, or ended and how, so no job is ever
+// started twice or its end lost.
+//
+// One file, one line per state, the last line that reads is the job's
+// state: a file is made once per job rather than three times through a
+// temporary name (making a file is most of what writing a small one costs).
+// A line torn by a crash reads as nothing, leaving the state before it,
+// which is what the rename of a whole file used to leave.
 #ifndef HPCB_PROTOCOL_HOST_RUN_RECORD_H_
 #define HPCB_PROTOCOL_HOST_RUN_RECORD_H_
+
+#include <sys/types.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "protocol/base/result.h"
+#include "protocol/base/unique_fd.h"
 #include "protocol/codec.h"
 #include "protocol/executor_messages.h"
+#include "protocol/host/host_files.h"
 
 namespace hpcb::host {
 
@@ -74,8 +86,29 @@ struct RunRecord {
 
 std::string RunRecordPath(const std::string& run_dir, std::uint64_t id);
 
+// The newest state in a run record's text: its last line that decodes,
+// is valid and names job `id`. An error when no line does.
+Result<RunRecord> ParseRunRecord(std::string_view text, std::uint64_t id);
+
 // kNotFound when there is none (no shepherd ever ran for the job).
 Result<RunRecord> LoadRunRecord(const std::string& run_dir, std::uint64_t id);
+
+// The shepherd's side: the first Append makes the file (emptying one an
+// earlier try left), each later one adds a line. A line that fails half
+// way is written over by the next, so it never runs into it. A file
+// removed or replaced meanwhile is made again, holding the newest line.
+class RunRecordWriter {
+ public:
+  explicit RunRecordWriter(std::string run_dir) : run_dir_(std::move(run_dir)) {}
+  // Sync::kNow: the line, and the file's name in the directory, are on
+  // disk when it returns; kNone: neither (Sync::kDeferred is kNow here).
+  Result<void> Append(const RunRecord& record, Sync sync);
+
+ private:
+  std::string run_dir_;
+  UniqueFd fd_;
+  off_t size_ = 0;  // the lines written whole
+};
 
 // Jobs whose run record says they run (started, no end status yet): the
 // count the launcher logs when it reloads or stops.
