@@ -90,8 +90,8 @@ Result<Submitter> CurrentUser(const BackendConfig& config) {
   HPCB_ASSIGN_OR_RETURN(ProcessOutcome outcome, RunProcess(spec));
   if (!outcome.succeeded()) {
     return Error(ErrorCode::kNotFound, "uid " + uid + " is not in the password database (" +
-                                           kGetent + " passwd " + uid + ": " +
-                                           Complaint(outcome) + ")");
+                                           kGetent + " passwd " + uid + ": " + Complaint(outcome) +
+                                           ")");
   }
   return ParsePasswdEntry(outcome.out);
 }

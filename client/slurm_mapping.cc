@@ -182,8 +182,9 @@ Result<Submitter> ParsePasswdEntry(std::string_view line) {
   line = line.substr(0, line.find('\n'));
   std::vector<std::string> fields = SplitOn(line, ':');
   if (fields.size() != 7 || fields[0].empty()) {
-    return InvalidArgument("not a password-database entry (name:password:uid:gid:gecos:home:shell): " +
-                           std::string(line.substr(0, 200)));
+    return InvalidArgument(
+        "not a password-database entry (name:password:uid:gid:gecos:home:shell): " +
+        std::string(line.substr(0, 200)));
   }
   if (fields[5].empty() || fields[5].front() != '/') {
     return InvalidArgument("the password database gives " + fields[0] +

@@ -66,9 +66,9 @@ Result<void> RunRecordWriter::Append(const RunRecord& record, Sync sync) {
   // line, the newest state, is all it holds.
   struct stat held {};
   struct stat named {};
-  if (fd_.valid() && (::fstat(fd_.get(), &held) != 0 || held.st_nlink == 0 ||
-                      ::lstat(path.c_str(), &named) != 0 || named.st_ino != held.st_ino ||
-                      named.st_dev != held.st_dev)) {
+  if (fd_.valid() &&
+      (::fstat(fd_.get(), &held) != 0 || held.st_nlink == 0 || ::lstat(path.c_str(), &named) != 0 ||
+       named.st_ino != held.st_ino || named.st_dev != held.st_dev)) {
     fd_.reset();
   }
   if (!fd_.valid()) {

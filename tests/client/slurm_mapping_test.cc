@@ -289,10 +289,10 @@ TEST(SlurmTextTest, PasswdEntries) {
   ASSERT_TRUE(bob) << bob.error().message();
   EXPECT_EQ(bob->home, "/srv/bob");
   EXPECT_EQ(bob->shell, "");
-  for (const char* bad : {"", "\n", "alice:x:1000:1000:/home/alice:/bin/bash",
-                          "alice:x:1000:1000::/home/alice:/bin/bash:extra",
-                          ":x:1000:1000::/home/alice:/bin/bash", "alice:x:1000:1000::home:/bin/sh",
-                          "alice:x:1000:1000:::/bin/sh"}) {
+  for (const char* bad :
+       {"", "\n", "alice:x:1000:1000:/home/alice:/bin/bash",
+        "alice:x:1000:1000::/home/alice:/bin/bash:extra", ":x:1000:1000::/home/alice:/bin/bash",
+        "alice:x:1000:1000::home:/bin/sh", "alice:x:1000:1000:::/bin/sh"}) {
     auto parsed = ParsePasswdEntry(bad);
     EXPECT_FALSE(parsed) << "'" << bad << "' was taken";
     if (!parsed) {

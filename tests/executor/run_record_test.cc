@@ -44,7 +44,8 @@ std::string Line(const RunRecord& record) {
 }
 
 TEST(RunRecordTest, TheLastLineThatReadsIsTheJobsState) {
-  Result<RunRecord> ended = ParseRunRecord(Line(Starting(5)) + Line(Started(5)) + Line(Ended(5)), 5);
+  Result<RunRecord> ended =
+      ParseRunRecord(Line(Starting(5)) + Line(Started(5)) + Line(Ended(5)), 5);
   ASSERT_TRUE(ended) << ended.error().message();
   EXPECT_EQ(ended->pid, 901);
   EXPECT_EQ(ended->status, 3 << 8);
@@ -129,7 +130,7 @@ TEST(RunRecordTest, ALineThatFailsHalfWayIsWrittenOverByTheNext) {
   ASSERT_EQ(::sigaction(SIGXFSZ, &ignore, &saved), 0);
   struct rlimit limit {};
   ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &limit), 0);
-  const struct rlimit small {first + 20, limit.rlim_max};
+  const struct rlimit small { first + 20, limit.rlim_max };
   ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
   Result<void> cut = writer.Append(Started(5), Sync::kNone);
   ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limit), 0);
