@@ -25,7 +25,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr auto kQuietNotice = std::chrono::seconds(10);
 constexpr const char* kFinishedWindow = "now-7days";
-constexpr const char* kGetent = "/usr/bin/getent";
 
 std::string IdText(std::uint64_t id) {
   return std::to_string(id);
@@ -83,17 +82,24 @@ Result<std::string> ToolOutput(const BackendConfig& config, const std::string& t
 // was built with. This backend runs a command per call anyway.
 Result<Submitter> CurrentUser(const BackendConfig& config) {
   const std::string uid = std::to_string(::getuid());
+  // Where Debian and most systems keep it; elsewhere, along PATH.
   ProcessSpec spec;
-  spec.program = kGetent;
+  spec.program = "getent";
+  for (const char* path : {"/usr/bin/getent", "/bin/getent"}) {
+    if (::access(path, X_OK) == 0) {
+      spec.program = path;
+      break;
+    }
+  }
   spec.args = {"passwd", uid};
   spec.timeout = config.slurm_timeout;
   HPCB_ASSIGN_OR_RETURN(ProcessOutcome outcome, RunProcess(spec));
   if (!outcome.succeeded()) {
     return Error(ErrorCode::kNotFound, "uid " + uid + " is not in the password database (" +
-                                           kGetent + " passwd " + uid + ": " + Complaint(outcome) +
-                                           ")");
+                                           spec.program + " passwd " + uid + ": " +
+                                           Complaint(outcome) + ")");
   }
-  return ParsePasswdEntry(outcome.out);
+  return ParsePasswdEntry(outcome.out, ::getuid());
 }
 
 // The checks the local executor makes before it accepts an output path,

@@ -178,19 +178,21 @@ std::string BaseState(std::string_view state) {
 
 }  // namespace
 
-Result<Submitter> ParsePasswdEntry(std::string_view line) {
+Result<Submitter> ParsePasswdEntry(std::string_view line, std::uint32_t uid) {
   line = line.substr(0, line.find('\n'));
   std::vector<std::string> fields = SplitOn(line, ':');
-  if (fields.size() != 7 || fields[0].empty()) {
+  // A directory service's gecos may hold ':' (getent prints it as is): the
+  // name is the first field, the home and shell the last two.
+  if (fields.size() < 7 || fields[0].empty()) {
     return InvalidArgument(
         "not a password-database entry (name:password:uid:gid:gecos:home:shell): " +
         std::string(line.substr(0, 200)));
   }
-  if (fields[5].empty() || fields[5].front() != '/') {
-    return InvalidArgument("the password database gives " + fields[0] +
-                           " no absolute home directory");
+  if (fields[2] != std::to_string(uid)) {
+    return InvalidArgument("the password-database entry of " + fields[0] + " is for uid " +
+                           fields[2] + ", not " + std::to_string(uid));
   }
-  return Submitter{fields[0], fields[5], fields[6]};
+  return Submitter{fields[0], fields[fields.size() - 2], fields.back()};
 }
 
 Result<SbatchJob> MapSubmit(const protocol::SubmitRequest& request,

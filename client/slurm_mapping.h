@@ -47,9 +47,9 @@ Result<SbatchJob> MapSubmit(const protocol::SubmitRequest& request,
                             const std::map<std::string, std::string>& command_env,
                             const Submitter& who, bool output_is_dir);
 
-// The submitter from one password-database entry as `getent passwd` prints
-// it: "name:password:uid:gid:gecos:home:shell".
-Result<Submitter> ParsePasswdEntry(std::string_view line);
+// The submitter from the password-database entry of `uid` as `getent
+// passwd` prints it: "name:password:uid:gid:gecos:home:shell".
+Result<Submitter> ParsePasswdEntry(std::string_view line, std::uint32_t uid);
 
 // "%j" in `output_template` replaced by the id.
 std::string OutputPathFor(const std::string& output_template, std::uint64_t id);

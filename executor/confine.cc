@@ -94,7 +94,7 @@ const std::vector<AllowedSyscall>& SeccompAllowList() {
       {"rmdir", "removing job cgroups and emptied job directories"},
       {"unlink", "specs, run records, dev entries of forgotten jobs; a spec journal once cut"},
       {"unlinkat", "a delivered buffer and leftover temp files, through a job dir's fd"},
-      {"rename", "a spec, run record or the id high-water mark into place; the spec journal aside"},
+      {"rename", "a spec or the id high-water mark into place; the spec journal aside"},
       {"renameat", "info.json into place through the job dir's fd"},
       {"symlink", "the job's /dev inspection entry"},
       {"fchown", "handing a job's dir and files to its user, through their fds"},

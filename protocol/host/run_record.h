@@ -14,9 +14,10 @@
 // state: a file is made once per job rather than three times through a
 // temporary name (on ext4 each new file is an inode search, slower the
 // more files were deleted recently, as in a stream of short jobs; the
-// start of a job came 0.7 ms sooner in bench runs).
-// A line torn by a crash reads as nothing, leaving the state before it,
-// which is what the rename of a whole file used to leave.
+// start of a job came 0.7 ms sooner in bench runs). The first line is
+// renamed into place with its file, as before; a later line torn by a
+// crash reads as nothing, leaving the state before it, which is what the
+// rename of a whole file used to leave.
 #ifndef HPCB_PROTOCOL_HOST_RUN_RECORD_H_
 #define HPCB_PROTOCOL_HOST_RUN_RECORD_H_
 
@@ -95,10 +96,11 @@ Result<RunRecord> ParseRunRecord(std::string_view text, std::uint64_t id);
 // kNotFound when there is none (no shepherd ever ran for the job).
 Result<RunRecord> LoadRunRecord(const std::string& run_dir, std::uint64_t id);
 
-// The shepherd's side: the first Append makes the file (emptying one an
-// earlier try left), each later one adds a line. A line that fails half
-// way is written over by the next, so it never runs into it. A file
-// removed or replaced meanwhile is made again, holding the newest line.
+// The shepherd's side: the first Append makes the file with its line
+// under a temporary name and renames it over any an earlier try left; each
+// later one adds a line. A line that fails half way is written over by the
+// next, so it never runs into it. A file removed or replaced meanwhile is
+// made again, holding the newest line.
 class RunRecordWriter {
  public:
   explicit RunRecordWriter(std::string run_dir) : run_dir_(std::move(run_dir)) {}
@@ -107,6 +109,11 @@ class RunRecordWriter {
   Result<void> Append(const RunRecord& record, Sync sync);
 
  private:
+  // The open file is still the one `path` names.
+  bool StillNamed(const std::string& path) const;
+  Result<void> Make(const std::string& path, const std::string& line);
+  Result<void> WriteLine(const std::string& path, const std::string& line);
+
   std::string run_dir_;
   UniqueFd fd_;
   off_t size_ = 0;  // the lines written whole

@@ -279,21 +279,29 @@ TEST(SlurmTextTest, SbatchIds) {
 }
 
 TEST(SlurmTextTest, PasswdEntries) {
-  auto alice = ParsePasswdEntry("alice:x:1000:1000:Alice A,,,:/home/alice:/bin/bash\n");
+  auto alice = ParsePasswdEntry("alice:x:1000:1000:Alice A,,,:/home/alice:/bin/bash\n", 1000);
   ASSERT_TRUE(alice) << alice.error().message();
   EXPECT_EQ(alice->user, "alice");
   EXPECT_EQ(alice->home, "/home/alice");
   EXPECT_EQ(alice->shell, "/bin/bash");
   // An empty shell means /bin/sh to the mapping; only the first line counts.
-  auto bob = ParsePasswdEntry("bob:x:1001:1001::/srv/bob:\nbob:x:1001:1001::/elsewhere:/bin/zsh\n");
+  auto bob =
+      ParsePasswdEntry("bob:x:1001:1001::/srv/bob:\nbob:x:1001:1001::/elsewhere:/bin/zsh\n", 1001);
   ASSERT_TRUE(bob) << bob.error().message();
   EXPECT_EQ(bob->home, "/srv/bob");
   EXPECT_EQ(bob->shell, "");
-  for (const char* bad :
-       {"", "\n", "alice:x:1000:1000:/home/alice:/bin/bash",
-        "alice:x:1000:1000::/home/alice:/bin/bash:extra", ":x:1000:1000::/home/alice:/bin/bash",
-        "alice:x:1000:1000::home:/bin/sh", "alice:x:1000:1000:::/bin/sh"}) {
-    auto parsed = ParsePasswdEntry(bad);
+  // A directory service's gecos with a ':' in it.
+  auto carol = ParsePasswdEntry("carol:*:1002:1002:Carol: lab 3:/home/carol:/bin/sh", 1002);
+  ASSERT_TRUE(carol) << carol.error().message();
+  EXPECT_EQ(carol->home, "/home/carol");
+  EXPECT_EQ(carol->shell, "/bin/sh");
+  auto other = ParsePasswdEntry("alice:x:1000:1000::/home/alice:/bin/bash", 1001);
+  ASSERT_FALSE(other);
+  EXPECT_NE(other.error().message().find("for uid 1000, not 1001"), std::string::npos)
+      << other.error().message();
+  for (const char* bad : {"", "\n", "alice:x:1000:1000:/home/alice:/bin/bash",
+                          ":x:1000:1000::/home/alice:/bin/bash"}) {
+    auto parsed = ParsePasswdEntry(bad, 1000);
     EXPECT_FALSE(parsed) << "'" << bad << "' was taken";
     if (!parsed) {
       EXPECT_EQ(parsed.error().code(), ErrorCode::kInvalidArgument) << bad;

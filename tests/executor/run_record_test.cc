@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include <filesystem>
 #include <string>
 
 #include "tests/testing/temp_dir.h"
@@ -79,6 +80,34 @@ TEST(RunRecordTest, NothingReadableOrAnotherJobsLinesAreAnError) {
       << other.error().message();
   // A stray line of another job does not hide this job's state.
   EXPECT_EQ(ParseRunRecord(Line(Started(5)) + Line(Ended(6)), 5)->pid, 901);
+}
+
+TEST(RunRecordTest, OnlyTheLastFewLinesAreRead) {
+  // The writer makes three lines at most: a record whose last several do
+  // not read is damaged, and its beginning is not searched (a megabyte of
+  // junk would otherwise hold the executor's loop on every read).
+  std::string junk;
+  for (int i = 0; i < 3; ++i)
+    junk += "{}\n";
+  EXPECT_EQ(ParseRunRecord(Line(Started(5)) + junk, 5)->pid, 901);
+  for (int i = 0; i < 10; ++i)
+    junk += "x\n";
+  EXPECT_FALSE(ParseRunRecord(Line(Started(5)) + junk, 5));
+}
+
+TEST(RunRecordTest, AShepherdKilledWhileMakingTheFileLeavesNoRecord) {
+  TempDir dir;
+  const std::string path = RunRecordPath(dir.path(), 5);
+  // What a kill between making the file and writing its line leaves.
+  WriteText(path + ".tmp", "");
+  Result<RunRecord> none = LoadRunRecord(dir.path(), 5);
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().code(), ErrorCode::kNotFound) << none.error().message();
+  // The next try makes it over the leftover.
+  RunRecordWriter writer(dir.path());
+  ASSERT_TRUE(writer.Append(Starting(5), Sync::kNone));
+  EXPECT_EQ(ReadText(path), Line(Starting(5)));
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
 }
 
 TEST(RunRecordTest, TheWriterMakesOneFileAndAddsALinePerState) {
