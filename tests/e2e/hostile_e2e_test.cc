@@ -542,7 +542,8 @@ TEST_F(HostileE2eTest, SigstopBeforeExecFreezesNoOne) {
     std::optional<protocol::JobRow> job = AttackerJob(id);
     ASSERT_TRUE(job) << "the attacker's job " << id << " is not listed";
     EXPECT_EQ(job->state, protocol::JobState::kDone);
-    EXPECT_TRUE(job->reason.has_value()) << "job " << id << " ended without a reason";
+    EXPECT_TRUE(job->reason.has_value()) << "job " << id << " ended without a reason\n"
+                                         << Tail(daemon_->log());
   }
   for (const auto& job : attacker_jobs_) {
     EXPECT_TRUE(Ended(job)) << "attacker job " << job.id << " is still " << job.state;

@@ -46,10 +46,29 @@ std::size_t ThreadCount() {
   return count;
 }
 
+// /proc/PID/NAME, "" if it cannot be read. Not an ifstream: a process
+// that exits between the open and the read makes read(2) fail with ESRCH,
+// which libstdc++'s filebuf throws as an exception whatever the stream's
+// exception mask, and an attacker loop would die of it.
+std::string ProcText(pid_t pid, const char* name) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/" + name;
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  std::string text;
+  if (!fd.valid()) return text;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t got = ::read(fd.get(), buffer, sizeof buffer);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return "";
+    if (got == 0) return text;
+    text.append(buffer, static_cast<std::size_t>(got));
+  }
+}
+
 // The real uid on the "Uid:" line of /proc/PID/status (readable for any
 // process, unlike /proc/PID/exe of one that is no longer dumpable).
 std::optional<uid_t> RealUid(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::istringstream in(ProcText(pid, "status"));
   std::string line;
   while (std::getline(in, line)) {
     if (line.rfind("Uid:", 0) != 0) continue;
@@ -355,8 +374,7 @@ int StopPreExecChildren(pid_t launcher, const std::string& job_comm, int report_
 }
 
 std::optional<ProcInfo> ReadProc(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = ProcText(pid, "stat");
   const auto open = text.find('(');
   const auto close = text.rfind(')');
   if (open == std::string::npos || close == std::string::npos || close < open) return std::nullopt;
