@@ -22,6 +22,19 @@ constexpr std::size_t kMaxJournalBytes = 256u << 20;
 // A new journal is this much zeros (or rotate_bytes, if smaller).
 constexpr std::uint64_t kMaxPreallocBytes = 4u << 20;
 
+Result<void> WriteAllAt(int fd, std::string_view bytes, std::uint64_t offset,
+                        const std::string& what) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::pwrite(fd, bytes.data(), bytes.size(), static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Error::FromErrno(errno, "write " + what);
+    if (n == 0) return Error(ErrorCode::kUnavailable, "write " + what + ": nothing written");
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+    offset += static_cast<std::uint64_t>(n);
+  }
+  return Ok();
+}
+
 }  // namespace
 
 std::string SpecStore::SpecPath(std::uint64_t id) const {
@@ -137,7 +150,7 @@ Result<void> SpecStore::Preallocate(int fd) const {
       std::min<std::uint64_t>((rotate_bytes_ + kPage - 1) / kPage * kPage, kMaxPreallocBytes);
   const std::string zeros(64u << 10, '\0');
   for (std::uint64_t at = 0; at < bytes; at += zeros.size()) {
-    HPCB_TRY(protocol::WriteAllAt(
+    HPCB_TRY(WriteAllAt(
         fd, std::string_view(zeros).substr(0, std::min<std::uint64_t>(zeros.size(), bytes - at)),
         at, journal_path()));
   }
@@ -157,7 +170,7 @@ Result<std::uint64_t> SpecStore::Append(const std::string& line) {
   const std::uint64_t at = journal_bytes_;
   uncommitted_ = true;
   if (Result<void> written =
-          protocol::WriteAllAt(journal_.get(), line.empty() ? "\n" : line, at, journal_path());
+          WriteAllAt(journal_.get(), line.empty() ? "\n" : line, at, journal_path());
       !written) {
     return written.error();
   }
@@ -225,9 +238,8 @@ void SpecStore::BlankSecrets() {
     for (const SecretLine& line : it->second) {
       const int fd = line.in_old ? old_journal_.get() : journal_.get();
       if (fd < 0) continue;  // its journal is gone already
-      Result<void> blanked =
-          protocol::WriteAllAt(fd, std::string(line.length, '\n'), line.offset,
-                               line.in_old ? old_journal_path() : journal_path());
+      Result<void> blanked = WriteAllAt(fd, std::string(line.length, '\n'), line.offset,
+                                        line.in_old ? old_journal_path() : journal_path());
       if (!blanked) {
         LogWarning("cannot blank a forwarded environment in the spec journal (job " +
                    std::to_string(id) + "): " + blanked.error().message() +
