@@ -85,6 +85,19 @@ Result<void> WriteAllToFile(int fd, std::string_view bytes) {
   return Ok();
 }
 
+Result<void> WriteAllAt(int fd, std::string_view bytes, std::uint64_t offset,
+                        const std::string& what) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::pwrite(fd, bytes.data(), bytes.size(), static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Error::FromErrno(errno, "write " + what);
+    if (n == 0) return Error(ErrorCode::kUnavailable, "write " + what + ": nothing written");
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+    offset += static_cast<std::uint64_t>(n);
+  }
+  return Ok();
+}
+
 Result<void> SyncDirectory(const std::string& dir) {
   UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!fd.valid()) return Error::FromErrno(errno, "open " + dir);

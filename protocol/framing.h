@@ -89,6 +89,11 @@ Result<void> WriteAll(int fd, std::string_view bytes);
 // The same for a file or a pipe (send(2) would fail there with ENOTSOCK).
 Result<void> WriteAllToFile(int fd, std::string_view bytes);
 
+// All of `bytes` into a file at `offset` (pwrite), retrying EINTR and short
+// writes; `what` names the file in the error.
+Result<void> WriteAllAt(int fd, std::string_view bytes, std::uint64_t offset,
+                        const std::string& what);
+
 // fsync of the directory `dir`, which makes a rename into it durable.
 Result<void> SyncDirectory(const std::string& dir);
 

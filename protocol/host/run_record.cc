@@ -87,18 +87,12 @@ Result<void> RunRecordWriter::Make(const std::string& path, const std::string& l
 }
 
 Result<void> RunRecordWriter::WriteLine(const std::string& path, const std::string& line) {
-  std::size_t done = 0;
-  while (done < line.size()) {
-    const ssize_t put = ::pwrite(fd_.get(), line.data() + done, line.size() - done,
-                                 size_ + static_cast<off_t>(done));
-    if (put < 0 && errno == EINTR) continue;
-    if (put <= 0) {
-      const int err = put < 0 ? errno : EIO;
-      // Best effort: the next line is written over it anyway.
-      (void)!::ftruncate(fd_.get(), size_);
-      return Error::FromErrno(err, "cannot write " + path);
-    }
-    done += static_cast<std::size_t>(put);
+  Result<void> written =
+      protocol::WriteAllAt(fd_.get(), line, static_cast<std::uint64_t>(size_), path);
+  if (!written) {
+    // Best effort: the next line is written over it anyway.
+    (void)!::ftruncate(fd_.get(), size_);
+    return written;
   }
   size_ += static_cast<off_t>(line.size());
   return Ok();
