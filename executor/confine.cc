@@ -101,7 +101,12 @@ const std::vector<AllowedSyscall>& SeccompAllowList() {
       {"fchmod", "modes of the files it creates, through their fds"},
       {"fsync", "a spec file before its journal is cut; the high-water mark before an answer"},
       {"syncfs", "the specs written back at start-up or at a clean stop, in one call"},
-      {"fdatasync", "the spec journal, once per loop turn, before the turn's answers"},
+      {"fdatasync",
+       "the spec journal, before the answers of a loop turn that saved a line they rely on, "
+       "and within 2 s of any other line"},
+      {"sync_file_range",
+       "starting the write-back of a journal line that need not be flushed yet (a job's "
+       "plain end), so that the next flush finds it written"},
       {"pwrite64",
        "spec journal lines, and blanking in place those that held a forwarded "
        "environment once a newer line without it is on disk"},

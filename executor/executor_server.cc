@@ -58,7 +58,7 @@ void ExecutorServer::SendToBroker(const std::string& text, const std::vector<int
 }
 
 Result<void> ExecutorServer::EndTurn() {
-  HPCB_TRY(store_.Commit());
+  HPCB_TRY(store_.Commit(std::chrono::steady_clock::now()));
   for (const TurnCommit::Answer& answer : turn_.TakeAnswers()) {
     std::vector<int> fds;
     for (const UniqueFd& fd : answer.fds)

@@ -184,8 +184,9 @@ class ExecutorServer {
                                                  double end_time) const;
   // The spec saved (spec_store.h; its revision goes up), then the user's
   // usage (usage_book.h) brought up to date. Durable before any answer of
-  // this turn goes out: the turn's end commits the journal first.
-  Result<void> Save(LaunchSpec& spec);
+  // this turn goes out (the turn's end commits the journal first), unless
+  // saved with kSoon: a plain end, which the job's run record also holds.
+  Result<void> Save(LaunchSpec& spec, SpecStore::Flush flush = SpecStore::Flush::kBeforeAnswers);
   // What `spec` holds on disk: its record, plus a kept buffer once exited.
   std::uint64_t BytesHeld(const LaunchSpec& spec, std::uint64_t spec_bytes) const;
 

@@ -231,7 +231,15 @@ void ExecutorServer::Finish(std::uint64_t id, std::optional<std::int64_t> exit_c
     done_spec.end_time = event.end_time;
     done_spec.output_error = output_error;
     done_spec.usage = event.usage;
-    if (Result<void> saved = Save(done_spec); !saved) {
+    // A plain end need not be flushed before the broker hears of it: the
+    // run record holds it, flushed, and after a power cut Finish runs again
+    // from there (delivery finds a delivered buffer gone; usage reads what
+    // wait4 saw, the cgroup being gone). What the run record lacks, an OOM
+    // kill, a note or a failed delivery, is flushed first.
+    const bool plain = !event.oom && !event.note && !output_error;
+    const SpecStore::Flush flush =
+        plain ? SpecStore::Flush::kSoon : SpecStore::Flush::kBeforeAnswers;
+    if (Result<void> saved = Save(done_spec, flush); !saved) {
       LogWarning("cannot save the spec of job " + std::to_string(id) + ": " +
                  saved.error().message());
     }
@@ -273,8 +281,8 @@ std::optional<protocol::JobUsage> ExecutorServer::MeasureUsage(const LaunchSpec&
   return usage;
 }
 
-Result<void> ExecutorServer::Save(LaunchSpec& spec) {
-  HPCB_ASSIGN_OR_RETURN(std::uint64_t bytes, store_.Save(spec));
+Result<void> ExecutorServer::Save(LaunchSpec& spec, SpecStore::Flush flush) {
+  HPCB_ASSIGN_OR_RETURN(std::uint64_t bytes, store_.Save(spec, flush));
   never_saved_.erase(spec.id);
   usage_.Set(spec.id, spec.who.uid, BytesHeld(spec, bytes));
   return Ok();

@@ -4,6 +4,15 @@
 // The bargain: a save writes one journal line at once (so a crash of the
 // process finds it) and the loop turn's Commit makes every line of the
 // turn durable with one fdatasync, before any answer of the turn goes out.
+// Not every line needs that: a job's plain end is also in its run record,
+// flushed there by the shepherd. Saved with Flush::kSoon, such a line rides
+// on the next turn's flush that an acknowledgment needs, or is flushed once
+// it is kSoonBound old, and its turn's answers do not wait: a job's end
+// costs no flush of its own. Except a line that drops a forwarded
+// environment: the secret must leave the disk with the turn, and only a
+// durable line may stand in for the lines that hold it. And whatever takes
+// a line as durable flushes first: a cut of the journal (journal.old, and
+// its removal once its jobs have newer lines) and a clean stop.
 // The spec files are checkpoints, written only when the journal holding
 // their newest line is cut: past 4 MiB the journal is renamed journal.old
 // and a new one begun; then, after each turn, a few of the specs whose
@@ -29,6 +38,7 @@
 #ifndef HPCB_EXECUTOR_SPEC_STORE_H_
 #define HPCB_EXECUTOR_SPEC_STORE_H_
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -60,15 +70,27 @@ class SpecStore {
   // error (nothing is removed: a restart tries again).
   Result<Opened> Open();
 
+  using Clock = std::chrono::steady_clock;
+  // How soon a saved line must be on disk.
+  enum class Flush {
+    kBeforeAnswers,  // an answer of this turn relies on it
+    kSoon,           // what it says is also kept elsewhere: within kSoonBound
+  };
+  static constexpr std::chrono::seconds kSoonBound{1};
+
   // Records `spec` as saved, its revision raised past every earlier one;
-  // durable once Commit returns. Returns the bytes of its encoding.
-  Result<std::uint64_t> Save(LaunchSpec& spec);
+  // durable once a Commit flushes. Returns the bytes of its encoding.
+  Result<std::uint64_t> Save(LaunchSpec& spec, Flush flush = Flush::kBeforeAnswers);
   // `id` is forgotten: its file goes now, and the journal says so.
   Result<void> Forget(std::uint64_t id);
-  // One fdatasync for every line written since the last: answers wait.
-  // Then the lines a durable newer one made needless and that held an
-  // environment are blanked.
-  Result<void> Commit();
+  // The end of a turn: one fdatasync for every line written since the
+  // last, if one of them is needed before answers or the oldest has
+  // waited kSoonBound at `now`; answers wait for it. Then the lines a
+  // durable newer one made needless and that held an environment are
+  // blanked.
+  Result<void> Commit(Clock::time_point now = Clock::now());
+  // Lines written that no fdatasync has covered yet.
+  bool lines_pending() const { return uncommitted_; }
   // After the turn's answers: the cut of the journal takes a step. An
   // error means a journal could not be rotated or the directory not
   // flushed: stop, a restart reads the disk.
@@ -105,7 +127,7 @@ class SpecStore {
 
   std::string SpecPath(std::uint64_t id) const;
   // Appends `line` at the journal's end; returns where it went.
-  Result<std::uint64_t> Append(const std::string& line);
+  Result<std::uint64_t> Append(const std::string& line, Flush flush = Flush::kBeforeAnswers);
   // The line of `id`'s spec just appended at `offset`: remembered if it
   // holds an environment, else the older ones that did are to be blanked.
   void NoteSecret(std::uint64_t id, bool has_env, std::uint64_t offset, std::size_t line_size);
@@ -120,6 +142,8 @@ class SpecStore {
   Result<void> WriteAllAndStartAfresh(const std::function<void()>& before_fresh);
   // Both journals removed, an empty one begun, the directory flushed.
   Result<void> StartFreshJournal();
+  // The fdatasync a Commit makes, whatever is pending.
+  Result<void> FlushJournal();
 
   std::string dir_;
   // Written with pwrite at journal_bytes_, not O_APPEND, so that lines can
@@ -128,7 +152,9 @@ class SpecStore {
   UniqueFd journal_;
   UniqueFd old_journal_;  // journal.old, open while it is retired
   std::uint64_t journal_bytes_ = 0;
-  bool uncommitted_ = false;  // lines written since the last Commit
+  bool uncommitted_ = false;            // lines written since the last flush
+  bool needed_before_answers_ = false;  // one of them is Flush::kBeforeAnswers
+  Clock::time_point pending_since_;     // when the first of them was written
   std::uint64_t revision_ = 0;
   std::map<std::uint64_t, Unwritten> unwritten_;
   // Ids whose file on disk holds a forwarded environment (a queued job's);

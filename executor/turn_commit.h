@@ -1,6 +1,8 @@
 // The answers of one executor loop turn, held until what the turn saved is
 // durable (SpecStore::Commit, one fdatasync of the spec journal), then sent
-// to the broker in the order they were held.
+// to the broker in the order they were held. A turn that saved only lines
+// the run records also hold (SpecStore::Flush::kSoon: plain ends) commits
+// without a flush, and its answers go at once, still in order.
 //
 // The trap it avoids: an answer sent before the commit could acknowledge a
 // job that a power cut then loses. So every answer to the broker waits for

@@ -318,6 +318,96 @@ TEST_F(SpecStoreTest, AForwardedEnvironmentIsBlankedOnceALineWithoutItIsDurable)
   EXPECT_EQ(replay.latest.at(1)->state, protocol::SpecState::kRunning);
 }
 
+TEST_F(SpecStoreTest, ALineSavedForSoonRidesOnTheNextFlushThatAnAnswerNeeds) {
+  SpecStore store(dir_.path());
+  LaunchSpec ended = Spec(1);
+  ASSERT_TRUE(store.Save(ended));
+  ASSERT_TRUE(store.Commit());
+  EXPECT_FALSE(store.lines_pending());
+  ended.state = protocol::SpecState::kExited;
+  ended.exit_code = 0;
+  ASSERT_TRUE(store.Save(ended, SpecStore::Flush::kSoon));
+  const auto now = SpecStore::Clock::now();
+  ASSERT_TRUE(store.Commit(now));
+  EXPECT_TRUE(store.lines_pending()) << "an end the run record also holds was flushed alone";
+  LaunchSpec submitted = Spec(2);
+  ASSERT_TRUE(store.Save(submitted));  // an acknowledgment: its turn flushes both
+  ASSERT_TRUE(store.Commit(now));
+  EXPECT_FALSE(store.lines_pending());
+  // Written at once all the same: a crash of the process finds it.
+  SpecJournalReplay replay;
+  ReplaySpecJournal(testing::ReadText(store.journal_path()), replay);
+  ASSERT_TRUE(replay.latest.at(1));
+  EXPECT_EQ(replay.latest.at(1)->state, protocol::SpecState::kExited);
+}
+
+TEST_F(SpecStoreTest, ALineSavedForSoonIsFlushedOnceItIsTheBoundOld) {
+  SpecStore store(dir_.path());
+  LaunchSpec spec = Spec(1);
+  spec.state = protocol::SpecState::kExited;
+  const auto before = SpecStore::Clock::now();
+  ASSERT_TRUE(store.Save(spec, SpecStore::Flush::kSoon));
+  ASSERT_TRUE(store.Commit(before));
+  EXPECT_TRUE(store.lines_pending());
+  ASSERT_TRUE(store.Commit(SpecStore::Clock::now() + SpecStore::kSoonBound));
+  EXPECT_FALSE(store.lines_pending());
+}
+
+TEST_F(SpecStoreTest, ALineThatDropsAForwardedEnvironmentDoesNotLag) {
+  SpecStore store(dir_.path());
+  LaunchSpec spec = SaveWithSecret(store);
+  spec.env.clear();
+  spec.state = protocol::SpecState::kRunning;
+  ASSERT_TRUE(store.Save(spec, SpecStore::Flush::kSoon));
+  ASSERT_TRUE(store.Commit(SpecStore::Clock::now()));
+  EXPECT_FALSE(store.lines_pending());
+  EXPECT_FALSE(HoldsSecret(store.journal_path())) << "the secret outlived the turn";
+}
+
+TEST_F(SpecStoreTest, ALineThatStandsInForAFileHoldingAnEnvironmentDoesNotLag) {
+  SpecStore store(dir_.path());
+  LaunchSpec spec = SaveWithSecret(store);
+  ASSERT_TRUE(store.Checkpoint());  // the file holds it; no journal line does
+  ASSERT_TRUE(HoldsSecret(Path(1)));
+  spec.env.clear();
+  spec.state = protocol::SpecState::kRunning;
+  ASSERT_TRUE(store.Save(spec, SpecStore::Flush::kSoon));
+  ASSERT_TRUE(store.Commit(SpecStore::Clock::now()));
+  EXPECT_FALSE(store.lines_pending());
+  EXPECT_FALSE(Exists(Path(1))) << "the file with the secret outlived the turn";
+}
+
+TEST_F(SpecStoreTest, ACutOfTheJournalFlushesALaggingLineFirst) {
+  SpecStore store(dir_.path());
+  store.set_limits(/*rotate_bytes=*/1, /*files_per_turn=*/0);
+  LaunchSpec spec = Spec(1);
+  spec.state = protocol::SpecState::kExited;
+  ASSERT_TRUE(store.Save(spec, SpecStore::Flush::kSoon));
+  ASSERT_TRUE(store.Commit(SpecStore::Clock::now()));
+  ASSERT_TRUE(store.lines_pending());
+  ASSERT_TRUE(store.Settle());
+  EXPECT_TRUE(Exists(store.old_journal_path()));
+  EXPECT_FALSE(store.lines_pending()) << "journal.old is taken as durable once it is cut";
+}
+
+TEST_F(SpecStoreTest, JournalOldGoesOnlyOnceTheLaggingLinesStandingInForItAreFlushed) {
+  SpecStore store(dir_.path());
+  store.set_limits(/*rotate_bytes=*/1, /*files_per_turn=*/32);
+  LaunchSpec spec = Spec(1);
+  ASSERT_TRUE(store.Save(spec));
+  ASSERT_TRUE(store.Commit());
+  ASSERT_TRUE(store.Settle());  // cut: job 1's line is only in journal.old
+  ASSERT_TRUE(Exists(store.old_journal_path()));
+  spec.state = protocol::SpecState::kExited;
+  ASSERT_TRUE(store.Save(spec, SpecStore::Flush::kSoon));  // newer, in the current journal
+  ASSERT_TRUE(store.Commit(SpecStore::Clock::now()));
+  ASSERT_TRUE(store.lines_pending());
+  ASSERT_TRUE(store.Settle());  // job 1 skipped for its newer line; journal.old goes
+  ASSERT_FALSE(Exists(store.old_journal_path()));
+  EXPECT_FALSE(store.lines_pending())
+      << "journal.old removed while the only other line of job 1 was not durable";
+}
+
 TEST_F(SpecStoreTest, AnEnvironmentInTheRetiredJournalIsBlankedThereToo) {
   SpecStore store(dir_.path());
   store.set_limits(1, 0);  // rotate at once; retire nothing yet
