@@ -54,6 +54,11 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kAttacker = "hpcb-mallory";
 constexpr int kIdleUsers = 10;  // hpcb-idle0 .. hpcb-idle9
 constexpr milliseconds kCallTimeout{5000};
+// `attach` follows the job to its end, and a flood queues the victim's job
+// behind the attacker's (up to its cap): how long it takes measures that
+// queue on a loaded machine, not whether the daemon answers (the victim's
+// `list` and `new` check that, against kBudgetMs).
+constexpr milliseconds kAttachTimeout{15000};
 constexpr double kBudgetMs = 1000;
 constexpr milliseconds kVictimPeriod{200};
 constexpr seconds kAttackPhase{10};
@@ -71,7 +76,9 @@ std::string Tail(const std::string& text, std::size_t bytes = 3000) {
 }
 
 std::string Describe(const TimedResult& r) {
-  if (r.timed_out) return "no answer in " + std::to_string(kCallTimeout.count()) + " ms";
+  if (r.timed_out)
+    return "no answer before its timeout (killed after " + std::to_string(static_cast<long>(r.ms)) +
+           " ms)";
   std::string text = Tail(r.err + r.out, 300);
   while (!text.empty() && text.back() == '\n')
     text.pop_back();
@@ -259,12 +266,13 @@ class HostileE2eTest : public ::testing::Test {
       NoteFailure("new: " + Describe(r));
       return {false, r.ms};
     }
-    TimedResult attach = As(victim_, {"attach", std::to_string(id)});
+    TimedResult attach = As(victim_, {"attach", std::to_string(id)}, kAttachTimeout);
     std::lock_guard<std::mutex> lock(mu_);
     victim_jobs_[id] = marker;
     // Attached before or after the job ended: its own output, or nothing.
     if (attach.timed_out || attach.exit_code != 0) {
       ++attach_failures_;
+      NoteFailure("attach " + std::to_string(id) + ": " + Describe(attach));
     } else if (!attach.out.empty() && attach.out != marker + "\n") {
       wrong_attach_.push_back("job " + std::to_string(id) + " (" + marker +
                               "): " + Tail(attach.out, 200));
@@ -303,7 +311,7 @@ class HostileE2eTest : public ::testing::Test {
     EXPECT_LT(Percentile(list, 1.0), kBudgetMs) << "a victim `list` took too long" << notes;
     EXPECT_LT(Percentile(made, 1.0), kBudgetMs) << "a victim `new` took too long" << notes;
     EXPECT_EQ(failures, 0) << notes;
-    EXPECT_EQ(attach_failures_, 0) << "the victim could not attach to its own job";
+    EXPECT_EQ(attach_failures_, 0) << "the victim could not attach to its own job" << notes;
     EXPECT_TRUE(foreign_rows_.empty()) << "the victim's list showed " << foreign_rows_.front();
     EXPECT_TRUE(wrong_attach_.empty()) << "the victim's attach got " << wrong_attach_.front();
     EXPECT_TRUE(alive) << "the daemon exited\n" << Tail(daemon_->log());
