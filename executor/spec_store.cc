@@ -223,12 +223,12 @@ Result<void> SpecStore::Forget(std::uint64_t id) {
 }
 
 Result<void> SpecStore::Commit(Clock::time_point now) {
-  if (!uncommitted_) return Ok();
   if (!needed_before_answers_ && now - pending_since_ < kSoonBound) return Ok();
   return FlushJournal();
 }
 
 Result<void> SpecStore::FlushJournal() {
+  if (!uncommitted_) return Ok();
   if (::fdatasync(journal_.get()) != 0)
     return Error::FromErrno(errno, "fdatasync " + journal_path());
   uncommitted_ = false;
@@ -296,7 +296,7 @@ Result<void> SpecStore::Settle() {
     if (!retiring_.empty()) return Ok();
     // A job skipped above for a newer line in the current journal relies on
     // that line from here on: it must be durable before journal.old goes.
-    if (uncommitted_) HPCB_TRY(FlushJournal());
+    HPCB_TRY(FlushJournal());
     // The renames and removals the old journal covered, then the journal.
     HPCB_TRY(protocol::SyncDirectory(dir_));
     if (::unlink(old_journal_path().c_str()) != 0 && errno != ENOENT) {
@@ -312,7 +312,7 @@ Result<void> SpecStore::Settle() {
   if (journal_bytes_ < rotate_bytes_) return Ok();
   // Files are written only from durable lines, and journal.old is taken as
   // durable from here on: a line still lagging is flushed first.
-  if (uncommitted_) HPCB_TRY(FlushJournal());
+  HPCB_TRY(FlushJournal());
   if (::rename(journal_path().c_str(), old_journal_path().c_str()) != 0) {
     return Error::FromErrno(errno, "rename " + journal_path());
   }
@@ -328,7 +328,7 @@ Result<void> SpecStore::Settle() {
 
 Result<void> SpecStore::Checkpoint() {
   // Files go over durable ones before the syncfs: only from durable lines.
-  if (uncommitted_) HPCB_TRY(FlushJournal());
+  HPCB_TRY(FlushJournal());
   // The next start begins its own journal: this one need not be zeroed.
   preallocate_ = false;
   Result<void> done = WriteAllAndStartAfresh(nullptr);

@@ -142,7 +142,7 @@ class SpecStore {
   Result<void> WriteAllAndStartAfresh(const std::function<void()>& before_fresh);
   // Both journals removed, an empty one begun, the directory flushed.
   Result<void> StartFreshJournal();
-  // The fdatasync a Commit makes, whatever is pending.
+  // The fdatasync a Commit makes, if any line is pending, however young.
   Result<void> FlushJournal();
 
   std::string dir_;
