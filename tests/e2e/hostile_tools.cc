@@ -16,7 +16,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -24,6 +23,7 @@
 #include "protocol/client_messages.h"
 #include "protocol/codec.h"
 #include "protocol/framing.h"
+#include "protocol/host/host_files.h"
 
 namespace hpcb::e2e {
 namespace {
@@ -51,18 +51,8 @@ std::size_t ThreadCount() {
 // which libstdc++'s filebuf throws as an exception whatever the stream's
 // exception mask, and an attacker loop would die of it.
 std::string ProcText(pid_t pid, const char* name) {
-  const std::string path = "/proc/" + std::to_string(pid) + "/" + name;
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  std::string text;
-  if (!fd.valid()) return text;
-  char buffer[4096];
-  for (;;) {
-    const ssize_t got = ::read(fd.get(), buffer, sizeof buffer);
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return "";
-    if (got == 0) return text;
-    text.append(buffer, static_cast<std::size_t>(got));
-  }
+  Result<std::string> text = host::ReadSmallFile("/proc/" + std::to_string(pid) + "/" + name);
+  return text ? std::move(*text) : std::string();
 }
 
 // The real uid on the "Uid:" line of /proc/PID/status (readable for any
