@@ -1,9 +1,10 @@
-// The job child: what runs between the shepherd's fork and the job's
+// The job child: what runs between the shepherd's clone and the job's
 // execve (no allocation, no logging): setsid, join the cgroup or set
-// affinity, oom_score_adj 0, hide the GPUs it was not given, drop identity, chdir, stdio, close
-// every other descriptor, reset signals, execve over the job's PATH. A failure travels back through
-// a CLOEXEC pipe as a JobChildReport; a successful execve closes the pipe, which is how the
-// shepherd learns the job started.
+// affinity, oom_score_adj 0, hide the GPUs it was not given, drop
+// identity, chdir, stdio, close every other descriptor, reset signals,
+// execve over the job's PATH. A failure travels back through a CLOEXEC
+// pipe as a JobChildReport; a successful execve closes the pipe, which is
+// how the shepherd learns the job started.
 #ifndef HPCB_LAUNCHER_JOB_SPAWN_H_
 #define HPCB_LAUNCHER_JOB_SPAWN_H_
 
@@ -42,8 +43,11 @@ class PreparedJob {
   PreparedJob& operator=(const PreparedJob&) = delete;
   PreparedJob& operator=(PreparedJob&&) = delete;
 
-  // In the forked child. Never returns: execs the job, or writes a
-  // JobChildReport to `report_fd` and exits 127.
+  // In the job child. Never returns: execs the job, or writes a
+  // JobChildReport to `report_fd` and exits 127. The child shares the
+  // shepherd's memory until it execs (job_shepherd.cc): this makes system
+  // calls on what Build prepared and must never allocate, lock or write
+  // anything but its own stack.
   [[noreturn]] void Exec(const SpawnFds& fds, int report_fd, bool change_identity) const;
 
   // "failed to start job: <what>: <strerror>".

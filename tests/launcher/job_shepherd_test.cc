@@ -1,0 +1,116 @@
+#include "launcher/job_shepherd.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+
+#include "protocol/host/run_record.h"
+#include "tests/testing/temp_dir.h"
+
+namespace hpcb::launcher {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Runs one shepherd in this process's child, as this user (no identity
+// change), and collects its report and its run record.
+class ShepherdTest : public ::testing::Test {
+ protected:
+  struct Outcome {
+    ShepherdReport report;
+    int shepherd_status = -1;
+    Result<host::RunRecord> record = Error(ErrorCode::kInternal, "not read");
+    std::string output;
+  };
+
+  Outcome Run(std::vector<std::string> argv, std::string cwd, milliseconds deadline) {
+    protocol::SpawnRequest request;
+    request.id = 7;
+    request.argv = std::move(argv);
+    request.cwd = std::move(cwd);
+    request.env = {"PATH=/usr/bin:/bin"};
+    request.cpus = {0};
+    Result<PreparedJob> job = PreparedJob::Build(request);
+    EXPECT_TRUE(job) << job.error().message();
+    const std::string output_path = dir_.path() + "/output";
+    UniqueFd buffer(::open(output_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+    EXPECT_TRUE(buffer.valid());
+    ShepherdOptions options;
+    options.change_identity = false;
+    options.run_dir = dir_.path();
+    options.exec_deadline = deadline;
+    Result<ShepherdChild> shepherd =
+        StartShepherd(request, *job, SpawnFds{buffer.get(), -1}, options);
+    EXPECT_TRUE(shepherd) << shepherd.error().message();
+    Outcome outcome;
+    struct pollfd pfd {
+      shepherd->report.get(), POLLIN, 0
+    };
+    // Bounded: the shepherd's own deadline comes well before this.
+    EXPECT_EQ(::poll(&pfd, 1, static_cast<int>(deadline.count()) + 10000), 1);
+    EXPECT_EQ(::read(shepherd->report.get(), &outcome.report, sizeof outcome.report),
+              static_cast<ssize_t>(sizeof outcome.report));
+    EXPECT_EQ(::waitpid(shepherd->pid, &outcome.shepherd_status, 0), shepherd->pid);
+    outcome.record = host::LoadRunRecord(dir_.path(), request.id);
+    outcome.output = testing::ReadText(output_path);
+    description_ = DescribeShepherdReport(outcome.report, *job, deadline);
+    return outcome;
+  }
+
+  testing::TempDir dir_;
+  std::string description_;
+};
+
+TEST_F(ShepherdTest, AJobThatExecsIsReportedAndItsEndRecorded) {
+  Outcome outcome = Run({"sh", "-c", "echo ran in $PWD; exit 3"}, "/tmp", milliseconds(5000));
+  EXPECT_EQ(outcome.report.stage, 0);
+  EXPECT_GT(outcome.report.pid, 0);
+  EXPECT_EQ(description_, "");
+  ASSERT_TRUE(outcome.record) << outcome.record.error().message();
+  EXPECT_EQ(outcome.record->pid, outcome.report.pid);
+  ASSERT_TRUE(outcome.record->status.has_value());
+  EXPECT_TRUE(WIFEXITED(*outcome.record->status));
+  EXPECT_EQ(WEXITSTATUS(*outcome.record->status), 3);
+  EXPECT_EQ(outcome.output, "ran in /tmp\n");
+  EXPECT_TRUE(WIFEXITED(outcome.shepherd_status) && WEXITSTATUS(outcome.shepherd_status) == 0);
+}
+
+TEST_F(ShepherdTest, AChildThatFailsBeforeExecReportsItsStageAndLeavesNoRecord) {
+  Outcome outcome = Run({"true"}, "/nonexistent-hpcb-dir", milliseconds(5000));
+  EXPECT_NE(outcome.report.stage, 0);
+  EXPECT_EQ(outcome.report.err, ENOENT);
+  EXPECT_EQ(description_,
+            "failed to start job: cannot enter the working directory /nonexistent-hpcb-dir: " +
+                std::string(std::strerror(ENOENT)));
+  EXPECT_FALSE(outcome.record);
+}
+
+TEST_F(ShepherdTest, AMissingCommandReportsTheExecStage) {
+  Outcome outcome = Run({"hpcb-no-such-command"}, "/tmp", milliseconds(5000));
+  EXPECT_EQ(outcome.report.err, ENOENT);
+  EXPECT_NE(description_.find("cannot execute hpcb-no-such-command"), std::string::npos)
+      << description_;
+  EXPECT_FALSE(outcome.record);
+}
+
+// A deadline of zero stands in for a child stopped before exec: the
+// shepherd kills it, reports the timeout and leaves no record, while the
+// child may still be running on the shepherd's memory.
+TEST_F(ShepherdTest, AChildPastItsDeadlineIsKilledAndReported) {
+  Outcome outcome = Run({"true"}, "/tmp", milliseconds(0));
+  EXPECT_EQ(outcome.report.stage, kTimedOutStage);
+  EXPECT_GT(outcome.report.pid, 0);
+  EXPECT_NE(description_.find("did not reach exec"), std::string::npos) << description_;
+  EXPECT_FALSE(outcome.record);
+  EXPECT_TRUE(WIFEXITED(outcome.shepherd_status));
+}
+
+}  // namespace
+}  // namespace hpcb::launcher
