@@ -2,9 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -47,79 +45,22 @@ ShepherdReport AwaitExec(pid_t job, int exec_pipe, std::chrono::milliseconds dea
     struct pollfd pfd {
       exec_pipe, POLLIN, 0
     };
-    // No errno here: the job child shares it until it execs
-    // (CloneJobChild). A failed poll or read is retried; the deadline
-    // bounds the retries.
     int ready = left.count() > 0 ? ::poll(&pfd, 1, static_cast<int>(left.count())) : 0;
-    if (ready < 0) continue;
-    if (ready == 0) {
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) {
       (void)::kill(job, SIGKILL);
       report.stage = kTimedOutStage;
       return report;
     }
     JobChildReport child;
     ssize_t n = ::read(exec_pipe, &child, sizeof child);
-    if (n < 0) continue;
+    if (n < 0 && errno == EINTR) continue;
     if (n == static_cast<ssize_t>(sizeof child)) {
       report.stage = child.stage;
       report.err = child.err;
     }
     return report;  // EOF: the job exec'd
   }
-}
-
-struct JobChildArgs {
-  const PreparedJob* job = nullptr;
-  SpawnFds fds;
-  int exec_pipe = -1;
-  bool change_identity = true;
-};
-
-int JobChildMain(void* arg) {
-  const auto* args = static_cast<const JobChildArgs*>(arg);
-  args->job->Exec(args->fds, args->exec_pipe, args->change_identity);
-}
-
-// Starts the job child as a clone that shares the shepherd's memory until
-// it execs, as posix_spawn does, but without CLONE_VFORK: the shepherd must
-// go on to enforce the exec deadline on a child the user may stop.
-//
-// The bargain: a fork copied the launcher's page tables and then took a
-// copy-on-write fault for every page either side wrote before the exec;
-// on the small machines this was measured on, that was a third of the
-// root side's CPU per job. The price is two rules while both run in one
-// address space:
-//   - the child writes nothing the shepherd reads: PreparedJob::Exec makes
-//     system calls on memory prepared before the clone and allocates
-//     nothing, and runs on a stack of its own;
-//   - the shepherd reads no errno until the child has exec'd or died, as
-//     errno is one shared word (AwaitExec retries instead).
-// `args` must outlive the child's exec: it lives in RunShepherd's frame,
-// which never returns. Every signal is blocked across the clone, so that
-// no handler copied into the child can run there before Exec resets them.
-// The stack (with a guard page under it) is left mapped: after a failure
-// or a kill the child may still be on it while the shepherd goes on.
-pid_t CloneJobChild(JobChildArgs* args) {
-  constexpr std::size_t kStackBytes = std::size_t{128} * 1024;
-  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  void* area = ::mmap(nullptr, kStackBytes + page, PROT_READ | PROT_WRITE,
-                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-  if (area == MAP_FAILED) return -1;
-  if (::mprotect(area, page, PROT_NONE) != 0) {
-    const int err = errno;
-    ::munmap(area, kStackBytes + page);
-    errno = err;
-    return -1;
-  }
-  sigset_t all, before;
-  sigfillset(&all);
-  ::sigprocmask(SIG_SETMASK, &all, &before);
-  const pid_t child = ::clone(JobChildMain, static_cast<char*>(area) + page + kStackBytes,
-                              CLONE_VM | SIGCHLD, args);
-  const int clone_err = errno;
-  ::sigprocmask(SIG_SETMASK, &before, nullptr);
-  errno = clone_err;
-  return child;
 }
 
 [[noreturn]] void RunShepherd(const protocol::SpawnRequest& request, const PreparedJob& job,
@@ -151,9 +92,17 @@ pid_t CloneJobChild(JobChildArgs* args) {
   };
   int exec_pipe[2];
   if (::pipe2(exec_pipe, O_CLOEXEC) != 0) give_up(errno);
-  JobChildArgs args{&job, fds, exec_pipe[1], options.change_identity};
-  const pid_t child = CloneJobChild(&args);
+  // A fork, though a clone sharing this memory until the exec would cost
+  // less: between its identity drop and its exec the child is the user's,
+  // and with fs.suid_dumpable=1 they could then write root's memory
+  // (docs/security/open-issues.md). It also shares oom_score_adj and
+  // OOM kills with the shepherd, and ASan's per-thread state.
+  const pid_t child = ::fork();
   if (child < 0) give_up(errno);
+  if (child == 0) {
+    ::close(exec_pipe[0]);
+    job.Exec(fds, exec_pipe[1], options.change_identity);
+  }
   ::close(exec_pipe[1]);
   ::close(fds.buffer);
   if (fds.cgroup_dir >= 0) ::close(fds.cgroup_dir);

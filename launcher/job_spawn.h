@@ -1,4 +1,4 @@
-// The job child: what runs between the shepherd's clone and the job's
+// The job child: what runs between the shepherd's fork and the job's
 // execve (no allocation, no logging): setsid, join the cgroup or set
 // affinity, oom_score_adj 0, hide the GPUs it was not given, drop
 // identity, chdir, stdio, close every other descriptor, reset signals,
@@ -43,11 +43,8 @@ class PreparedJob {
   PreparedJob& operator=(const PreparedJob&) = delete;
   PreparedJob& operator=(PreparedJob&&) = delete;
 
-  // In the job child. Never returns: execs the job, or writes a
-  // JobChildReport to `report_fd` and exits 127. The child shares the
-  // shepherd's memory until it execs (job_shepherd.cc): this makes system
-  // calls on what Build prepared and must never allocate, lock or write
-  // anything but its own stack.
+  // In the forked child. Never returns: execs the job, or writes a
+  // JobChildReport to `report_fd` and exits 127.
   [[noreturn]] void Exec(const SpawnFds& fds, int report_fd, bool change_identity) const;
 
   // "failed to start job: <what>: <strerror>".
