@@ -94,9 +94,10 @@ ShepherdReport AwaitExec(pid_t job, int exec_pipe, std::chrono::milliseconds dea
   if (::pipe2(exec_pipe, O_CLOEXEC) != 0) give_up(errno);
   // A fork, though a clone sharing this memory until the exec would cost
   // less: between its identity drop and its exec the child is the user's,
-  // and with fs.suid_dumpable=1 they could then write root's memory
-  // (docs/security/open-issues.md). It also shares oom_score_adj and
-  // OOM kills with the shepherd, and ASan's per-thread state.
+  // and a clone would hand them root's own memory, guarded only by the
+  // dumpable flag (launcher/dumpable_check.h). A clone would also share
+  // oom_score_adj and OOM kills with the shepherd, and ASan's per-thread
+  // state.
   const pid_t child = ::fork();
   if (child < 0) give_up(errno);
   if (child == 0) {

@@ -67,6 +67,7 @@ int LauncherMain(int argc, char** argv) {
   options.mask_gpus = !config.no_gpu_mask;
   options.gpu_dev_dir = config.gpu_dev_dir;
   options.gpu_driver_dir = config.gpu_driver_dir;
+  options.proc_root = config.proc_root;
   LauncherServer server(options, signal_fd.get(), [&flags, &executor_flags, listen_fd] {
     return StartRoles(executor_flags, flags, listen_fd);
   });

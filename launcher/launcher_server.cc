@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "launcher/dumpable_check.h"
 #include "launcher/gpu_mask.h"
 #include "launcher/user_helper.h"
 #include "launcher/user_ops.h"
@@ -186,6 +187,12 @@ void LauncherServer::StartSpawn(const protocol::SpawnRequest& request,
   }
   if (packet.fds.empty() || packet.fds.size() > 2) {
     return refuse(InvalidArgument("failed to start job: spawn needs the buffer (and cgroup) fds"));
+  }
+  // Read at every start: an admin may change it while the daemon runs.
+  if (options_.as_root) {
+    if (Result<void> safe = CheckSuidDumpable(options_.proc_root); !safe) {
+      return refuse(safe.error().WithContext("failed to start job"));
+    }
   }
   std::vector<std::string> hide;
   if (options_.mask_gpus) {

@@ -53,6 +53,9 @@ struct LauncherOptions {
   bool mask_gpus = false;
   std::string gpu_dev_dir = "/dev";
   std::string gpu_driver_dir = "/proc/driver/nvidia/gpus";
+  // As root, each start reads PROC_ROOT/sys/fs/suid_dumpable first
+  // (launcher/dumpable_check.h).
+  std::string proc_root = "/proc";
 };
 
 class LauncherServer {

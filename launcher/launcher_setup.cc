@@ -14,6 +14,7 @@
 #include <filesystem>
 
 #include "launcher/child_reap.h"
+#include "launcher/dumpable_check.h"
 #include "launcher/gpu_mask.h"
 #include "protocol/base/log.h"
 #include "protocol/host/accounts.h"
@@ -139,6 +140,9 @@ Result<protocol::ResolvedIds> RunStartupChecks(const protocol::DaemonConfig& con
     Result<uid_t> broker = host::LookUpUid(config.broker_user);
     if (!broker) return Refusal("--broker-user: " + broker.error().message());
     ids = protocol::ResolvedIds{*admin, *broker};
+    if (Result<void> safe = CheckSuidDumpable(config.proc_root); !safe) {
+      return Refusal(safe.error().message());
+    }
   }
   // Cards present (as nodes, or in the driver's list) and masking on: the
   // daemon can hide them, or it refuses to run jobs that could reach every

@@ -37,6 +37,8 @@ struct DaemonConfig {
   std::string log_level = "info";
   std::string sys_root = "/sys";
   std::string cgroup_root = "/sys/fs/cgroup";
+  // procfs, for fs.suid_dumpable (launcher/dumpable_check.h).
+  std::string proc_root = "/proc";
   std::string nvidia_smi = "nvidia-smi";
   // Each job runs in a mount namespace where the per-card nodes it was not
   // given (GPU_DEV_DIR/nvidiaN) are /dev/null; --no-gpu-mask turns it off.

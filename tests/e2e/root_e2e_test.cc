@@ -558,6 +558,42 @@ TEST_F(RootE2eTest, AnExecutorStartedWithoutItsIdsEndsTheDaemonForSystemdToResta
   EXPECT_NE(daemon_->log().find("another release"), std::string::npos) << daemon_->log();
 }
 
+// fs.suid_dumpable=1 would let a job's user trace its job child between
+// the identity drop and the exec, and read what the launcher's memory
+// holds: the daemon refuses to start on such a host, and a running one
+// refuses each start while the setting is 1.
+TEST_F(RootE2eTest, SuidDumpableOneRefusesTheDaemonAndEachStart) {
+  MakeHarness();
+  const std::string proc = daemon_->dir() + "/fake-proc";
+  const std::string setting = proc + "/sys/fs/suid_dumpable";
+  testing::WriteText(setting, "1\n");
+  (void)daemon_->StartNoProbe({"--admin-group", kAdminGroup, "--proc-root", proc});
+  EXPECT_EQ(daemon_->WaitForExit(seconds(30)), 78) << daemon_->log();
+  EXPECT_NE(daemon_->log().find("fs.suid_dumpable is 1"), std::string::npos) << daemon_->log();
+
+  MakeHarness();
+  const std::string live_proc = daemon_->dir() + "/fake-proc";
+  const std::string live = live_proc + "/sys/fs/suid_dumpable";
+  testing::WriteText(live, "0\n");
+  ASSERT_TRUE(daemon_->Start({"--admin-group", kAdminGroup, "--proc-root", live_proc}))
+      << daemon_->log();
+  testing::WriteText(live, "1\n");
+  const int refused = Submit(alice_, {"--", "true"});
+  ASSERT_GT(refused, 0);
+  ASSERT_TRUE(WaitFinished(alice_, refused)) << daemon_->log();
+  const std::string output = Slurp(DirOf(alice_) + "/output." + std::to_string(refused) + ".log");
+  EXPECT_NE(output.find("fs.suid_dumpable is 1"), std::string::npos) << output;
+  EXPECT_NE(FinishedRow(alice_, refused).find("error"), std::string::npos)
+      << FinishedRow(alice_, refused);
+
+  testing::WriteText(live, "2\n");
+  const int runs = Submit(alice_, {"--", "true"});
+  ASSERT_GT(runs, 0);
+  ASSERT_TRUE(WaitFinished(alice_, runs)) << daemon_->log();
+  EXPECT_EQ(FinishedRow(alice_, runs).find("error"), std::string::npos)
+      << FinishedRow(alice_, runs);
+}
+
 // 4a. The executor looks no name up: the launcher passes it the admin
 // group's gid, which a job's directory is given, and (in the release build,
 // a static PIE) it maps no shared object, so no NSS module can be in it.

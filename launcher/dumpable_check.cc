@@ -1,0 +1,24 @@
+#include "launcher/dumpable_check.h"
+
+#include "protocol/host/host_files.h"
+
+namespace hpcb::launcher {
+
+Result<void> CheckSuidDumpable(const std::string& proc_root) {
+  const std::string path = proc_root + "/sys/fs/suid_dumpable";
+  Result<std::string> text = host::ReadSmallFile(path, 64);
+  if (!text) return text.error().WithContext("cannot read fs.suid_dumpable");
+  std::string value = *text;
+  while (!value.empty() && (value.back() == '\n' || value.back() == ' ')) value.pop_back();
+  if (value == "0" || value == "2") return Ok();
+  if (value == "1") {
+    return Error(ErrorCode::kFailedPrecondition,
+                 "fs.suid_dumpable is 1 (" + path +
+                     "): a job's user could read root's memory between the job's identity "
+                     "drop and its exec; set it to 0 or 2 (sysctl fs.suid_dumpable=0)");
+  }
+  return Error(ErrorCode::kFailedPrecondition,
+               "fs.suid_dumpable in " + path + " is \"" + value + "\", not 0, 1 or 2");
+}
+
+}  // namespace hpcb::launcher
