@@ -9,7 +9,8 @@ Result<void> CheckSuidDumpable(const std::string& proc_root) {
   Result<std::string> text = host::ReadSmallFile(path, 64);
   if (!text) return text.error().WithContext("cannot read fs.suid_dumpable");
   std::string value = *text;
-  while (!value.empty() && (value.back() == '\n' || value.back() == ' ')) value.pop_back();
+  while (!value.empty() && (value.back() == '\n' || value.back() == ' '))
+    value.pop_back();
   if (value == "0" || value == "2") return Ok();
   if (value == "1") {
     return Error(ErrorCode::kFailedPrecondition,

@@ -1,11 +1,13 @@
 // fs.suid_dumpable decides who may trace a process that has just dropped
-// from root to a user. A job child is such a process from its identity
-// drop to its execve, and its memory is a copy of the launcher's, which
-// may hold other users' commands and environments. At 0 or 2 the kernel
-// marks that memory non-dumpable at the drop, so its user can neither
-// trace it nor read /proc/<pid>/mem; at 1 (a debugging setting that the
-// kernel's documentation calls insecure) they can. So at 1 the launcher
-// refuses to start, and refuses every job start while it stays 1.
+// from root to a user. A job child before its execve, and a path-check or
+// delivery helper, are such processes, and their memory is a copy of the
+// launcher's, which may hold other users' commands and environments.
+// DropIdentity (user_ops.h) blocks every signal and then seals that memory
+// non-dumpable, but between the id change and the seal the kernel applies
+// this setting: at 0 nobody may trace it, at 2 only root, at 1 (a debugging
+// setting that the kernel's documentation calls insecure) its user may,
+// having stopped it there. So at 1 the launcher refuses to start, and
+// refuses each of those children while it stays 1.
 #ifndef HPCB_LAUNCHER_DUMPABLE_CHECK_H_
 #define HPCB_LAUNCHER_DUMPABLE_CHECK_H_
 

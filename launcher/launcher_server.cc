@@ -173,6 +173,13 @@ void LauncherServer::OnRequest(const protocol::Packet& packet) {
   }
 }
 
+// Read before every child that drops to a user (a job child, a path check,
+// a delivery): an admin may change the setting while the daemon runs.
+Result<void> LauncherServer::MayBecomeTheUser() const {
+  if (!options_.as_root) return Ok();
+  return CheckSuidDumpable(options_.proc_root);
+}
+
 void LauncherServer::StartSpawn(const protocol::SpawnRequest& request,
                                 const protocol::Packet& packet) {
   protocol::SpawnReply reply;
@@ -188,11 +195,8 @@ void LauncherServer::StartSpawn(const protocol::SpawnRequest& request,
   if (packet.fds.empty() || packet.fds.size() > 2) {
     return refuse(InvalidArgument("failed to start job: spawn needs the buffer (and cgroup) fds"));
   }
-  // Read at every start: an admin may change it while the daemon runs.
-  if (options_.as_root) {
-    if (Result<void> safe = CheckSuidDumpable(options_.proc_root); !safe) {
-      return refuse(safe.error().WithContext("failed to start job"));
-    }
+  if (Result<void> safe = MayBecomeTheUser(); !safe) {
+    return refuse(safe.error().WithContext("failed to start job"));
   }
   std::vector<std::string> hide;
   if (options_.mask_gpus) {
@@ -234,6 +238,7 @@ void LauncherServer::StartCheckDest(const protocol::CheckDestRequest& request) {
   if (Result<void> allowed = CheckIdentityAllowed(request.who, options_.as_root); !allowed) {
     return refuse(allowed.error());
   }
+  if (Result<void> safe = MayBecomeTheUser(); !safe) return refuse(safe.error());
   const std::string path = request.path;
   const std::uint64_t id = request.id;
   Result<HelperChild> helper =
@@ -289,6 +294,7 @@ void LauncherServer::StartDeliver(const protocol::DeliverRequest& request,
     return refuse(allowed.error());
   }
   if (packet.fds.size() != 1) return refuse(InvalidArgument("deliver needs the buffer fd"));
+  if (Result<void> safe = MayBecomeTheUser(); !safe) return refuse(safe.error());
   struct stat buffer {};
   if (::fstat(packet.fds[0].get(), &buffer) != 0 || !S_ISREG(buffer.st_mode)) {
     return refuse(InvalidArgument("the output buffer is not a regular file"));

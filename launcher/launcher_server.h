@@ -53,7 +53,8 @@ struct LauncherOptions {
   bool mask_gpus = false;
   std::string gpu_dev_dir = "/dev";
   std::string gpu_driver_dir = "/proc/driver/nvidia/gpus";
-  // As root, each start reads PROC_ROOT/sys/fs/suid_dumpable first
+  // As root, every child that drops to a user (job child, path check,
+  // delivery) is preceded by a read of PROC_ROOT/sys/fs/suid_dumpable
   // (launcher/dumpable_check.h).
   std::string proc_root = "/proc";
 };
@@ -104,6 +105,8 @@ class LauncherServer {
     std::optional<PreparedJob> job;  // spawns: for describing a failure
   };
 
+  // As root, fs.suid_dumpable must not be 1 (launcher/dumpable_check.h).
+  Result<void> MayBecomeTheUser() const;
   void StartSpawn(const protocol::SpawnRequest& request, const protocol::Packet& packet);
   void StartCheckDest(const protocol::CheckDestRequest& request);
   void StartLookUpUser(const protocol::LookUpUserRequest& request);

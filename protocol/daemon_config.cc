@@ -106,7 +106,8 @@ ParsedFlags ParseDaemonFlags(const std::vector<std::string>& args) {
   app.add_option("--sys-root", c.sys_root, "sysfs root (tests point it at a fake tree)")
       ->capture_default_str();
   app.add_option("--cgroup-root", c.cgroup_root, "cgroup2 mount")->capture_default_str();
-  app.add_option("--proc-root", c.proc_root, "procfs root (tests point it at a fake tree)")
+  app.add_option("--proc-root", c.proc_root,
+                 "where sys/fs/suid_dumpable is read (tests point it at a fake tree)")
       ->capture_default_str();
   app.add_option("--nvidia-smi", c.nvidia_smi, "nvidia-smi to query for GPUs")
       ->capture_default_str();

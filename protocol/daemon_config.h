@@ -37,7 +37,8 @@ struct DaemonConfig {
   std::string log_level = "info";
   std::string sys_root = "/sys";
   std::string cgroup_root = "/sys/fs/cgroup";
-  // procfs, for fs.suid_dumpable (launcher/dumpable_check.h).
+  // Where the launcher reads sys/fs/suid_dumpable, and nothing else
+  // (launcher/dumpable_check.h).
   std::string proc_root = "/proc";
   std::string nvidia_smi = "nvidia-smi";
   // Each job runs in a mount namespace where the per-card nodes it was not

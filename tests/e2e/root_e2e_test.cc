@@ -558,15 +558,14 @@ TEST_F(RootE2eTest, AnExecutorStartedWithoutItsIdsEndsTheDaemonForSystemdToResta
   EXPECT_NE(daemon_->log().find("another release"), std::string::npos) << daemon_->log();
 }
 
-// fs.suid_dumpable=1 would let a job's user trace its job child between
-// the identity drop and the exec, and read what the launcher's memory
-// holds: the daemon refuses to start on such a host, and a running one
-// refuses each start while the setting is 1.
-TEST_F(RootE2eTest, SuidDumpableOneRefusesTheDaemonAndEachStart) {
+// fs.suid_dumpable=1 would let a job's user trace a process of theirs
+// whose memory is a copy of the launcher's (a job child before its exec, a
+// path-check or delivery helper): the daemon refuses to start on such a
+// host, and a running one refuses each of those children while it is 1.
+TEST_F(RootE2eTest, SuidDumpableOneRefusesTheDaemonAndEachChildThatBecomesAUser) {
   MakeHarness();
   const std::string proc = daemon_->dir() + "/fake-proc";
-  const std::string setting = proc + "/sys/fs/suid_dumpable";
-  testing::WriteText(setting, "1\n");
+  testing::WriteText(proc + "/sys/fs/suid_dumpable", "1\n");
   (void)daemon_->StartNoProbe({"--admin-group", kAdminGroup, "--proc-root", proc});
   EXPECT_EQ(daemon_->WaitForExit(seconds(30)), 78) << daemon_->log();
   EXPECT_NE(daemon_->log().find("fs.suid_dumpable is 1"), std::string::npos) << daemon_->log();
@@ -577,16 +576,39 @@ TEST_F(RootE2eTest, SuidDumpableOneRefusesTheDaemonAndEachStart) {
   testing::WriteText(live, "0\n");
   ASSERT_TRUE(daemon_->Start({"--admin-group", kAdminGroup, "--proc-root", live_proc}))
       << daemon_->log();
+  const int before = Submit(alice_, {"--", "true"});  // checks the destination while at 0
+  ASSERT_GT(before, 0);
+  ASSERT_TRUE(WaitFinished(alice_, before)) << daemon_->log();
+
   testing::WriteText(live, "1\n");
   const int refused = Submit(alice_, {"--", "true"});
   ASSERT_GT(refused, 0);
   ASSERT_TRUE(WaitFinished(alice_, refused)) << daemon_->log();
-  const std::string output = Slurp(DirOf(alice_) + "/output." + std::to_string(refused) + ".log");
-  EXPECT_NE(output.find("fs.suid_dumpable is 1"), std::string::npos) << output;
   EXPECT_NE(FinishedRow(alice_, refused).find("error"), std::string::npos)
       << FinishedRow(alice_, refused);
+  // The delivery of its output is a child that becomes alice too: refused
+  // as well, the output kept.
+  const std::string kept = "job " + std::to_string(refused) + ": could not save output";
+  auto delivery_refused = [&] {
+    std::istringstream lines(daemon_->log());
+    std::string line;
+    while (std::getline(lines, line)) {
+      if (line.find(kept) != std::string::npos &&
+          line.find("fs.suid_dumpable is 1") != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  };
+  EXPECT_TRUE(DaemonHarness::WaitFor(delivery_refused, seconds(15))) << daemon_->log();
 
   testing::WriteText(live, "2\n");
+  CommandResult again = As(alice_, {"output", std::to_string(refused)});
+  EXPECT_EQ(again.exit_code, 0) << again.out << again.err;
+  const std::string path = DirOf(alice_) + "/output." + std::to_string(refused) + ".log";
+  EXPECT_TRUE(DaemonHarness::WaitFor(
+      [&] { return Slurp(path).find("fs.suid_dumpable is 1") != std::string::npos; }, seconds(15)))
+      << Slurp(path);
   const int runs = Submit(alice_, {"--", "true"});
   ASSERT_GT(runs, 0);
   ASSERT_TRUE(WaitFinished(alice_, runs)) << daemon_->log();

@@ -32,6 +32,18 @@ int FirstAllowedCpu() {
   return 0;
 }
 
+// Reaps `pid`, killing it if it has not ended within `limit`.
+bool ReapWithin(pid_t pid, int* status, std::chrono::seconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < until) {
+    if (::waitpid(pid, status, WNOHANG) == pid) return true;
+    ::usleep(10000);
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, status, 0);
+  return false;
+}
+
 // Runs one shepherd in this process's child, as this user (no identity
 // change), and collects its report and its run record.
 class ShepherdTest : public ::testing::Test {
@@ -50,8 +62,12 @@ class ShepherdTest : public ::testing::Test {
     request.cwd = std::move(cwd);
     request.env = {"PATH=/usr/bin:/bin"};
     request.cpus = {FirstAllowedCpu()};
+    Outcome outcome;
     Result<PreparedJob> job = PreparedJob::Build(request);
-    EXPECT_TRUE(job) << job.error().message();
+    if (!job) {
+      ADD_FAILURE() << job.error().message();
+      return outcome;
+    }
     const std::string output_path = dir_.path() + "/output";
     UniqueFd buffer(::open(output_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
     EXPECT_TRUE(buffer.valid());
@@ -61,8 +77,10 @@ class ShepherdTest : public ::testing::Test {
     options.exec_deadline = deadline;
     Result<ShepherdChild> shepherd =
         StartShepherd(request, *job, SpawnFds{buffer.get(), -1}, options);
-    EXPECT_TRUE(shepherd) << shepherd.error().message();
-    Outcome outcome;
+    if (!shepherd) {
+      ADD_FAILURE() << shepherd.error().message();
+      return outcome;
+    }
     struct pollfd pfd {
       shepherd->report.get(), POLLIN, 0
     };
@@ -75,7 +93,7 @@ class ShepherdTest : public ::testing::Test {
     }
     EXPECT_EQ(::read(shepherd->report.get(), &outcome.report, sizeof outcome.report),
               static_cast<ssize_t>(sizeof outcome.report));
-    EXPECT_EQ(::waitpid(shepherd->pid, &outcome.shepherd_status, 0), shepherd->pid);
+    EXPECT_TRUE(ReapWithin(shepherd->pid, &outcome.shepherd_status, std::chrono::seconds(20)));
     outcome.record = host::LoadRunRecord(dir_.path(), request.id);
     outcome.output = testing::ReadText(output_path);
     description_ = DescribeShepherdReport(outcome.report, *job, deadline);

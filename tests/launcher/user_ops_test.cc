@@ -2,10 +2,13 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 
 #include "launcher/user_helper.h"
@@ -81,6 +84,39 @@ TEST(DropIdentityTest, RefusesZeroAndNoChangeIsNoOp) {
   EXPECT_EQ(DropIdentity(false, 0, 0, nullptr, 0), 0);
   EXPECT_NE(DropIdentity(true, 0, 5, nullptr, 0), 0);
   EXPECT_NE(DropIdentity(true, 5, 0, nullptr, 0), 0);
+}
+
+// After the drop the process is the user's but its memory is still a copy
+// of root's: it must be non-dumpable (no trace, no core) and deaf to every
+// signal the user could send it, whatever fs.suid_dumpable says. (On a
+// host at 0 the kernel already makes it non-dumpable at the id change; the
+// explicit seal matters at 2, which a test cannot set for the machine.)
+TEST(DropIdentityTest, LeavesTheProcessNonDumpableWithEverySignalBlocked) {
+  if (::geteuid() != 0) GTEST_SKIP() << "changing identity needs root";
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(pipe_fds[0]);
+    const gid_t groups[] = {65534};
+    int answer[3] = {DropIdentity(true, 65534, 65534, groups, 1), -1, -1};
+    answer[1] = ::prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+    sigset_t blocked;
+    ::sigprocmask(SIG_BLOCK, nullptr, &blocked);
+    answer[2] = sigismember(&blocked, SIGQUIT) + sigismember(&blocked, SIGSEGV) +
+                sigismember(&blocked, SIGTSTP);
+    (void)!::write(pipe_fds[1], answer, sizeof answer);
+    ::_exit(0);
+  }
+  ::close(pipe_fds[1]);
+  int answer[3] = {-1, -1, -1};
+  EXPECT_EQ(::read(pipe_fds[0], answer, sizeof answer), static_cast<ssize_t>(sizeof answer));
+  ::close(pipe_fds[0]);
+  ::waitpid(child, nullptr, 0);
+  EXPECT_EQ(answer[0], 0) << std::strerror(answer[0]);
+  EXPECT_EQ(answer[1], 0) << "the process is still dumpable";
+  EXPECT_EQ(answer[2], 3) << "a signal the user may send is not blocked";
 }
 
 TEST(DeliverTest, AFifoAtTheDestinationIsRefusedWithoutBlocking) {
