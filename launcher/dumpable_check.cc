@@ -15,8 +15,8 @@ Result<void> CheckSuidDumpable(const std::string& proc_root) {
   if (value == "1") {
     return Error(ErrorCode::kFailedPrecondition,
                  "fs.suid_dumpable is 1 (" + path +
-                     "): a job's user could read root's memory between the job's identity "
-                     "drop and its exec; set it to 0 or 2 (sysctl fs.suid_dumpable=0)");
+                     "): a user could read the launcher's memory in a process of theirs that "
+                     "the launcher forked; set it to 0 or 2 (sysctl fs.suid_dumpable=0)");
   }
   return Error(ErrorCode::kFailedPrecondition,
                "fs.suid_dumpable in " + path + " is \"" + value + "\", not 0, 1 or 2");

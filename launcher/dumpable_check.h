@@ -4,10 +4,10 @@
 // launcher's, which may hold other users' commands and environments.
 // DropIdentity (user_ops.h) blocks every signal and then seals that memory
 // non-dumpable, but between the id change and the seal the kernel applies
-// this setting: at 0 nobody may trace it, at 2 only root, at 1 (a debugging
-// setting that the kernel's documentation calls insecure) its user may,
-// having stopped it there. So at 1 the launcher refuses to start, and
-// refuses each of those children while it stays 1.
+// this setting: at 0 and 2 only root may trace it (2 also lets it dump
+// core, as root), at 1 (a debugging setting that the kernel's
+// documentation calls insecure) its user may, having stopped it there. So at 1 the launcher refuses
+// to start, and refuses each of those children while it stays 1.
 #ifndef HPCB_LAUNCHER_DUMPABLE_CHECK_H_
 #define HPCB_LAUNCHER_DUMPABLE_CHECK_H_
 

@@ -15,7 +15,7 @@
 
 namespace hpcb::launcher {
 
-// Async-signal-safe: blocks every signal, then setgroups, setresgid,
+// Async-signal-safe: blocks every signal that can be blocked, then setgroups, setresgid,
 // setresuid, each checked (and read back), then makes the process
 // non-dumpable and checks that it is. Signals stay blocked: the caller
 // unblocks them before it execs. Returns 0 or an errno. With `change`

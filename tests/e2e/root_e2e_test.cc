@@ -576,14 +576,28 @@ TEST_F(RootE2eTest, SuidDumpableOneRefusesTheDaemonAndEachChildThatBecomesAUser)
   testing::WriteText(live, "0\n");
   ASSERT_TRUE(daemon_->Start({"--admin-group", kAdminGroup, "--proc-root", live_proc}))
       << daemon_->log();
-  const int before = Submit(alice_, {"--", "true"});  // checks the destination while at 0
-  ASSERT_GT(before, 0);
-  ASSERT_TRUE(WaitFinished(alice_, before)) << daemon_->log();
+  // The target's output check runs at 0, at its submission; its start waits
+  // for the blocker, which ends only once the setting is 1.
+  const std::string flag = DirOf(alice_) + "/release";
+  const int blocker = Submit(alice_, {"--no-output", "--", "sh", "-c",
+                                      "while [ ! -e " + flag + " ]; do sleep 0.05; done"});
+  ASSERT_GT(blocker, 0);
+  const int refused = Submit(alice_, {"--after", std::to_string(blocker), "--", "true"});
+  ASSERT_GT(refused, 0);
 
   testing::WriteText(live, "1\n");
-  const int refused = Submit(alice_, {"--", "true"});
-  ASSERT_GT(refused, 0);
-  ASSERT_TRUE(WaitFinished(alice_, refused)) << daemon_->log();
+  // An output check at 1 (a directory no check has seen, so no cached
+  // answer) is refused at submission.
+  const std::string fresh = DirOf(alice_) + "/fresh";
+  fs::create_directories(fresh);
+  (void)!::chown(fresh.c_str(), alice_.uid, alice_.gid);
+  CommandResult checked = As(alice_, {"new", "--output", fresh, "--", "true"});
+  EXPECT_NE(checked.exit_code, 0) << checked.out;
+  EXPECT_NE(checked.err.find("fs.suid_dumpable is 1"), std::string::npos) << checked.err;
+
+  testing::WriteText(flag, "");
+  (void)!::chown(flag.c_str(), alice_.uid, alice_.gid);
+  ASSERT_TRUE(WaitFinished(alice_, refused, seconds(30))) << daemon_->log();
   EXPECT_NE(FinishedRow(alice_, refused).find("error"), std::string::npos)
       << FinishedRow(alice_, refused);
   // The delivery of its output is a child that becomes alice too: refused
@@ -609,11 +623,30 @@ TEST_F(RootE2eTest, SuidDumpableOneRefusesTheDaemonAndEachChildThatBecomesAUser)
   EXPECT_TRUE(DaemonHarness::WaitFor(
       [&] { return Slurp(path).find("fs.suid_dumpable is 1") != std::string::npos; }, seconds(15)))
       << Slurp(path);
-  const int runs = Submit(alice_, {"--", "true"});
-  ASSERT_GT(runs, 0);
-  ASSERT_TRUE(WaitFinished(alice_, runs)) << daemon_->log();
-  EXPECT_EQ(FinishedRow(alice_, runs).find("error"), std::string::npos)
-      << FinishedRow(alice_, runs);
+  // The job itself is not left sealed: it starts with no signal blocked,
+  // and its /proc entry is alice's (a non-dumpable process's is root's).
+  // Each is the job's own process, exec'd directly (a shell would clear
+  // its mask itself).
+  const int mask = Submit(alice_, {"--", "grep", "^SigBlk", "/proc/self/status"});
+  const int owner = Submit(alice_, {"--", "stat", "-c", "owner %u", "/proc/self/"});
+  ASSERT_GT(mask, 0);
+  ASSERT_GT(owner, 0);
+  for (int id : {mask, owner}) {
+    ASSERT_TRUE(WaitFinished(alice_, id)) << daemon_->log();
+    EXPECT_EQ(FinishedRow(alice_, id).find("error"), std::string::npos) << FinishedRow(alice_, id);
+  }
+  const std::string mask_out = DirOf(alice_) + "/output." + std::to_string(mask) + ".log";
+  const std::string owner_out = DirOf(alice_) + "/output." + std::to_string(owner) + ".log";
+  EXPECT_TRUE(DaemonHarness::WaitFor(
+      [&] { return Slurp(mask_out).find("SigBlk:\t0000000000000000") != std::string::npos; },
+      seconds(15)))
+      << Slurp(mask_out);
+  EXPECT_TRUE(DaemonHarness::WaitFor(
+      [&] {
+        return Slurp(owner_out).find("owner " + std::to_string(alice_.uid)) != std::string::npos;
+      },
+      seconds(15)))
+      << Slurp(owner_out);
 }
 
 // 4a. The executor looks no name up: the launcher passes it the admin
