@@ -27,7 +27,8 @@ int DropIdentity(bool change, uid_t uid, gid_t gid, const gid_t* groups, int ngr
   // From the id change on the user may signal this process, whose memory
   // is a copy of the launcher's: no signal may act on it before that
   // memory is sealed below (a core dump would carry it to disk or to a
-  // crash handler). The caller unblocks once it is about to exec.
+  // crash handler). The job child unblocks just before its exec; a helper
+  // never does.
   sigset_t all;
   sigfillset(&all);
   if (::sigprocmask(SIG_BLOCK, &all, nullptr) != 0) return errno;
