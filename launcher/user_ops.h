@@ -15,11 +15,11 @@
 
 namespace hpcb::launcher {
 
-// Async-signal-safe: blocks every signal that can be blocked, then setgroups, setresgid,
-// setresuid, each checked (and read back), then makes the process
-// non-dumpable and checks that it is. Signals stay blocked: the caller
-// unblocks them before it execs. Returns 0 or an errno. With `change`
-// false does nothing.
+// Async-signal-safe: blocks every signal that can be blocked, then
+// setgroups, setresgid, setresuid, each checked (and read back), then
+// makes the process non-dumpable and checks that it is. Signals stay
+// blocked: a job child unblocks them just before it execs, a helper never.
+// Returns 0 or an errno. With `change` false does nothing.
 int DropIdentity(bool change, uid_t uid, gid_t gid, const gid_t* groups, int ngroups);
 
 // The launcher refuses uid 0/gid 0 as root; in user mode only its own uid.

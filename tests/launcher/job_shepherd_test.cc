@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sched.h>
-#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +11,7 @@
 #include <cstring>
 #include <string>
 
+#include "launcher/child_reap.h"
 #include "protocol/host/run_record.h"
 #include "tests/testing/temp_dir.h"
 
@@ -30,18 +30,6 @@ int FirstAllowedCpu() {
     }
   }
   return 0;
-}
-
-// Reaps `pid`, killing it if it has not ended within `limit`.
-bool ReapWithin(pid_t pid, int* status, std::chrono::seconds limit) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < until) {
-    if (::waitpid(pid, status, WNOHANG) == pid) return true;
-    ::usleep(10000);
-  }
-  ::kill(pid, SIGKILL);
-  ::waitpid(pid, status, 0);
-  return false;
 }
 
 // Runs one shepherd in this process's child, as this user (no identity
@@ -87,13 +75,14 @@ class ShepherdTest : public ::testing::Test {
     // Bounded: the shepherd's own deadline comes well before this.
     if (::poll(&pfd, 1, static_cast<int>(deadline.count()) + 10000) != 1) {
       ADD_FAILURE() << "the shepherd sent no report in time";
-      ::kill(shepherd->pid, SIGKILL);
-      ::waitpid(shepherd->pid, nullptr, 0);
+      (void)ReapWithin(shepherd->pid, milliseconds(0), milliseconds(10));
       return outcome;
     }
     EXPECT_EQ(::read(shepherd->report.get(), &outcome.report, sizeof outcome.report),
               static_cast<ssize_t>(sizeof outcome.report));
-    EXPECT_TRUE(ReapWithin(shepherd->pid, &outcome.shepherd_status, std::chrono::seconds(20)));
+    const Reaped reaped = ReapWithin(shepherd->pid, milliseconds(20000), milliseconds(10));
+    EXPECT_EQ(reaped.how, Reaped::How::kEnded);
+    outcome.shepherd_status = reaped.status;
     outcome.record = host::LoadRunRecord(dir_.path(), request.id);
     outcome.output = testing::ReadText(output_path);
     description_ = DescribeShepherdReport(outcome.report, *job, deadline);
