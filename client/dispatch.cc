@@ -173,6 +173,12 @@ std::optional<int> BuildSubmit(const NewFlags& f, const std::vector<std::string>
 
 }  // namespace
 
+const std::vector<std::string>& SubcommandNames() {
+  static const std::vector<std::string> names = {"new",  "list",  "attach", "kill",   "job",
+                                                 "info", "drain", "resume", "output", "wait"};
+  return names;
+}
+
 int RunDispatch(const std::vector<std::string>& args, Io io) {
   auto backend = LoadBackendConfig();
   if (!backend) return ReportError(backend.error(), io);
@@ -183,68 +189,111 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
   app.require_subcommand(1);
   app.allow_extras();  // reported below, in order (CLI11 2.1 reverses them)
 
+  // Only the subcommand named first is built, when one is: CLI11 allocates
+  // every option of every subcommand it is given, and dispatch runs once
+  // per submission (all of them cost `dispatch new` a fifth of its heap
+  // and page faults). Anything else (no subcommand, a flag first, a typo)
+  // builds them all, for the help text and the usage error.
+  const std::string first = split.options.empty() ? std::string() : split.options[0];
+  const std::vector<std::string>& names = SubcommandNames();
+  const bool build_all = std::find(names.begin(), names.end(), first) == names.end();
+  auto wanted = [&](const char* name) { return build_all || first == name; };
+  auto parsed = [](const CLI::App* sub) { return sub != nullptr && sub->parsed(); };
+
   NewFlags new_flags;
-  CLI::App* new_cmd =
-      app.add_subcommand("new", "submit a job: dispatch new [options] -- CMD [ARGS...]");
-  AddNewFlags(new_cmd, &new_flags);
+  CLI::App* new_cmd = nullptr;
+  if (wanted("new")) {
+    new_cmd = app.add_subcommand("new", "submit a job: dispatch new [options] -- CMD [ARGS...]");
+    AddNewFlags(new_cmd, &new_flags);
+  }
 
   protocol::ListRequest list_request;
   bool list_json = false;
   bool list_long = false;
-  CLI::App* list_cmd = app.add_subcommand("list", "list jobs");
-  list_cmd->add_flag("--all", list_request.all, "all users (admins, or with --list-is-public)");
-  list_cmd->add_flag("--finished", list_request.finished, "include finished jobs with their exit");
-  list_cmd->add_flag("--json", list_json, "print the daemon's reply as JSON (one line)");
-  list_cmd->add_flag("-l,--long", list_long,
-                     "add what finished jobs used: wall and cpu time, cpus used, peak memory");
+  CLI::App* list_cmd = nullptr;
+  if (wanted("list")) {
+    list_cmd = app.add_subcommand("list", "list jobs");
+    list_cmd->add_flag("--all", list_request.all, "all users (admins, or with --list-is-public)");
+    list_cmd->add_flag("--finished", list_request.finished,
+                       "include finished jobs with their exit");
+    list_cmd->add_flag("--json", list_json, "print the daemon's reply as JSON (one line)");
+    list_cmd->add_flag("-l,--long", list_long,
+                       "add what finished jobs used: wall and cpu time, cpus used, peak memory");
+  }
 
   std::uint64_t attach_id = 0;
-  CLI::App* attach_cmd = app.add_subcommand("attach", "follow a job's output");
-  attach_cmd->add_option("ID", attach_id, "job id")->required();
+  CLI::App* attach_cmd = nullptr;
+  if (wanted("attach")) {
+    attach_cmd = app.add_subcommand("attach", "follow a job's output");
+    attach_cmd->add_option("ID", attach_id, "job id")->required();
+  }
 
   std::uint64_t kill_id = 0;
-  CLI::App* kill_cmd = app.add_subcommand("kill", "kill a running job or remove a queued one");
-  kill_cmd->add_option("ID", kill_id, "job id")->required();
+  CLI::App* kill_cmd = nullptr;
+  if (wanted("kill")) {
+    kill_cmd = app.add_subcommand("kill", "kill a running job or remove a queued one");
+    kill_cmd->add_option("ID", kill_id, "job id")->required();
+  }
 
   protocol::JobFieldRequest field_request;
   std::string field_value;
-  CLI::App* job_cmd =
-      app.add_subcommand("job", "read or change a job: job ID max-time get|set|add [DURATION]");
-  job_cmd->add_option("ID", field_request.id, "job id")->required();
-  job_cmd->add_option("FIELD", field_request.field, "max-time")
-      ->required()
-      ->check(CLI::IsMember({"max-time"}));
-  job_cmd->add_option("ACTION", field_request.action, "get, set (admins only), add (admins only)")
-      ->required()
-      ->check(CLI::IsMember({"get", "set", "add"}));
-  CLI::Option* value_opt = job_cmd->add_option("DURATION", field_value, "for set and add");
   bool field_json = false;
-  job_cmd->add_flag("--json", field_json, "print the daemon's reply as JSON (one line)");
+  CLI::App* job_cmd = nullptr;
+  CLI::Option* value_opt = nullptr;
+  if (wanted("job")) {
+    job_cmd =
+        app.add_subcommand("job", "read or change a job: job ID max-time get|set|add [DURATION]");
+    job_cmd->add_option("ID", field_request.id, "job id")->required();
+    job_cmd->add_option("FIELD", field_request.field, "max-time")
+        ->required()
+        ->check(CLI::IsMember({"max-time"}));
+    job_cmd->add_option("ACTION", field_request.action, "get, set (admins only), add (admins only)")
+        ->required()
+        ->check(CLI::IsMember({"get", "set", "add"}));
+    value_opt = job_cmd->add_option("DURATION", field_value, "for set and add");
+    job_cmd->add_flag("--json", field_json, "print the daemon's reply as JSON (one line)");
+  }
 
   bool info_json = false;
-  CLI::App* info_cmd = app.add_subcommand(
-      "info", "the machine per NUMA node (total, reserved, in use, free), policy, queue, drain");
-  info_cmd->add_flag("--json", info_json, "print the daemon's reply as JSON (one line)");
-  CLI::App* drain_cmd = app.add_subcommand(
-      "drain", "stop starting queued jobs; running ones finish, submissions are kept (admins)");
-  CLI::App* resume_cmd =
-      app.add_subcommand("resume", "start queued jobs again after drain (admins)");
+  CLI::App* info_cmd = nullptr;
+  if (wanted("info")) {
+    info_cmd = app.add_subcommand(
+        "info", "the machine per NUMA node (total, reserved, in use, free), policy, queue, drain");
+    info_cmd->add_flag("--json", info_json, "print the daemon's reply as JSON (one line)");
+  }
+  CLI::App* drain_cmd = nullptr;
+  if (wanted("drain")) {
+    drain_cmd = app.add_subcommand(
+        "drain", "stop starting queued jobs; running ones finish, submissions are kept (admins)");
+  }
+  CLI::App* resume_cmd = nullptr;
+  if (wanted("resume")) {
+    resume_cmd = app.add_subcommand("resume", "start queued jobs again after drain (admins)");
+  }
 
   std::uint64_t output_id = 0;
   std::string output_to;
-  CLI::App* output_cmd = app.add_subcommand(
-      "output", "deliver a finished job's kept output again: output ID [--to DIR|FILE]");
-  output_cmd->add_option("ID", output_id, "job id")->required();
-  CLI::Option* output_to_opt =
-      output_cmd->add_option("--to", output_to, "somewhere new for it (the job's owner only)");
+  CLI::App* output_cmd = nullptr;
+  CLI::Option* output_to_opt = nullptr;
+  if (wanted("output")) {
+    output_cmd = app.add_subcommand(
+        "output", "deliver a finished job's kept output again: output ID [--to DIR|FILE]");
+    output_cmd->add_option("ID", output_id, "job id")->required();
+    output_to_opt =
+        output_cmd->add_option("--to", output_to, "somewhere new for it (the job's owner only)");
+  }
 
   std::vector<std::uint64_t> wait_ids;
   std::string wait_timeout;
-  CLI::App* wait_cmd = app.add_subcommand(
-      "wait", "wait for jobs to end; exit with the job's code (one job) or 1 if any failed");
-  wait_cmd->add_option("ID", wait_ids, "job ids")->required();
-  CLI::Option* wait_timeout_opt =
-      wait_cmd->add_option("--timeout", wait_timeout, "DURATION; give up then with exit code 124");
+  CLI::App* wait_cmd = nullptr;
+  CLI::Option* wait_timeout_opt = nullptr;
+  if (wanted("wait")) {
+    wait_cmd = app.add_subcommand(
+        "wait", "wait for jobs to end; exit with the job's code (one job) or 1 if any failed");
+    wait_cmd->add_option("ID", wait_ids, "job ids")->required();
+    wait_timeout_opt = wait_cmd->add_option("--timeout", wait_timeout,
+                                            "DURATION; give up then with exit code 124");
+  }
 
   std::vector<const char*> argv = {"dispatch"};
   for (const std::string& word : split.options)
@@ -277,7 +326,7 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
   }
 
   const std::string socket = SocketPath();
-  if (new_cmd->parsed()) {
+  if (parsed(new_cmd)) {
     protocol::SubmitRequest request;
     std::vector<std::string> words = split.command.value_or(std::vector<std::string>{});
     if (auto code = BuildSubmit(new_flags, words, &request, io)) return *code;
@@ -291,19 +340,19 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
     if (new_flags.wait) return RunSubmitAndWait(socket, request, io);
     return RunSubmit(socket, request, io);
   }
-  if (list_cmd->parsed()) {
+  if (parsed(list_cmd)) {
     if (slurm) return slurm::List(*backend, list_request, list_json, io);
     return RunList(socket, list_request, list_json, list_long, io);
   }
-  if (attach_cmd->parsed()) {
+  if (parsed(attach_cmd)) {
     if (slurm) return slurm::Attach(*backend, attach_id, io);
     return RunAttach(socket, attach_id, io);
   }
-  if (kill_cmd->parsed()) {
+  if (parsed(kill_cmd)) {
     if (slurm) return slurm::Kill(*backend, kill_id, io);
     return RunKill(socket, kill_id, io);
   }
-  if (wait_cmd->parsed()) {
+  if (parsed(wait_cmd)) {
     WaitOptions options;
     if (wait_timeout_opt->count() > 0) {
       auto seconds = ParseDuration(wait_timeout);
@@ -320,17 +369,17 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
     }
     return RunWait(socket, wait_ids, options, io);
   }
-  if (info_cmd->parsed() || drain_cmd->parsed() || resume_cmd->parsed()) {
+  if (parsed(info_cmd) || parsed(drain_cmd) || parsed(resume_cmd)) {
     if (slurm) {
       return ReportError(Error(ErrorCode::kFailedPrecondition,
                                "info, drain and resume are not available with the Slurm backend; "
                                "use sinfo and scontrol"),
                          io);
     }
-    if (info_cmd->parsed()) return RunInfo(socket, info_json, io);
-    return RunDrain(socket, drain_cmd->parsed(), io);
+    if (parsed(info_cmd)) return RunInfo(socket, info_json, io);
+    return RunDrain(socket, parsed(drain_cmd), io);
   }
-  if (output_cmd->parsed()) {
+  if (parsed(output_cmd)) {
     if (slurm) {
       return ReportError(Error(ErrorCode::kFailedPrecondition,
                                "dispatch output is not available with the Slurm backend: Slurm "
@@ -347,7 +396,7 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
     }
     return RunOutput(socket, request, io);
   }
-  if (job_cmd->parsed()) {
+  if (parsed(job_cmd)) {
     bool wants_value = field_request.action != "get";
     if (wants_value && value_opt->count() == 0) {
       return UsageError("the following arguments are required: DURATION", io);

@@ -22,6 +22,9 @@ inline constexpr int kExitUsage = 2;
 // `args` excludes the program name. Returns the exit code.
 int RunDispatch(const std::vector<std::string>& args, Io io);
 
+// Every subcommand, in the order `dispatch --help` lists them.
+const std::vector<std::string>& SubcommandNames();
+
 }  // namespace hpcb::client
 
 #endif  // HPCB_CLIENT_DISPATCH_H_

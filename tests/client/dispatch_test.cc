@@ -514,6 +514,35 @@ TEST(DispatchTest, NoCommandMessage) {
             std::string::npos);
 }
 
+// Only the subcommand named first is built: the list that decides it must
+// name every subcommand the full help shows, and each must still answer
+// --help and a usage error on its own.
+TEST(DispatchTest, EachSubcommandIsBuiltWhenNamedFirst) {
+  ::setenv("HPC_BATCH_SOCKET", "/nonexistent/hpcb.sock", 1);
+  Outcome help = Dispatch({"--help"});
+  ASSERT_EQ(help.code, 0);
+  const std::size_t section = help.out.find("\nSubcommands:\n");
+  ASSERT_NE(section, std::string::npos) << help.out;
+  std::vector<std::string> listed;
+  std::istringstream lines(help.out.substr(section + 14));
+  for (std::string line; std::getline(lines, line) && line.rfind("  ", 0) == 0;) {
+    std::istringstream words(line);
+    std::string name;
+    words >> name;
+    listed.push_back(name);
+  }
+  EXPECT_EQ(listed, SubcommandNames());
+  for (const std::string& name : SubcommandNames()) {
+    Outcome sub_help = Dispatch({name, "--help"});
+    EXPECT_EQ(sub_help.code, 0) << name << sub_help.err;
+    EXPECT_NE(sub_help.out.find("Usage: dispatch " + name), std::string::npos) << sub_help.out;
+    Outcome extra = Dispatch({name, "--no-such-flag"});
+    EXPECT_EQ(extra.code, 2) << name;
+    EXPECT_NE(extra.err.find("usage: dispatch"), std::string::npos) << name << extra.err;
+    EXPECT_EQ(extra.err.find("cannot reach"), std::string::npos) << name << extra.err;
+  }
+}
+
 TEST(DispatchTest, VersionAndHelp) {
   Outcome version = Dispatch({"--version"});
   EXPECT_EQ(version.code, 0);
