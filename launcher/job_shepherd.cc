@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -63,8 +64,10 @@ ShepherdReport AwaitExec(pid_t job, int exec_pipe, std::chrono::milliseconds dea
   }
 }
 
-[[noreturn]] void RunShepherd(const protocol::SpawnRequest& request, const PreparedJob& job,
-                              SpawnFds fds, int report_fd, const ShepherdOptions& options) {
+}  // namespace
+
+void RunShepherd(const protocol::SpawnRequest& request, const PreparedJob& job, SpawnFds fds,
+                 int report_fd, const ShepherdOptions& options) {
   (void)::prctl(PR_SET_NAME, "hpcb-shepherd", 0, 0, 0);
   // The launcher's blocked signals (its signalfd set) stay blocked here, so
   // a SIGTERM or SIGHUP meant for the service never ends a shepherd.
@@ -137,8 +140,6 @@ ShepherdReport AwaitExec(pid_t job, int exec_pipe, std::chrono::milliseconds dea
   ::_exit(0);
 }
 
-}  // namespace
-
 Result<ShepherdChild> StartShepherd(const protocol::SpawnRequest& request, const PreparedJob& job,
                                     const SpawnFds& fds, const ShepherdOptions& options) {
   int pipe_fds[2];
@@ -154,6 +155,10 @@ Result<ShepherdChild> StartShepherd(const protocol::SpawnRequest& request, const
 std::string DescribeShepherdReport(const ShepherdReport& report, const PreparedJob& job,
                                    std::chrono::milliseconds exec_deadline) {
   if (report.stage == 0) return "";
+  if (report.stage == kHandOverStage) {
+    return "failed to start job: the standby shepherd could not read the job: " +
+           std::string(std::strerror(report.err));
+  }
   if (report.stage == kTimedOutStage) {
     if (report.pid == 0) return "failed to start job: the shepherd could not fork";
     return "failed to start job: it did not reach exec within " +

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "launcher/child_reap.h"
 #include "launcher/dumpable_check.h"
 #include "launcher/gpu_mask.h"
 #include "launcher/user_helper.h"
@@ -33,6 +34,14 @@ constexpr std::chrono::milliseconds kShepherdSlack{5000};
 constexpr std::chrono::milliseconds kCrashLoopUptime{300};
 constexpr int kMaxQuickDeaths = 5;
 constexpr int kMaxPollMs = 1000;
+// How long the loop must have had nothing to do before it forks a standby
+// shepherd: a burst of starts is not slowed by forks it does not need yet.
+constexpr std::chrono::milliseconds kStandbyIdle{3};
+constexpr std::chrono::milliseconds kStandbyBackoff{1000};
+constexpr std::chrono::milliseconds kStandbyMaxBackoff{60000};
+// A standby is killed with SIGKILL and was never a user's: reaped well
+// within this.
+constexpr std::chrono::milliseconds kStandbyReap{2000};
 
 std::string Seconds(std::chrono::milliseconds ms) {
   return std::to_string((ms.count() + 999) / 1000) + " s";
@@ -209,16 +218,12 @@ void LauncherServer::StartSpawn(const protocol::SpawnRequest& request,
     }
     hide = NodesToHide(options_.gpu_dev_dir, present, request.gpus);
   }
-  Result<PreparedJob> job = PreparedJob::Build(request, std::move(hide));
+  Result<PreparedJob> job = PreparedJob::Build(request, hide);
   if (!job) return refuse(job.error().WithContext("failed to start job"));
   SpawnFds fds;
   fds.buffer = packet.fds[0].get();
   if (packet.fds.size() == 2) fds.cgroup_dir = packet.fds[1].get();
-  ShepherdOptions shepherd_options;
-  shepherd_options.change_identity = options_.as_root;
-  shepherd_options.run_dir = options_.run_dir;
-  shepherd_options.exec_deadline = options_.exec_deadline;
-  Result<ShepherdChild> shepherd = StartShepherd(request, *job, fds, shepherd_options);
+  Result<ShepherdChild> shepherd = ShepherdFor(request, packet, *job, hide, fds);
   if (!shepherd) return refuse(shepherd.error().WithContext("failed to start job"));
   Task task;
   task.kind = LauncherKind::kSpawn;
@@ -229,6 +234,59 @@ void LauncherServer::StartSpawn(const protocol::SpawnRequest& request,
   task.deadline = Clock::now() + task.allowed;
   task.job.emplace(std::move(*job));
   tasks_.emplace(shepherd->pid, std::move(task));
+}
+
+ShepherdOptions LauncherServer::MakeShepherdOptions() const {
+  ShepherdOptions shepherd_options;
+  shepherd_options.change_identity = options_.as_root;
+  shepherd_options.run_dir = options_.run_dir;
+  shepherd_options.exec_deadline = options_.exec_deadline;
+  return shepherd_options;
+}
+
+Result<ShepherdChild> LauncherServer::ShepherdFor(const protocol::SpawnRequest& request,
+                                                  const protocol::Packet& packet,
+                                                  const PreparedJob& job,
+                                                  const std::vector<std::string>& hide,
+                                                  const SpawnFds& fds) {
+  std::optional<std::string> order;
+  if (standby_) order = MakeStandbyOrder(packet.bytes, hide);
+  if (order) {
+    StandbyShepherd standby = std::move(*standby_);
+    standby_.reset();
+    const pid_t pid = standby.pid;
+    Result<ShepherdChild> handed = HandToStandby(std::move(standby), *order, fds);
+    if (handed) return handed;
+    dismissed_standbys_.insert(pid);
+    StandbyFailed("starting job " + std::to_string(request.id) +
+                  " without its standby: " + handed.error().message());
+  }
+  return StartShepherd(request, job, fds, MakeShepherdOptions());
+}
+
+void LauncherServer::PrepareStandby() {
+  if (standby_ || Clock::now() < standby_not_before_) return;
+  Result<StandbyShepherd> standby = StartStandbyShepherd(MakeShepherdOptions());
+  if (!standby)
+    return StandbyFailed("cannot fork a standby shepherd: " + standby.error().message());
+  standby_ = std::move(*standby);
+  standby_failures_ = 0;
+}
+
+void LauncherServer::StandbyFailed(const std::string& why) {
+  if (standby_failures_ == 0) LogWarning(why + "; jobs start with a fork of their own meanwhile");
+  const auto wait =
+      std::min(kStandbyMaxBackoff, kStandbyBackoff * (1 << std::min(standby_failures_, 6)));
+  standby_not_before_ = Clock::now() + wait;
+  ++standby_failures_;
+}
+
+void LauncherServer::DismissStandby() {
+  if (!standby_) return;
+  const pid_t pid = standby_->pid;
+  standby_.reset();
+  (void)::kill(pid, SIGKILL);
+  (void)ReapWithin(pid, kStandbyReap, std::chrono::milliseconds(5));
 }
 
 void LauncherServer::StartCheckDest(const protocol::CheckDestRequest& request) {
@@ -460,6 +518,13 @@ bool LauncherServer::ReapChildren() {
         return false;
       }
     }
+    if (standby_ && pid == standby_->pid) {
+      standby_.reset();
+      StandbyFailed("the standby shepherd (pid " + std::to_string(pid) +
+                    ") exited before it was given a job, status " + std::to_string(status));
+      continue;
+    }
+    if (dismissed_standbys_.erase(pid) > 0) continue;
     auto it = tasks_.find(pid);
     if (it == tasks_.end()) {
       Send(Encode(protocol::ChildExited{0, pid, status}));
@@ -505,10 +570,18 @@ bool LauncherServer::PollChildren(int wait_ms) {
 }
 
 LauncherServer::Outcome LauncherServer::Run() {
+  const Outcome outcome = Serve();
+  DismissStandby();
+  return outcome;
+}
+
+LauncherServer::Outcome LauncherServer::Serve() {
   for (;;) {
     std::vector<struct pollfd> fds{{signal_fd_, POLLIN, 0}, {executor_fd_.get(), POLLIN, 0}};
     std::vector<pid_t> owners;
     auto wake = Clock::now() + std::chrono::milliseconds(kMaxPollMs);
+    if (!standby_)
+      wake = std::min(wake, std::max(Clock::now() + kStandbyIdle, standby_not_before_));
     for (auto& [pid, task] : tasks_) {
       if (!task.answered) wake = std::min(wake, task.deadline);
       if (!task.answer.valid()) continue;
@@ -523,6 +596,7 @@ LauncherServer::Outcome LauncherServer::Run() {
       StopRoles();
       return Outcome::kStop;
     }
+    if (ready == 0 && !standby_) PrepareStandby();
     if (fds[0].revents & POLLIN) {
       struct signalfd_siginfo info {};
       if (::read(signal_fd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {

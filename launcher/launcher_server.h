@@ -27,11 +27,13 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "launcher/job_shepherd.h"
 #include "launcher/job_spawn.h"
 #include "launcher/launcher_setup.h"
+#include "launcher/standby_shepherd.h"
 #include "protocol/base/result.h"
 #include "protocol/base/unique_fd.h"
 #include "protocol/framing.h"
@@ -84,6 +86,15 @@ class LauncherServer {
   bool PollChildren(int wait_ms);
   std::size_t tasks_in_flight() const { return tasks_.size(); }
 
+  // Forks a standby shepherd (launcher/standby_shepherd.h) if none waits
+  // and none failed lately; Run calls it once the loop has been idle for
+  // kStandbyIdle.
+  void PrepareStandby();
+  pid_t standby_pid() const { return standby_ ? standby_->pid : -1; }
+  // Kills and reaps the standby (bounded), before the launcher stops or
+  // re-execs: a re-exec'd launcher would not know it.
+  void DismissStandby();
+
   // After kRoleDied: a role exited 78 (a refusal, e.g. it could not be
   // confined), so the daemon must exit 78 too rather than be restarted.
   bool RoleRefusedToStart() const;
@@ -105,9 +116,16 @@ class LauncherServer {
     std::optional<PreparedJob> job;  // spawns: for describing a failure
   };
 
+  // Run's loop; Run dismisses the standby once it returns.
+  Outcome Serve();
   // As root, fs.suid_dumpable must not be 1 (launcher/dumpable_check.h).
   Result<void> MayBecomeTheUser() const;
   void StartSpawn(const protocol::SpawnRequest& request, const protocol::Packet& packet);
+  // The standby if one waits (handed the job), else a fresh fork.
+  Result<ShepherdChild> ShepherdFor(const protocol::SpawnRequest& request,
+                                    const protocol::Packet& packet, const PreparedJob& job,
+                                    const std::vector<std::string>& hide, const SpawnFds& fds);
+  ShepherdOptions MakeShepherdOptions() const;
   void StartCheckDest(const protocol::CheckDestRequest& request);
   void StartLookUpUser(const protocol::LookUpUserRequest& request);
   void StartDeliver(const protocol::DeliverRequest& request, const protocol::Packet& packet);
@@ -129,6 +147,15 @@ class LauncherServer {
   Role executor_;
   Role broker_;
   std::map<pid_t, Task> tasks_;
+  std::optional<StandbyShepherd> standby_;
+  // Standbys given up on (killed after a failed hand-off, or found dead):
+  // reaped quietly, never reported to the executor as a child that ended.
+  std::set<pid_t> dismissed_standbys_;
+  // After a standby could not be forked, or died unused, the next try
+  // waits (1 s, doubling to 60 s) and only the first failure is logged.
+  int standby_failures_ = 0;
+  std::chrono::steady_clock::time_point standby_not_before_;
+  void StandbyFailed(const std::string& why);
   std::chrono::steady_clock::time_point roles_started_;
   int quick_deaths_ = 0;
 };

@@ -300,6 +300,99 @@ TEST_F(E2eTest, StrictBackfillOnlyAdmitsJobsThatEndBeforeTheHead) {
   EXPECT_NE(short_job.out.find("job 4 running"), std::string::npos) << short_job.out;
 }
 
+// The live child of `parent` named `comm`, or -1.
+pid_t ChildNamed(pid_t parent, const std::string& comm) {
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::size_t open = stat.find('('), close = stat.rfind(')');
+    if (open == std::string::npos || close == std::string::npos || close + 4 > stat.size())
+      continue;
+    std::istringstream rest(stat.substr(close + 2));
+    char state = 0;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == parent && state != 'Z' && stat.substr(open + 1, close - open - 1) == comm) {
+      return static_cast<pid_t>(std::stol(name));
+    }
+  }
+  return -1;
+}
+
+// Whether `pid` is still a live process named `comm`.
+bool LivesAs(pid_t pid, const std::string& comm) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::size_t close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z' &&
+         stat.find("(" + comm + ")") != std::string::npos;
+}
+
+// An idle launcher keeps one shepherd forked ahead of need: the next job
+// runs under it, another takes its place, and it leaves with its launcher
+// on a reload or a stop (only it holds the other end of its socket).
+TEST_F(E2eTest, AStandbyShepherdRunsTheNextJobAndLeavesWithItsLauncher) {
+  StartOrFail();
+  const pid_t launcher = daemon_.daemon_pid();
+  pid_t standby = -1;
+  ASSERT_TRUE(DaemonHarness::WaitFor(
+      [&] { return (standby = ChildNamed(launcher, "hpcb-standby")) > 0; }, seconds(10)));
+  CommandResult job = daemon_.Dispatch({"new", "--", "sh", "-c", "echo $PPID"});
+  ASSERT_EQ(job.exit_code, 0) << job.err;
+  const int id = DaemonHarness::JobIdIn(job.out);
+  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return Finished(id); }, seconds(15))) << daemon_.log();
+  EXPECT_EQ(daemon_.ReadWorkFile("output." + std::to_string(id) + ".log"),
+            std::to_string(standby) + "\n");
+
+  pid_t next = -1;
+  ASSERT_TRUE(DaemonHarness::WaitFor(
+      [&] { return (next = ChildNamed(launcher, "hpcb-standby")) > 0; }, seconds(10)));
+  EXPECT_NE(next, standby);
+  daemon_.Reload();
+  EXPECT_TRUE(DaemonHarness::WaitFor([&] { return !LivesAs(next, "hpcb-standby"); }, seconds(10)))
+      << "the standby outlived the launcher's re-exec";
+  pid_t after_reload = -1;
+  ASSERT_TRUE(DaemonHarness::WaitFor(
+      [&] { return (after_reload = ChildNamed(launcher, "hpcb-standby")) > 0; }, seconds(10)))
+      << daemon_.log();
+  daemon_.Stop();
+  EXPECT_TRUE(
+      DaemonHarness::WaitFor([&] { return !LivesAs(after_reload, "hpcb-standby"); }, seconds(10)))
+      << "the standby outlived its launcher";
+}
+
+// A standby that died (here killed; an OOM kill would do the same) costs
+// nothing: the next job gets a fork of its own, and another standby
+// follows once a pause has passed.
+TEST_F(E2eTest, AJobStillStartsWhenItsStandbyWasKilled) {
+  StartOrFail();
+  const pid_t launcher = daemon_.daemon_pid();
+  pid_t standby = -1;
+  ASSERT_TRUE(DaemonHarness::WaitFor(
+      [&] { return (standby = ChildNamed(launcher, "hpcb-standby")) > 0; }, seconds(10)));
+  ASSERT_EQ(::kill(standby, SIGKILL), 0);
+  CommandResult job = daemon_.Dispatch({"new", "--", "sh", "-c", "echo $PPID"});
+  ASSERT_EQ(job.exit_code, 0) << job.err;
+  const int id = DaemonHarness::JobIdIn(job.out);
+  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return Finished(id); }, seconds(15))) << daemon_.log();
+  EXPECT_NE(RowOf(id).find(" done "), std::string::npos) << RowOf(id);
+  EXPECT_EQ(RowOf(id).substr(RowOf(id).size() - 2), " 0") << RowOf(id);
+  const std::string parent = daemon_.ReadWorkFile("output." + std::to_string(id) + ".log");
+  EXPECT_NE(parent, std::to_string(standby) + "\n");
+  EXPECT_FALSE(parent.empty());
+  pid_t next = -1;
+  ASSERT_TRUE(DaemonHarness::WaitFor(
+      [&] { return (next = ChildNamed(launcher, "hpcb-standby")) > 0; }, seconds(10)))
+      << daemon_.log();
+  EXPECT_NE(next, standby);
+  const std::string log = daemon_.log();
+  EXPECT_TRUE(log.find("exited before it was given a job") != std::string::npos ||
+              log.find("without its standby") != std::string::npos)
+      << log;
+}
+
 TEST_F(E2eTest, ReloadKeepsARunningJobAndItsExitCode) {
   StartOrFail();
   ASSERT_EQ(daemon_.Dispatch({"new", "--", "sh", "-c", "sleep 2; exit 5"}).exit_code, 0);
