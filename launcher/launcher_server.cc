@@ -35,8 +35,12 @@ constexpr std::chrono::milliseconds kCrashLoopUptime{300};
 constexpr int kMaxQuickDeaths = 5;
 constexpr int kMaxPollMs = 1000;
 // How long the loop must have had nothing to do before it forks a standby
-// shepherd: a burst of starts is not slowed by forks it does not need yet.
-constexpr std::chrono::milliseconds kStandbyIdle{3};
+// shepherd: a burst of starts is not slowed by forks it does not need yet,
+// and the job just started does not share the CPUs with its successor's
+// fork. At 3 ms that fork landed on the new job's own start, and a job
+// reached its work no sooner than without a standby; at 30 ms it did
+// (design.md, "A shepherd forked ahead").
+constexpr std::chrono::milliseconds kStandbyIdle{30};
 constexpr std::chrono::milliseconds kStandbyBackoff{1000};
 constexpr std::chrono::milliseconds kStandbyMaxBackoff{60000};
 // A standby is killed with SIGKILL and was never a user's: reaped well
