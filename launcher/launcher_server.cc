@@ -260,7 +260,10 @@ Result<ShepherdChild> LauncherServer::ShepherdFor(const protocol::SpawnRequest& 
     standby_.reset();
     const pid_t pid = standby.pid;
     Result<ShepherdChild> handed = HandToStandby(std::move(standby), *order, fds);
-    if (handed) return handed;
+    if (handed) {
+      standby_failures_ = 0;  // only a standby that took its job ends a run of failures
+      return handed;
+    }
     dismissed_standbys_.insert(pid);
     StandbyFailed("starting job " + std::to_string(request.id) +
                   " without its standby: " + handed.error().message());
@@ -274,7 +277,6 @@ void LauncherServer::PrepareStandby() {
   if (!standby)
     return StandbyFailed("cannot fork a standby shepherd: " + standby.error().message());
   standby_ = std::move(*standby);
-  standby_failures_ = 0;
 }
 
 void LauncherServer::StandbyFailed(const std::string& why) {
@@ -388,6 +390,9 @@ void LauncherServer::StartDeliver(const protocol::DeliverRequest& request,
 void LauncherServer::OnAnswerReadable(pid_t pid, Task& task) {
   char buf[4096];
   ssize_t n = ::read(task.answer.get(), buf, sizeof buf);
+  // A standby's socket says ECONNRESET where a pipe says EOF: the child
+  // died with something unread.
+  if (n < 0 && errno == ECONNRESET) n = 0;
   if (n < 0) {
     if (errno == EINTR || errno == EAGAIN) return;
     Answer(pid, task, Error::FromErrno(errno, "read the child's answer"));
@@ -576,6 +581,11 @@ bool LauncherServer::PollChildren(int wait_ms) {
 LauncherServer::Outcome LauncherServer::Run() {
   const Outcome outcome = Serve();
   DismissStandby();
+  // Already killed; reaped here so a re-exec'd launcher, which would not
+  // know them, never reports them to the executor.
+  for (pid_t pid : dismissed_standbys_)
+    (void)ReapWithin(pid, kStandbyReap, std::chrono::milliseconds(5));
+  dismissed_standbys_.clear();
   return outcome;
 }
 
@@ -584,8 +594,7 @@ LauncherServer::Outcome LauncherServer::Serve() {
     std::vector<struct pollfd> fds{{signal_fd_, POLLIN, 0}, {executor_fd_.get(), POLLIN, 0}};
     std::vector<pid_t> owners;
     auto wake = Clock::now() + std::chrono::milliseconds(kMaxPollMs);
-    if (!standby_)
-      wake = std::min(wake, std::max(Clock::now() + kStandbyIdle, standby_not_before_));
+    if (!standby_) wake = std::min(wake, std::max(last_busy_ + kStandbyIdle, standby_not_before_));
     for (auto& [pid, task] : tasks_) {
       if (!task.answered) wake = std::min(wake, task.deadline);
       if (!task.answer.valid()) continue;
@@ -600,7 +609,9 @@ LauncherServer::Outcome LauncherServer::Serve() {
       StopRoles();
       return Outcome::kStop;
     }
-    if (ready == 0 && !standby_) PrepareStandby();
+    const auto now = Clock::now();
+    if (ready > 0) last_busy_ = now;
+    if (!standby_ && now - last_busy_ >= kStandbyIdle) PrepareStandby();
     if (fds[0].revents & POLLIN) {
       struct signalfd_siginfo info {};
       if (::read(signal_fd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {

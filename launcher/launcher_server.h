@@ -91,8 +91,9 @@ class LauncherServer {
   // kStandbyIdle.
   void PrepareStandby();
   pid_t standby_pid() const { return standby_ ? standby_->pid : -1; }
-  // Kills and reaps the standby (bounded), before the launcher stops or
-  // re-execs: a re-exec'd launcher would not know it.
+  // Kills the standby and reaps it (a SIGKILLed root process that never
+  // became a user: it goes at once), before the launcher stops or
+  // re-execs, since a re-exec'd launcher would not know it.
   void DismissStandby();
 
   // After kRoleDied: a role exited 78 (a refusal, e.g. it could not be
@@ -155,6 +156,8 @@ class LauncherServer {
   // waits (1 s, doubling to 60 s) and only the first failure is logged.
   int standby_failures_ = 0;
   std::chrono::steady_clock::time_point standby_not_before_;
+  // When the loop last had something to do (kStandbyIdle counts from it).
+  std::chrono::steady_clock::time_point last_busy_ = std::chrono::steady_clock::now();
   void StandbyFailed(const std::string& why);
   std::chrono::steady_clock::time_point roles_started_;
   int quick_deaths_ = 0;

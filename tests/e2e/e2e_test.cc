@@ -373,6 +373,10 @@ TEST_F(E2eTest, AJobStillStartsWhenItsStandbyWasKilled) {
   ASSERT_TRUE(DaemonHarness::WaitFor(
       [&] { return (standby = ChildNamed(launcher, "hpcb-standby")) > 0; }, seconds(10)));
   ASSERT_EQ(::kill(standby, SIGKILL), 0);
+  // Gone, not merely signalled: a standby killed with the job already sent
+  // would fail that job (as a shepherd killed then would).
+  ASSERT_TRUE(
+      DaemonHarness::WaitFor([&] { return !LivesAs(standby, "hpcb-standby"); }, seconds(10)));
   CommandResult job = daemon_.Dispatch({"new", "--", "sh", "-c", "echo $PPID"});
   ASSERT_EQ(job.exit_code, 0) << job.err;
   const int id = DaemonHarness::JobIdIn(job.out);

@@ -206,15 +206,17 @@ TEST_F(StandbyTest, AnOrderWithoutTheBufferIsReported) {
   EXPECT_FALSE(host::LoadRunRecord(dir_.path(), 11));
 }
 
-// More than one packet is more than a standby reads: it says so and runs
-// nothing. (The launcher never sends one: MakeStandbyOrder refuses it.)
+// An order over kMaxStandbyOrder (still one packet here) is more than a
+// standby reads: it says so and runs nothing. (The launcher never sends
+// one: MakeStandbyOrder refuses it.)
 TEST_F(StandbyTest, AnOrderOverItsCapIsReportedAndNothingRuns) {
   UniqueFd buffer(::open("/dev/null", O_WRONLY | O_CLOEXEC));
   protocol::SpawnRequest request = Request({"true"});
   request.env.push_back("BIG=" + std::string(kMaxStandbyOrder, 'x'));
   const std::string text = protocol::Encode(request);
   EXPECT_FALSE(MakeStandbyOrder(text, {}));
-  // Sent in the background: the standby may stop reading half-way.
+  // Sent from a thread, the channel made blocking for it: an empty socket
+  // takes the packet at once, or the send fails if the standby is gone.
   const int channel = standby_.channel.get();
   const int flags = ::fcntl(channel, F_GETFL);
   ASSERT_EQ(::fcntl(channel, F_SETFL, flags & ~O_NONBLOCK), 0);
