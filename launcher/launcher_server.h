@@ -1,7 +1,8 @@
 // The launcher's service loop. It takes requests from the executor only
 // (spawn a job, check an output path as a user, deliver output as a user),
-// runs each in a child of its own (a shepherd or a user helper) and answers
-// when that child does, so no request waits behind another. It reaps its
+// runs each in a child of its own (a shepherd, possibly forked ahead as a
+// standby, or a user helper) and answers when that child does, so no
+// request waits behind another. It reaps its
 // children, reports the end of each shepherd to the executor, and handles
 // SIGTERM (stop the roles, leave the jobs) and SIGHUP (stop the roles,
 // re-exec in place).
@@ -127,6 +128,9 @@ class LauncherServer {
                                     const protocol::Packet& packet, const PreparedJob& job,
                                     const std::vector<std::string>& hide, const SpawnFds& fds);
   ShepherdOptions MakeShepherdOptions() const;
+  // Starts or extends the pause before the next standby; logs `why` only
+  // for the first failure of a run.
+  void StandbyFailed(const std::string& why);
   void StartCheckDest(const protocol::CheckDestRequest& request);
   void StartLookUpUser(const protocol::LookUpUserRequest& request);
   void StartDeliver(const protocol::DeliverRequest& request, const protocol::Packet& packet);
@@ -158,7 +162,6 @@ class LauncherServer {
   std::chrono::steady_clock::time_point standby_not_before_;
   // When the loop last had something to do (kStandbyIdle counts from it).
   std::chrono::steady_clock::time_point last_busy_ = std::chrono::steady_clock::now();
-  void StandbyFailed(const std::string& why);
   std::chrono::steady_clock::time_point roles_started_;
   int quick_deaths_ = 0;
 };
