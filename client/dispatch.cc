@@ -191,9 +191,9 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
 
   // Only the subcommand named first is built, when one is: CLI11 allocates
   // every option of every subcommand it is given, and dispatch runs once
-  // per submission (all of them cost `dispatch new` a fifth of its heap
-  // and page faults). Anything else (no subcommand, a flag first, a typo)
-  // builds them all, for the help text and the usage error.
+  // per submission (building all of them cost `dispatch new` 6 of its 72
+  // page faults and about 0.3 ms of CPU). Anything else (no subcommand, a
+  // flag first, a typo) builds them all, for the help text and the error.
   const std::string first = split.options.empty() ? std::string() : split.options[0];
   const std::vector<std::string>& names = SubcommandNames();
   const bool build_all = std::find(names.begin(), names.end(), first) == names.end();
