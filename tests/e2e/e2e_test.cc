@@ -13,6 +13,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -300,21 +301,34 @@ TEST_F(E2eTest, StrictBackfillOnlyAdmitsJobsThatEndBeforeTheHead) {
   EXPECT_NE(short_job.out.find("job 4 running"), std::string::npos) << short_job.out;
 }
 
+// What /proc/PID/stat says of a process: its name, state and parent.
+struct ProcStat {
+  std::string comm;
+  char state = 0;
+  pid_t ppid = 0;
+};
+
+std::optional<ProcStat> StatOf(const std::string& pid) {
+  std::ifstream in("/proc/" + pid + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // The name is in parentheses and may hold any byte: it ends at the last ')'.
+  const std::size_t open = stat.find('('), close = stat.rfind(')');
+  if (open == std::string::npos || close == std::string::npos || close + 4 > stat.size())
+    return std::nullopt;
+  ProcStat out;
+  out.comm = stat.substr(open + 1, close - open - 1);
+  std::istringstream rest(stat.substr(close + 2));
+  if (!(rest >> out.state >> out.ppid)) return std::nullopt;
+  return out;
+}
+
 // The live child of `parent` named `comm`, or -1.
 pid_t ChildNamed(pid_t parent, const std::string& comm) {
   for (const auto& entry : fs::directory_iterator("/proc")) {
     const std::string name = entry.path().filename();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(entry.path() / "stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const std::size_t open = stat.find('('), close = stat.rfind(')');
-    if (open == std::string::npos || close == std::string::npos || close + 4 > stat.size())
-      continue;
-    std::istringstream rest(stat.substr(close + 2));
-    char state = 0;
-    pid_t ppid = 0;
-    rest >> state >> ppid;
-    if (ppid == parent && state != 'Z' && stat.substr(open + 1, close - open - 1) == comm) {
+    std::optional<ProcStat> stat = StatOf(name);
+    if (stat && stat->ppid == parent && stat->state != 'Z' && stat->comm == comm) {
       return static_cast<pid_t>(std::stol(name));
     }
   }
@@ -323,11 +337,16 @@ pid_t ChildNamed(pid_t parent, const std::string& comm) {
 
 // Whether `pid` is still a live process named `comm`.
 bool LivesAs(pid_t pid, const std::string& comm) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const std::size_t close = stat.rfind(')');
-  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z' &&
-         stat.find("(" + comm + ")") != std::string::npos;
+  std::optional<ProcStat> stat = StatOf(std::to_string(pid));
+  return stat && stat->state != 'Z' && stat->comm == comm;
+}
+
+// The launcher's standby shepherd once there is one (within 10 s), or -1.
+pid_t AwaitStandby(pid_t launcher) {
+  pid_t standby = -1;
+  (void)DaemonHarness::WaitFor([&] { return (standby = ChildNamed(launcher, "hpcb-standby")) > 0; },
+                               seconds(10));
+  return standby;
 }
 
 // An idle launcher keeps one shepherd forked ahead of need: the next job
@@ -336,9 +355,8 @@ bool LivesAs(pid_t pid, const std::string& comm) {
 TEST_F(E2eTest, AStandbyShepherdRunsTheNextJobAndLeavesWithItsLauncher) {
   StartOrFail();
   const pid_t launcher = daemon_.daemon_pid();
-  pid_t standby = -1;
-  ASSERT_TRUE(DaemonHarness::WaitFor(
-      [&] { return (standby = ChildNamed(launcher, "hpcb-standby")) > 0; }, seconds(10)));
+  const pid_t standby = AwaitStandby(launcher);
+  ASSERT_GT(standby, 0);
   CommandResult job = daemon_.Dispatch({"new", "--", "sh", "-c", "echo $PPID"});
   ASSERT_EQ(job.exit_code, 0) << job.err;
   const int id = DaemonHarness::JobIdIn(job.out);
@@ -346,17 +364,14 @@ TEST_F(E2eTest, AStandbyShepherdRunsTheNextJobAndLeavesWithItsLauncher) {
   EXPECT_EQ(daemon_.ReadWorkFile("output." + std::to_string(id) + ".log"),
             std::to_string(standby) + "\n");
 
-  pid_t next = -1;
-  ASSERT_TRUE(DaemonHarness::WaitFor(
-      [&] { return (next = ChildNamed(launcher, "hpcb-standby")) > 0; }, seconds(10)));
+  const pid_t next = AwaitStandby(launcher);
+  ASSERT_GT(next, 0);
   EXPECT_NE(next, standby);
   daemon_.Reload();
   EXPECT_TRUE(DaemonHarness::WaitFor([&] { return !LivesAs(next, "hpcb-standby"); }, seconds(10)))
       << "the standby outlived the launcher's re-exec";
-  pid_t after_reload = -1;
-  ASSERT_TRUE(DaemonHarness::WaitFor(
-      [&] { return (after_reload = ChildNamed(launcher, "hpcb-standby")) > 0; }, seconds(10)))
-      << daemon_.log();
+  const pid_t after_reload = AwaitStandby(launcher);
+  ASSERT_GT(after_reload, 0) << daemon_.log();
   daemon_.Stop();
   EXPECT_TRUE(
       DaemonHarness::WaitFor([&] { return !LivesAs(after_reload, "hpcb-standby"); }, seconds(10)))
@@ -369,9 +384,8 @@ TEST_F(E2eTest, AStandbyShepherdRunsTheNextJobAndLeavesWithItsLauncher) {
 TEST_F(E2eTest, AJobStillStartsWhenItsStandbyWasKilled) {
   StartOrFail();
   const pid_t launcher = daemon_.daemon_pid();
-  pid_t standby = -1;
-  ASSERT_TRUE(DaemonHarness::WaitFor(
-      [&] { return (standby = ChildNamed(launcher, "hpcb-standby")) > 0; }, seconds(10)));
+  const pid_t standby = AwaitStandby(launcher);
+  ASSERT_GT(standby, 0);
   ASSERT_EQ(::kill(standby, SIGKILL), 0);
   // Gone, not merely signalled: a standby killed with the job already sent
   // would fail that job (as a shepherd killed then would).
@@ -386,10 +400,8 @@ TEST_F(E2eTest, AJobStillStartsWhenItsStandbyWasKilled) {
   const std::string parent = daemon_.ReadWorkFile("output." + std::to_string(id) + ".log");
   EXPECT_NE(parent, std::to_string(standby) + "\n");
   EXPECT_FALSE(parent.empty());
-  pid_t next = -1;
-  ASSERT_TRUE(DaemonHarness::WaitFor(
-      [&] { return (next = ChildNamed(launcher, "hpcb-standby")) > 0; }, seconds(10)))
-      << daemon_.log();
+  const pid_t next = AwaitStandby(launcher);
+  ASSERT_GT(next, 0) << daemon_.log();
   EXPECT_NE(next, standby);
   const std::string log = daemon_.log();
   EXPECT_TRUE(log.find("exited before it was given a job") != std::string::npos ||

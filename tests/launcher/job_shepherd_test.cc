@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
-#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,24 +12,13 @@
 
 #include "launcher/child_reap.h"
 #include "protocol/host/run_record.h"
+#include "tests/testing/cpu_affinity.h"
 #include "tests/testing/temp_dir.h"
 
 namespace hpcb::launcher {
 namespace {
 
 using std::chrono::milliseconds;
-
-// The job is pinned to a CPU this test may use, which need not be 0.
-int FirstAllowedCpu() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof set, &set) == 0) {
-    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-      if (CPU_ISSET(cpu, &set)) return cpu;
-    }
-  }
-  return 0;
-}
 
 // Runs one shepherd in this process's child, as this user (no identity
 // change), and collects its report and its run record.
@@ -49,7 +37,7 @@ class ShepherdTest : public ::testing::Test {
     request.argv = std::move(argv);
     request.cwd = std::move(cwd);
     request.env = {"PATH=/usr/bin:/bin"};
-    request.cpus = {FirstAllowedCpu()};
+    request.cpus = {testing::FirstAllowedCpu()};
     Outcome outcome;
     Result<PreparedJob> job = PreparedJob::Build(request);
     if (!job) {

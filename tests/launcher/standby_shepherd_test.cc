@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <pwd.h>
-#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,23 +21,13 @@
 #include "protocol/codec.h"
 #include "protocol/framing.h"
 #include "protocol/host/run_record.h"
+#include "tests/testing/cpu_affinity.h"
 #include "tests/testing/temp_dir.h"
 
 namespace hpcb::launcher {
 namespace {
 
 using std::chrono::milliseconds;
-
-int FirstAllowedCpu() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof set, &set) == 0) {
-    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-      if (CPU_ISSET(cpu, &set)) return cpu;
-    }
-  }
-  return 0;
-}
 
 TEST(StandbyOrderTest, TheNodeListAndTheRequestComeBackAsTheyWent) {
   const std::string request = R"({"type":"spawn","argv":["a\u0000b"]})";
@@ -85,7 +74,7 @@ class StandbyTest : public ::testing::Test {
     request.argv = std::move(argv);
     request.cwd = "/tmp";
     request.env = {"PATH=/usr/bin:/bin"};
-    request.cpus = {FirstAllowedCpu()};
+    request.cpus = {testing::FirstAllowedCpu()};
     // As the launcher would send it: a request that passes its checks.
     request.who.uid = ::getuid();
     request.who.gid = ::getgid();
