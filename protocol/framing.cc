@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 
 namespace hpcb::protocol {
 namespace {
@@ -158,11 +159,15 @@ Result<void> SendMessage(int fd, std::string_view payload, const std::vector<int
 
 Result<Packet> ReceiveMessage(int fd, std::size_t cap) {
   Packet message;
-  std::string buffer(kPacketPayload + 1, '\0');
+  // Left uninitialised on purpose: only the bytes the kernel writes are
+  // read. Zero-filling 64 KiB writes 16 pages, and in a process that has
+  // just forked (the launcher, after each standby) every one of them is a
+  // copy-on-write fault on the way to the job's exec.
+  auto buffer = std::make_unique_for_overwrite<char[]>(kPacketPayload + 1);
   bool overflow = false;
   bool bad_control = false;
   for (bool first = true;; first = false) {
-    struct iovec iov = {buffer.data(), buffer.size()};
+    struct iovec iov = {buffer.get(), kPacketPayload + 1};
     struct msghdr msg = {};
     msg.msg_iov = &iov;
     msg.msg_iovlen = 1;
@@ -195,7 +200,7 @@ Result<Packet> ReceiveMessage(int fd, std::size_t cap) {
     if (message.bytes.size() + body > cap) {
       overflow = true;
     } else {
-      message.bytes.append(buffer.data() + 1, body);
+      message.bytes.append(buffer.get() + 1, body);
     }
     if (flag != kMore) break;
   }
