@@ -15,6 +15,7 @@
 #include "launcher/child_reap.h"
 #include "launcher/dumpable_check.h"
 #include "launcher/gpu_mask.h"
+#include "launcher/private_pages.h"
 #include "launcher/user_helper.h"
 #include "launcher/user_ops.h"
 #include "protocol/base/log.h"
@@ -277,6 +278,11 @@ void LauncherServer::PrepareStandby() {
   if (!standby)
     return StandbyFailed("cannot fork a standby shepherd: " + standby.error().message());
   standby_ = std::move(*standby);
+  // The fork left the launcher's pages shared with the standby: copied now,
+  // while idle, they are written by the next spawn without a trap
+  // (private_pages.h). An optimisation only: after any failure (a kernel
+  // without MADV_POPULATE_WRITE, say) it is not tried again.
+  if (claim_pages_ && !ClaimOwnPages(options_.proc_root + "/self/maps")) claim_pages_ = false;
 }
 
 void LauncherServer::StandbyFailed(const std::string& why) {

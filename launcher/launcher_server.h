@@ -160,6 +160,8 @@ class LauncherServer {
   // waits (1 s, doubling to 60 s) and only the first failure is logged.
   int standby_failures_ = 0;
   std::chrono::steady_clock::time_point standby_not_before_;
+  // Whether to take back the pages a standby fork shared (private_pages.h).
+  bool claim_pages_ = true;
   // When the loop last had something to do (kStandbyIdle counts from it).
   std::chrono::steady_clock::time_point last_busy_ = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point roles_started_;
