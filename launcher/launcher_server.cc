@@ -280,9 +280,16 @@ void LauncherServer::PrepareStandby() {
   standby_ = std::move(*standby);
   // The fork left the launcher's pages shared with the standby: copied now,
   // while idle, they are written by the next spawn without a trap
-  // (private_pages.h). An optimisation only: after any failure (a kernel
-  // without MADV_POPULATE_WRITE, say) it is not tried again.
-  if (claim_pages_ && !ClaimOwnPages(options_.proc_root + "/self/maps")) claim_pages_ = false;
+  // (private_pages.h). An optimisation only: a failed try is let go, and a
+  // kernel that cannot do it at all is not asked again.
+  if (!claim_pages_) return;
+  if (Result<std::size_t> claimed = ClaimOwnPages(); !claimed) {
+    if (ClaimingUnsupported(claimed.error())) {
+      claim_pages_ = false;
+      LogInfo("the kernel will not copy the launcher's pages ahead of a start (" +
+              claimed.error().message() + "); the next spawn after each idle spell copies them");
+    }
+  }
 }
 
 void LauncherServer::StandbyFailed(const std::string& why) {
