@@ -10,7 +10,7 @@
 // libraries' zeroed data) at once (MADV_POPULATE_WRITE, Linux 5.14),
 // which the spawn then writes without a trap.
 //
-// The bargain: a page of memory for each page so copied (about 35 pages,
+// The bargain: a page of memory for each page so copied (about 28 pages,
 // the launcher's whole anonymous set) and the copying, done while the
 // daemon waits, for a few hundred microseconds off the next job's start.
 // Only pages already resident are asked for, and no file-backed mapping
