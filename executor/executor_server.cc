@@ -319,7 +319,7 @@ void ExecutorServer::Tick() {
     dead.swap(dead_on_arrival_);
     for (std::uint64_t id : dead) {
       LogInfo(JobText(id) + " ended while the daemon was away");
-      Finish(id, RecordedExit(id));
+      Finish(id);
     }
   }
   PollForeign();

@@ -163,8 +163,9 @@ class ExecutorServer {
 
   // job_finish.cc
   void OnChildExited(const protocol::ChildExited& event);
-  // The job ended (exit code, or unknown): cgroup, output, spec, event.
-  void Finish(std::uint64_t id, std::optional<std::int64_t> exit_code);
+  // The job ended: cgroup, output, spec, event. Its exit code, end time
+  // and usage come from its run record (read once), or are unknown.
+  void Finish(std::uint64_t id);
   // Asks the launcher to deliver the buffer as the user; `done` gets the
   // output error (nullopt: delivered, or nothing to deliver).
   void DeliverOutput(const LaunchSpec& spec, std::function<void(std::optional<std::string>)> done);

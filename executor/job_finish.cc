@@ -181,19 +181,18 @@ void ExecutorServer::OnChildExited(const protocol::ChildExited& event) {
     const std::uint64_t id = hint->second;
     by_shepherd_.erase(hint);
     if (auto it = jobs_.find(id); it != jobs_.end() && shepherded(it->second)) {
-      return Finish(id, RecordedExit(id));
+      return Finish(id);
     }
   }
   for (const auto& [id, spec] : jobs_) {
     if (shepherded(spec)) {
-      // The shepherd's own status says nothing of the job's: the run record does.
-      Finish(id, RecordedExit(id));
+      Finish(id);
       return;
     }
   }
 }
 
-void ExecutorServer::Finish(std::uint64_t id, std::optional<std::int64_t> exit_code) {
+void ExecutorServer::Finish(std::uint64_t id) {
   auto it = jobs_.find(id);
   if (it == jobs_.end() || it->second.state != SpecState::kRunning || finishing_.contains(id)) {
     return;
@@ -203,9 +202,10 @@ void ExecutorServer::Finish(std::uint64_t id, std::optional<std::int64_t> exit_c
   foreign_.erase(id);
   protocol::JobExited event;
   event.id = id;
-  event.exit_code = exit_code;
   event.end_time = EpochNow();
   Result<host::RunRecord> record = host::LoadRunRecord(run_dir(), id);
+  // The shepherd's own status says nothing of the job's: the record does.
+  if (record && record->status) event.exit_code = ExitCodeFromStatus(static_cast<int>(*record->status));
   if (record && record->end_time) event.end_time = *record->end_time;
   event.usage = MeasureUsage(spec, record ? &*record : nullptr, event.end_time);
   if (!config_.no_cgroups) {

@@ -261,7 +261,7 @@ void ExecutorServer::PollForeign() {
     }
   }
   for (std::uint64_t id : gone)
-    Finish(id, RecordedExit(id));
+    Finish(id);
 }
 
 }  // namespace hpcb::executor
