@@ -205,7 +205,8 @@ void ExecutorServer::Finish(std::uint64_t id) {
   event.end_time = EpochNow();
   Result<host::RunRecord> record = host::LoadRunRecord(run_dir(), id);
   // The shepherd's own status says nothing of the job's: the record does.
-  if (record && record->status) event.exit_code = ExitCodeFromStatus(static_cast<int>(*record->status));
+  if (record && record->status)
+    event.exit_code = ExitCodeFromStatus(static_cast<int>(*record->status));
   if (record && record->end_time) event.end_time = *record->end_time;
   event.usage = MeasureUsage(spec, record ? &*record : nullptr, event.end_time);
   if (!config_.no_cgroups) {
