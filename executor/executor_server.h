@@ -127,12 +127,21 @@ class ExecutorServer {
   // job_register.cc
   void OnRegister(std::uint64_t req, const protocol::Packet& packet);
   void RefuseRegister(std::uint64_t req, std::uint64_t id, const Error& error);
-  // The launcher's (or the cache's) answer for the submitter's account.
+  // The launcher's (or the cache's) answer for the submitter's account;
+  // `checked`, the launcher's check of `output` made with the lookup
+  // (asked at `asked_at`), if it made one.
   void OnAccount(protocol::RegisterJob registration, LaunchSpec spec, const struct ucred& peer,
-                 std::optional<std::string> output, Result<protocol::LookUpUserReply> found);
+                 std::optional<std::string> output, Result<protocol::LookUpUserReply> found,
+                 std::optional<protocol::CheckedOutput> checked = std::nullopt,
+                 DestCache::Clock::time_point asked_at = {});
   // Once the account is known: the launcher checks `output` as the user.
   void CheckOutputThenRegister(protocol::RegisterJob registration, LaunchSpec spec,
                                std::optional<std::string> output);
+  // The check's answer (either way it was made): the destination or the
+  // registration's refusal.
+  void OnOutputChecked(protocol::RegisterJob registration, LaunchSpec spec, const std::string& path,
+                       DestCache::Clock::time_point asked_at,
+                       Result<protocol::CheckDestReply> reply);
   // After the destination check (or without one): dir, spec, optional start.
   void FinishRegister(protocol::RegisterJob request, LaunchSpec spec,
                       Result<std::optional<std::string>> dest);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <utility>
 
 #include "executor/executor_server.h"
 #include "executor/sysfacts.h"
@@ -84,19 +85,31 @@ void ExecutorServer::OnRegister(std::uint64_t req, const protocol::Packet& packe
   protocol::LookUpUserRequest look_up;
   look_up.id = id;
   look_up.uid = peer->uid;
+  // The lookup's child checks the output path too, as the account it
+  // found: one fork for a submitter not seen lately, not two.
+  if (submitted->output) look_up.output = protocol::OutputToCheck{*submitted->output, peer->gid};
+  const DestCache::Clock::time_point asked_at = DestCache::Clock::now();
   AskLauncher<protocol::LookUpUserReply>(
       look_up, {}, deadlines_.check, "the launcher's account lookup",
       [this, registration = std::move(*request), spec = std::move(spec), peer = *peer,
-       output = std::move(submitted->output)](Result<protocol::LookUpUserReply> found) mutable {
-        if (found && !found->error) accounts_.Put(peer.uid, *found, AccountCache::Clock::now());
+       output = std::move(submitted->output),
+       asked_at](Result<protocol::LookUpUserReply> found) mutable {
+        std::optional<protocol::CheckedOutput> checked;
+        if (found && !found->error) {
+          // The check belongs to this job's path; the account is reused.
+          checked = std::exchange(found->output, std::nullopt);
+          accounts_.Put(peer.uid, *found, AccountCache::Clock::now());
+        }
         OnAccount(std::move(registration), std::move(spec), peer, std::move(output),
-                  std::move(found));
+                  std::move(found), std::move(checked), asked_at);
       });
 }
 
 void ExecutorServer::OnAccount(protocol::RegisterJob registration, LaunchSpec spec,
                                const struct ucred& peer, std::optional<std::string> output,
-                               Result<protocol::LookUpUserReply> found) {
+                               Result<protocol::LookUpUserReply> found,
+                               std::optional<protocol::CheckedOutput> checked,
+                               DestCache::Clock::time_point asked_at) {
   if (found && found->error) found = found->error->ToError();
   if (found && found->who.uid != peer.uid) {
     found = Error(ErrorCode::kInternal, "the account lookup answered for another uid");
@@ -110,6 +123,12 @@ void ExecutorServer::OnAccount(protocol::RegisterJob registration, LaunchSpec sp
   if (facts_.as_root) spec.who.gid = peer.gid;  // the submitter's current gid
   spec.home = found->home;
   spec.shell = found->shell;
+  if (output && checked) {
+    Result<protocol::CheckDestReply> reply =
+        protocol::CheckDestReply{0, std::move(checked->dest), std::move(checked->error)};
+    return OnOutputChecked(std::move(registration), std::move(spec), *output, asked_at,
+                           std::move(reply));
+  }
   CheckOutputThenRegister(std::move(registration), std::move(spec), std::move(output));
 }
 
@@ -134,18 +153,24 @@ void ExecutorServer::CheckOutputThenRegister(protocol::RegisterJob registration,
       check, {}, deadlines_.check, "the launcher's output path check",
       [this, registration = std::move(registration), spec = std::move(spec), path = *output,
        asked_at](Result<protocol::CheckDestReply> reply) mutable {
-        registering_.erase(registration.id);
-        Result<std::optional<std::string>> dest = std::optional<std::string>();
-        if (!reply) {
-          dest = reply.error();
-        } else if (reply->error) {
-          dest = Error(ErrorCode::kFailedPrecondition, reply->error->message);
-        } else {
-          dests_.Put(spec.who, path, spec.id, *reply, asked_at);
-          dest = std::optional<std::string>(reply->dest);
-        }
-        FinishRegister(std::move(registration), std::move(spec), std::move(dest));
+        OnOutputChecked(std::move(registration), std::move(spec), path, asked_at, std::move(reply));
       });
+}
+
+void ExecutorServer::OnOutputChecked(protocol::RegisterJob registration, LaunchSpec spec,
+                                     const std::string& path, DestCache::Clock::time_point asked_at,
+                                     Result<protocol::CheckDestReply> reply) {
+  registering_.erase(registration.id);
+  Result<std::optional<std::string>> dest = std::optional<std::string>();
+  if (!reply) {
+    dest = reply.error();
+  } else if (reply->error) {
+    dest = Error(ErrorCode::kFailedPrecondition, reply->error->message);
+  } else {
+    dests_.Put(spec.who, path, spec.id, *reply, asked_at);
+    dest = std::optional<std::string>(reply->dest);
+  }
+  FinishRegister(std::move(registration), std::move(spec), std::move(dest));
 }
 
 void ExecutorServer::FinishRegister(protocol::RegisterJob request, LaunchSpec spec,

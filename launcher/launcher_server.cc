@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "launcher/account_lookup.h"
 #include "launcher/child_reap.h"
 #include "launcher/dumpable_check.h"
 #include "launcher/gpu_mask.h"
@@ -334,18 +335,21 @@ void LauncherServer::StartCheckDest(const protocol::CheckDestRequest& request) {
 
 void LauncherServer::StartLookUpUser(const protocol::LookUpUserRequest& request) {
   const uid_t uid = request.uid;
+  const std::uint64_t id = request.id;
+  const bool as_root = options_.as_root;
+  std::optional<protocol::OutputToCheck> output = request.output;
+  // A helper may not become the user now: the output is left to the
+  // executor's check_dest, which refuses it saying why.
+  if (output && !MayBecomeTheUser()) output.reset();
   // NSS as root in a child of ours: a slow directory service costs this
   // request its deadline, never the loop.
-  Result<HelperChild> helper =
-      StartUserHelper(protocol::UserIdentity{}, /*change=*/false, {},
-                      [uid](const std::vector<int>&) -> Result<std::string> {
-                        HPCB_ASSIGN_OR_RETURN(host::UserRecord record, host::LookUpUser(uid));
-                        protocol::LookUpUserReply found;
-                        found.who = record.who;
-                        found.home = record.facts.home;
-                        found.shell = record.facts.shell;
-                        return protocol::Encode(found);
-                      });
+  Result<HelperChild> helper = StartUserHelper(
+      protocol::UserIdentity{}, /*change=*/false, {},
+      [&](const std::vector<int>&) -> Result<std::string> {
+        HPCB_ASSIGN_OR_RETURN(protocol::LookUpUserReply found,
+                              LookUpAccountHere(uid, output, as_root, id, kHelperAnswerFd));
+        return protocol::Encode(found);
+      });
   if (!helper) {
     protocol::LookUpUserReply reply;
     reply.req = request.req;

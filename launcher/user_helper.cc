@@ -40,6 +40,7 @@ Result<HelperChild> StartUserHelper(const protocol::UserIdentity& who, bool chan
     fds.insert(fds.end(), keep.begin(), keep.end());
     if (!KeepOnlyFds(fds)) ::_exit(1);
     const int answer_fd = fds[0];
+    if (answer_fd != kHelperAnswerFd) ::_exit(1);
     std::vector<int> kept(fds.begin() + 1, fds.end());
     Result<std::string> result = Error(ErrorCode::kInternal, "not run");
     int err =

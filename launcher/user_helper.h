@@ -27,6 +27,10 @@ struct HelperChild {
 // descriptor closed. Its result is the helper's answer.
 using HelperBody = std::function<Result<std::string>(const std::vector<int>& kept)>;
 
+// The answer pipe's descriptor in the helper (KeepOnlyFds puts it first);
+// what the body keeps starts just above it.
+inline constexpr int kHelperAnswerFd = 3;
+
 // Forks the helper. `change` false (user mode) keeps our identity.
 Result<HelperChild> StartUserHelper(const protocol::UserIdentity& who, bool change,
                                     std::vector<int> keep, const HelperBody& body);

@@ -44,6 +44,7 @@ Result<void> SpawnRequest::Validate() const {
 
 Result<void> LookUpUserRequest::Validate() const {
   if (id == 0) return InvalidArgument("job id must be positive");
+  if (output) return CheckPath(output->path, "output path");
   return Ok();
 }
 
@@ -55,6 +56,7 @@ Result<void> LookUpUserReply::Validate() const {
   if (home.size() > kMaxPathBytes || shell.size() > kMaxPathBytes) {
     return InvalidArgument("home directory or login shell is too long");
   }
+  if (output && !output->error) return CheckPath(output->dest, "output destination");
   return Ok();
 }
 

@@ -155,8 +155,41 @@ struct SpawnReply {
   Result<void> Validate() const { return Ok(); }
 };
 
-// executor -> launcher: resolve and check an output destination as the
-// user. Reply: CheckDestReply.
+// An output path for the account lookup's child to check too, once it
+// has the account: a submitter not seen lately costs one fork, not two.
+// The check runs as the account's uid and groups with `gid` (the
+// submitter's current gid) as root, exactly as check_dest would.
+struct OutputToCheck {
+  std::string path;
+  std::uint32_t gid = 0;
+  template <class A>
+  void save(A& ar) const {
+    Put(ar, "path", path);
+    Put(ar, "gid", gid);
+  }
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "path", path);
+    Get(ar, "gid", gid);
+  }
+};
+
+// What that check found: the destination, or why output cannot go there.
+struct CheckedOutput {
+  std::string dest;
+  std::optional<WireError> error;
+  template <class A>
+  void save(A& ar) const {
+    Put(ar, "dest", dest);
+    Put(ar, "error", error);
+  }
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "dest", dest);
+    Get(ar, "error", error);
+  }
+};
+
 // Who a submitter's uid is. The executor never asks NSS itself once
 // confined: a module (systemd's, sssd's) may make any call at all, and the
 // filter would kill it. The launcher asks, in a child with a deadline.
@@ -165,17 +198,20 @@ struct LookUpUserRequest {
   std::uint64_t req = 0;
   std::uint64_t id = 0;  // the job being registered, for log lines
   std::uint32_t uid = 0;
+  std::optional<OutputToCheck> output;
   template <class A>
   void save(A& ar) const {
     PutHeader(ar, kKind, req);
     Put(ar, "id", id);
     Put(ar, "uid", uid);
+    Put(ar, "output", output);
   }
   template <class A>
   void load(A& ar) {
     Get(ar, "req", req);
     Get(ar, "id", id);
     Get(ar, "uid", uid);
+    Get(ar, "output", output);
   }
   Result<void> Validate() const;
 };
@@ -186,6 +222,10 @@ struct LookUpUserReply {
   UserIdentity who;  // gid: the passwd entry's primary group
   std::string home;
   std::string shell;
+  // Only for a request with `output` that found the account; without it
+  // (the launcher could not check there and then) the executor asks
+  // check_dest.
+  std::optional<CheckedOutput> output;
   std::optional<WireError> error;
   template <class A>
   void save(A& ar) const {
@@ -193,6 +233,7 @@ struct LookUpUserReply {
     Put(ar, "who", who);
     Put(ar, "home", home);
     Put(ar, "shell", shell);
+    Put(ar, "output", output);
     Put(ar, "error", error);
   }
   template <class A>
@@ -201,6 +242,7 @@ struct LookUpUserReply {
     Get(ar, "who", who);
     Get(ar, "home", home);
     Get(ar, "shell", shell);
+    Get(ar, "output", output);
     Get(ar, "error", error);
   }
   Result<void> Validate() const;
@@ -211,6 +253,8 @@ struct LookUpUserReply {
 // (CheckDestRequest) says which `path` is.
 std::string ResolveDestination(const std::string& path, bool is_dir, std::uint64_t id);
 
+// executor -> launcher: resolve and check an output destination as the
+// user. Reply: CheckDestReply.
 struct CheckDestRequest {
   static constexpr LauncherKind kKind = LauncherKind::kCheckDest;
   std::uint64_t req = 0;

@@ -144,6 +144,54 @@ class ExecutorServerTest : public ::testing::Test {
     server_->OnLauncherMessage(answer);
   }
 
+  // Registers job `id` with output to `path`, playing the launcher's part:
+  // the lookup must carry the path, and its answer carries the check
+  // (`path_error`, or the destination). Nothing more may be asked of the
+  // launcher. Without `expect_lookup`, nothing may be asked at all.
+  std::string RegisterAnsweringLookUp(std::uint64_t id, const std::string& path,
+                                      const std::optional<std::string>& path_error,
+                                      bool expect_lookup = true) {
+    UniqueFd a, b;
+    Connect(a, b);
+    protocol::SubmitRequest submit;
+    submit.argv = {"true"};
+    submit.cwd = "/";
+    submit.output = path;
+    EXPECT_TRUE(protocol::WriteFrame(b.get(), protocol::Encode(submit)));
+    Packet packet;
+    packet.bytes = protocol::Encode(protocol::RegisterJob{.req = id, .id = id});
+    packet.fds.emplace_back(::dup(a.get()));
+    server_->Handle(packet);
+    if (expect_lookup) {
+      std::optional<Packet> asked = LauncherRequest(2000);
+      EXPECT_TRUE(asked) << "no account lookup";
+      if (!asked) return "";
+      Result<protocol::LookUpUserRequest> request =
+          protocol::Decode<protocol::LookUpUserRequest>(asked->bytes);
+      EXPECT_TRUE(request) << asked->bytes;
+      if (!request) return "";
+      EXPECT_TRUE(request->output) << "the lookup was not given the output path";
+      if (!request->output) return "";
+      EXPECT_EQ(request->output->path, path);
+      EXPECT_EQ(request->output->gid, ::getgid());
+      protocol::LookUpUserReply reply;
+      reply.req = request->req;
+      Result<host::UserRecord> record = host::LookUpUser(request->uid);
+      EXPECT_TRUE(record);
+      if (!record) return "";
+      reply.who = record->who;
+      reply.output.emplace();
+      if (path_error) {
+        reply.output->error = protocol::WireError::From(Error(ErrorCode::kNotFound, *path_error));
+      } else {
+        reply.output->dest = protocol::ResolveDestination(path, true, id);
+      }
+      server_->OnLauncherMessage(Packet{protocol::Encode(reply), {}});
+    }
+    EXPECT_FALSE(LauncherRequest(0)) << "the launcher was asked again";
+    return NextReply();
+  }
+
   testing::TempDir dir_;
   protocol::DaemonConfig config_;
   ExecutorFacts facts_;
@@ -217,6 +265,28 @@ TEST_F(ExecutorServerTest, AnOutputDirectoryIsCheckedOncePerUserWithinTwoSeconds
     EXPECT_NE(reply.find(dir_.path() + "/output." + std::to_string(id) + ".log"), std::string::npos)
         << reply;
   }
+}
+
+// A submitter not seen lately: the lookup's child checks the output path
+// too, and its answer stands for check_dest's, with no second request.
+TEST_F(ExecutorServerTest, TheAccountLookupChecksTheOutputPathInTheSameChild) {
+  Send(protocol::Encode(protocol::Hello{}));
+  std::string reply = RegisterAnsweringLookUp(1, dir_.path(), std::nullopt);
+  EXPECT_FALSE(IsError(reply)) << reply;
+  EXPECT_NE(reply.find(dir_.path() + "/output.1.log"), std::string::npos) << reply;
+  // Account and directory are both reused now, as after a check_dest.
+  reply = RegisterAnsweringLookUp(2, dir_.path(), std::nullopt, /*expect_lookup=*/false);
+  EXPECT_FALSE(IsError(reply)) << reply;
+  EXPECT_NE(reply.find(dir_.path() + "/output.2.log"), std::string::npos) << reply;
+}
+
+TEST_F(ExecutorServerTest, TheLookupsFailedOutputCheckRefusesTheRegistration) {
+  Send(protocol::Encode(protocol::Hello{}));
+  const std::string missing = dir_.path() + "/missing";
+  const std::string reply =
+      RegisterAnsweringLookUp(1, missing + "/x.log", "cannot save output there: " + missing);
+  EXPECT_TRUE(IsError(reply)) << reply;
+  EXPECT_NE(reply.find("cannot save output there: " + missing), std::string::npos) << reply;
 }
 
 TEST_F(ExecutorServerTest, RegisterReadsWhatRunsFromTheClientNotTheBroker) {
