@@ -132,8 +132,8 @@ class ExecutorServer {
   // (asked at `asked_at`), if it made one.
   void OnAccount(protocol::RegisterJob registration, LaunchSpec spec, const struct ucred& peer,
                  std::optional<std::string> output, Result<protocol::LookUpUserReply> found,
-                 std::optional<protocol::CheckedOutput> checked = std::nullopt,
-                 DestCache::Clock::time_point asked_at = {});
+                 std::optional<protocol::CheckedOutput> checked,
+                 DestCache::Clock::time_point asked_at);
   // Once the account is known: the launcher checks `output` as the user.
   void CheckOutputThenRegister(protocol::RegisterJob registration, LaunchSpec spec,
                                std::optional<std::string> output);

@@ -80,7 +80,7 @@ void ExecutorServer::OnRegister(std::uint64_t req, const protocol::Packet& packe
   if (std::optional<protocol::LookUpUserReply> known =
           accounts_.Find(peer->uid, AccountCache::Clock::now())) {
     return OnAccount(std::move(*request), std::move(spec), *peer, std::move(submitted->output),
-                     std::move(*known));
+                     std::move(*known), std::nullopt, DestCache::Clock::now());
   }
   protocol::LookUpUserRequest look_up;
   look_up.id = id;
@@ -90,7 +90,9 @@ void ExecutorServer::OnRegister(std::uint64_t req, const protocol::Packet& packe
   if (submitted->output) look_up.output = protocol::OutputToCheck{*submitted->output, peer->gid};
   const DestCache::Clock::time_point asked_at = DestCache::Clock::now();
   AskLauncher<protocol::LookUpUserReply>(
-      look_up, {}, deadlines_.check, "the launcher's account lookup",
+      look_up, {}, deadlines_.check,
+      look_up.output ? "the launcher's account lookup and output path check"
+                     : "the launcher's account lookup",
       [this, registration = std::move(*request), spec = std::move(spec), peer = *peer,
        output = std::move(submitted->output),
        asked_at](Result<protocol::LookUpUserReply> found) mutable {

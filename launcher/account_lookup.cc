@@ -1,19 +1,29 @@
 #include "launcher/account_lookup.h"
 
+#include <sys/syscall.h>
 #include <unistd.h>
 
-#include <cstring>
+#include <string_view>
 #include <vector>
 
+#include "launcher/dumpable_check.h"
 #include "launcher/user_ops.h"
 #include "protocol/host/accounts.h"
+#include "protocol/host/host_files.h"
 
 namespace hpcb::launcher {
 namespace {
 
+// Whether the check may be made in this child (see LookUpAccountHere).
+bool MayCheckHere(const OutputCheckSetting& setting) {
+  if (!SingleThreaded()) return false;
+  if (setting.as_root && !CheckSuidDumpable(setting.proc_root)) return false;
+  return ::syscall(SYS_close_range, static_cast<unsigned>(setting.last_fd_kept) + 1, ~0U, 0U) == 0;
+}
+
 protocol::CheckedOutput CheckAs(const protocol::UserIdentity& account,
-                                const protocol::OutputToCheck& output, bool as_root,
-                                std::uint64_t id, int last_fd_kept) {
+                                const protocol::OutputToCheck& output, std::uint64_t id,
+                                bool as_root) {
   protocol::CheckedOutput checked;
   protocol::UserIdentity who = account;
   if (as_root) who.gid = output.gid;
@@ -21,18 +31,11 @@ protocol::CheckedOutput CheckAs(const protocol::UserIdentity& account,
     checked.error = protocol::WireError::From(allowed.error());
     return checked;
   }
-  if (::close_range(static_cast<unsigned>(last_fd_kept) + 1, ~0U, 0) != 0) {
-    checked.error =
-        protocol::WireError::From(Error::FromErrno(errno, "closing what the lookup left open"));
-    return checked;
-  }
   std::vector<gid_t> groups(who.groups.begin(), who.groups.end());
   if (int err =
           DropIdentity(as_root, who.uid, who.gid, groups.data(), static_cast<int>(groups.size()));
       err != 0) {
-    checked.error = protocol::WireError::From(
-        Error(ErrorCode::kPermissionDenied,
-              "cannot switch to user " + who.user + ": " + std::strerror(err)));
+    checked.error = protocol::WireError::From(SwitchUserError(who.user, err));
     return checked;
   }
   Result<std::string> dest = CheckDestinationHere(output.path, id);
@@ -46,15 +49,26 @@ protocol::CheckedOutput CheckAs(const protocol::UserIdentity& account,
 
 }  // namespace
 
+bool SingleThreaded() {
+  Result<std::string> status = host::ReadSmallFile("/proc/self/status", std::size_t{64} << 10);
+  if (!status) return false;
+  constexpr std::string_view kThreads = "\nThreads:\t";
+  const std::size_t at = status->find(kThreads);
+  if (at == std::string::npos) return false;
+  const std::size_t from = at + kThreads.size();
+  return status->compare(from, 2, "1\n") == 0;
+}
+
 Result<protocol::LookUpUserReply> LookUpAccountHere(
-    uid_t uid, const std::optional<protocol::OutputToCheck>& output, bool as_root, std::uint64_t id,
-    int last_fd_kept) {
+    uid_t uid, const std::optional<protocol::OutputToCheck>& output, std::uint64_t id,
+    const OutputCheckSetting& setting) {
   HPCB_ASSIGN_OR_RETURN(host::UserRecord record, host::LookUpUser(uid));
   protocol::LookUpUserReply found;
   found.who = record.who;
   found.home = record.facts.home;
   found.shell = record.facts.shell;
-  if (output) found.output = CheckAs(found.who, *output, as_root, id, last_fd_kept);
+  if (output && MayCheckHere(setting))
+    found.output = CheckAs(found.who, *output, id, setting.as_root);
   return found;
 }
 

@@ -336,20 +336,20 @@ void LauncherServer::StartCheckDest(const protocol::CheckDestRequest& request) {
 void LauncherServer::StartLookUpUser(const protocol::LookUpUserRequest& request) {
   const uid_t uid = request.uid;
   const std::uint64_t id = request.id;
-  const bool as_root = options_.as_root;
   std::optional<protocol::OutputToCheck> output = request.output;
   // A helper may not become the user now: the output is left to the
   // executor's check_dest, which refuses it saying why.
   if (output && !MayBecomeTheUser()) output.reset();
+  const OutputCheckSetting setting{options_.as_root, options_.proc_root, kHelperAnswerFd};
   // NSS as root in a child of ours: a slow directory service costs this
   // request its deadline, never the loop.
-  Result<HelperChild> helper = StartUserHelper(
-      protocol::UserIdentity{}, /*change=*/false, {},
-      [&](const std::vector<int>&) -> Result<std::string> {
-        HPCB_ASSIGN_OR_RETURN(protocol::LookUpUserReply found,
-                              LookUpAccountHere(uid, output, as_root, id, kHelperAnswerFd));
-        return protocol::Encode(found);
-      });
+  Result<HelperChild> helper =
+      StartUserHelper(protocol::UserIdentity{}, /*change=*/false, {},
+                      [&](const std::vector<int>&) -> Result<std::string> {
+                        HPCB_ASSIGN_OR_RETURN(protocol::LookUpUserReply found,
+                                              LookUpAccountHere(uid, output, id, setting));
+                        return protocol::Encode(found);
+                      });
   if (!helper) {
     protocol::LookUpUserReply reply;
     reply.req = request.req;
@@ -360,6 +360,7 @@ void LauncherServer::StartLookUpUser(const protocol::LookUpUserRequest& request)
   task.kind = LauncherKind::kLookUpUser;
   task.req = request.req;
   task.id = request.id;
+  task.checks_output = output.has_value();
   task.answer = std::move(helper->answer);
   task.allowed = options_.check_deadline;
   task.deadline = Clock::now() + task.allowed;
@@ -518,10 +519,13 @@ void LauncherServer::ExpireTasks() {
     Task& task = tasks_.at(pid);
     // Not reaped yet, so the pid is still this child's.
     if (!task.reaped) (void)::kill(pid, SIGKILL);
-    const char* what = task.kind == LauncherKind::kSpawn        ? "starting the job"
-                       : task.kind == LauncherKind::kCheckDest  ? "checking the output path"
-                       : task.kind == LauncherKind::kLookUpUser ? "looking up the submitter"
-                                                                : "delivering the output";
+    const char* what =
+        task.kind == LauncherKind::kSpawn       ? "starting the job"
+        : task.kind == LauncherKind::kCheckDest ? "checking the output path"
+        : task.kind == LauncherKind::kLookUpUser
+            ? (task.checks_output ? "looking up the submitter and checking the output path"
+                                  : "looking up the submitter")
+            : "delivering the output";
     LogWarning(std::string(what) + " for job " + std::to_string(task.id) +
                " timed out; its child (pid " + std::to_string(pid) + ") was killed");
     Answer(pid, task,

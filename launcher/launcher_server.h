@@ -114,6 +114,7 @@ class LauncherServer {
     bool answered = false;  // the reply has gone to the executor
     bool reaped = false;
     bool orphaned = false;           // its executor died: the answer goes nowhere
+    bool checks_output = false;      // an account lookup that checks an output path too
     std::int64_t status = 0;         // the wait status, once reaped
     std::optional<PreparedJob> job;  // spawns: for describing a failure
   };

@@ -46,8 +46,7 @@ Result<HelperChild> StartUserHelper(const protocol::UserIdentity& who, bool chan
     int err =
         DropIdentity(change, who.uid, who.gid, groups.data(), static_cast<int>(groups.size()));
     if (err != 0) {
-      result = Error(ErrorCode::kPermissionDenied,
-                     "cannot switch to user " + who.user + ": " + std::strerror(err));
+      result = SwitchUserError(who.user, err);
     } else {
       result = body(kept);
     }

@@ -48,6 +48,11 @@ int DropIdentity(bool change, uid_t uid, gid_t gid, const gid_t* groups, int ngr
   return 0;
 }
 
+Error SwitchUserError(const std::string& user, int err) {
+  return Error(ErrorCode::kPermissionDenied,
+               "cannot switch to user " + user + ": " + std::strerror(err));
+}
+
 Result<void> CheckIdentityAllowed(const protocol::UserIdentity& who, bool as_root) {
   if (as_root) {
     if (who.uid == 0 || who.gid == 0) {

@@ -22,6 +22,9 @@ namespace hpcb::launcher {
 // Returns 0 or an errno. With `change` false does nothing.
 int DropIdentity(bool change, uid_t uid, gid_t gid, const gid_t* groups, int ngroups);
 
+// What a failed DropIdentity (its errno `err`) is told as.
+Error SwitchUserError(const std::string& user, int err);
+
 // The launcher refuses uid 0/gid 0 as root; in user mode only its own uid.
 Result<void> CheckIdentityAllowed(const protocol::UserIdentity& who, bool as_root);
 

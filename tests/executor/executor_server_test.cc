@@ -289,6 +289,53 @@ TEST_F(ExecutorServerTest, TheLookupsFailedOutputCheckRefusesTheRegistration) {
   EXPECT_NE(reply.find("cannot save output there: " + missing), std::string::npos) << reply;
 }
 
+// A lookup that fails refuses the registration whatever its output path
+// (and is not cached); a check nobody asked for is not used.
+TEST_F(ExecutorServerTest, OnlyAnAskedForCheckIsUsedAndAFailedLookupRefuses) {
+  Send(protocol::Encode(protocol::Hello{}));
+  for (std::uint64_t id : {1, 2}) {
+    SCOPED_TRACE("job " + std::to_string(id));
+    UniqueFd a, b;
+    ASSERT_NO_FATAL_FAILURE(Connect(a, b));
+    protocol::SubmitRequest submit;
+    submit.argv = {"true"};
+    submit.cwd = "/";
+    if (id == 1) submit.output = dir_.path();
+    ASSERT_TRUE(protocol::WriteFrame(b.get(), protocol::Encode(submit)));
+    Packet packet;
+    packet.bytes = protocol::Encode(protocol::RegisterJob{.req = id, .id = id});
+    packet.fds.emplace_back(::dup(a.get()));
+    server_->Handle(packet);
+    std::optional<Packet> asked = LauncherRequest(2000);
+    ASSERT_TRUE(asked) << "no account lookup";
+    Result<protocol::LookUpUserRequest> request =
+        protocol::Decode<protocol::LookUpUserRequest>(asked->bytes);
+    ASSERT_TRUE(request) << asked->bytes;
+    EXPECT_EQ(request->output.has_value(), id == 1);
+    protocol::LookUpUserReply reply;
+    reply.req = request->req;
+    if (id == 2) {
+      Result<host::UserRecord> record = host::LookUpUser(request->uid);
+      ASSERT_TRUE(record);
+      reply.who = record->who;
+      reply.output = protocol::CheckedOutput{"/etc/forged.log", std::nullopt};
+    } else {
+      reply.error = protocol::WireError::From(Error(
+          ErrorCode::kNotFound, "uid " + std::to_string(request->uid) + " has no passwd entry"));
+    }
+    server_->OnLauncherMessage(Packet{protocol::Encode(reply), {}});
+    EXPECT_FALSE(LauncherRequest(0)) << "the launcher was asked again";
+    const std::string answer = NextReply();
+    if (id == 2) {
+      EXPECT_FALSE(IsError(answer)) << answer;
+      EXPECT_EQ(answer.find("forged"), std::string::npos) << answer;
+    } else {
+      EXPECT_TRUE(IsError(answer)) << answer;
+      EXPECT_NE(answer.find("has no passwd entry"), std::string::npos) << answer;
+    }
+  }
+}
+
 TEST_F(ExecutorServerTest, RegisterReadsWhatRunsFromTheClientNotTheBroker) {
   Send(protocol::Encode(protocol::Hello{}));
   UniqueFd a, b;

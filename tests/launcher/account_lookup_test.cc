@@ -10,7 +10,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <thread>
 
 #include "launcher/user_helper.h"
 #include "protocol/codec.h"
@@ -23,14 +26,19 @@ namespace {
 // identity, the answer read back through its pipe. `leave_open` first
 // opens a descriptor, as an NSS module might, and the answer says whether
 // it was still open when the check ran.
+// `with_thread` leaves a second thread running, as an NSS module might;
+// `proc_root` is where fs.suid_dumpable is read.
 Result<protocol::LookUpUserReply> LookUpInHelper(
     uid_t uid, const std::optional<protocol::OutputToCheck>& output, bool as_root,
-    bool leave_open = false) {
+    bool leave_open = false, bool with_thread = false, const std::string& proc_root = "/proc") {
   Result<HelperChild> child = StartUserHelper(
       protocol::UserIdentity{}, false, {}, [&](const std::vector<int>&) -> Result<std::string> {
         const int left = leave_open ? ::open("/dev/null", O_RDONLY) : -1;
-        HPCB_ASSIGN_OR_RETURN(protocol::LookUpUserReply found,
-                              LookUpAccountHere(uid, output, as_root, 7, kHelperAnswerFd));
+        if (with_thread) std::thread([] { ::pause(); }).detach();
+        HPCB_ASSIGN_OR_RETURN(
+            protocol::LookUpUserReply found,
+            LookUpAccountHere(uid, output, 7,
+                              OutputCheckSetting{as_root, proc_root, kHelperAnswerFd}));
         if (left >= 0 && ::fcntl(left, F_GETFD) != -1) {
           return Error(ErrorCode::kInternal, "the lookup's descriptor was still open");
         }
@@ -76,6 +84,38 @@ TEST(AccountLookupTest, AFailedCheckIsTheOutputsErrorNotTheLookups) {
       << found->output->error->message;
 }
 
+// With a second thread, blocking signals in one would not keep the user
+// from signalling the other after the drop: the check is left to
+// check_dest's helper, forked from the single-threaded launcher.
+TEST(AccountLookupTest, AChildWithAThreadLeftBehindLeavesTheCheckToCheckDest) {
+  testing::TempDir dir;
+  Result<protocol::LookUpUserReply> found =
+      LookUpInHelper(::getuid(), protocol::OutputToCheck{dir.path(), ::getgid()}, false,
+                     /*leave_open=*/false, /*with_thread=*/true);
+  ASSERT_TRUE(found) << found.error().message();
+  EXPECT_EQ(found->who.uid, ::getuid());
+  EXPECT_FALSE(found->output) << "checked with a second thread running";
+}
+
+TEST(AccountLookupTest, SingleThreadedCountsThisProcesssThreads) {
+  Result<HelperChild> child =
+      StartUserHelper(protocol::UserIdentity{}, false, {}, [](const std::vector<int>&) {
+        const bool alone = SingleThreaded();
+        std::thread([] { ::pause(); }).detach();
+        return Result<std::string>(std::string(alone ? "1" : "0") + (SingleThreaded() ? "1" : "0"));
+      });
+  ASSERT_TRUE(child) << child.error().message();
+  std::string text;
+  char buf[64];
+  for (ssize_t n; (n = ::read(child->answer.get(), buf, sizeof buf)) > 0;)
+    text.append(buf, n);
+  int status = 0;
+  ::waitpid(child->pid, &status, 0);
+  Result<std::string> answer = ParseHelperAnswer(text);
+  ASSERT_TRUE(answer) << answer.error().message();
+  EXPECT_EQ(*answer, "10") << "alone, then with a second thread";
+}
+
 TEST(AccountLookupTest, AnUnknownUidIsTheLookupsError) {
   Result<protocol::LookUpUserReply> found =
       LookUpInHelper(4000000001U, protocol::OutputToCheck{"/tmp", 1}, false);
@@ -110,6 +150,15 @@ TEST(AccountLookupTest, AsRootTheCheckRunsAsTheAccount) {
   ASSERT_TRUE(found->output->error) << "nobody was let write root's directory";
   EXPECT_NE(found->output->error->message.find("cannot write"), std::string::npos)
       << found->output->error->message;
+
+  // fs.suid_dumpable 1, read again in the child: no drop here at all.
+  testing::TempDir proc;
+  std::filesystem::create_directories(proc.path() + "/sys/fs");
+  std::ofstream(proc.path() + "/sys/fs/suid_dumpable") << "1\n";
+  found = LookUpInHelper(nobody->pw_uid, protocol::OutputToCheck{open_dir.path(), nobody->pw_gid},
+                         true, false, false, proc.path());
+  ASSERT_TRUE(found) << found.error().message();
+  EXPECT_FALSE(found->output) << "checked as the user with fs.suid_dumpable at 1";
 
   // The identity rule holds for the account found: never gid 0.
   found = LookUpInHelper(nobody->pw_uid, protocol::OutputToCheck{open_dir.path(), 0}, true);
