@@ -144,6 +144,23 @@ class ExecutorServerTest : public ::testing::Test {
     server_->OnLauncherMessage(answer);
   }
 
+  // A client that submitted `true` with `output` (none: --no-output), and
+  // the broker's registration of it as job `id` carrying that connection;
+  // both ends of the connection stay open in `server_end`, `client_end`.
+  void SubmitAndRegister(std::uint64_t id, const std::optional<std::string>& output,
+                         UniqueFd& server_end, UniqueFd& client_end) {
+    ASSERT_NO_FATAL_FAILURE(Connect(server_end, client_end));
+    protocol::SubmitRequest submit;
+    submit.argv = {"true"};
+    submit.cwd = "/";
+    submit.output = output;
+    ASSERT_TRUE(protocol::WriteFrame(client_end.get(), protocol::Encode(submit)));
+    Packet packet;
+    packet.bytes = protocol::Encode(protocol::RegisterJob{.req = id, .id = id});
+    packet.fds.emplace_back(::dup(server_end.get()));
+    server_->Handle(packet);
+  }
+
   // Registers job `id` with output to `path`, playing the launcher's part:
   // the lookup must carry the path, and its answer carries the check
   // (`path_error`, or the destination). Nothing more may be asked of the
@@ -152,16 +169,8 @@ class ExecutorServerTest : public ::testing::Test {
                                       const std::optional<std::string>& path_error,
                                       bool expect_lookup = true) {
     UniqueFd a, b;
-    Connect(a, b);
-    protocol::SubmitRequest submit;
-    submit.argv = {"true"};
-    submit.cwd = "/";
-    submit.output = path;
-    EXPECT_TRUE(protocol::WriteFrame(b.get(), protocol::Encode(submit)));
-    Packet packet;
-    packet.bytes = protocol::Encode(protocol::RegisterJob{.req = id, .id = id});
-    packet.fds.emplace_back(::dup(a.get()));
-    server_->Handle(packet);
+    SubmitAndRegister(id, path, a, b);
+    if (HasFatalFailure()) return "";
     if (expect_lookup) {
       std::optional<Packet> asked = LauncherRequest(2000);
       EXPECT_TRUE(asked) << "no account lookup";
@@ -236,16 +245,7 @@ TEST_F(ExecutorServerTest, AnOutputDirectoryIsCheckedOncePerUserWithinTwoSeconds
   for (std::uint64_t id : {1, 2}) {
     SCOPED_TRACE("job " + std::to_string(id));
     UniqueFd a, b;
-    ASSERT_NO_FATAL_FAILURE(Connect(a, b));
-    protocol::SubmitRequest submit;
-    submit.argv = {"true"};
-    submit.cwd = "/";
-    submit.output = dir_.path();
-    ASSERT_TRUE(protocol::WriteFrame(b.get(), protocol::Encode(submit)));
-    Packet packet;
-    packet.bytes = protocol::Encode(protocol::RegisterJob{.req = id, .id = id});
-    packet.fds.emplace_back(::dup(a.get()));
-    server_->Handle(packet);
+    ASSERT_NO_FATAL_FAILURE(SubmitAndRegister(id, dir_.path(), a, b));
     AnswerLookUp();  // the account, for the first only
     if (id == 1) {
       std::optional<Packet> asked = LauncherRequest(2000);
@@ -296,16 +296,8 @@ TEST_F(ExecutorServerTest, OnlyAnAskedForCheckIsUsedAndAFailedLookupRefuses) {
   for (std::uint64_t id : {1, 2}) {
     SCOPED_TRACE("job " + std::to_string(id));
     UniqueFd a, b;
-    ASSERT_NO_FATAL_FAILURE(Connect(a, b));
-    protocol::SubmitRequest submit;
-    submit.argv = {"true"};
-    submit.cwd = "/";
-    if (id == 1) submit.output = dir_.path();
-    ASSERT_TRUE(protocol::WriteFrame(b.get(), protocol::Encode(submit)));
-    Packet packet;
-    packet.bytes = protocol::Encode(protocol::RegisterJob{.req = id, .id = id});
-    packet.fds.emplace_back(::dup(a.get()));
-    server_->Handle(packet);
+    ASSERT_NO_FATAL_FAILURE(SubmitAndRegister(
+        id, id == 1 ? std::optional<std::string>(dir_.path()) : std::nullopt, a, b));
     std::optional<Packet> asked = LauncherRequest(2000);
     ASSERT_TRUE(asked) << "no account lookup";
     Result<protocol::LookUpUserRequest> request =

@@ -22,6 +22,17 @@
 namespace hpcb::launcher {
 namespace {
 
+// What `child` answered, once it has exited.
+Result<std::string> AnswerOf(HelperChild& child) {
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(child.answer.get(), buf, sizeof buf)) > 0;)
+    text.append(buf, n);
+  int status = 0;
+  ::waitpid(child.pid, &status, 0);
+  return ParseHelperAnswer(text);
+}
+
 // Runs the lookup as the launcher does: in a helper that keeps root's
 // identity, the answer read back through its pipe. `leave_open` first
 // opens a descriptor, as an NSS module might, and the answer says whether
@@ -45,13 +56,7 @@ Result<protocol::LookUpUserReply> LookUpInHelper(
         return protocol::Encode(found);
       });
   if (!child) return child.error();
-  std::string text;
-  char buf[4096];
-  for (ssize_t n; (n = ::read(child->answer.get(), buf, sizeof buf)) > 0;)
-    text.append(buf, n);
-  int status = 0;
-  ::waitpid(child->pid, &status, 0);
-  HPCB_ASSIGN_OR_RETURN(std::string answer, ParseHelperAnswer(text));
+  HPCB_ASSIGN_OR_RETURN(std::string answer, AnswerOf(*child));
   return protocol::Decode<protocol::LookUpUserReply>(answer);
 }
 
@@ -105,13 +110,7 @@ TEST(AccountLookupTest, SingleThreadedCountsThisProcesssThreads) {
         return Result<std::string>(std::string(alone ? "1" : "0") + (SingleThreaded() ? "1" : "0"));
       });
   ASSERT_TRUE(child) << child.error().message();
-  std::string text;
-  char buf[64];
-  for (ssize_t n; (n = ::read(child->answer.get(), buf, sizeof buf)) > 0;)
-    text.append(buf, n);
-  int status = 0;
-  ::waitpid(child->pid, &status, 0);
-  Result<std::string> answer = ParseHelperAnswer(text);
+  Result<std::string> answer = AnswerOf(*child);
   ASSERT_TRUE(answer) << answer.error().message();
   EXPECT_EQ(*answer, "10") << "alone, then with a second thread";
 }
