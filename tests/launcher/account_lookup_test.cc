@@ -33,12 +33,12 @@ Result<std::string> AnswerOf(HelperChild& child) {
   return ParseHelperAnswer(text);
 }
 
-// Runs the lookup as the launcher does: in a helper that keeps root's
-// identity, the answer read back through its pipe. `leave_open` first
-// opens a descriptor, as an NSS module might, and the answer says whether
-// it was still open when the check ran.
-// `with_thread` leaves a second thread running, as an NSS module might;
-// `proc_root` is where fs.suid_dumpable is read.
+// Runs the lookup as the launcher does: in a helper that keeps the
+// launcher's identity, the answer read back through its pipe. Before the
+// lookup, as an NSS module might, `leave_open` opens a descriptor (the
+// answer says whether it was still open when the check ran) and
+// `with_thread` leaves a second thread running. `proc_root` is where
+// fs.suid_dumpable is read.
 Result<protocol::LookUpUserReply> LookUpInHelper(
     uid_t uid, const std::optional<protocol::OutputToCheck>& output, bool as_root,
     bool leave_open = false, bool with_thread = false, const std::string& proc_root = "/proc") {
