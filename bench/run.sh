@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Side-by-side benchmark: hpc-batch beside task-spooler (`tsp`), nq, the
 # original Python tool (a checkout at $BENCH_UPSTREAM; skipped when unset)
-# and the floor, a bare fork+exec of the same command from the same shell.
+# and two floors: a bare fork+exec of the job's command from the same shell
+# (beside submit-to-exec), and a client that does nothing (/bin/true) run
+# by the same client loops (beside the submission rate and latency).
 # Every system gets the same job (`true`), the same 8 concurrent clients and
 # the same user; ratios are printed (hpc-batch / other), so the table means
 # the same on any machine. Daemons run in user mode on scratch paths; as
@@ -71,6 +73,7 @@ case $sys in
   upstream) submit() { PYTHONPATH=$BENCH_UPSTREAM python3 -m hpc_batch.client new --no-output -- "$@"; } ;;
   ts) submit() { tsp -n "$@"; } ;;
   nq) submit() { nq -q "$@"; } ;;
+  floor) submit() { /bin/true; } ;;  # a client that does nothing
 esac
 us() { local t=$EPOCHREALTIME; echo "${t/./}"; }
 case $mode in
@@ -168,7 +171,8 @@ role_rss_kb() {
   echo 0
 }
 
-measure() {
+# measure_submits NAME: one client's latencies, then the burst from CLIENTS.
+measure_submits() {
   local name=$1 out=$scratch/$1 c
   loop "$name" latency "$N" > "$out.lat"
   P50[$name]=$(percentile 50 < "$out.lat"); P99[$name]=$(percentile 99 < "$out.lat")
@@ -180,6 +184,10 @@ measure() {
   TPUT[$name]=$(( BURST / CLIENTS * CLIENTS * 1000000 / (last - first) ))
   for c in $(seq $CLIENTS); do sed '1d;$d' "$out.burst.$c"; done > "$out.burstlat"
   BP50[$name]=$(percentile 50 < "$out.burstlat")
+}
+measure() {
+  local name=$1 out=$scratch/$1
+  measure_submits "$name"
   wait_drained "$name"
   loop "$name" s2e "$S2E_RUNS" > "$out.s2e"
   S2E[$name]=$(awk '{print $1}' "$out.s2e" | percentile 50)
@@ -246,6 +254,11 @@ for s in "${systems[@]}"; do
   fi
   stop_system "$s"
 done
+# The client floor: the same loops running /bin/true instead of a submit
+# command. Every system here starts one client process per submission, so
+# no system can submit faster on this machine than this rate.
+"${as_user[@]}" mkdir -p "$scratch/floor/work"
+measure_submits floor
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 SYNC_AFTER=$(sync_write_us)
 
@@ -269,6 +282,7 @@ declare -A RSSIDLE=([ours]=${RSS[ours.idle]:-} [ts]=${RSS[ts.idle]:-} [upstream]
 row "daemon RSS idle (KiB)" RSSIDLE
 echo
 echo "hpc-batch: submit-to-exec $(ratio "${S2E[ours]:-0}" "${FLOOR[ours]:-0}") the floor (${FLOOR[ours]:-?} us, a bare fork+exec of the same command beside it)"
+echo "client floor (/bin/true from the same loops): p50 ${P50[floor]} us, $CLIENTS clients ${TPUT[floor]}/s; hpc-batch submits at $(ratio "${TPUT[ours]:-0}" "${TPUT[floor]}") that rate, its p50 is $(ratio "${P50[ours]:-0}" "${P50[floor]}") the floor's"
 echo "hpc-batch roles idle: broker ${RSS[ours.broker.idle]:-?} KiB, executor ${RSS[ours.executor.idle]:-?} KiB, all ${RSS[ours.idle]:-?} KiB"
 echo "hpc-batch: list --finished of ${LISTED[ours]:-?} jobs ${LIST[ours]:-?} us; RSS with $QUEUED queued ${RSS[ours.busy]:-?} KiB"
 has upstream && echo "upstream: list --finished ${LIST[upstream]} us; RSS idle ${RSS[upstream.idle]} KiB, with $QUEUED queued ${RSS[upstream.busy]} KiB"

@@ -10,10 +10,12 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "launcher/child_fds.h"
+#include "launcher/signal_reset.h"
 #include "protocol/host/host_files.h"
 #include "protocol/host/run_record.h"
 
@@ -74,6 +76,9 @@ void RunShepherd(const protocol::SpawnRequest& request, const PreparedJob& job, 
   struct sigaction ignore {};
   ignore.sa_handler = SIG_IGN;
   (void)::sigaction(SIGPIPE, &ignore, nullptr);
+  std::optional<std::vector<int>> reset_signals;
+  if (options.signals_not_default)
+    reset_signals = WithSignal(*options.signals_not_default, SIGPIPE);
   std::vector<int> keep{report_fd, fds.buffer, fds.cgroup_dir};
   if (!KeepOnlyFds(keep)) ::_exit(1);
   report_fd = keep[0];
@@ -105,7 +110,7 @@ void RunShepherd(const protocol::SpawnRequest& request, const PreparedJob& job, 
   if (child < 0) give_up(errno);
   if (child == 0) {
     ::close(exec_pipe[0]);
-    job.Exec(fds, exec_pipe[1], options.change_identity);
+    job.Exec(fds, exec_pipe[1], options.change_identity, reset_signals ? &*reset_signals : nullptr);
   }
   ::close(exec_pipe[1]);
   ::close(fds.buffer);

@@ -15,6 +15,7 @@
 
 #include "launcher/exec_path.h"
 #include "launcher/gpu_mask.h"
+#include "launcher/signal_reset.h"
 #include "launcher/user_ops.h"
 
 namespace hpcb::launcher {
@@ -122,7 +123,8 @@ PreparedJob::PreparedJob(PreparedJob&& other) noexcept
   envp_ = Pointers(env_text_);
 }
 
-void PreparedJob::Exec(const SpawnFds& fds, int report_fd, bool change_identity) const {
+void PreparedJob::Exec(const SpawnFds& fds, int report_fd, bool change_identity,
+                       const std::vector<int>* reset_signals) const {
   if (::setsid() < 0) Fail(report_fd, kSetsid, errno);
   if (fds.cgroup_dir >= 0) {
     int procs = ::openat(fds.cgroup_dir, "cgroup.procs", O_WRONLY | O_CLOEXEC);
@@ -154,10 +156,7 @@ void PreparedJob::Exec(const SpawnFds& fds, int report_fd, bool change_identity)
     keep = 3;
   }
   ::syscall(SYS_close_range, 4u, ~0u, 0u);
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  for (int sig = 1; sig < NSIG; ++sig)
-    (void)::sigaction(sig, &dfl, nullptr);
+  ResetSignals(reset_signals);
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);

@@ -44,8 +44,11 @@ class PreparedJob {
   PreparedJob& operator=(PreparedJob&&) = delete;
 
   // In the forked child. Never returns: execs the job, or writes a
-  // JobChildReport to `report_fd` and exits 127.
-  [[noreturn]] void Exec(const SpawnFds& fds, int report_fd, bool change_identity) const;
+  // JobChildReport to `report_fd` and exits 127. `reset_signals`: the
+  // dispositions to put back to SIG_DFL (launcher/signal_reset.h); null
+  // resets every one.
+  [[noreturn]] void Exec(const SpawnFds& fds, int report_fd, bool change_identity,
+                         const std::vector<int>* reset_signals) const;
 
   // "failed to start job: <what>: <strerror>".
   std::string Describe(const JobChildReport& report) const;

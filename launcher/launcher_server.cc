@@ -247,6 +247,7 @@ ShepherdOptions LauncherServer::MakeShepherdOptions() const {
   shepherd_options.change_identity = options_.as_root;
   shepherd_options.run_dir = options_.run_dir;
   shepherd_options.exec_deadline = options_.exec_deadline;
+  shepherd_options.signals_not_default = signals_not_default_;
   return shepherd_options;
 }
 

@@ -30,10 +30,12 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "launcher/job_shepherd.h"
 #include "launcher/job_spawn.h"
 #include "launcher/launcher_setup.h"
+#include "launcher/signal_reset.h"
 #include "launcher/standby_shepherd.h"
 #include "protocol/base/result.h"
 #include "protocol/base/unique_fd.h"
@@ -163,6 +165,9 @@ class LauncherServer {
   std::chrono::steady_clock::time_point standby_not_before_;
   // Whether to take back the pages a standby fork shared (private_pages.h).
   bool claim_pages_ = true;
+  // Asked once: this process changes no disposition after start-up
+  // (launcher/signal_reset.h).
+  std::vector<int> signals_not_default_ = SignalsNotDefault();
   // When the loop last had something to do (kStandbyIdle counts from it).
   std::chrono::steady_clock::time_point last_busy_ = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point roles_started_;

@@ -3,14 +3,19 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstring>
+#include <optional>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "launcher/child_reap.h"
+#include "launcher/signal_reset.h"
 #include "protocol/host/run_record.h"
 #include "tests/testing/cpu_affinity.h"
 #include "tests/testing/temp_dir.h"
@@ -51,6 +56,7 @@ class ShepherdTest : public ::testing::Test {
     options.change_identity = false;
     options.run_dir = dir_.path();
     options.exec_deadline = deadline;
+    options.signals_not_default = signals_not_default_;
     Result<ShepherdChild> shepherd =
         StartShepherd(request, *job, SpawnFds{buffer.get(), -1}, options);
     if (!shepherd) {
@@ -79,7 +85,59 @@ class ShepherdTest : public ::testing::Test {
 
   testing::TempDir dir_;
   std::string description_;
+  std::optional<std::vector<int>> signals_not_default_;
 };
+
+// The lines of /proc/PID/status that say how signals are handled.
+std::string SignalLines(const std::string& status) {
+  std::string lines;
+  std::istringstream in(status);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("SigBlk:", 0) == 0 || line.rfind("SigIgn:", 0) == 0 ||
+        line.rfind("SigCgt:", 0) == 0)
+      lines += line + "\n";
+  }
+  return lines;
+}
+
+void CatchNothing(int /*sig*/) {}
+
+// While it lives, this process ignores SIGHUP and SIGINT (as a daemon
+// started by nohup or from a script's background job would), catches
+// SIGUSR1 and blocks SIGUSR2; all of it is put back after.
+class NonDefaultSignals {
+ public:
+  NonDefaultSignals() {
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    struct sigaction caught {};
+    caught.sa_handler = CatchNothing;
+    ::sigaction(SIGHUP, &ignore, &old_hup_);
+    ::sigaction(SIGINT, &ignore, &old_int_);
+    ::sigaction(SIGUSR1, &caught, &old_usr1_);
+    sigset_t usr2;
+    sigemptyset(&usr2);
+    sigaddset(&usr2, SIGUSR2);
+    ::sigprocmask(SIG_BLOCK, &usr2, &old_mask_);
+  }
+  ~NonDefaultSignals() {
+    ::sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
+    ::sigaction(SIGUSR1, &old_usr1_, nullptr);
+    ::sigaction(SIGINT, &old_int_, nullptr);
+    ::sigaction(SIGHUP, &old_hup_, nullptr);
+  }
+  NonDefaultSignals(const NonDefaultSignals&) = delete;
+  NonDefaultSignals& operator=(const NonDefaultSignals&) = delete;
+
+ private:
+  struct sigaction old_hup_ {};
+  struct sigaction old_int_ {};
+  struct sigaction old_usr1_ {};
+  sigset_t old_mask_{};
+};
+
+constexpr char kAllDefault[] =
+    "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\nSigCgt:\t0000000000000000\n";
 
 TEST_F(ShepherdTest, AJobThatExecsIsReportedAndItsEndRecorded) {
   Outcome outcome = Run({"sh", "-c", "echo ran in $PWD; exit 3"}, "/tmp", milliseconds(5000));
@@ -111,6 +169,24 @@ TEST_F(ShepherdTest, AMissingCommandReportsTheExecStage) {
   EXPECT_NE(description_.find("cannot execute hpcb-no-such-command"), std::string::npos)
       << description_;
   EXPECT_FALSE(outcome.record);
+}
+
+// The launcher asks once which dispositions are not the default and the
+// job child resets only those, with the SIGPIPE its shepherd ignores: the
+// job still starts with nothing ignored, caught or blocked.
+TEST_F(ShepherdTest, AJobStartsWithEverySignalAtItsDefaultFromTheLaunchersList) {
+  NonDefaultSignals changed;
+  signals_not_default_ = SignalsNotDefault();
+  Outcome outcome = Run({"cat", "/proc/self/status"}, "/tmp", milliseconds(5000));
+  EXPECT_EQ(outcome.report.stage, 0) << description_;
+  EXPECT_EQ(SignalLines(outcome.output), kAllDefault);
+}
+
+TEST_F(ShepherdTest, AJobStartsWithEverySignalAtItsDefaultWithNoList) {
+  NonDefaultSignals changed;
+  Outcome outcome = Run({"cat", "/proc/self/status"}, "/tmp", milliseconds(5000));
+  EXPECT_EQ(outcome.report.stage, 0) << description_;
+  EXPECT_EQ(SignalLines(outcome.output), kAllDefault);
 }
 
 // A deadline of zero stands in for a child stopped before exec: the
