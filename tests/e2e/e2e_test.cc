@@ -70,6 +70,44 @@ TEST_F(E2eTest, EchoHelloRunsAndItsOutputIsDelivered) {
   EXPECT_EQ(row.substr(row.size() - 2), " 0") << row;
 }
 
+// The line of /proc/PID/status that names the ignored signals.
+std::string SigIgnLine(const std::string& status) {
+  std::istringstream lines(status);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("SigIgn:", 0) == 0) return line;
+  }
+  return "";
+}
+
+// A daemon started with signals ignored (as from a script's background job,
+// or by nohup) does not pass them on: the launcher asks once which of its
+// dispositions are not the default, and the job child resets those.
+TEST_F(E2eTest, AJobDoesNotInheritTheDaemonsIgnoredSignals) {
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  struct sigaction old_int {};
+  struct sigaction old_quit {};
+  struct sigaction old_usr2 {};
+  ::sigaction(SIGINT, &ignore, &old_int);
+  ::sigaction(SIGQUIT, &ignore, &old_quit);
+  ::sigaction(SIGUSR2, &ignore, &old_usr2);
+  const bool started = daemon_.Start();
+  ::sigaction(SIGUSR2, &old_usr2, nullptr);
+  ::sigaction(SIGQUIT, &old_quit, nullptr);
+  ::sigaction(SIGINT, &old_int, nullptr);
+  ASSERT_TRUE(started) << daemon_.log();
+  std::ifstream launcher_status("/proc/" + std::to_string(daemon_.daemon_pid()) + "/status");
+  std::stringstream launcher_text;
+  launcher_text << launcher_status.rdbuf();
+  ASSERT_NE(SigIgnLine(launcher_text.str()), "SigIgn:\t0000000000000000")
+      << "the launcher was meant to start with signals ignored";
+
+  CommandResult submit = daemon_.Dispatch({"new", "--", "cat", "/proc/self/status"});
+  ASSERT_EQ(submit.exit_code, 0) << submit.err << daemon_.log();
+  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return Finished(1); }, seconds(10))) << daemon_.log();
+  EXPECT_EQ(SigIgnLine(daemon_.ReadWorkFile("output.1.log")), "SigIgn:\t0000000000000000");
+}
+
 // A sysfs tree in which cpus 0 and 1 (which every test machine has) are
 // SMT siblings of one core on one NUMA node.
 std::string FakeSmtSysfs(const std::string& dir) {
