@@ -255,8 +255,9 @@ for s in "${systems[@]}"; do
   stop_system "$s"
 done
 # The client floor: the same loops running /bin/true instead of a submit
-# command. Every system here starts one client process per submission, so
-# no system can submit faster on this machine than this rate.
+# command. Every system here starts one client process per submission, and
+# one that does any work costs more than /bin/true, so this rate is a
+# ceiling for them all on this machine.
 "${as_user[@]}" mkdir -p "$scratch/floor/work"
 measure_submits floor
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -282,7 +283,9 @@ declare -A RSSIDLE=([ours]=${RSS[ours.idle]:-} [ts]=${RSS[ts.idle]:-} [upstream]
 row "daemon RSS idle (KiB)" RSSIDLE
 echo
 echo "hpc-batch: submit-to-exec $(ratio "${S2E[ours]:-0}" "${FLOOR[ours]:-0}") the floor (${FLOOR[ours]:-?} us, a bare fork+exec of the same command beside it)"
-echo "client floor (/bin/true from the same loops): p50 ${P50[floor]} us, $CLIENTS clients ${TPUT[floor]}/s; hpc-batch submits at $(ratio "${TPUT[ours]:-0}" "${TPUT[floor]}") that rate, its p50 is $(ratio "${P50[ours]:-0}" "${P50[floor]}") the floor's"
+echo "client floor (/bin/true from the same loops): p50 ${P50[floor]} us, $CLIENTS clients ${TPUT[floor]}/s"
+has ours && echo "hpc-batch submits at $(ratio "${TPUT[ours]}" "${TPUT[floor]}") the floor's rate; its p50 is $(ratio "${P50[ours]}" "${P50[floor]}") the floor's"
+has ts && echo "task-spooler submits at $(ratio "${TPUT[ts]}" "${TPUT[floor]}") the floor's rate; its p50 is $(ratio "${P50[ts]}" "${P50[floor]}") the floor's"
 echo "hpc-batch roles idle: broker ${RSS[ours.broker.idle]:-?} KiB, executor ${RSS[ours.executor.idle]:-?} KiB, all ${RSS[ours.idle]:-?} KiB"
 echo "hpc-batch: list --finished of ${LISTED[ours]:-?} jobs ${LIST[ours]:-?} us; RSS with $QUEUED queued ${RSS[ours.busy]:-?} KiB"
 has upstream && echo "upstream: list --finished ${LIST[upstream]} us; RSS idle ${RSS[upstream.idle]} KiB, with $QUEUED queued ${RSS[upstream.busy]} KiB"

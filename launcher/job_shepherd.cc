@@ -75,10 +75,11 @@ void RunShepherd(const protocol::SpawnRequest& request, const PreparedJob& job, 
   // a SIGTERM or SIGHUP meant for the service never ends a shepherd.
   struct sigaction ignore {};
   ignore.sa_handler = SIG_IGN;
-  (void)::sigaction(SIGPIPE, &ignore, nullptr);
+  for (int sig : kShepherdIgnores)
+    (void)::sigaction(sig, &ignore, nullptr);
   std::optional<std::vector<int>> reset_signals;
   if (options.signals_not_default)
-    reset_signals = WithSignal(*options.signals_not_default, SIGPIPE);
+    reset_signals = WithSignals(*options.signals_not_default, kShepherdIgnores);
   std::vector<int> keep{report_fd, fds.buffer, fds.cgroup_dir};
   if (!KeepOnlyFds(keep)) ::_exit(1);
   report_fd = keep[0];

@@ -14,6 +14,7 @@
 
 #include "launcher/launcher_server.h"
 #include "launcher/launcher_setup.h"
+#include "launcher/signal_reset.h"
 #include "protocol/base/log.h"
 #include "protocol/daemon_config.h"
 #include "protocol/host/host_files.h"
@@ -30,6 +31,7 @@ int LauncherMain(int argc, char** argv) {
   const protocol::DaemonConfig& config = parsed.config;
   SetLogRole("launcher");
   SetLogLevel(config.log_level);
+  SetStartUpDispositions();
   ::umask(022);
   if (::chdir("/") != 0) return 1;
   const bool as_root = ::geteuid() == 0;

@@ -2,25 +2,31 @@
 
 #include <signal.h>
 
-#include <algorithm>
-
 namespace hpcb::launcher {
+
+void SetStartUpDispositions() {
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) {
+    struct sigaction current {};
+    // glibc refuses 32 and 33 (its own); nothing here could have set them.
+    if (::sigaction(sig, nullptr, &current) != 0) continue;
+    if ((current.sa_flags & SA_SIGINFO) == 0 && current.sa_handler == SIG_IGN)
+      (void)::sigaction(sig, &dfl, nullptr);
+  }
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  (void)::sigaction(SIGPIPE, &ignore, nullptr);
+}
 
 std::vector<int> SignalsNotDefault() {
   std::vector<int> signals;
   for (int sig = 1; sig < NSIG; ++sig) {
     struct sigaction current {};
-    // Numbers the kernel does not know (32 and 33 belong to glibc) fail
-    // here and are skipped: nothing could have changed them.
     if (::sigaction(sig, nullptr, &current) != 0) continue;
     if ((current.sa_flags & SA_SIGINFO) != 0 || current.sa_handler != SIG_DFL)
       signals.push_back(sig);
   }
-  return signals;
-}
-
-std::vector<int> WithSignal(std::vector<int> signals, int sig) {
-  if (std::find(signals.begin(), signals.end(), sig) == signals.end()) signals.push_back(sig);
   return signals;
 }
 

@@ -1,34 +1,67 @@
-// Which signal dispositions a job child must put back before it execs.
+// Signal dispositions: the launcher's own at start-up, and which ones a job
+// child must put back before it execs.
 //
-// execve resets a caught signal to SIG_DFL itself, but an ignored one stays
-// ignored in the new program, and a job that starts with SIGINT or SIGHUP
-// ignored (as a daemon started from a script or by nohup would pass on)
-// behaves unlike the same command run by hand. A caught signal matters too:
-// between clearing its mask and execve the child would run the launcher's
-// handler. So every disposition that is not SIG_DFL is reset.
+// Start-up: whatever started the launcher decides nothing. A shell's
+// background job ignores SIGINT and SIGQUIT, nohup ignores SIGHUP, a
+// service manager may ignore SIGPIPE, and a parent that ignores SIGCHLD
+// would have the kernel reap every child unasked, so that no shepherd's
+// wait4 would see its job's exit. Only ignored dispositions survive an
+// exec (a handler here was installed by this process's own runtime, such
+// as a sanitizer's), so those go back to SIG_DFL; then SIGPIPE is ignored,
+// since a peer that is gone is an error to handle, not a reason to die.
 //
-// The bargain: asking the kernel about all 64 signals in every job child
-// cost 64 system calls on the way from a spawn to the job's execve. The
-// launcher takes its signals through a signalfd and never changes a
-// disposition after start-up, so it asks once (SignalsNotDefault) and each
-// shepherd adds the SIGPIPE it ignores itself; the job child resets only
-// those (ResetSignals).
+// The job child: execve resets a caught signal to SIG_DFL itself, but an
+// ignored one stays ignored in the new program, and a job that starts with
+// a signal ignored behaves unlike the same command run by hand. A caught
+// signal matters too: between clearing its mask and execve the child would
+// run the handler. So every disposition that is not SIG_DFL is reset.
+//
+// The bargain: setting all 64 in every job child cost 62 system calls (glibc
+// refuses 32 and 33, its own) on the way from a spawn to the job's execve.
+// The launcher takes its signals through a signalfd and changes no
+// disposition after start-up, so it asks once, when its server is built
+// (and again after a reload, which is a new exec); each shepherd adds the
+// signals it ignores itself (kShepherdIgnores); the job child resets only
+// those.
 #ifndef HPCB_LAUNCHER_SIGNAL_RESET_H_
 #define HPCB_LAUNCHER_SIGNAL_RESET_H_
 
+#include <signal.h>
+
+#include <array>
 #include <vector>
 
 namespace hpcb::launcher {
 
+// What a shepherd sets to SIG_IGN for itself (job_shepherd.cc): added to
+// the launcher's list for its job child.
+inline constexpr std::array<int, 1> kShepherdIgnores{SIGPIPE};
+
+// For the launcher, first thing: every ignored disposition back to SIG_DFL,
+// then SIGPIPE ignored (above).
+void SetStartUpDispositions();
+
 // The signals whose disposition in this process is not SIG_DFL.
 std::vector<int> SignalsNotDefault();
 
-// `signals` plus `sig`, once.
-std::vector<int> WithSignal(std::vector<int> signals, int sig);
+// `signals` plus each of `more` not in it yet.
+template <std::size_t N>
+std::vector<int> WithSignals(std::vector<int> signals, const std::array<int, N>& more);
 
 // Async-signal-safe, for a forked child: sets each of `signals` to SIG_DFL,
 // or every signal when `signals` is null (a caller that never looked).
 void ResetSignals(const std::vector<int>* signals) noexcept;
+
+template <std::size_t N>
+std::vector<int> WithSignals(std::vector<int> signals, const std::array<int, N>& more) {
+  for (int sig : more) {
+    bool present = false;
+    for (int have : signals)
+      present = present || have == sig;
+    if (!present) signals.push_back(sig);
+  }
+  return signals;
+}
 
 }  // namespace hpcb::launcher
 
