@@ -173,7 +173,9 @@ TEST_F(ShepherdTest, AMissingCommandReportsTheExecStage) {
 
 // The launcher asks once which dispositions are not the default and the
 // job child resets only those, with the SIGPIPE its shepherd ignores: the
-// job still starts with nothing ignored, caught or blocked.
+// job still starts with nothing ignored or blocked. (SigCgt is zero after
+// any execve; the caught SIGUSR1 is there for the moment before it, which
+// no output can show.)
 TEST_F(ShepherdTest, AJobStartsWithEverySignalAtItsDefaultFromTheLaunchersList) {
   NonDefaultSignals changed;
   signals_not_default_ = SignalsNotDefault();
