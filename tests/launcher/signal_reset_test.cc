@@ -46,6 +46,19 @@ TEST(SignalResetTest, NamesIgnoredAndCaughtSignalsAndNoDefaultOne) {
   EXPECT_FALSE(Has(signals, SIGKILL));
 }
 
+void CatchWithInfo(int /*sig*/, siginfo_t* /*info*/, void* /*context*/) {}
+
+TEST(SignalResetTest, NamesASigInfoHandlerToo) {
+  struct sigaction act {};
+  act.sa_sigaction = CatchWithInfo;
+  act.sa_flags = SA_SIGINFO;
+  struct sigaction old {};
+  ::sigaction(SIGUSR2, &act, &old);
+  const bool listed = Has(SignalsNotDefault(), SIGUSR2);
+  ::sigaction(SIGUSR2, &old, nullptr);
+  EXPECT_TRUE(listed);
+}
+
 TEST(SignalResetTest, ResetsTheListedSignalsOnly) {
   Disposition hup(SIGHUP, SIG_IGN);
   Disposition usr1(SIGUSR1, CatchNothing);
