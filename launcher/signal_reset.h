@@ -29,6 +29,7 @@
 #include <signal.h>
 
 #include <array>
+#include <span>
 #include <vector>
 
 namespace hpcb::launcher {
@@ -45,23 +46,11 @@ void SetStartUpDispositions();
 std::vector<int> SignalsNotDefault();
 
 // `signals` plus each of `more` not in it yet.
-template <std::size_t N>
-std::vector<int> WithSignals(std::vector<int> signals, const std::array<int, N>& more);
+std::vector<int> WithSignals(std::vector<int> signals, std::span<const int> more);
 
 // Async-signal-safe, for a forked child: sets each of `signals` to SIG_DFL,
 // or every signal when `signals` is null (a caller that never looked).
 void ResetSignals(const std::vector<int>* signals) noexcept;
-
-template <std::size_t N>
-std::vector<int> WithSignals(std::vector<int> signals, const std::array<int, N>& more) {
-  for (int sig : more) {
-    bool present = false;
-    for (int have : signals)
-      present = present || have == sig;
-    if (!present) signals.push_back(sig);
-  }
-  return signals;
-}
 
 }  // namespace hpcb::launcher
 

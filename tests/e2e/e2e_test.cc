@@ -20,6 +20,7 @@
 #include "protocol/base/unique_fd.h"
 #include "protocol/client_messages.h"
 #include "tests/e2e/daemon_harness.h"
+#include "tests/testing/scoped_disposition.h"
 #include "tests/testing/temp_dir.h"
 
 namespace hpcb::e2e {
@@ -85,17 +86,16 @@ std::string SigIgnLine(const std::string& status) {
 // jobs end (an ignored SIGCHLD has the kernel reap children unasked), and
 // no job starts with a signal ignored.
 TEST_F(E2eTest, SignalsIgnoredByWhateverStartedTheDaemonReachNoJob) {
-  struct sigaction ignore {};
-  ignore.sa_handler = SIG_IGN;
-  const std::vector<int> ignored{SIGINT, SIGQUIT, SIGUSR2, SIGCHLD};
-  std::vector<struct sigaction> old(ignored.size());
-  for (std::size_t i = 0; i < ignored.size(); ++i)
-    ::sigaction(ignored[i], &ignore, &old[i]);
-  // No probe yet: `dispatch list` is waited for, and with SIGCHLD ignored
-  // here it could not be.
-  const bool started = daemon_.StartNoProbe();
-  for (std::size_t i = 0; i < ignored.size(); ++i)
-    ::sigaction(ignored[i], &old[i], nullptr);
+  bool started = false;
+  {
+    testing::ScopedDisposition sigint(SIGINT, SIG_IGN);
+    testing::ScopedDisposition sigquit(SIGQUIT, SIG_IGN);
+    testing::ScopedDisposition sigusr2(SIGUSR2, SIG_IGN);
+    testing::ScopedDisposition sigchld(SIGCHLD, SIG_IGN);
+    // No probe yet: `dispatch list` is waited for, and with SIGCHLD ignored
+    // here it could not be.
+    started = daemon_.StartNoProbe();
+  }
   ASSERT_TRUE(started) << daemon_.log();
   ASSERT_TRUE(DaemonHarness::WaitFor([&] { return daemon_.Dispatch({"list"}).exit_code == 0; },
                                      seconds(10)))

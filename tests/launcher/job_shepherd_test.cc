@@ -18,6 +18,7 @@
 #include "launcher/signal_reset.h"
 #include "protocol/host/run_record.h"
 #include "tests/testing/cpu_affinity.h"
+#include "tests/testing/scoped_disposition.h"
 #include "tests/testing/temp_dir.h"
 
 namespace hpcb::launcher {
@@ -108,31 +109,19 @@ void CatchNothing(int /*sig*/) {}
 class NonDefaultSignals {
  public:
   NonDefaultSignals() {
-    struct sigaction ignore {};
-    ignore.sa_handler = SIG_IGN;
-    struct sigaction caught {};
-    caught.sa_handler = CatchNothing;
-    ::sigaction(SIGHUP, &ignore, &old_hup_);
-    ::sigaction(SIGINT, &ignore, &old_int_);
-    ::sigaction(SIGUSR1, &caught, &old_usr1_);
     sigset_t usr2;
     sigemptyset(&usr2);
     sigaddset(&usr2, SIGUSR2);
     ::sigprocmask(SIG_BLOCK, &usr2, &old_mask_);
   }
-  ~NonDefaultSignals() {
-    ::sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
-    ::sigaction(SIGUSR1, &old_usr1_, nullptr);
-    ::sigaction(SIGINT, &old_int_, nullptr);
-    ::sigaction(SIGHUP, &old_hup_, nullptr);
-  }
+  ~NonDefaultSignals() { ::sigprocmask(SIG_SETMASK, &old_mask_, nullptr); }
   NonDefaultSignals(const NonDefaultSignals&) = delete;
   NonDefaultSignals& operator=(const NonDefaultSignals&) = delete;
 
  private:
-  struct sigaction old_hup_ {};
-  struct sigaction old_int_ {};
-  struct sigaction old_usr1_ {};
+  testing::ScopedDisposition hup_{SIGHUP, SIG_IGN};
+  testing::ScopedDisposition int_{SIGINT, SIG_IGN};
+  testing::ScopedDisposition usr1_{SIGUSR1, CatchNothing};
   sigset_t old_mask_{};
 };
 

@@ -9,6 +9,8 @@
 #include <array>
 #include <vector>
 
+#include "tests/testing/scoped_disposition.h"
+
 namespace hpcb::launcher {
 namespace {
 
@@ -18,27 +20,12 @@ bool Has(const std::vector<int>& signals, int sig) {
 
 void CatchNothing(int /*sig*/) {}
 
-// Sets one disposition for the life of the object.
-class Disposition {
- public:
-  Disposition(int sig, void (*handler)(int)) : sig_(sig) {
-    struct sigaction act {};
-    act.sa_handler = handler;
-    ::sigaction(sig_, &act, &old_);
-  }
-  ~Disposition() { ::sigaction(sig_, &old_, nullptr); }
-  Disposition(const Disposition&) = delete;
-  Disposition& operator=(const Disposition&) = delete;
-
- private:
-  int sig_;
-  struct sigaction old_ {};
-};
+using testing::ScopedDisposition;
 
 TEST(SignalResetTest, NamesIgnoredAndCaughtSignalsAndNoDefaultOne) {
-  Disposition hup(SIGHUP, SIG_IGN);
-  Disposition usr1(SIGUSR1, CatchNothing);
-  Disposition term(SIGTERM, SIG_DFL);
+  ScopedDisposition hup(SIGHUP, SIG_IGN);
+  ScopedDisposition usr1(SIGUSR1, CatchNothing);
+  ScopedDisposition term(SIGTERM, SIG_DFL);
   const std::vector<int> signals = SignalsNotDefault();
   EXPECT_TRUE(Has(signals, SIGHUP));
   EXPECT_TRUE(Has(signals, SIGUSR1));
@@ -60,8 +47,8 @@ TEST(SignalResetTest, NamesASigInfoHandlerToo) {
 }
 
 TEST(SignalResetTest, ResetsTheListedSignalsOnly) {
-  Disposition hup(SIGHUP, SIG_IGN);
-  Disposition usr1(SIGUSR1, CatchNothing);
+  ScopedDisposition hup(SIGHUP, SIG_IGN);
+  ScopedDisposition usr1(SIGUSR1, CatchNothing);
   const std::vector<int> only_hup{SIGHUP};
   ResetSignals(&only_hup);
   const std::vector<int> left = SignalsNotDefault();
