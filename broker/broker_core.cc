@@ -84,6 +84,7 @@ Result<void> BrokerCore::Start(QueueFile loaded) {
     auto found = held.find(id);
     const std::optional<SpecState> there =
         found == held.end() ? std::nullopt : std::optional<SpecState>(found->second.state);
+    job.on_executor = there.has_value();
     if (job.done()) continue;
     if (!there) {
       // Accepted, and the root side has no record of it: it cannot run.
@@ -373,6 +374,11 @@ void BrokerCore::Submit(const Peer& peer, const std::string& text, Respond respo
   if (options_.only_uid && peer.uid != *options_.only_uid) {
     return refuse(Error(ErrorCode::kPermissionDenied,
                         "daemon is not running as root; it can only run your own jobs"));
+  }
+  if (executor_.backed_up()) {
+    return refuse(Error(ErrorCode::kUnavailable,
+                        "the daemon is busy (too much is waiting for the executor); "
+                        "try again in a moment"));
   }
   Result<protocol::SubmitRequest> request = protocol::Decode<protocol::SubmitRequest>(text);
   if (!request) return refuse(request.error());
@@ -870,7 +876,25 @@ void BrokerCore::SendSignal(JobRecord& job, SignalKind signal, SignalNote note) 
 }
 
 void BrokerCore::ForgetOnExecutor(std::uint64_t id) {
-  executor_.Forget(id, LogRefusal("forgetting job " + Id(id)));
+  if (auto it = jobs_.find(id); it != jobs_.end()) {
+    if (!it->second.on_executor) return;
+    it->second.on_executor = false;
+  }
+  forgets_due_.push_back(id);
+}
+
+void BrokerCore::SendDueForgets(bool saved) {
+  std::vector<std::uint64_t> due;
+  due.swap(forgets_due_);
+  for (std::uint64_t id : due) {
+    // A record still here waits for the write that says it ended; one
+    // already dropped was never acknowledged or had ended on disk before.
+    if (!saved && jobs_.contains(id)) {
+      forgets_due_.push_back(id);
+      continue;
+    }
+    executor_.Forget(id, LogRefusal("forgetting job " + Id(id)));
+  }
 }
 
 std::map<std::uint64_t, JobRecord>::iterator BrokerCore::FirstUnfinished() {
@@ -976,7 +1000,10 @@ void BrokerCore::Tick() {
 }
 
 void BrokerCore::Flush() {
-  if (changed_.empty() && awaiting_write_.empty() && !draining_unsaved_) return;
+  if (changed_.empty() && awaiting_write_.empty() && !draining_unsaved_) {
+    SendDueForgets(true);
+    return;
+  }
   Result<void> saved = changed_.empty() && !draining_unsaved_ ? Ok() : Persist();
   std::vector<DurableAnswer> answers;
   answers.swap(awaiting_write_);
@@ -988,6 +1015,7 @@ void BrokerCore::Flush() {
       answer.respond(std::move(answer.response));
     }
   }
+  SendDueForgets(static_cast<bool>(saved));
 }
 
 const JobRecord* BrokerCore::Find(std::uint64_t id) const {

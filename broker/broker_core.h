@@ -183,7 +183,10 @@ class BrokerCore {
               Held held = Held::kOnlyHere);
   void ApplyRetention();
   void SendSignal(JobRecord& job, protocol::SignalKind signal, protocol::SignalNote note);
+  // Asks the executor, once per job, to drop its spec; sent by Flush once
+  // the queue file records why, so no restart finds a job it cannot run.
   void ForgetOnExecutor(std::uint64_t id);
+  void SendDueForgets(bool saved);
   std::size_t QueuedJobsOf(uid_t uid) const;
   // `id` changed, or was handed out, or was removed: the next Persist
   // writes it. Every change to jobs_ or next_id_ goes through here.
@@ -220,6 +223,7 @@ class BrokerCore {
   std::set<std::uint64_t> changed_;  // not yet persisted
   bool sync_due_ = false;            // changed_ holds a fact only the broker has
   std::vector<DurableAnswer> awaiting_write_;
+  std::vector<std::uint64_t> forgets_due_;
   bool executor_lost_ = false;
   bool draining_ = false;
   // The drain flag changed and is not on disk: the next Persist compacts

@@ -279,7 +279,11 @@ Result<void> BrokerServer::Run(const volatile std::sig_atomic_t* stop) {
   }
   double last_tick = clock_.Now();
   while (*stop == 0) {
-    std::vector<struct pollfd> fds{{listener_.get(), POLLIN, 0}, {executor_.fd(), POLLIN, 0}};
+    // The executor is always read, whatever waits to be sent to it: that
+    // is what keeps both channels moving (protocol/outbox.h).
+    std::vector<struct pollfd> fds{
+        {listener_.get(), POLLIN, 0},
+        {executor_.fd(), static_cast<short>(POLLIN | (executor_.wants_write() ? POLLOUT : 0)), 0}};
     std::vector<std::uint64_t> keys;
     const double before = SteadyNow();
     int wait_ms = kPollMs;
@@ -317,6 +321,11 @@ Result<void> BrokerServer::Run(const volatile std::sig_atomic_t* stop) {
     }
     const int ready = ::poll(fds.data(), fds.size(), wait_ms);
     if (ready < 0 && errno != EINTR) return Error::FromErrno(errno, "poll");
+    if (ready > 0 && (fds[1].revents & (POLLOUT | POLLHUP | POLLERR)) && executor_.wants_write()) {
+      if (Result<void> flushed = executor_.SendQueued(); !flushed) {
+        return Error(ErrorCode::kUnavailable, "lost the executor: " + flushed.error().message());
+      }
+    }
     if (ready > 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) {
       // Drain what the executor sent, a bounded number per turn.
       for (int i = 0; i < kMaxExecutorMessagesPerTurn; ++i) {

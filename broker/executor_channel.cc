@@ -41,7 +41,7 @@ void SocketExecutorChannel::Call(Request request, const std::vector<int>& fds,
                                  const std::string& what, std::chrono::milliseconds timeout,
                                  protocol::PendingCalls::Done done) {
   request.req = calls_.Add(timeout, what, std::move(done));
-  Result<void> sent = protocol::SendMessage(fd_.get(), protocol::Encode(request), fds);
+  Result<void> sent = outbox_.Send(protocol::Encode(request), fds);
   if (!sent) calls_.FailLater(request.req, sent.error().WithContext("cannot reach the executor"));
 }
 
@@ -54,11 +54,12 @@ Result<Reply> SocketExecutorChannel::CallAndWait(Request request, const std::str
     calls_.ExpireOverdue();
     if (outcome) break;
     struct pollfd p {
-      fd_.get(), POLLIN, 0
+      fd_.get(), static_cast<short>(POLLIN | (outbox_.wants_write() ? POLLOUT : 0)), 0
     };
     int ready = ::poll(&p, 1, 1000);
     if (ready < 0 && errno != EINTR) return Error::FromErrno(errno, "poll on the executor channel");
-    if (ready > 0) HPCB_TRY(Pump());
+    if (ready > 0 && (p.revents & POLLOUT)) HPCB_TRY(SendQueued());
+    if (ready > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR))) HPCB_TRY(Pump());
   }
   return std::move(*outcome);
 }
@@ -205,6 +206,10 @@ Result<void> SocketExecutorChannel::Pump() {
                ", which no longer waits (it timed out)");
   }
   return Ok();
+}
+
+Result<void> SocketExecutorChannel::SendQueued() {
+  return outbox_.Flush();
 }
 
 std::vector<protocol::OutputUpdate> SocketExecutorChannel::TakeOutputUpdates() {

@@ -22,6 +22,7 @@
 #include "protocol/base/result.h"
 #include "protocol/base/unique_fd.h"
 #include "protocol/executor_messages.h"
+#include "protocol/outbox.h"
 #include "protocol/pending_calls.h"
 
 namespace hpcb::broker {
@@ -57,6 +58,13 @@ class ExecutorChannel {
   // Reads one message (call when poll says readable). An error means the
   // executor is gone.
   virtual Result<void> Pump() = 0;
+  // Requests are never sent with a blocking call (protocol/outbox.h): what
+  // the socket does not take at once waits, in order, until SendQueued() (call
+  // when poll says writable; an error means the executor is gone).
+  virtual Result<void> SendQueued() { return Ok(); }
+  virtual bool wants_write() const { return false; }
+  // So much waits to be sent that new submissions are refused ("busy").
+  virtual bool backed_up() const { return false; }
   // Completes the calls whose deadline passed.
   virtual void Expire() = 0;
   virtual std::optional<std::chrono::steady_clock::time_point> NextDeadline() const = 0;
@@ -87,6 +95,9 @@ class SocketExecutorChannel : public ExecutorChannel {
   void DeliverAgain(std::uint64_t id, int client_fd, Done<protocol::OutputReply> done) override;
   void Query(std::uint64_t id, Done<std::optional<protocol::JobSummary>> done) override;
   Result<void> Pump() override;
+  Result<void> SendQueued() override;
+  bool wants_write() const override { return outbox_.wants_write(); }
+  bool backed_up() const override { return outbox_.over_high_water(); }
   void Expire() override { calls_.ExpireOverdue(); }
   std::optional<std::chrono::steady_clock::time_point> NextDeadline() const override {
     return calls_.NextDeadline();
@@ -107,6 +118,7 @@ class SocketExecutorChannel : public ExecutorChannel {
   void OnEvent(const protocol::Packet& packet);
 
   UniqueFd fd_;
+  protocol::Outbox outbox_{fd_.get()};
   protocol::PendingCalls calls_;
   std::deque<protocol::JobExited> events_;
   std::vector<protocol::OutputUpdate> output_updates_;

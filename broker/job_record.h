@@ -49,8 +49,11 @@ struct JobRecord {
   Placement placement;                // valid while running (and after)
   bool holds_placement = false;       // reserved in the pool right now
   JobPhase phase = JobPhase::kIdle;   // not persisted
-  std::optional<double> term_time;    // SIGTERM sent
-  std::optional<double> kill_at;      // next SIGKILL due
+  // The executor still holds its launch spec (not persisted: a start
+  // learns it from the executor's list). Cleared by the one forget it gets.
+  bool on_executor = true;
+  std::optional<double> term_time;  // SIGTERM sent
+  std::optional<double> kill_at;    // next SIGKILL due
   std::optional<std::string> output_dest;
   std::optional<std::string> output_error;
   std::optional<protocol::JobUsage> usage;  // once done, if it ran

@@ -63,7 +63,7 @@ Result<void> ExecutorServer::EndTurn() {
     std::vector<int> fds;
     for (const UniqueFd& fd : answer.fds)
       fds.push_back(fd.get());
-    Result<void> sent = protocol::SendMessage(broker_fd_, answer.text, fds);
+    Result<void> sent = to_broker_.Send(answer.text, fds);
     if (!sent) LogError("cannot reach the broker: " + sent.error().message());
   }
   return store_.Settle();
@@ -349,12 +349,36 @@ Result<void> ExecutorServer::Run() {
           *next - std::chrono::steady_clock::now());
       wait_ms = std::clamp<int>(static_cast<int>(left.count()) + 1, 0, kMaxPollMs);
     }
-    struct pollfd fds[2] = {{broker_fd_, POLLIN, 0}, {launcher_fd_, POLLIN, 0}};
+    // Back-pressure: while either outbox is over its mark no new request
+    // is read from the broker (which always reads us, so ours drains);
+    // the launcher is always read, so its outbox to us drains too.
+    const bool take_requests = !to_broker_.over_high_water() && !to_launcher_.over_high_water();
+    struct pollfd fds[2] = {
+        {broker_fd_,
+         static_cast<short>((take_requests ? POLLIN : 0) |
+                            (to_broker_.wants_write() ? POLLOUT : 0)),
+         0},
+        {launcher_fd_, static_cast<short>(POLLIN | (to_launcher_.wants_write() ? POLLOUT : 0)), 0}};
     int ready = ::poll(fds, 2, wait_ms);
     if (ready < 0) {
       if (errno == EINTR) continue;
       return Error::FromErrno(errno, "poll");
     }
+    // A peer that hung up fails the flush (EPIPE), whatever poll reported.
+    constexpr short kWritableOrGone = POLLOUT | POLLHUP | POLLERR;
+    if ((fds[1].revents & kWritableOrGone) && to_launcher_.wants_write()) {
+      if (Result<void> flushed = to_launcher_.Flush(); !flushed) {
+        LogWarning("cannot reach the launcher: " + flushed.error().message());
+      }
+    }
+    if ((fds[0].revents & kWritableOrGone) && to_broker_.wants_write()) {
+      if (Result<void> flushed = to_broker_.Flush(); !flushed) {
+        LogInfo("broker went away (" + flushed.error().message() + "); stopping");
+        HPCB_TRY(store_.Commit(std::chrono::steady_clock::now()));
+        return store_.Checkpoint();
+      }
+    }
+    if (!take_requests) fds[0].revents = 0;
     // A turn takes what is waiting on both sockets, up to kMaxPerTurn
     // messages each (so neither side starves the other), and its answers
     // share one flush (EndTurn).

@@ -42,6 +42,7 @@
 #include "protocol/framing.h"
 #include "protocol/host/run_record.h"
 #include "protocol/launcher_messages.h"
+#include "protocol/outbox.h"
 #include "protocol/pending_calls.h"
 
 namespace hpcb::executor {
@@ -229,6 +230,10 @@ class ExecutorServer {
   LauncherDeadlines deadlines_;
   int launcher_fd_;
   int broker_fd_;
+  // Sends never block (outbox.h): a burst each way with a slow reader
+  // queues here while the loop keeps reading.
+  protocol::Outbox to_launcher_{launcher_fd_};
+  protocol::Outbox to_broker_{broker_fd_};
   protocol::PendingCalls launcher_calls_;
   UsageBook usage_;
   AccountCache accounts_;  // recent lookups: one per user per burst
@@ -281,7 +286,7 @@ void ExecutorServer::AskLauncher(Request request, const std::vector<int>& fds,
     }
     done(protocol::Decode<Reply>(packet->bytes));
   });
-  Result<void> sent = protocol::SendMessage(launcher_fd_, protocol::Encode(request), fds);
+  Result<void> sent = to_launcher_.Send(protocol::Encode(request), fds);
   if (!sent) {
     // Answered with the error from Tick; the launcher never saw it.
     launcher_calls_.FailLater(request.req, sent.error().WithContext("cannot reach the launcher"));

@@ -64,6 +64,7 @@ bool LauncherServer::StartRoles() {
   executor_ = roles->executor;
   broker_ = roles->broker;
   executor_fd_ = std::move(roles->executor_channel);
+  to_executor_ = protocol::Outbox(executor_fd_.get());
   roles_started_ = std::chrono::steady_clock::now();
   LogInfo("roles started (executor pid " + std::to_string(executor_.pid) + ", broker pid " +
           std::to_string(broker_.pid) + ")");
@@ -73,6 +74,7 @@ bool LauncherServer::StartRoles() {
 bool LauncherServer::RestartRoles() {
   StopRoles();
   executor_fd_.reset();
+  to_executor_ = protocol::Outbox();
   if (RoleRefusedToStart()) return false;
   // What the old executor asked is not answered to the new one: its reqs
   // mean nothing there (and a late spawn reply would read as a job started
@@ -105,7 +107,7 @@ bool LauncherServer::RestartRoles() {
 }
 
 void LauncherServer::Send(const std::string& text) {
-  Result<void> sent = protocol::SendMessage(executor_fd_.get(), text);
+  Result<void> sent = to_executor_.Send(text);
   if (!sent) LogError("cannot answer the executor: " + sent.error().message());
 }
 
@@ -613,7 +615,12 @@ LauncherServer::Outcome LauncherServer::Run() {
 
 LauncherServer::Outcome LauncherServer::Serve() {
   for (;;) {
-    std::vector<struct pollfd> fds{{signal_fd_, POLLIN, 0}, {executor_fd_.get(), POLLIN, 0}};
+    // Back-pressure: past the outbox's mark no new request is read; the
+    // executor always reads us, so the outbox drains.
+    const short executor_events = static_cast<short>((to_executor_.over_high_water() ? 0 : POLLIN) |
+                                                     (to_executor_.wants_write() ? POLLOUT : 0));
+    std::vector<struct pollfd> fds{{signal_fd_, POLLIN, 0},
+                                   {executor_fd_.get(), executor_events, 0}};
     std::vector<pid_t> owners;
     auto wake = Clock::now() + std::chrono::milliseconds(kMaxPollMs);
     if (!standby_) wake = std::min(wake, std::max(last_busy_ + kStandbyIdle, standby_not_before_));
@@ -659,6 +666,12 @@ LauncherServer::Outcome LauncherServer::Serve() {
       auto it = tasks_.find(owners[i - 2]);
       if (it != tasks_.end() && !it->second.answered) OnAnswerReadable(owners[i - 2], it->second);
     }
+    if ((fds[1].revents & (POLLOUT | POLLHUP | POLLERR)) && to_executor_.wants_write()) {
+      if (Result<void> flushed = to_executor_.Flush(); !flushed) {
+        LogError("cannot answer the executor: " + flushed.error().message());
+      }
+    }
+    if (to_executor_.over_high_water()) fds[1].revents = 0;
     if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
       Result<protocol::Packet> packet = protocol::ReceiveMessage(executor_fd_.get());
       if (!packet) {

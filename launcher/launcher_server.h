@@ -41,6 +41,7 @@
 #include "protocol/base/unique_fd.h"
 #include "protocol/framing.h"
 #include "protocol/launcher_messages.h"
+#include "protocol/outbox.h"
 
 namespace hpcb::launcher {
 
@@ -152,6 +153,9 @@ class LauncherServer {
   int signal_fd_;
   RoleStarter start_roles_;
   UniqueFd executor_fd_;
+  // Never blocks (outbox.h): a burst of exits while the executor sends a
+  // burst of spawns queues here, and the loop keeps reading.
+  protocol::Outbox to_executor_;
   Role executor_;
   Role broker_;
   std::map<pid_t, Task> tasks_;

@@ -124,36 +124,48 @@ Result<std::optional<std::string>> ReadFrame(int fd, std::size_t cap) {
   return std::optional<std::string>(std::move(body));
 }
 
-Result<void> SendMessage(int fd, std::string_view payload, const std::vector<int>& fds) {
-  if (fds.size() > kMaxPassedFds) return InvalidArgument("too many descriptors to pass");
-  bool first = true;
+std::vector<std::string> SplitIntoPackets(std::string_view payload) {
+  std::vector<std::string> packets;
   do {
-    std::size_t take = std::min(payload.size(), kPacketPayload);
+    const std::size_t take = std::min(payload.size(), kPacketPayload);
     std::string packet(1, take == payload.size() ? kLast : kMore);
     packet.append(payload.substr(0, take));
     payload.remove_prefix(take);
-
-    struct iovec iov = {packet.data(), packet.size()};
-    struct msghdr msg = {};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxPassedFds)] = {};
-    if (first && !fds.empty()) {
-      msg.msg_control = control;
-      msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
-      struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
-      cmsg->cmsg_level = SOL_SOCKET;
-      cmsg->cmsg_type = SCM_RIGHTS;
-      cmsg->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
-      std::memcpy(CMSG_DATA(cmsg), fds.data(), sizeof(int) * fds.size());
-    }
-    for (;;) {
-      ssize_t sent = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
-      if (sent >= 0) break;
-      if (errno != EINTR) return Error::FromErrno(errno, "send message");
-    }
-    first = false;
+    packets.push_back(std::move(packet));
   } while (!payload.empty());
+  return packets;
+}
+
+int SendPacket(int fd, std::string_view packet, const std::vector<int>& fds, int flags) {
+  struct iovec iov = {const_cast<char*>(packet.data()), packet.size()};
+  struct msghdr msg = {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxPassedFds)] = {};
+  if (!fds.empty()) {
+    if (fds.size() > kMaxPassedFds) return E2BIG;
+    msg.msg_control = control;
+    msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+    struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+    cmsg->cmsg_level = SOL_SOCKET;
+    cmsg->cmsg_type = SCM_RIGHTS;
+    cmsg->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+    std::memcpy(CMSG_DATA(cmsg), fds.data(), sizeof(int) * fds.size());
+  }
+  for (;;) {
+    if (::sendmsg(fd, &msg, MSG_NOSIGNAL | flags) >= 0) return 0;
+    if (errno != EINTR) return errno;
+  }
+}
+
+Result<void> SendMessage(int fd, std::string_view payload, const std::vector<int>& fds) {
+  if (fds.size() > kMaxPassedFds) return InvalidArgument("too many descriptors to pass");
+  bool first = true;
+  for (const std::string& packet : SplitIntoPackets(payload)) {
+    const int failed = SendPacket(fd, packet, first ? fds : std::vector<int>{}, 0);
+    if (failed != 0) return Error::FromErrno(failed, "send message");
+    first = false;
+  }
   return Ok();
 }
 

@@ -71,7 +71,14 @@ struct Packet {
   std::vector<UniqueFd> fds;
 };
 
+// The packets one message is split into: a flag byte, then at most 64 KiB.
+std::vector<std::string> SplitIntoPackets(std::string_view payload);
+// One packet with `fds` attached (SCM_RIGHTS), EINTR retried; 0 when sent,
+// else the errno (EAGAIN under MSG_DONTWAIT when the socket is full).
+int SendPacket(int fd, std::string_view packet, const std::vector<int>& fds, int flags);
+
 // Sends one message, split into packets as needed, with `fds` on the first.
+// Blocking: only for start-up and tests; a serving loop uses an Outbox.
 Result<void> SendMessage(int fd, std::string_view payload, const std::vector<int>& fds = {});
 
 // Receives one message. kUnavailable on EOF (peer gone); kInvalidArgument

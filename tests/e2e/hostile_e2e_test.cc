@@ -144,8 +144,12 @@ class HostileE2eTest : public ::testing::Test {
     reports_ = daemon_->dir() + "/reports";
     fs::create_directories(reports_);
     ::chmod(reports_.c_str(), 0700);
-    std::vector<std::string> flags = {"--admin-group", kAdminGroup, "--keep-finished", "1000000"};
+    std::vector<std::string> flags = {"--admin-group", kAdminGroup};
+    if (std::find(extra.begin(), extra.end(), "--keep-finished") == extra.end()) {
+      flags.insert(flags.end(), {"--keep-finished", "1000000"});
+    }
     flags.insert(flags.end(), extra.begin(), extra.end());
+    flags_ = flags;
     ASSERT_TRUE(daemon_->Start(flags)) << daemon_->log();
     ASSERT_TRUE(DaemonHarness::RolePids(daemon_->log(), &executor_pid_, &broker_pid_))
         << daemon_->log();
@@ -414,9 +418,18 @@ class HostileE2eTest : public ::testing::Test {
     daemon_.reset();
   }
 
+  // The daemon stopped and started again on the same state, as an admin's
+  // restart would.
+  void Restart() {
+    daemon_->Stop();
+    ASSERT_TRUE(daemon_->Start(flags_)) << daemon_->log();
+    ASSERT_TRUE(DaemonHarness::RolePids(daemon_->log(), &executor_pid_, &broker_pid_));
+  }
+
   Account victim_, attacker_;
   Identity victim_id_, attacker_id_;
   std::unique_ptr<DaemonHarness> daemon_;
+  std::vector<std::string> flags_;
   pid_t executor_pid_ = -1;
   pid_t broker_pid_ = -1;
   std::string reports_;
@@ -744,6 +757,92 @@ TEST_F(HostileE2eTest, QueueFloodStallsNoOne) {
   for (std::uint64_t id : unique)
     missing += listed.contains(id) ? 0 : 1;
   EXPECT_EQ(missing, 0u) << "acknowledged submissions missing from the attacker's list";
+}
+
+// 7. Not an attack: an ordinary workflow. One job fails after 2,000 jobs
+// were queued `--after` it, at the default retention. Its end sends the
+// executor a burst of forgets (each dependent ends as `dependency`, and
+// retention drops all but 50) while the executor answers: with blocking
+// sends on both internal channels, both roles sat in sendmsg for good and
+// every user's `dispatch` hung. Another user must be answered within 1 s
+// during and after the cascade, each dependent is forgotten once, and a
+// restart finds nothing lost.
+TEST_F(HostileE2eTest, AFailingJobWithTwoThousandDependentsStallsNoOne) {
+  constexpr std::size_t kDependents = 2000;
+  Boot({"--keep-finished", "50"});
+  const std::string go = DirOf(attacker_) + "/go";
+  const int failing = Submit(attacker_, {"--no-output", "--", "sh", "-c",
+                                         "while [ ! -e go ]; do sleep 0.1; done; exit 1"});
+  ASSERT_GT(failing, 0) << Tail(daemon_->log());
+  protocol::SubmitRequest dependent;
+  dependent.argv = {"true"};
+  dependent.cwd = DirOf(attacker_);
+  dependent.after = {static_cast<std::uint64_t>(failing)};
+  const std::string request = protocol::Encode(dependent);
+  const std::string socket = daemon_->socket();
+  UniqueFd report = ReportFile("dependents");
+  const int report_fd = report.get();
+  Attack(attacker_,
+         [&] { return SubmitRepeatedly(socket, request, seconds(240), report_fd, kDependents); });
+  report.reset();
+  AwaitAttacks(seconds(250));
+  StopAttacks();
+  std::set<std::uint64_t> acked;
+  for (const std::string& line : Lines(Slurp(reports_ + "/dependents"))) {
+    ASSERT_EQ(line.rfind("id ", 0), 0u) << "a dependent was not queued: " << line;
+    acked.insert(std::stoull(line.substr(3)));
+  }
+  ASSERT_EQ(acked.size(), kDependents);
+
+  StartVictim();
+  std::this_thread::sleep_for(seconds(1));
+  { std::ofstream touch(go); }
+  const bool cascaded = DaemonHarness::WaitFor(
+      [&] {
+        const std::string log = daemon_->log();
+        std::size_t ended = 0;
+        for (std::size_t at = log.find("will not run"); at != std::string::npos;
+             at = log.find("will not run", at + 1)) {
+          ++ended;
+        }
+        return ended >= kDependents;
+      },
+      seconds(60));
+  // The victim goes on for a while after the cascade, while retention
+  // and the forgets it sent are still being worked off.
+  std::this_thread::sleep_for(seconds(3));
+  ReportAndCheckVictim("dependency-cascade", "dependents=" + std::to_string(acked.size()));
+  ASSERT_TRUE(cascaded) << "not every dependent ended\n" << Tail(daemon_->log());
+  const std::string log = daemon_->log();
+  for (std::uint64_t id : acked) {
+    ASSERT_NE(log.find("job " + std::to_string(id) + " will not run: job " +
+                       std::to_string(failing) + " failed"),
+              std::string::npos)
+        << "dependent " << id << " did not end as `dependency`";
+  }
+  EXPECT_EQ(log.find("refused forget"), std::string::npos) << "a job was forgotten twice\n"
+                                                           << Tail(log);
+  const std::optional<std::vector<protocol::JobRow>> left = JobsOf(attacker_);
+  ASSERT_TRUE(left);
+  for (const protocol::JobRow& row : *left) {
+    EXPECT_TRUE(Ended(row)) << "job " << row.id << " is still " << row.state;
+    if (acked.contains(row.id)) {
+      ASSERT_TRUE(row.reason) << "job " << row.id;
+      EXPECT_EQ(*row.reason, protocol::JobReason::kDependency) << "job " << row.id;
+    }
+  }
+
+  Restart();
+  const std::string restarted = daemon_->log();
+  EXPECT_EQ(restarted.find("reported lost"), std::string::npos) << Tail(restarted);
+  EXPECT_EQ(restarted.find("has no launch spec"), std::string::npos) << Tail(restarted);
+  const std::optional<std::vector<protocol::JobRow>> after = JobsOf(attacker_);
+  ASSERT_TRUE(after);
+  for (const protocol::JobRow& row : *after) {
+    EXPECT_TRUE(Ended(row)) << "job " << row.id << " is " << row.state << " after the restart";
+    EXPECT_NE(row.reason.value_or(protocol::JobReason::kDependency), protocol::JobReason::kError)
+        << "job " << row.id;
+  }
 }
 
 }  // namespace

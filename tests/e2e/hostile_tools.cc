@@ -305,13 +305,14 @@ int ReadRepliesSlowly(const std::string& socket, const std::string& request, std
 }
 
 int SubmitRepeatedly(const std::string& socket, const std::string& request, milliseconds duration,
-                     int report_fd) {
+                     int report_fd, std::size_t count) {
   const auto end = Clock::now() + duration;
-  while (Clock::now() < end) {
+  for (std::size_t answered = 0; answered < count && Clock::now() < end; ++answered) {
     UniqueFd fd = ConnectUnix(socket);
     if (!fd.valid()) {
       Report(report_fd, std::string("broken connect: ") + std::strerror(errno));
       std::this_thread::sleep_for(milliseconds(10));
+      --answered;
       continue;
     }
     struct timeval wait {

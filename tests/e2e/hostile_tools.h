@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -79,11 +80,12 @@ int HoldConnections(const std::string& socket, std::size_t count, const std::str
 int ReadRepliesSlowly(const std::string& socket, const std::string& request, std::size_t chunk,
                       std::chrono::milliseconds interval, int report_fd);
 
-// One connection after another for `duration`: sends `request`, reads the
-// reply and writes one line to `report_fd`: "id N", "refused MESSAGE", or
-// "broken WHAT" (no reply frame).
+// One connection after another for `duration` (or until `count` were
+// answered): sends `request`, reads the reply and writes one line to
+// `report_fd`: "id N", "refused MESSAGE", or "broken WHAT" (no reply frame).
 int SubmitRepeatedly(const std::string& socket, const std::string& request,
-                     std::chrono::milliseconds duration, int report_fd);
+                     std::chrono::milliseconds duration, int report_fd,
+                     std::size_t count = SIZE_MAX);
 
 // Scans /proc and SIGSTOPs every process of our uid below `launcher`
 // whose comm is not `job_comm`: for a job that never manages to exec,
