@@ -325,8 +325,7 @@ void ExecutorServer::Tick() {
   PollForeign();
 }
 
-Result<void> ExecutorServer::Run() {
-  if (recovery_error_) return *recovery_error_;
+Result<void> ExecutorServer::CompleteRecovery() {
   if (!config_.no_cgroups) {
     // Groups a crash left behind; running (adopted or dead-on-arrival) jobs
     // keep theirs: Finish still reads memory.events there.
@@ -339,7 +338,12 @@ Result<void> ExecutorServer::Run() {
     }
   }
   // What recovery saved and said, flushed before anything else is read.
-  if (Result<void> ended = EndTurn(); !ended) return ended.error();
+  return EndTurn();
+}
+
+Result<void> ExecutorServer::Run() {
+  if (recovery_error_) return *recovery_error_;
+  if (specs_loaded_) HPCB_TRY(CompleteRecovery());
   auto last_tick = std::chrono::steady_clock::now();
   for (;;) {
     int wait_ms = kMaxPollMs;
@@ -349,10 +353,13 @@ Result<void> ExecutorServer::Run() {
           *next - std::chrono::steady_clock::now());
       wait_ms = std::clamp<int>(static_cast<int>(left.count()) + 1, 0, kMaxPollMs);
     }
+    constexpr int kSettlePollMs = 50;
+    if (!specs_loaded_) wait_ms = std::min(wait_ms, kSettlePollMs);
     // Back-pressure: while either outbox is over its mark no new request
     // is read from the broker (which always reads us, so ours drains);
     // the launcher is always read, so its outbox to us drains too.
-    const bool take_requests = !to_broker_.over_high_water() && !to_launcher_.over_high_water();
+    const bool take_requests =
+        specs_loaded_ && !to_broker_.over_high_water() && !to_launcher_.over_high_water();
     struct pollfd fds[2] = {
         {broker_fd_,
          static_cast<short>((take_requests ? POLLIN : 0) |
@@ -413,6 +420,10 @@ Result<void> ExecutorServer::Run() {
         Handle(*packet);
       }
       fds[0].revents = Readable(broker_fd_);
+    }
+    if (!specs_loaded_) {
+      HPCB_TRY(SettleStep());
+      continue;
     }
     const auto now = std::chrono::steady_clock::now();
     launcher_calls_.ExpireOverdue(now);

@@ -202,7 +202,16 @@ class ExecutorServer {
   std::uint64_t BytesHeld(const LaunchSpec& spec, std::uint64_t spec_bytes) const;
 
   // job_recovery.cc
+  // Drops the run records of starts whose shepherd is gone; settling_
+  // keeps those whose shepherd lives.
   void SettleStartingJobs();
+  bool ShepherdMayStillStart(const host::RunRecord& record) const;
+  // From the loop while starts settle: once they have (or their time is
+  // up) the specs are loaded and recovery completes.
+  Result<void> SettleStep();
+  void LoadSpecs();
+  // Leftover cgroups pruned, and what recovery saved and said flushed.
+  Result<void> CompleteRecovery();
   // Removes the spec of `id` (and its run record) if it is empty; true then.
   bool DropEmptySpec(std::uint64_t id);
   // Kills job `id` if its run record shows it running under its shepherd.
@@ -258,6 +267,11 @@ class ExecutorServer {
   // until removed or past the deadline.
   std::map<std::uint64_t, std::chrono::steady_clock::time_point> cgroups_to_remove_;
   bool greeted_ = false;
+  // Recovery waits, in the loop, for starts a restart interrupted; no
+  // broker request is read until the specs are loaded.
+  std::set<std::uint64_t> settling_;
+  std::chrono::steady_clock::time_point settle_until_;
+  bool specs_loaded_ = false;
   // The highest job id the root side ever held (STATE/specs/high_water
   // keeps it past forgotten jobs).
   std::uint64_t high_water_ = 0;

@@ -11,7 +11,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
-#include <thread>
 
 #include "executor/executor_server.h"
 #include "protocol/base/log.h"
@@ -51,30 +50,47 @@ std::optional<std::int64_t> ExecutorServer::RecordedExit(std::uint64_t id) const
   return ExitCodeFromStatus(static_cast<int>(*record->status));
 }
 
+bool ExecutorServer::ShepherdMayStillStart(const host::RunRecord& record) const {
+  // Its start time, where the record has it, tells the shepherd from a
+  // process that took its pid since (after a power cut, say).
+  if (record.shepherd_start != 0) {
+    return Alive(record.shepherd, record.shepherd_start, facts_.proc_root);
+  }
+  return ParentOf(record.shepherd, facts_.proc_root) != 0;
+}
+
 void ExecutorServer::SettleStartingJobs() {
   // A shepherd that was starting a job when we stopped has a record without
   // a pid. Until it says whether the job exec'd, nobody may decide the job
-  // never started (and start it again); its own deadline bounds the wait.
-  const auto until = std::chrono::steady_clock::now() + deadlines_.settle;
-  for (;;) {
-    bool waiting = false;
-    for (std::uint64_t id : ListSpecs(specs_dir())) {
-      Result<host::RunRecord> record = host::LoadRunRecord(run_dir(), id);
-      if (!record || record->pid != 0) continue;
-      if (ParentOf(record->shepherd, facts_.proc_root) == 0) {
-        // The shepherd is gone and never started the job.
-        ::unlink(host::RunRecordPath(run_dir(), id).c_str());
-        continue;
-      }
-      waiting = true;
+  // never started (and start it again). Its job child cannot exec before
+  // the record names it (launcher/job_shepherd.cc), and dies with it, so a
+  // shepherd that is gone means the job never ran. One that lives is
+  // waited for by the loop, not here: nothing may sleep under the filter.
+  std::vector<std::uint64_t> ids(settling_.begin(), settling_.end());
+  if (ids.empty() && !specs_loaded_) ids = ListSpecs(specs_dir());
+  settling_.clear();
+  for (std::uint64_t id : ids) {
+    Result<host::RunRecord> record = host::LoadRunRecord(run_dir(), id);
+    if (!record || record->pid != 0) continue;
+    if (!ShepherdMayStillStart(*record)) {
+      ::unlink(host::RunRecordPath(run_dir(), id).c_str());
+      continue;
     }
-    if (!waiting) return;
-    if (std::chrono::steady_clock::now() > until) {
-      LogError("a job start from before the restart did not settle in time");
-      return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    settling_.insert(id);
   }
+}
+
+Result<void> ExecutorServer::SettleStep() {
+  SettleStartingJobs();
+  if (!settling_.empty() && std::chrono::steady_clock::now() < settle_until_) return Ok();
+  if (!settling_.empty()) {
+    LogError(std::to_string(settling_.size()) +
+             " job start(s) from before the restart did not settle in time; they stay queued "
+             "until their run records do");
+    settling_.clear();
+  }
+  LoadSpecs();
+  return CompleteRecovery();
 }
 
 void ExecutorServer::KillJobWithoutSpec(std::uint64_t id) {
@@ -131,7 +147,13 @@ void ExecutorServer::Recover() {
     ::unlink(host::RunRecordPath(run_dir(), id).c_str());
   }
   high_water_ = std::max(high_water_, opened->highest_id);
+  settle_until_ = std::chrono::steady_clock::now() + deadlines_.settle;
   SettleStartingJobs();
+  if (settling_.empty()) LoadSpecs();
+}
+
+void ExecutorServer::LoadSpecs() {
+  specs_loaded_ = true;
   if (Result<std::string> text = host::ReadSmallFile(high_water_path()); text) {
     high_water_ = std::max<std::uint64_t>(high_water_, std::strtoull(text->c_str(), nullptr, 10));
   }

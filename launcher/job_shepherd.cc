@@ -90,6 +90,11 @@ void RunShepherd(const protocol::SpawnRequest& request, const PreparedJob& job, 
   host::RunRecord record;
   record.id = request.id;
   record.shepherd = ::getpid();
+  // With its start time a restart tells this shepherd from a process that
+  // got its pid after a power cut.
+  if (Result<std::uint64_t> started = host::ProcStartTime(record.shepherd); started) {
+    record.shepherd_start = *started;
+  }
   record.placement = request.placement;
   // Before the fork: a launcher that dies from here on leaves a record
   // saying the job may be starting, so no one starts it a second time.
@@ -101,6 +106,8 @@ void RunShepherd(const protocol::SpawnRequest& request, const PreparedJob& job, 
   };
   int exec_pipe[2];
   if (::pipe2(exec_pipe, O_CLOEXEC) != 0) give_up(errno);
+  int go_pipe[2];
+  if (::pipe2(go_pipe, O_CLOEXEC) != 0) give_up(errno);
   // A fork, though a clone sharing this memory until the exec would cost
   // less: between its identity drop and its exec the child is the user's,
   // and a clone would hand them root's own memory, guarded only by the
@@ -111,21 +118,32 @@ void RunShepherd(const protocol::SpawnRequest& request, const PreparedJob& job, 
   if (child < 0) give_up(errno);
   if (child == 0) {
     ::close(exec_pipe[0]);
-    job.Exec(fds, exec_pipe[1], options.change_identity, reset_signals ? &*reset_signals : nullptr);
+    ::close(go_pipe[1]);
+    job.Exec(fds, exec_pipe[1], options.change_identity, reset_signals ? &*reset_signals : nullptr,
+             JobHandshake{go_pipe[0], static_cast<pid_t>(record.shepherd)});
   }
   ::close(exec_pipe[1]);
+  ::close(go_pipe[0]);
   ::close(fds.buffer);
   if (fds.cgroup_dir >= 0) ::close(fds.cgroup_dir);
-  ShepherdReport report = AwaitExec(child, exec_pipe[0], options.exec_deadline);
-  ::close(exec_pipe[0]);
 
+  // The child waits for the go byte until its pid is in the record, so
+  // whoever reads the record after a crash finds the job either never
+  // forked (pid 0, and a child that died with this shepherd) or named
+  // here. Written, not flushed: only process deaths race this, and a
+  // power cut ends the child too.
   record.pid = child;
   record.start_time = EpochNow();
-  // Written before the launcher hears of the start: whoever reads the spec
-  // after a crash finds the job either unstarted or in this record.
-  if (report.stage == 0) {
-    (void)run_record.Append(record, host::Sync::kNone);
-  } else {
+  if (Result<void> noted = run_record.Append(record, host::Sync::kNone); !noted) {
+    ::close(go_pipe[1]);  // the child sees EOF and exits without exec'ing
+    (void)::waitpid(child, nullptr, 0);
+    give_up(EIO);
+  }
+  (void)!::write(go_pipe[1], "g", 1);  // EPIPE: the child already failed, and says so below
+  ::close(go_pipe[1]);
+  ShepherdReport report = AwaitExec(child, exec_pipe[0], options.exec_deadline);
+  ::close(exec_pipe[0]);
+  if (report.stage != 0) {
     // It never ran: no record at all, as for a job never started.
     ::unlink(host::RunRecordPath(options.run_dir, record.id).c_str());
   }

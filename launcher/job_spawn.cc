@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -124,7 +125,7 @@ PreparedJob::PreparedJob(PreparedJob&& other) noexcept
 }
 
 void PreparedJob::Exec(const SpawnFds& fds, int report_fd, bool change_identity,
-                       const std::vector<int>* reset_signals) const {
+                       const std::vector<int>* reset_signals, const JobHandshake& handshake) const {
   if (::setsid() < 0) Fail(report_fd, kSetsid, errno);
   if (fds.cgroup_dir >= 0) {
     int procs = ::openat(fds.cgroup_dir, "cgroup.procs", O_WRONLY | O_CLOEXEC);
@@ -145,6 +146,23 @@ void PreparedJob::Exec(const SpawnFds& fds, int report_fd, bool change_identity,
   int err =
       DropIdentity(change_identity, uid_, gid_, groups_.data(), static_cast<int>(groups_.size()));
   if (err != 0) Fail(report_fd, kIdentity, err);
+  {
+    // No exec before the shepherd's run record names this child: a
+    // shepherd killed before that leaves a record recovery reads as "never
+    // forked", so this child must die with it (the death signal is set
+    // after the identity change, which clears it, and the parent checked
+    // after setting it, in case it died first). Cleared again before the
+    // exec: once recorded, the job outlives a killed shepherd.
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != handshake.shepherd) ::_exit(127);
+    char go = 0;
+    ssize_t got;
+    do {
+      got = ::read(handshake.go_fd, &go, 1);
+    } while (got < 0 && errno == EINTR);
+    if (got != 1) ::_exit(127);
+    (void)::prctl(PR_SET_PDEATHSIG, 0);
+    ::close(handshake.go_fd);
+  }
   if (::chdir(cwd_.c_str()) != 0) Fail(report_fd, kChdir, errno);
   int devnull = ::open("/dev/null", O_RDONLY);
   if (devnull < 0 || ::dup2(devnull, 0) < 0) Fail(report_fd, kStdio, errno);

@@ -30,6 +30,12 @@ struct JobChildReport {
   int err = 0;
 };
 
+// Where the job child waits for its shepherd's word before it execs.
+struct JobHandshake {
+  int go_fd = -1;      // one byte arrives once the shepherd recorded the child
+  pid_t shepherd = 0;  // the child's parent; it dies with it until then
+};
+
 // Everything the child needs, built before fork so the child allocates
 // nothing.
 class PreparedJob {
@@ -46,9 +52,11 @@ class PreparedJob {
   // In the forked child. Never returns: execs the job, or writes a
   // JobChildReport to `report_fd` and exits 127. `reset_signals`: the
   // dispositions to put back to SIG_DFL (launcher/signal_reset.h); null
-  // resets every one.
+  // resets every one. It execs only after the handshake's go byte, and
+  // exits quietly if the shepherd is gone first.
   [[noreturn]] void Exec(const SpawnFds& fds, int report_fd, bool change_identity,
-                         const std::vector<int>* reset_signals) const;
+                         const std::vector<int>* reset_signals,
+                         const JobHandshake& handshake) const;
 
   // "failed to start job: <what>: <strerror>".
   std::string Describe(const JobChildReport& report) const;

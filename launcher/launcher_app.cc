@@ -15,6 +15,7 @@
 #include "launcher/launcher_server.h"
 #include "launcher/launcher_setup.h"
 #include "launcher/signal_reset.h"
+#include "launcher/state_lock.h"
 #include "protocol/base/log.h"
 #include "protocol/daemon_config.h"
 #include "protocol/host/host_files.h"
@@ -39,6 +40,12 @@ int LauncherMain(int argc, char** argv) {
   auto checked = RunStartupChecks(config, as_root);
   if (!checked) {
     LogError(checked.error().message());
+    return protocol::kExitConfig;
+  }
+  // Before the socket: a second daemon must leave the first one's alone.
+  Result<UniqueFd> state_lock = LockStateDir(config.state_dir);
+  if (!state_lock) {
+    LogError(state_lock.error().message());
     return protocol::kExitConfig;
   }
   auto listener = ListenClientSocket(config.socket);
@@ -84,6 +91,7 @@ int LauncherMain(int argc, char** argv) {
   if (outcome == LauncherServer::Outcome::kReload) {
     signal_fd.reset();
     listener->reset();
+    state_lock->reset();
     // Same pid, same argv: the jobs stay our children, zombies keep codes.
     ::execv("/proc/self/exe", argv);
     LogError(std::string("re-exec failed: ") + std::strerror(errno));

@@ -72,8 +72,10 @@ Result<void> RunRecordWriter::Make(const std::string& path, const std::string& l
   // making the file leaves no record, as if the start had never begun, not
   // an empty one that no reader could settle.
   const std::string temp = path + ".tmp";
-  fd_.reset(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
-  size_ = 0;
+  // O_APPEND: a record someone truncated under a live shepherd gets its
+  // next line at the new end, readable, not after a run of NUL bytes.
+  fd_.reset(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW | O_CLOEXEC,
+                   0600));
   if (!fd_.valid()) return Error::FromErrno(errno, "cannot make " + temp);
   // Whatever the umask: the record is root's alone.
   if (::fchmod(fd_.get(), 0600) != 0) return Error::FromErrno(errno, "chmod " + temp);
@@ -87,14 +89,14 @@ Result<void> RunRecordWriter::Make(const std::string& path, const std::string& l
 }
 
 Result<void> RunRecordWriter::WriteLine(const std::string& path, const std::string& line) {
-  Result<void> written =
-      protocol::WriteAllAt(fd_.get(), line, static_cast<std::uint64_t>(size_), path);
+  struct stat before {};
+  if (::fstat(fd_.get(), &before) != 0) return Error::FromErrno(errno, "fstat " + path);
+  Result<void> written = protocol::WriteAllToFile(fd_.get(), line);
   if (!written) {
-    // Best effort: the next line is written over it anyway.
-    (void)!::ftruncate(fd_.get(), size_);
-    return written;
+    // Best effort: a torn line reads as nothing, and is cut off here.
+    (void)!::ftruncate(fd_.get(), before.st_size);
+    return written.error().WithContext(path);
   }
-  size_ += static_cast<off_t>(line.size());
   return Ok();
 }
 

@@ -42,6 +42,7 @@ struct RunRecord {
   std::uint64_t id = 0;
   std::int64_t pid = 0;                // the job; 0 while it is being started
   std::int64_t shepherd = 0;           // its parent
+  std::uint64_t shepherd_start = 0;    // its start time (/proc stat field 22); 0: unknown
   double start_time = 0;               // epoch seconds, at exec
   std::optional<std::int64_t> status;  // raw wait status, once ended
   std::optional<double> end_time;
@@ -61,6 +62,7 @@ struct RunRecord {
     Put(ar, "id", id);
     Put(ar, "pid", pid);
     Put(ar, "shepherd", shepherd);
+    Put(ar, "shepherd_start", shepherd_start);
     Put(ar, "start_time", start_time);
     Put(ar, "status", status);
     Put(ar, "end_time", end_time);
@@ -75,6 +77,7 @@ struct RunRecord {
     Get(ar, "id", id);
     Get(ar, "pid", pid);
     Get(ar, "shepherd", shepherd);
+    protocol::GetIfPresent(ar, "shepherd_start", shepherd_start);  // records of older releases
     Get(ar, "start_time", start_time);
     Get(ar, "status", status);
     Get(ar, "end_time", end_time);
@@ -116,7 +119,6 @@ class RunRecordWriter {
 
   std::string run_dir_;
   UniqueFd fd_;
-  off_t size_ = 0;  // the lines written whole
 };
 
 // Jobs whose run record says they run (started, no end status yet): the

@@ -71,6 +71,32 @@ TEST_F(E2eTest, EchoHelloRunsAndItsOutputIsDelivered) {
   EXPECT_EQ(row.substr(row.size() - 2), " 0") << row;
 }
 
+// One daemon per state directory: a second hpc-batchd on the same state
+// (with a socket of its own) exits 78 naming the first, which keeps its
+// socket and runs its queued job once.
+TEST_F(E2eTest, ASecondDaemonOnTheSameStateIsRefusedAndTouchesNothing) {
+  StartOrFail();
+  CommandResult first_job = daemon_.Dispatch({"new", "--", "sh", "-c", "sleep 1; echo once"});
+  ASSERT_EQ(first_job.exit_code, 0) << first_job.err;
+  const int id = DaemonHarness::JobIdIn(first_job.out);
+  const std::string other_socket = daemon_.dir() + "/sock2";
+  CommandResult second = daemon_.RunAs(
+      "", daemon_.work(), daemon_.bin() + "/hpc-batchd",
+      {"--no-cgroups", "--socket", other_socket, "--state-dir", daemon_.state(), "--dev-dir",
+       daemon_.dir() + "/dev2", "--reserve-cpu", "0"},
+      seconds(10));
+  EXPECT_EQ(second.exit_code, 78) << second.err;
+  EXPECT_NE(second.err.find("another hpc-batchd (pid " + std::to_string(daemon_.daemon_pid()) +
+                            ") holds " + daemon_.state()),
+            std::string::npos)
+      << second.err;
+  struct stat st {};
+  EXPECT_NE(::stat(other_socket.c_str(), &st), 0) << "the second daemon made its socket";
+  EXPECT_EQ(::stat(daemon_.socket().c_str(), &st), 0) << "the first daemon's socket is gone";
+  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return Finished(id); }, seconds(10))) << daemon_.log();
+  EXPECT_EQ(daemon_.ReadWorkFile("output." + std::to_string(id) + ".log"), "once\n");
+}
+
 // The line of /proc/PID/status that names the ignored signals.
 std::string SigIgnLine(const std::string& status) {
   std::istringstream lines(status);
