@@ -23,7 +23,8 @@ Result<UniqueFd> LockStateDir(const std::string& state_dir) {
     return Error(ErrorCode::kFailedPrecondition,
                  "another hpc-batchd " +
                      (holder > 0 ? "(pid " + std::to_string(holder) + ") " : std::string()) +
-                     "holds " + state_dir + "; stop it first, or give this one its own "
+                     "holds " + state_dir +
+                     "; stop it first, or give this one its own "
                      "--state-dir");
   }
   const std::string pid = std::to_string(::getpid()) + "\n";

@@ -74,8 +74,8 @@ Result<void> RunRecordWriter::Make(const std::string& path, const std::string& l
   const std::string temp = path + ".tmp";
   // O_APPEND: a record someone truncated under a live shepherd gets its
   // next line at the new end, readable, not after a run of NUL bytes.
-  fd_.reset(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW | O_CLOEXEC,
-                   0600));
+  fd_.reset(
+      ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd_.valid()) return Error::FromErrno(errno, "cannot make " + temp);
   // Whatever the umask: the record is root's alone.
   if (::fchmod(fd_.get(), 0600) != 0) return Error::FromErrno(errno, "chmod " + temp);

@@ -80,11 +80,11 @@ TEST_F(E2eTest, ASecondDaemonOnTheSameStateIsRefusedAndTouchesNothing) {
   ASSERT_EQ(first_job.exit_code, 0) << first_job.err;
   const int id = DaemonHarness::JobIdIn(first_job.out);
   const std::string other_socket = daemon_.dir() + "/sock2";
-  CommandResult second = daemon_.RunAs(
-      "", daemon_.work(), daemon_.bin() + "/hpc-batchd",
-      {"--no-cgroups", "--socket", other_socket, "--state-dir", daemon_.state(), "--dev-dir",
-       daemon_.dir() + "/dev2", "--reserve-cpu", "0"},
-      seconds(10));
+  CommandResult second =
+      daemon_.RunAs("", daemon_.work(), daemon_.bin() + "/hpc-batchd",
+                    {"--no-cgroups", "--socket", other_socket, "--state-dir", daemon_.state(),
+                     "--dev-dir", daemon_.dir() + "/dev2", "--reserve-cpu", "0"},
+                    seconds(10));
   EXPECT_EQ(second.exit_code, 78) << second.err;
   EXPECT_NE(second.err.find("another hpc-batchd (pid " + std::to_string(daemon_.daemon_pid()) +
                             ") holds " + daemon_.state()),

@@ -192,5 +192,63 @@ TEST_F(ShepherdTest, AChildPastItsDeadlineIsKilledAndReported) {
   EXPECT_TRUE(WIFEXITED(outcome.shepherd_status));
 }
 
+// The job child execs only once its shepherd has recorded it (the go
+// byte). A shepherd that dies first takes the child with it, even while
+// someone else still holds the go pipe open: the job never runs, so the
+// record's "never forked" is true and recovery may start it again.
+TEST(JobHandshakeTest, AChildWhoseShepherdDiesBeforeItsGoByteNeverRuns) {
+  testing::TempDir dir;
+  const std::string marker = dir.path() + "/ran";
+  protocol::SpawnRequest request;
+  request.id = 9;
+  request.argv = {"sh", "-c", "touch " + marker};
+  request.cwd = "/tmp";
+  request.env = {"PATH=/usr/bin:/bin"};
+  request.cpus = {testing::FirstAllowedCpu()};
+  Result<PreparedJob> job = PreparedJob::Build(request);
+  ASSERT_TRUE(job) << job.error().message();
+  int go[2];
+  int told[2];
+  ASSERT_EQ(::pipe2(go, O_CLOEXEC), 0);
+  ASSERT_EQ(::pipe2(told, O_CLOEXEC), 0);
+  UniqueFd go_read(go[0]), go_write(go[1]), told_read(told[0]), told_write(told[1]);
+  UniqueFd sink(::open("/dev/null", O_WRONLY | O_CLOEXEC));
+  const pid_t shepherd = ::fork();
+  ASSERT_GE(shepherd, 0);
+  if (shepherd == 0) {
+    const pid_t me = ::getpid();
+    const pid_t child = ::fork();
+    if (child == 0) {
+      int report[2];
+      if (::pipe2(report, O_CLOEXEC) != 0) ::_exit(2);
+      job->Exec(SpawnFds{sink.get(), -1}, report[1], false, nullptr,
+                JobHandshake{go_read.get(), me});
+    }
+    (void)!::write(told_write.get(), &child, sizeof child);
+    ::_exit(0);  // dies without the go byte, as a killed shepherd would
+  }
+  told_write.reset();
+  pid_t child = 0;
+  ASSERT_EQ(::read(told_read.get(), &child, sizeof child), static_cast<ssize_t>(sizeof child));
+  ASSERT_EQ(::waitpid(shepherd, nullptr, 0), shepherd);
+  // Re-parented to init, which reaps it (when it gets to it) once the
+  // death signal lands: a zombie counts as gone.
+  const bool gone = [&] {
+    for (int i = 0; i < 500; ++i) {
+      const std::string stat = testing::ReadText("/proc/" + std::to_string(child) + "/stat");
+      const std::size_t close = stat.rfind(')');
+      if (close == std::string::npos || stat.compare(close, 3, ") Z") == 0) return true;
+      ::usleep(10000);
+    }
+    return false;
+  }();
+  EXPECT_TRUE(gone) << "the job child outlived its shepherd";
+  // Too late: nothing is left to take it.
+  (void)!::write(go_write.get(), "g", 1);
+  ::usleep(200000);
+  EXPECT_NE(::access(marker.c_str(), F_OK), 0) << "the job ran without being recorded";
+  if (!gone) (void)::kill(child, SIGKILL);
+}
+
 }  // namespace
 }  // namespace hpcb::launcher
