@@ -704,7 +704,7 @@ void BrokerCore::CollectForScheduler(std::vector<QueuedJob>& queue,
       // Running, or placed and starting: its resources are taken.
       const double start = job.start_time.value_or(now);
       running.push_back({id, job.placement, start + static_cast<double>(job.max_time_s)});
-    } else if (job.queued() && !draining_ &&
+    } else if (job.queued() && !draining_ && job.start_retry_at <= now &&
                CheckDependencies(job, jobs_).state == DependencyState::kMet) {
       queue.push_back({id, job.demand, job.max_time_s});
     }
@@ -792,9 +792,26 @@ void BrokerCore::ApplyStart(JobRecord& job, const Result<protocol::StartReply>& 
     // keeps its place in the queue and is tried again by a later pass.
     scheduler_.Release(job.placement);
     job.holds_placement = false;
-    LogWarning("job " + Id(job.id) + " was not started (" + reply->error->message +
-               "); it stays queued");
+    constexpr double kFirstRetryS = 0.1;
+    constexpr double kLongestRetryS = 10;
+    const bool first = job.start_backoff_s == 0;
+    job.start_backoff_s = std::clamp(job.start_backoff_s * 2, kFirstRetryS, kLongestRetryS);
+    job.start_retry_at = now + job.start_backoff_s;
+    // One line when it starts waiting, not one per try.
+    const std::string line = "job " + Id(job.id) + " was not started (" + reply->error->message +
+                             "); it stays queued and is tried again, at most every " +
+                             FormatDuration(static_cast<std::int64_t>(kLongestRetryS));
+    if (first) {
+      LogWarning(line);
+    } else {
+      LogDebug(line);
+    }
     return;
+  }
+  if (job.start_backoff_s > 0) {
+    LogInfo("job " + Id(job.id) + " could be started again");
+    job.start_backoff_s = 0;
+    job.start_retry_at = 0;
   }
   if (reply->error) {
     scheduler_.Release(job.placement);

@@ -52,6 +52,12 @@ struct JobRecord {
   // The executor still holds its launch spec (not persisted: a start
   // learns it from the executor's list). Cleared by the one forget it gets.
   bool on_executor = true;
+  // A start the root side could not make now ("stays queued": the state
+  // directory is full, a start from before a restart has not settled) is
+  // tried again after a back-off, 0.1 s doubling to 10 s, not every turn.
+  // Not persisted.
+  double start_retry_at = 0;
+  double start_backoff_s = 0;
   std::optional<double> term_time;  // SIGTERM sent
   std::optional<double> kill_at;    // next SIGKILL due
   std::optional<std::string> output_dest;

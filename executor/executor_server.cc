@@ -76,10 +76,13 @@ void ExecutorServer::Refuse(std::uint64_t req, std::uint64_t id, const std::stri
 }
 
 bool ExecutorServer::StateDirNearlyFull() const {
+  // 4 MiB, or a sixteenth of a small filesystem (an 8 MiB tmpfs keeps
+  // 512 KiB), so that such a state directory can start anything at all.
   constexpr std::uint64_t kRoomNeeded = 4u << 20;
   struct statvfs fs {};
   if (::statvfs(config_.state_dir.c_str(), &fs) != 0) return false;
-  return static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize < kRoomNeeded;
+  const std::uint64_t size = static_cast<std::uint64_t>(fs.f_blocks) * fs.f_frsize;
+  return static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize < std::min(kRoomNeeded, size / 16);
 }
 
 bool ExecutorServer::Busy(std::uint64_t id) const {

@@ -267,6 +267,7 @@ class ExecutorServer {
   // until removed or past the deadline.
   std::map<std::uint64_t, std::chrono::steady_clock::time_point> cgroups_to_remove_;
   bool greeted_ = false;
+  bool state_dir_full_ = false;  // as the last start found it
   // Recovery waits, in the loop, for starts a restart interrupted; no
   // broker request is read until the specs are loaded.
   std::set<std::uint64_t> settling_;

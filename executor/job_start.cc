@@ -53,8 +53,8 @@ Result<void> ExecutorServer::ValidatePlacement(const protocol::StartJob& request
 
 void ExecutorServer::BeginStart(const protocol::StartJob& request, StartDone done) {
   const std::uint64_t id = request.id;
-  auto refuse = [&](const Error& error) {
-    LogWarning("refused start of job " + std::to_string(id) + ": " + error.message());
+  auto refuse = [&](const Error& error, bool logged = false) {
+    if (!logged) LogWarning("refused start of job " + std::to_string(id) + ": " + error.message());
     protocol::StartReply reply;
     reply.id = id;
     reply.error = WireError::From(error);
@@ -83,10 +83,23 @@ void ExecutorServer::BeginStart(const protocol::StartJob& request, StartDone don
     ::unlink(host::RunRecordPath(run_dir(), id).c_str());
   }
   if (Result<void> valid = ValidatePlacement(request); !valid) return refuse(valid.error());
-  if (StateDirNearlyFull()) {
-    // Its records could not be kept, nor its output: it waits for room.
+  // Its records could not be kept, nor its output: it waits for room. One
+  // line when the directory fills and one when it has room again, not one
+  // per refused start.
+  const bool full = StateDirNearlyFull();
+  if (full != state_dir_full_) {
+    state_dir_full_ = full;
+    if (full) {
+      LogWarning("the state directory " + config_.state_dir +
+                 " is full: no job starts until there is room");
+    } else {
+      LogInfo("the state directory " + config_.state_dir + " has room again: jobs start");
+    }
+  }
+  if (full) {
     return refuse(Error(ErrorCode::kUnavailable, "the state directory " + config_.state_dir +
-                                                     " is full; the job stays queued"));
+                                                     " is full; the job stays queued"),
+                  /*logged=*/true);
   }
   LaunchSpec& spec = it->second;
   starting_.insert(id);

@@ -404,6 +404,56 @@ TEST_F(FaultE2eTest, ChurnUnderRandomKillsLosesNothing) {
 // down: a finished job, a running one (it outlives the stop) and two queued
 // behind it. Every accepted job still runs once with its exit code and
 // output, or, where its own record is what was lost, says so.
+// A state directory with no room: the job stays queued, quietly (the
+// broker backs off its starts, the executor says "full" once), and runs
+// once there is room again. Root only: the state is an 8 MiB tmpfs.
+TEST_F(FaultE2eTest, AFullStateDirectoryIsQuietAndTheJobRunsOnceThereIsRoom) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mounts a tmpfs";
+  const std::string state = daemon_.state();
+  fs::create_directories(state);
+  if (::system(("mount -t tmpfs -o size=8m,mode=0755 tmpfs " + state).c_str()) != 0) {
+    GTEST_SKIP() << "cannot mount a tmpfs here";
+  }
+  struct Unmount {
+    std::string path;
+    DaemonHarness* daemon;
+    ~Unmount() {
+      daemon->Stop();
+      (void)!::system(("umount -l " + path).c_str());
+    }
+  } unmount{state, &daemon_};
+  (void)!::chown(state.c_str(), daemon_.client_uid(), daemon_.client_gid());
+  Boot();
+  // Fill it, as root, leaving room for the queue's and the specs' lines
+  // but less than the executor wants (512 KiB here) to start a job.
+  const std::string filler = state + "/filler";
+  (void)!::system(("dd if=/dev/zero of=" + filler + " bs=64k 2>/dev/null; truncate -s -256K " +
+                   filler)
+                      .c_str());
+  CommandResult submit =
+      daemon_.Dispatch({"new", "--max-mem", "0.1", "--", "echo", "after-room"}, seconds(20));
+  ASSERT_EQ(submit.exit_code, 0) << submit.err << daemon_.log();
+  const int id = DaemonHarness::JobIdIn(submit.out);
+  auto lines = [&] {
+    const std::string log = daemon_.log();
+    return static_cast<std::size_t>(std::count(log.begin(), log.end(), '\n'));
+  };
+  const std::size_t before = lines();
+  std::this_thread::sleep_for(seconds(8));
+  const std::size_t during = lines() - before;
+  EXPECT_LE(during, 5u * 8u) << "the log grew by " << during << " lines in 8 s:\n"
+                             << daemon_.log().substr(daemon_.log().size() > 3000
+                                                         ? daemon_.log().size() - 3000
+                                                         : 0);
+  const std::string queued = DaemonHarness::RowOfJob(daemon_.Dispatch({"list"}).out, id);
+  EXPECT_NE(queued.find("queued"), std::string::npos) << queued;
+  fs::remove(filler);
+  const bool ran = DaemonHarness::WaitFor(
+      [&] { return daemon_.ReadWorkFile("output." + std::to_string(id) + ".log") == "after-room\n"; },
+      seconds(30));
+  EXPECT_TRUE(ran) << daemon_.log();
+}
+
 class DamagedStateTest : public FaultE2eTest {
  protected:
   struct Jobs {
