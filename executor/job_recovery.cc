@@ -154,6 +154,13 @@ void ExecutorServer::Recover() {
 
 void ExecutorServer::LoadSpecs() {
   specs_loaded_ = true;
+  // Ids never go back, even when specs/high_water is lost with the broker's
+  // files: a run record or a job dir left of a job also counts, so that no
+  // new job is given its id (and overwrites its output.N.log).
+  for (const std::vector<std::uint64_t>& found :
+       {ListSpecs(run_dir()), ListSpecs(config_.state_dir + "/jobs", "")}) {
+    if (!found.empty()) high_water_ = std::max(high_water_, found.back());
+  }
   if (Result<std::string> text = host::ReadSmallFile(high_water_path()); text) {
     high_water_ = std::max<std::uint64_t>(high_water_, std::strtoull(text->c_str(), nullptr, 10));
   }

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 
 #include "executor/executor_server.h"
@@ -118,6 +119,16 @@ void ExecutorServer::BeginStart(const protocol::StartJob& request, StartDone don
                        std::move(done));
     }
     cgroup_dir = std::move(*made);
+  }
+  // A queued job whose dir was lost (an fsck after a disk error, a clean-up
+  // by hand) gets it back as at registration: its spec holds all it takes.
+  if (::access(job_dir(id).c_str(), F_OK) != 0 && errno == ENOENT) {
+    if (Result<void> made = MakeJobDir(spec, /*start_follows=*/true); !made) {
+      return FailStart(id, "failed to start job: its job directory was missing and cannot be made: " +
+                               made.error().message(),
+                       true, std::move(done));
+    }
+    LogWarning("the directory of job " + std::to_string(id) + " was missing; made it again");
   }
   Result<UniqueFd> buffer = OpenBuffer(spec, O_WRONLY | O_APPEND);
   if (!buffer) {

@@ -45,14 +45,14 @@ void RemoveSpec(const std::string& specs_dir, std::uint64_t id) {
   ::unlink(SpecPath(specs_dir, id).c_str());
 }
 
-std::vector<std::uint64_t> ListSpecs(const std::string& specs_dir) {
+std::vector<std::uint64_t> ListSpecs(const std::string& specs_dir, std::string_view suffix) {
   std::vector<std::uint64_t> ids;
   DIR* dir = ::opendir(specs_dir.c_str());
   if (dir == nullptr) return ids;
   while (struct dirent* entry = ::readdir(dir)) {
     std::string_view name(entry->d_name);
-    if (name.size() < 6 || name.substr(name.size() - 5) != ".json") continue;
-    name.remove_suffix(5);
+    if (name.size() <= suffix.size() || !name.ends_with(suffix)) continue;
+    name.remove_suffix(suffix.size());
     std::uint64_t id = 0;
     auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), id);
     if (ec == std::errc() && end == name.data() + name.size() && id > 0) ids.push_back(id);

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "protocol/base/result.h"
@@ -111,8 +112,9 @@ Result<std::uint64_t> SaveSpec(const std::string& specs_dir, const LaunchSpec& s
                                Sync sync = Sync::kNow);
 Result<LaunchSpec> LoadSpec(const std::string& specs_dir, std::uint64_t id);
 void RemoveSpec(const std::string& specs_dir, std::uint64_t id);
-// Ids of every well-named spec file (others are ignored).
-std::vector<std::uint64_t> ListSpecs(const std::string& specs_dir);
+// Ids of every file named `<id><suffix>` in the dir (others are ignored).
+std::vector<std::uint64_t> ListSpecs(const std::string& specs_dir,
+                                     std::string_view suffix = ".json");
 
 }  // namespace hpcb::executor
 

@@ -454,6 +454,30 @@ TEST_F(FaultE2eTest, AFullStateDirectoryIsQuietAndTheJobRunsOnceThereIsRoom) {
   EXPECT_TRUE(ran) << daemon_.log();
 }
 
+// A queued job whose directory was lost (an fsck after a disk error, a
+// clean-up by hand) still runs once its turn comes: its dir is made again
+// from its launch spec, and its output delivered.
+TEST_F(FaultE2eTest, AQueuedJobWhoseDirectoryWasLostStillRuns) {
+  Boot();
+  CommandResult first =
+      daemon_.Dispatch({"new", "--max-mem", "0.1", "--", "sleep", "2"}, seconds(20));
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const int first_id = DaemonHarness::JobIdIn(first.out);
+  CommandResult second = daemon_.Dispatch({"new", "--max-mem", "0.1", "--after",
+                                           std::to_string(first_id), "--", "echo", "still-ran"},
+                                          seconds(20));
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  const int id = DaemonHarness::JobIdIn(second.out);
+  const std::string dir = daemon_.state() + "/jobs/" + std::to_string(id);
+  ASSERT_TRUE(fs::exists(dir));
+  fs::remove_all(dir);
+  const bool ran = DaemonHarness::WaitFor(
+      [&] { return daemon_.ReadWorkFile("output." + std::to_string(id) + ".log") == "still-ran\n"; },
+      seconds(30));
+  EXPECT_TRUE(ran) << daemon_.log();
+  EXPECT_NE(daemon_.log().find("was missing; made it again"), std::string::npos);
+}
+
 class DamagedStateTest : public FaultE2eTest {
  protected:
   struct Jobs {

@@ -589,6 +589,25 @@ TEST_F(ExecutorServerTest, AJobWhoseRunRecordIsUnsettledIsNotStartedAgain) {
   EXPECT_NE(::access(host::RunRecordPath(run, 8).c_str(), F_OK), 0) << "the ended record stays";
 }
 
+// Ids never go back: with specs/high_water and every spec gone, a run
+// record or a job dir left of an old job still keeps its id from being
+// handed out again.
+TEST_F(ExecutorServerTest, TheNextIdIsPastEveryIdFoundInTheStateDirectory) {
+  std::filesystem::create_directories(config_.state_dir + "/run");
+  host::RunRecord record;
+  record.id = 5;
+  record.pid = 99;
+  record.status = 0;
+  ASSERT_TRUE(host::WriteFileAtomic(host::RunRecordPath(config_.state_dir + "/run", 5),
+                                    protocol::Encode(record), 0600));
+  std::filesystem::create_directories(config_.state_dir + "/jobs/12");
+  server_->Recover();
+  Result<protocol::HelloReply> hello =
+      protocol::Decode<protocol::HelloReply>(Send(protocol::Encode(protocol::Hello{})));
+  ASSERT_TRUE(hello);
+  EXPECT_EQ(hello->next_id, 13u);
+}
+
 TEST_F(ExecutorServerTest, RootModeRefusesAForgedRootSubmitter) {
   if (::getuid() != 0) GTEST_SKIP() << "needs a uid 0 peer";
   facts_.as_root = true;
