@@ -250,9 +250,12 @@ void ExecutorServer::OnForget(std::uint64_t req, const std::string& text) {
     // lines: the job is kept whole (its files too) and the broker told.
     return Refuse(req, id, "forget", forgotten.error());
   }
-  // The tree is the user's: removed without following anything in it.
-  if (Result<void> removed = RemoveJobDir(job_dir(id), OwnerOf(it->second)); !removed) {
-    LogWarning("forget " + JobText(id) + ": " + removed.error().message());
+  // The tree is the user's: removed without following anything in it, a
+  // step per loop turn, after the answer.
+  if (Result<TreeRemoval> removal = TreeRemoval::Open(job_dir(id), OwnerOf(it->second)); removal) {
+    removals_.push_back(std::move(*removal));
+  } else {
+    LogWarning("forget " + JobText(id) + ": " + removal.error().message());
   }
   if (!config_.no_dev_dir) ::unlink((config_.dev_dir + "/jobs/" + std::to_string(id)).c_str());
   ::unlink(host::RunRecordPath(run_dir(), id).c_str());
@@ -261,6 +264,19 @@ void ExecutorServer::OnForget(std::uint64_t req, const std::string& text) {
   never_saved_.erase(id);
   jobs_.erase(it);
   SendToBroker(Encode(protocol::Ack{req, id, std::nullopt}));
+}
+
+bool ExecutorServer::StepRemovals() {
+  // A few milliseconds of unlinks a turn: a huge tree delays nobody.
+  constexpr std::size_t kEntriesPerTurn = 1000;
+  if (removals_.empty()) return false;
+  TreeRemoval& removal = removals_.front();
+  Result<bool> done = removal.Step(kEntriesPerTurn);
+  if (done && !*done) return true;
+  Result<void> outcome = done ? removal.Outcome() : Result<void>(done.error());
+  if (!outcome) LogWarning("removing " + removal.path() + ": " + outcome.error().message());
+  removals_.pop_front();
+  return !removals_.empty();
 }
 
 void ExecutorServer::OnOpenOutput(std::uint64_t req, const std::string& text) {
@@ -358,6 +374,7 @@ Result<void> ExecutorServer::Run() {
     }
     constexpr int kSettlePollMs = 50;
     if (!specs_loaded_) wait_ms = std::min(wait_ms, kSettlePollMs);
+    if (!removals_.empty()) wait_ms = 0;
     // Back-pressure: while either outbox is over its mark no new request
     // is read from the broker (which always reads us, so ours drains);
     // the launcher is always read, so its outbox to us drains too.
@@ -428,6 +445,7 @@ Result<void> ExecutorServer::Run() {
       HPCB_TRY(SettleStep());
       continue;
     }
+    (void)StepRemovals();
     const auto now = std::chrono::steady_clock::now();
     launcher_calls_.ExpireOverdue(now);
     if (now - last_tick >= std::chrono::milliseconds(kMaxPollMs) || ready == 0) {

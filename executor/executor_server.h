@@ -21,6 +21,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -33,6 +34,7 @@
 #include "executor/job_dir.h"
 #include "executor/launch_spec.h"
 #include "executor/spec_store.h"
+#include "executor/tree_removal.h"
 #include "executor/turn_commit.h"
 #include "executor/usage_book.h"
 #include "protocol/base/result.h"
@@ -100,6 +102,9 @@ class ExecutorServer {
   // Every spec written to its file and on disk, the journal emptied, as a
   // clean stop leaves them (spec_store.h). Public for tests.
   Result<void> CheckpointSpecs() { return store_.Checkpoint(); }
+  // One step of taking forgotten jobs' dirs apart; true while more is
+  // left. Public for tests, which call it where the loop would.
+  bool StepRemovals();
 
   std::string specs_dir() const { return config_.state_dir + "/specs"; }
   std::string high_water_path() const { return specs_dir() + "/high_water"; }
@@ -266,6 +271,9 @@ class ExecutorServer {
   // Job cgroups whose rmdir failed in Finish (EBUSY): retried from Tick
   // until removed or past the deadline.
   std::map<std::uint64_t, std::chrono::steady_clock::time_point> cgroups_to_remove_;
+  // Dirs of forgotten jobs, taken apart a bounded number of entries per
+  // loop turn (a job may have left millions of files).
+  std::deque<TreeRemoval> removals_;
   bool greeted_ = false;
   bool state_dir_full_ = false;  // as the last start found it
   // Recovery waits, in the loop, for starts a restart interrupted; no

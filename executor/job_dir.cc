@@ -32,70 +32,6 @@ Result<UniqueFd> CreateFreshFile(int dir_fd, const std::string& name, mode_t mod
   return fd;
 }
 
-std::vector<std::string> EntryNames(int dir_fd) {
-  std::vector<std::string> names;
-  int copy = ::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
-  if (copy < 0) return names;
-  DIR* dir = ::fdopendir(copy);
-  if (dir == nullptr) {
-    ::close(copy);
-    return names;
-  }
-  ::rewinddir(dir);
-  while (struct dirent* entry = ::readdir(dir)) {
-    std::string name = entry->d_name;
-    if (name != "." && name != "..") names.push_back(std::move(name));
-  }
-  ::closedir(dir);
-  return names;
-}
-
-// Empties the directory open as `dir_fd`, as far as it may: names are only
-// ever unlinked or opened with O_NOFOLLOW|O_DIRECTORY, so a symlink swapped
-// in at any moment is removed as a link, never walked through; and an entry
-// not owned by `owner` (or on another filesystem) is left where it is, since
-// root's override must not delete what the job's user could not. `kept`
-// counts what was left.
-Result<void> EmptyDir(int dir_fd, const std::string& where, int depth_left,
-                      std::optional<JobDirOwner> owner, dev_t device, std::size_t& kept) {
-  for (const std::string& name : EntryNames(dir_fd)) {
-    struct stat st {};
-    if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      if (errno == ENOENT) continue;
-      return Error::FromErrno(errno, "stat " + where + "/" + name);
-    }
-    if ((owner && st.st_uid != owner->uid) || st.st_dev != device) {
-      ++kept;
-      continue;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-      if (::unlinkat(dir_fd, name.c_str(), 0) != 0 && errno != ENOENT) {
-        return Error::FromErrno(errno, "remove " + where + "/" + name);
-      }
-      continue;
-    }
-    if (depth_left <= 0)
-      return Error(ErrorCode::kFailedPrecondition, where + " is nested too deep to remove");
-    UniqueFd sub(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!sub.valid()) return Error::FromErrno(errno, "open " + where + "/" + name);
-    // Checked again through the fd: the name may have been swapped since.
-    struct stat opened {};
-    if (::fstat(sub.get(), &opened) != 0)
-      return Error::FromErrno(errno, "stat " + where + "/" + name);
-    if ((owner && opened.st_uid != owner->uid) || opened.st_dev != device) {
-      ++kept;
-      continue;
-    }
-    const std::size_t before = kept;
-    HPCB_TRY(EmptyDir(sub.get(), where + "/" + name, depth_left - 1, owner, device, kept));
-    if (kept != before) continue;
-    if (::unlinkat(dir_fd, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
-      return Error::FromErrno(errno, "remove " + where + "/" + name);
-    }
-  }
-  return Ok();
-}
-
 }  // namespace
 
 Result<UniqueFd> CreateJobDir(const std::string& path, std::optional<JobDirOwner> owner,
@@ -160,31 +96,6 @@ Result<void> ReplaceJobFile(int dir_fd, const std::string& name, const std::stri
   if (::renameat(dir_fd, tmp.c_str(), dir_fd, name.c_str()) != 0) {
     return Error::FromErrno(errno, "rename " + tmp + " to " + name);
   }
-  return Ok();
-}
-
-Result<void> RemoveJobDir(const std::string& path, std::optional<JobDirOwner> owner,
-                          int max_depth) {
-  UniqueFd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!dir.valid()) {
-    if (errno == ENOENT) return Ok();
-    if (errno == ENOTDIR || errno == ELOOP) {
-      if (::unlink(path.c_str()) == 0) return Ok();
-    }
-    return Error::FromErrno(errno, "open " + path);
-  }
-  struct stat st {};
-  if (::fstat(dir.get(), &st) != 0) return Error::FromErrno(errno, "stat " + path);
-  std::size_t kept = 0;
-  HPCB_TRY(EmptyDir(dir.get(), path, max_depth, owner, st.st_dev, kept));
-  dir.reset();
-  if (kept > 0) {
-    return Error(ErrorCode::kFailedPrecondition,
-                 path + " holds " + std::to_string(kept) + " entr" + (kept == 1 ? "y" : "ies") +
-                     " the job's user does not own (or on another filesystem); left for an admin");
-  }
-  if (::rmdir(path.c_str()) != 0 && errno != ENOENT)
-    return Error::FromErrno(errno, "remove " + path);
   return Ok();
 }
 

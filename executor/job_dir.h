@@ -49,14 +49,7 @@ Result<UniqueFd> OpenJobBuffer(int dir_fd, int flags, std::optional<JobDirOwner>
 Result<void> ReplaceJobFile(int dir_fd, const std::string& name, const std::string& text,
                             mode_t mode, std::optional<JobDirOwner> owner);
 
-// Removes `path` and everything the user put under it without following a
-// single symlink: each level is opened with O_NOFOLLOW and emptied through
-// its fd. What `owner` (when given) does not own, or what lies on another
-// filesystem, is left in place, and so is every directory above it: root
-// deletes nothing the job's user could not have deleted. Trees deeper than
-// `max_depth` are left. Anything left is reported as an error.
-Result<void> RemoveJobDir(const std::string& path, std::optional<JobDirOwner> owner,
-                          int max_depth = 32);
+// RemoveJobDir, and its stepped form: tree_removal.h.
 
 }  // namespace hpcb::executor
 

@@ -260,11 +260,13 @@ void ExecutorServer::PruneLeftovers() {
     std::optional<JobDirOwner> owner;
     if (facts_.as_root && ::lstat(entry.path().c_str(), &dir) == 0)
       owner = JobDirOwner{dir.st_uid, 0};
-    if (Result<void> removed = RemoveJobDir(entry.path().string(), owner); !removed) {
-      LogWarning("cannot remove the leftover job dir " + entry.path().string() + ": " +
-                 removed.error().message());
+    // Taken apart by the loop, a step a turn, like a forgotten job's.
+    if (Result<TreeRemoval> removal = TreeRemoval::Open(entry.path().string(), owner); removal) {
+      removals_.push_back(std::move(*removal));
+      LogInfo("removing the leftover dir of job " + name + ", which has no launch spec");
     } else {
-      LogInfo("removed the leftover dir of job " + name + ", which has no launch spec");
+      LogWarning("cannot remove the leftover job dir " + entry.path().string() + ": " +
+                 removal.error().message());
     }
   }
   if (config_.no_dev_dir) return;

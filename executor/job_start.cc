@@ -124,8 +124,9 @@ void ExecutorServer::BeginStart(const protocol::StartJob& request, StartDone don
   // by hand) gets it back as at registration: its spec holds all it takes.
   if (::access(job_dir(id).c_str(), F_OK) != 0 && errno == ENOENT) {
     if (Result<void> made = MakeJobDir(spec, /*start_follows=*/true); !made) {
-      return FailStart(id, "failed to start job: its job directory was missing and cannot be made: " +
-                               made.error().message(),
+      return FailStart(id,
+                       "failed to start job: its job directory was missing and cannot be made: " +
+                           made.error().message(),
                        true, std::move(done));
     }
     LogWarning("the directory of job " + std::to_string(id) + " was missing; made it again");

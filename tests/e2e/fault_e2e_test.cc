@@ -427,9 +427,9 @@ TEST_F(FaultE2eTest, AFullStateDirectoryIsQuietAndTheJobRunsOnceThereIsRoom) {
   // Fill it, as root, leaving room for the queue's and the specs' lines
   // but less than the executor wants (512 KiB here) to start a job.
   const std::string filler = state + "/filler";
-  (void)!::system(("dd if=/dev/zero of=" + filler + " bs=64k 2>/dev/null; truncate -s -256K " +
-                   filler)
-                      .c_str());
+  (void)!::system(
+      ("dd if=/dev/zero of=" + filler + " bs=64k 2>/dev/null; truncate -s -256K " + filler)
+          .c_str());
   CommandResult submit =
       daemon_.Dispatch({"new", "--max-mem", "0.1", "--", "echo", "after-room"}, seconds(20));
   ASSERT_EQ(submit.exit_code, 0) << submit.err << daemon_.log();
@@ -442,14 +442,15 @@ TEST_F(FaultE2eTest, AFullStateDirectoryIsQuietAndTheJobRunsOnceThereIsRoom) {
   std::this_thread::sleep_for(seconds(8));
   const std::size_t during = lines() - before;
   EXPECT_LE(during, 5u * 8u) << "the log grew by " << during << " lines in 8 s:\n"
-                             << daemon_.log().substr(daemon_.log().size() > 3000
-                                                         ? daemon_.log().size() - 3000
-                                                         : 0);
+                             << daemon_.log().substr(
+                                    daemon_.log().size() > 3000 ? daemon_.log().size() - 3000 : 0);
   const std::string queued = DaemonHarness::RowOfJob(daemon_.Dispatch({"list"}).out, id);
   EXPECT_NE(queued.find("queued"), std::string::npos) << queued;
   fs::remove(filler);
   const bool ran = DaemonHarness::WaitFor(
-      [&] { return daemon_.ReadWorkFile("output." + std::to_string(id) + ".log") == "after-room\n"; },
+      [&] {
+        return daemon_.ReadWorkFile("output." + std::to_string(id) + ".log") == "after-room\n";
+      },
       seconds(30));
   EXPECT_TRUE(ran) << daemon_.log();
 }
@@ -463,16 +464,18 @@ TEST_F(FaultE2eTest, AQueuedJobWhoseDirectoryWasLostStillRuns) {
       daemon_.Dispatch({"new", "--max-mem", "0.1", "--", "sleep", "2"}, seconds(20));
   ASSERT_EQ(first.exit_code, 0) << first.err;
   const int first_id = DaemonHarness::JobIdIn(first.out);
-  CommandResult second = daemon_.Dispatch({"new", "--max-mem", "0.1", "--after",
-                                           std::to_string(first_id), "--", "echo", "still-ran"},
-                                          seconds(20));
+  CommandResult second = daemon_.Dispatch(
+      {"new", "--max-mem", "0.1", "--after", std::to_string(first_id), "--", "echo", "still-ran"},
+      seconds(20));
   ASSERT_EQ(second.exit_code, 0) << second.err;
   const int id = DaemonHarness::JobIdIn(second.out);
   const std::string dir = daemon_.state() + "/jobs/" + std::to_string(id);
   ASSERT_TRUE(fs::exists(dir));
   fs::remove_all(dir);
   const bool ran = DaemonHarness::WaitFor(
-      [&] { return daemon_.ReadWorkFile("output." + std::to_string(id) + ".log") == "still-ran\n"; },
+      [&] {
+        return daemon_.ReadWorkFile("output." + std::to_string(id) + ".log") == "still-ran\n";
+      },
       seconds(30));
   EXPECT_TRUE(ran) << daemon_.log();
   EXPECT_NE(daemon_.log().find("was missing; made it again"), std::string::npos);

@@ -845,5 +845,40 @@ TEST_F(HostileE2eTest, AFailingJobWithTwoThousandDependentsStallsNoOne) {
   }
 }
 
+// 8. A job fills another of its user's job directories with a million
+// files; that job is then forgotten (its dependency failed). Taking the
+// tree apart must not hold the executor: other users are answered within
+// 1 s throughout, and the tree is gone in the end.
+TEST_F(HostileE2eTest, ForgettingAJobDirOfAMillionFilesStallsNoOne) {
+  Boot();
+  const std::string jobs = daemon_->state() + "/jobs";
+  const std::string filler_script =
+      "while [ ! -s victim-id ]; do sleep 0.1; done; d=" + jobs +
+      "/$(cat victim-id)/junk; mkdir $d && cd $d && seq 1 1000000 | xargs touch; exit 1";
+  const int filler = Submit(attacker_, {"--no-output", "--", "sh", "-c", filler_script});
+  ASSERT_GT(filler, 0) << Tail(daemon_->log());
+  const int doomed =
+      Submit(attacker_, {"--no-output", "--after", std::to_string(filler), "--", "echo", "never"});
+  ASSERT_GT(doomed, 0) << Tail(daemon_->log());
+  StartVictim();
+  {
+    std::ofstream id(DirOf(attacker_) + "/victim-id");
+    id << doomed << "\n";
+  }
+  const std::string doomed_dir = jobs + "/" + std::to_string(doomed);
+  const bool filled = DaemonHarness::WaitFor(
+      [&] {
+        return daemon_->log().find("job " + std::to_string(doomed) + " will not run") !=
+               std::string::npos;
+      },
+      seconds(180));
+  const bool removed =
+      filled && DaemonHarness::WaitFor([&] { return !fs::exists(doomed_dir); }, seconds(120));
+  std::this_thread::sleep_for(seconds(1));
+  ReportAndCheckVictim("million-file-forget");
+  EXPECT_TRUE(filled) << "the filler job did not end\n" << Tail(daemon_->log());
+  EXPECT_TRUE(removed) << doomed_dir << " is still there\n" << Tail(daemon_->log());
+}
+
 }  // namespace
 }  // namespace hpcb::e2e

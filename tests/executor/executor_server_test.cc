@@ -484,6 +484,8 @@ TEST_F(ExecutorServerTest, StartChecksPlacementAndOrder) {
   // Forget a never-started job: everything goes.
   EXPECT_FALSE(IsError(Send(R"({"req":1,"type":"forget","id":9})")));
   EXPECT_NE(::access((config_.state_dir + "/specs/9.json").c_str(), F_OK), 0);
+  while (server_->StepRemovals()) {
+  }
   EXPECT_NE(::access((config_.state_dir + "/jobs/9").c_str(), F_OK), 0);
 }
 

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 
+#include "executor/tree_removal.h"
 #include "tests/testing/temp_dir.h"
 
 namespace hpcb::executor {
@@ -162,6 +163,36 @@ TEST(JobDirTest, RemoveRefusesTreesDeeperThanTheBound) {
   auto removed = RemoveJobDir(dir, std::nullopt, 2);
   ASSERT_FALSE(removed);
   EXPECT_NE(removed.error().message().find("too deep"), std::string::npos);
+}
+
+// A tree taken apart a few entries a step (as a forget does, a step per
+// loop turn): each step stops within its budget, no link is followed, and
+// the tree is gone at the end.
+TEST(JobDirTest, AStepwiseRemovalStaysWithinEachStepsBudget) {
+  TempDir tmp;
+  std::string dir = tmp.path() + "/1";
+  ASSERT_TRUE(CreateJobDir(dir, std::nullopt, "{}\n"));
+  std::string outside = tmp.path() + "/outside";
+  WriteText(outside + "/keep", "keep\n");
+  for (int i = 0; i < 40; ++i) {
+    WriteText(dir + "/flat/f" + std::to_string(i), "x");
+    WriteText(dir + "/deep/a/b/g" + std::to_string(i), "y");
+  }
+  ASSERT_EQ(::symlink(outside.c_str(), (dir + "/deep/a/link").c_str()), 0);
+  Result<TreeRemoval> removal = TreeRemoval::Open(dir, std::nullopt);
+  ASSERT_TRUE(removal) << removal.error().message();
+  int steps = 0;
+  for (;; ++steps) {
+    ASSERT_LT(steps, 1000) << "the removal never ended";
+    Result<bool> done = removal->Step(10);
+    ASSERT_TRUE(done) << done.error().message();
+    if (*done) break;
+    EXPECT_TRUE(std::filesystem::exists(dir)) << "gone before its last step";
+  }
+  EXPECT_GE(steps, 8) << "about 90 entries cannot go in fewer steps of 10";
+  EXPECT_TRUE(removal->Outcome());
+  EXPECT_FALSE(std::filesystem::exists(dir));
+  EXPECT_EQ(ReadText(outside + "/keep"), "keep\n");
 }
 
 }  // namespace
