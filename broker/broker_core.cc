@@ -932,7 +932,7 @@ void BrokerCore::CheckTimers() {
   for (auto it = FirstUnfinished(); it != jobs_.end(); ++it) {
     const std::uint64_t id = it->first;
     JobRecord& job = it->second;
-    if (!job.running()) continue;
+    if (!job.running() || job.processes_gone) continue;
     const double start = job.start_time.value_or(now);
     if (!job.term_time && now - start > static_cast<double>(job.max_time_s)) {
       LogInfo("job " + Id(id) + " exceeded its time limit (" + FormatDuration(job.max_time_s) +
@@ -970,11 +970,26 @@ void BrokerCore::Finish(JobRecord& job, std::optional<std::int64_t> exit_code, d
 
 void BrokerCore::OnExited(const protocol::JobExited& event) {
   auto it = jobs_.find(event.id);
+  if (it == jobs_.end() && event.delivering) return;  // the event that follows says it all
   if (it == jobs_.end()) {
     // One killed at start-up for missing from the queue file (Start), or
     // one whose registration timed out.
     LogWarning("exit event for job " + Id(event.id) + ", which is not in the queue; forgetting it");
     ForgetOnExecutor(event.id);
+    return;
+  }
+  if (event.delivering) {
+    // Its processes are gone and its output is on its way: the cpus and
+    // memory go back now, and the job ends with the event that follows.
+    JobRecord& job = it->second;
+    if (job.running() && job.holds_placement) {
+      scheduler_.Release(job.placement);
+      job.holds_placement = false;
+      job.processes_gone = true;
+      LogInfo("job " + Id(event.id) +
+              " ended; its resources are free while its output is delivered");
+      Schedule();
+    }
     return;
   }
   if (!it->second.running()) {

@@ -58,6 +58,8 @@ struct JobRecord {
   // Not persisted.
   double start_retry_at = 0;
   double start_backoff_s = 0;
+  // Ended, its output still being delivered: no placement, no timers.
+  bool processes_gone = false;
   std::optional<double> term_time;  // SIGTERM sent
   std::optional<double> kill_at;    // next SIGKILL due
   std::optional<std::string> output_dest;

@@ -329,6 +329,7 @@ void ExecutorServer::Tick() {
   RetryCgroupRemovals();
   if (!greeted_) return;
   RetryDeliveries();
+  ReleaseSlowDeliveries();
   std::vector<protocol::Packet> held;
   held.swap(launcher_events_);
   for (const protocol::Packet& event : held)

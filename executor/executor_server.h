@@ -185,6 +185,9 @@ class ExecutorServer {
   // output error (nullopt: delivered, or nothing to deliver).
   void DeliverOutput(const LaunchSpec& spec, std::function<void(std::optional<std::string>)> done);
   void AppendLine(const LaunchSpec& spec, const std::string& line);
+  // Tells the broker of jobs whose delivery has run past a second that
+  // their cpus are free (JobExited::delivering).
+  void ReleaseSlowDeliveries();
   Result<UniqueFd> OpenBuffer(const LaunchSpec& spec, int flags) const;
   // The job's dir and dev link; info.json too unless a start follows
   // (which writes it, as started).
@@ -257,6 +260,8 @@ class ExecutorServer {
   std::set<std::uint64_t> starting_;     // spawn in flight
   std::set<std::uint64_t> never_saved_;  // registered, no spec saved yet
   std::set<std::uint64_t> finishing_;    // delivery in flight
+  // Deliveries not yet reported as releasing their job's cpus, by start.
+  std::map<std::uint64_t, std::chrono::steady_clock::time_point> delivering_since_;
   // Jobs by the shepherd this executor spawned them with: a hint that spares
   // each exit a scan of every spec (adopted ones are found by the scan).
   std::map<std::int64_t, std::uint64_t> by_shepherd_;

@@ -221,8 +221,10 @@ void ExecutorServer::Finish(std::uint64_t id) {
   if (StateDirNearlyFull()) {
     event.note = "the state directory was full when it ended; its output may be cut short";
   }
+  delivering_since_[id] = std::chrono::steady_clock::now();
   DeliverOutput(spec, [this, id, event](std::optional<std::string> output_error) mutable {
     finishing_.erase(id);
+    delivering_since_.erase(id);
     auto found = jobs_.find(id);
     if (found == jobs_.end()) return;
     LaunchSpec& done_spec = found->second;
@@ -251,6 +253,25 @@ void ExecutorServer::Finish(std::uint64_t id) {
             (event.exit_code ? std::to_string(*event.exit_code) : std::string("unknown")) + ")");
     SendToBroker(Encode(event));
   });
+}
+
+void ExecutorServer::ReleaseSlowDeliveries() {
+  // Past a second the delivery (a slow filesystem, a helper the user
+  // stopped) must not keep the job's cpus: the broker is told they are
+  // free. Most deliveries end well before, and cost no message.
+  constexpr std::chrono::seconds kReleaseAfter{1};
+  const auto now = std::chrono::steady_clock::now();
+  for (auto it = delivering_since_.begin(); it != delivering_since_.end();) {
+    if (now - it->second < kReleaseAfter) {
+      ++it;
+      continue;
+    }
+    protocol::JobExited released;
+    released.id = it->first;
+    released.delivering = true;
+    SendToBroker(Encode(released));
+    it = delivering_since_.erase(it);
+  }
 }
 
 std::optional<protocol::JobUsage> ExecutorServer::MeasureUsage(const LaunchSpec& spec,

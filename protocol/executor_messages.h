@@ -598,6 +598,10 @@ struct JobExited {
   // cut short by a full state directory, say).
   std::optional<std::string> note;
   std::optional<JobUsage> usage;  // none for a job that never ran
+  // Sent ahead of the real one when the delivery takes a while: the job's
+  // processes are gone, so its cpus and memory may go to others; it stays
+  // running to its owner until the event without this flag.
+  bool delivering = false;
   template <class A>
   void save(A& ar) const {
     PutHeader(ar, kKind, req);
@@ -608,6 +612,7 @@ struct JobExited {
     Put(ar, "output_error", output_error);
     Put(ar, "note", note);
     Put(ar, "usage", usage);
+    Put(ar, "delivering", delivering);
   }
   template <class A>
   void load(A& ar) {
@@ -619,6 +624,7 @@ struct JobExited {
     Get(ar, "output_error", output_error);
     Get(ar, "note", note);
     Get(ar, "usage", usage);
+    GetIfPresent(ar, "delivering", delivering);
   }
   Result<void> Validate() const { return usage ? usage->Validate() : Ok(); }
 };

@@ -149,6 +149,30 @@ TEST_F(ServerCoreTest, AnOlderJobTheSamePassPlacesIsStartedFirst) {
   EXPECT_EQ(scheduler_.free_cpus(), 0);
 }
 
+// A job whose processes are gone while its output is still on its way
+// (a slow filesystem, a delivery helper its user stopped) gives its cpus
+// back at once; it is done only when the delivery is.
+TEST_F(ServerCoreTest, AJobWhoseOutputIsStillBeingDeliveredGivesBackItsCpus) {
+  StartCore();
+  EXPECT_EQ(Submit(1000, 2).state, JobState::kRunning);
+  EXPECT_EQ(Submit(1000, 2).state, JobState::kQueued);
+  protocol::JobExited delivering{0, 1, 0, false, 1005, std::nullopt};
+  delivering.delivering = true;
+  core_->OnExited(delivering);
+  executor_.Flush();
+  EXPECT_EQ(core_->Find(1)->state, JobState::kRunning) << "done only once delivered";
+  EXPECT_EQ(core_->Find(2)->state, JobState::kRunning) << "the cpus went to the next job";
+  clock_.Advance(1000000);
+  TickNow();
+  for (const protocol::SignalJob& signal : executor_.signals) {
+    EXPECT_NE(signal.id, 1u) << "a job that ended is past its timers";
+  }
+  core_->OnExited({0, 1, 0, false, 1006, std::nullopt});
+  EXPECT_EQ(core_->Find(1)->state, JobState::kDone);
+  EXPECT_EQ(core_->Find(1)->exit_code, 0);
+  EXPECT_EQ(scheduler_.free_cpus(), 0) << "job 2 still holds its own";
+}
+
 TEST_F(ServerCoreTest, ARefusedRegistrationGivesItsPlacementBack) {
   StartCore();
   executor_.register_error = "cannot save output there: no";
