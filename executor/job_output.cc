@@ -74,10 +74,19 @@ void ExecutorServer::OnDeliverAgain(std::uint64_t req, const protocol::Packet& p
   if (!asked || asked->id != id || !asked->to) {
     return answer(std::nullopt, InvalidArgument("the connection does not carry this request"));
   }
+  // The state directory is the daemon's: a copy into it could land on the
+  // job's own buffer, which is dropped once "delivered" (the helper also
+  // refuses a destination that is the buffer itself, whatever the path).
+  const std::string& to = *asked->to;
+  if (to == config_.state_dir || to.starts_with(config_.state_dir + "/")) {
+    return answer(std::nullopt, InvalidArgument("--to " + to + " is inside the daemon's state "
+                                                "directory (" + config_.state_dir +
+                                                "); name a path of your own"));
+  }
   protocol::CheckDestRequest check;
   check.id = id;
   check.who = spec.who;
-  check.path = *asked->to;
+  check.path = to;
   finishing_.insert(id);
   AskLauncher<protocol::CheckDestReply>(
       check, {}, deadlines_.check, "the launcher's output path check",

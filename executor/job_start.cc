@@ -245,6 +245,9 @@ void ExecutorServer::FailStart(std::uint64_t id, const std::string& message, boo
                saved.error().message());
   }
   if (!config_.no_cgroups && remove_cgroup) (void)RemoveJobCgroup(config_.cgroup_root, id);
+  // The inspection link is for registered and running jobs, as Finish and
+  // a restart (PruneLeftovers) leave it.
+  if (!config_.no_dev_dir) ::unlink((config_.dev_dir + "/jobs/" + std::to_string(id)).c_str());
   protocol::StartReply failed;
   failed.id = id;
   failed.error = WireError::From(Error(ErrorCode::kFailedPrecondition, message));

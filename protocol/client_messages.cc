@@ -80,6 +80,11 @@ Result<void> SubmitRequest::Validate() const {
   if (cpu && *cpu > (1 << 20)) return InvalidArgument("--cpu is out of range");
   if (gpu_cores > 4096) return InvalidArgument("--gpu-cores is out of range");
   if (max_mem_gb && *max_mem_gb > 1e9) return InvalidArgument("--max-mem is out of range");
+  // The cgroup takes whole bytes: a budget that rounds to nothing would
+  // reach the root side as none at all, and one under a MiB runs nothing.
+  if (max_mem_gb && *max_mem_gb < 0.001) {
+    return InvalidArgument("--max-mem must be at least 0.001 (GiB)");
+  }
   if (after.size() > kMaxDependencies) {
     return InvalidArgument("--after names " + std::to_string(after.size()) + " jobs, limit " +
                            std::to_string(kMaxDependencies));

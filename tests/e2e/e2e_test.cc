@@ -622,6 +622,15 @@ TEST_F(E2eTest, OutputThatCannotBeDeliveredIsKeptAndDeliveredLater) {
   EXPECT_EQ(attach.out, "kept-output\n") << attach.err;
   EXPECT_NE(attach.err.find("here is the copy kept for it"), std::string::npos) << attach.err;
 
+  // Never into the state directory: a copy onto the buffer itself would
+  // be deleted with it once "delivered".
+  CommandResult onto_itself =
+      daemon_.Dispatch({"output", "1", "--to", daemon_.state() + "/jobs/1/output"});
+  EXPECT_NE(onto_itself.exit_code, 0);
+  EXPECT_NE(onto_itself.err.find("inside the daemon's state directory"), std::string::npos)
+      << onto_itself.err;
+  EXPECT_EQ(daemon_.Dispatch({"attach", "1"}).out, "kept-output\n") << "the kept copy is gone";
+
   // Sent somewhere new, on request.
   CommandResult moved = daemon_.Dispatch({"output", "1", "--to", daemon_.work()});
   ASSERT_EQ(moved.exit_code, 0) << moved.err << daemon_.log();

@@ -44,6 +44,15 @@ TEST(SubmitValidateTest, RefusesBadEnvNamesAndNul) {
   EXPECT_FALSE(r.Validate());
 }
 
+TEST(SubmitValidateTest, RefusesAMemoryBudgetTooSmallToRunAnything) {
+  SubmitRequest r = ValidSubmit();
+  r.max_mem_gb = 1e-300;  // rounds to zero bytes on the root side
+  ASSERT_FALSE(r.Validate());
+  EXPECT_EQ(r.Validate().error().message(), "--max-mem must be at least 0.001 (GiB)");
+  r.max_mem_gb = 0.001;
+  EXPECT_TRUE(r.Validate());
+}
+
 TEST(SubmitValidateTest, RefusesNonPositiveResourcesAndUnknownLinks) {
   SubmitRequest r = ValidSubmit();
   r.max_time_s = 0;
