@@ -134,6 +134,7 @@ Result<void> BrokerCore::Start(QueueFile loaded) {
   }
   LogInfo("restored " + std::to_string(restored) + " queued job(s)");
   unfinished_from_ = 0;  // rebuilt jobs may lie below any mark
+  touched_.All();
   ApplyRetention();
   Schedule();
   // Always a compaction: it writes what reconciling changed and replaces
@@ -247,6 +248,7 @@ Result<std::vector<std::uint64_t>> BrokerCore::CheckAfter(
 }
 
 void BrokerCore::ResolveDependencies() {
+  if (!DependenciesDue()) return;
   const double now = clock_.Now();
   bool ended = false;
   for (auto it = FirstUnfinished(); it != jobs_.end(); ++it) {
@@ -281,10 +283,69 @@ void BrokerCore::AnswerWhenWritten(Respond respond, Response response,
   awaiting_write_.push_back({std::move(respond), std::move(response), std::move(if_lost)});
 }
 
-std::size_t BrokerCore::QueuedJobsOf(uid_t uid) const {
-  return static_cast<std::size_t>(std::count_if(
-      FirstUnfinished(), jobs_.end(),
-      [&](const auto& entry) { return entry.second.uid == uid && entry.second.queued(); }));
+std::size_t BrokerCore::QueuedJobsOf(uid_t uid) {
+  auto recount = [this](std::uint64_t id) {
+    auto it = jobs_.find(id);
+    const bool queued = it != jobs_.end() && it->second.queued();
+    auto counted = counted_queued_.find(id);
+    if (counted != counted_queued_.end() && (!queued || counted->second != it->second.uid)) {
+      --queued_count_[counted->second];
+      counted_queued_.erase(counted);
+      counted = counted_queued_.end();
+    }
+    if (queued && counted == counted_queued_.end()) {
+      ++queued_count_[it->second.uid];
+      counted_queued_.emplace(id, it->second.uid);
+    }
+  };
+  if (touched_.counts_all) {
+    touched_.counts_all = false;
+    touched_.for_counts.clear();
+    queued_count_.clear();
+    counted_queued_.clear();
+    for (const auto& [id, job] : jobs_)
+      recount(id);
+  }
+  for (std::uint64_t id : touched_.for_counts)
+    recount(id);
+  touched_.for_counts.clear();
+  return queued_count_[uid];
+}
+
+bool BrokerCore::WaitsForDependencies(const JobRecord& job) const {
+  return job.queued() && !job.holds_placement && !job.after.empty() &&
+         CheckDependencies(job, jobs_).state == DependencyState::kWaiting;
+}
+
+bool BrokerCore::RetentionDue() {
+  bool due = touched_.retention_all;
+  for (std::uint64_t id : touched_.for_retention) {
+    if (due) break;
+    auto it = jobs_.find(id);
+    // A job that ended or went, or a dependent that left the queue (what
+    // it waited for may go now); a new queued job only keeps others.
+    due = it == jobs_.end() || it->second.done() ||
+          (!it->second.queued() && !it->second.after.empty());
+  }
+  touched_.retention_all = false;
+  touched_.for_retention.clear();
+  return due;
+}
+
+bool BrokerCore::DependenciesDue() {
+  bool due = touched_.dependencies_all;
+  for (std::uint64_t id : touched_.for_dependencies) {
+    if (due) break;
+    auto it = jobs_.find(id);
+    // A job that ended or went decides its dependents; a new dependent
+    // whose dependency already failed is decided now.
+    due = it == jobs_.end() || it->second.done() ||
+          (it->second.queued() && !it->second.after.empty() &&
+           CheckDependencies(it->second, jobs_).state == DependencyState::kFailed);
+  }
+  touched_.dependencies_all = false;
+  touched_.for_dependencies.clear();
+  return due;
 }
 
 Result<JobRecord> BrokerCore::RecordFor(std::uint64_t id,
@@ -404,15 +465,19 @@ void BrokerCore::Submit(const Peer& peer, const std::string& text, Respond respo
   // In the queue from now on, so later submissions wait behind it, but not
   // listed, persisted or startable until the executor has registered it.
   JobRecord& stored = jobs_.emplace(id, std::move(job)).first->second;
+  touched_.Note(id);
   // The executor reads argv, cwd, env and output from the connection
   // itself (the frame is still queued there; BrokerServer only peeked). A
-  // job that can start at once is started by the same message.
+  // job that can start at once is started by the same message; one that
+  // waits for another, or a drained machine, costs no pass over the queue.
   protocol::RegisterJob registration;
   registration.id = id;
-  if (std::optional<broker::Start> placed = PlaceNewJob(stored)) {
-    registration.start = StartRequest(stored, placed->placement);
-    stored.placement = std::move(placed->placement);
-    stored.holds_placement = true;
+  if (!WaitsForDependencies(stored) && !draining_ && scheduler_.FitsNow(stored.demand)) {
+    if (std::optional<broker::Start> placed = PlaceNewJob(stored)) {
+      registration.start = StartRequest(stored, placed->placement);
+      stored.placement = std::move(placed->placement);
+      stored.holds_placement = true;
+    }
   }
   executor_.Register(
       std::move(registration), peer.fd,
@@ -527,7 +592,13 @@ void BrokerCore::CompleteSubmit(std::uint64_t id, protocol::SubmitRequest reques
                                                "); the job was not submitted")),
                           std::nullopt};
                     });
-  Schedule();
+  // A job that waits for another, or does not fit in what is free,
+  // changed nothing a pass could act on.
+  if (auto kept = jobs_.find(id);
+      kept == jobs_.end() || !kept->second.queued() || kept->second.holds_placement ||
+      (!WaitsForDependencies(kept->second) && scheduler_.FitsNow(kept->second.demand))) {
+    Schedule();
+  }
 }
 
 Result<std::string> BrokerCore::List(const Peer& peer, const std::string& text) {
@@ -1015,6 +1086,7 @@ void BrokerCore::OnExited(const protocol::JobExited& event) {
 }
 
 void BrokerCore::ApplyRetention() {
+  if (!RetentionDue()) return;
   for (std::uint64_t id : RetentionVictims(jobs_, options_.keep_finished)) {
     ForgetOnExecutor(id);
     jobs_.erase(id);

@@ -187,7 +187,7 @@ class BrokerCore {
   // the queue file records why, so no restart finds a job it cannot run.
   void ForgetOnExecutor(std::uint64_t id);
   void SendDueForgets(bool saved);
-  std::size_t QueuedJobsOf(uid_t uid) const;
+  std::size_t QueuedJobsOf(uid_t uid);
   // `id` changed, or was handed out, or was removed: the next Persist
   // writes it. Every change to jobs_ or next_id_ goes through here.
   //
@@ -202,7 +202,36 @@ class BrokerCore {
   void MarkChanged(std::uint64_t id, Held held = Held::kOnlyHere) {
     changed_.insert(id);
     if (held == Held::kOnlyHere) sync_due_ = true;
+    touched_.Note(id);
   }
+
+  // The passes over every job (retention, dependency resolution, the
+  // per-user count of queued jobs) are kept to what changed, so that a
+  // submission costs the same at any queue length. Each pass keeps the ids
+  // marked changed since it last looked, and looks at every job only when
+  // one of them can matter to it (MarkChanged is called before or after
+  // the change itself, so the job is looked at when the pass runs).
+  struct Touched {
+    std::set<std::uint64_t> for_retention, for_dependencies, for_counts;
+    // Set at Start (jobs loaded, rebuilt): each pass looks at every job once.
+    bool retention_all = true, dependencies_all = true, counts_all = true;
+    void Note(std::uint64_t id) {
+      for_retention.insert(id);
+      for_dependencies.insert(id);
+      for_counts.insert(id);
+    }
+    void All() { retention_all = dependencies_all = counts_all = true; }
+  };
+  // Whether a pass of retention / dependency resolution can find anything
+  // new, from the jobs changed since the last one.
+  bool RetentionDue();
+  // Queued, placed nowhere, and some job it waits for has not ended.
+  bool WaitsForDependencies(const JobRecord& job) const;
+  bool DependenciesDue();
+  Touched touched_;
+  // Queued jobs by uid (for --max-queued-per-user), and each counted job's uid.
+  std::map<uid_t, std::size_t> queued_count_;
+  std::map<std::uint64_t, uid_t> counted_queued_;
 
   CoreOptions options_;
   Scheduler& scheduler_;

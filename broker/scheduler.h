@@ -28,6 +28,10 @@ class Scheduler {
                                       const std::vector<RunningJob>& running, double now) = 0;
   virtual void Reserve(const Placement& placement) = 0;
   virtual void Release(const Placement& placement) = 0;
+  // Whether `demand` fits in what is free right now. No policy starts a job
+  // that does not, so a submission that does not fit costs no pass over
+  // the queue. (Policies go on to decide among those that fit.)
+  virtual bool FitsNow(const JobDemand& /*demand*/) const { return true; }
 };
 
 class PoolScheduler : public Scheduler {
@@ -47,6 +51,9 @@ class PoolScheduler : public Scheduler {
                               const std::vector<RunningJob>& running, double now) override;
   void Reserve(const Placement& placement) override;
   void Release(const Placement& placement) override;
+  bool FitsNow(const JobDemand& demand) const override {
+    return pool_.TryPlace(demand).has_value();
+  }
 
  private:
   Machine machine_;

@@ -237,6 +237,9 @@ class FakeScheduler : public Scheduler {
     return {demand.cpu * threads_per_core, demand.cpu};
   }
   int TotalCpus() const override { return total_; }
+  bool FitsNow(const JobDemand& demand) const override {
+    return static_cast<int>(free_.size()) >= demand.cpu;
+  }
   // One node holding every cpu, memory booked machine-wide.
   const Machine& machine() const override { return machine_; }
   std::vector<Start> Schedule(const std::vector<QueuedJob>& queue, const std::vector<RunningJob>&,
