@@ -79,9 +79,10 @@ void ExecutorServer::OnDeliverAgain(std::uint64_t req, const protocol::Packet& p
   // refuses a destination that is the buffer itself, whatever the path).
   const std::string& to = *asked->to;
   if (to == config_.state_dir || to.starts_with(config_.state_dir + "/")) {
-    return answer(std::nullopt, InvalidArgument("--to " + to + " is inside the daemon's state "
-                                                "directory (" + config_.state_dir +
-                                                "); name a path of your own"));
+    return answer(std::nullopt, InvalidArgument("--to " + to +
+                                                " is inside the daemon's state "
+                                                "directory (" +
+                                                config_.state_dir + "); name a path of your own"));
   }
   protocol::CheckDestRequest check;
   check.id = id;

@@ -158,7 +158,8 @@ Result<void> DeliverHere(int buffer_fd, const std::string& dest, std::uint64_t m
   }
   struct stat buffer {};
   if (::fstat(buffer_fd, &buffer) != 0) return Error::FromErrno(errno, "stat the output buffer");
-  if (existing.st_ino == buffer.st_ino && existing.st_dev == buffer.st_dev && existing.st_nlink > 0) {
+  if (existing.st_ino == buffer.st_ino && existing.st_dev == buffer.st_dev &&
+      existing.st_nlink > 0) {
     // Copied onto itself, the output would be deleted with the buffer.
     return Error(ErrorCode::kFailedPrecondition, dest + " is the job's own output buffer");
   }
