@@ -92,7 +92,7 @@ void RunShepherd(const protocol::SpawnRequest& request, const PreparedJob& job, 
   record.shepherd = ::getpid();
   // With its start time a restart tells this shepherd from a process that
   // got its pid after a power cut.
-  if (Result<std::uint64_t> started = host::ProcStartTime(record.shepherd); started) {
+  if (Result<std::uint64_t> started = host::ProcStartTime(::getpid()); started) {
     record.shepherd_start = *started;
   }
   record.placement = request.placement;

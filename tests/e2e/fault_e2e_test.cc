@@ -400,10 +400,67 @@ TEST_F(FaultE2eTest, ChurnUnderRandomKillsLosesNothing) {
   EXPECT_TRUE(violations.empty()) << violations.size() << " violations:" << some;
 }
 
-// The state files, one at a time, damaged or deleted while the daemon is
-// down: a finished job, a running one (it outlives the stop) and two queued
-// behind it. Every accepted job still runs once with its exit code and
-// output, or, where its own record is what was lost, says so.
+// A start cut short: the whole process group (launcher, roles, shepherds)
+// killed with SIGKILL while a job is on its way to exec, slowed by a PATH
+// of thousands of entries, then the daemon started again; fifty times. The
+// job child execs only once its shepherd has recorded it, so recovery's
+// "never forked" is true: no job runs twice, and none is lost.
+TEST_F(FaultE2eTest, StartsCutShortByProcessGroupKillsNeverRunTwice) {
+  Boot();
+  std::string path = "PATH=x";
+  for (int i = 0; i < 12000; ++i)
+    path += ":x";
+  path += ":/usr/bin:/bin";
+  std::mt19937 random(20261205);
+  std::vector<Submission> submissions;
+  int kills = 0;
+  for (int round = 0; round < 50; ++round) {
+    Submission s;
+    s.token = "k" + std::to_string(round);
+    CommandResult r = daemon_.Dispatch(
+        {"new", "--max-mem", "0.1", "--", path, "sh", "-c", "echo x >>ledger/" + s.token},
+        seconds(20));
+    std::smatch match;
+    if (r.exit_code == 0 && std::regex_search(r.out, match, std::regex("job ([0-9]+) "))) {
+      s.id = std::stoull(match[1]);
+    }
+    submissions.push_back(s);
+    std::this_thread::sleep_for(milliseconds(random() % 60));
+    pid_t executor = -1, broker = -1;
+    LatestRolePids(daemon_.log(), &executor, &broker);
+    ::kill(-daemon_.daemon_pid(), SIGKILL);
+    daemon_.WaitForExit(seconds(5));
+    DaemonHarness::WaitFor([&] { return !Alive(executor) && !Alive(broker); }, seconds(10));
+    ++kills;
+    ASSERT_TRUE(daemon_.Start(Flags())) << daemon_.log().substr(0, 20000);
+  }
+  std::size_t twice = 0, never = 0, acked = 0;
+  const bool settled = DaemonHarness::WaitFor(
+      [&] {
+        auto rows = Finished();
+        if (!rows) return false;
+        for (const Submission& s : submissions) {
+          if (s.id != 0 &&
+              (!rows->contains(s.id) || rows->at(s.id).state != protocol::JobState::kDone)) {
+            return false;
+          }
+        }
+        return true;
+      },
+      seconds(60));
+  for (const Submission& s : submissions) {
+    const std::size_t runs = Count(Slurp(ledger_ + "/" + s.token), "x");
+    acked += s.id != 0 ? 1 : 0;
+    twice += runs > 1 ? 1 : 0;
+    never += s.id != 0 && runs == 0 ? 1 : 0;
+    EXPECT_LE(runs, 1u) << s.token << " (job " << s.id << ") ran " << runs << " times";
+  }
+  std::cout << "FAULT-FIGURES group_kills=" << kills << " acked=" << acked << " ran_twice=" << twice
+            << " never_ran=" << never << std::endl;
+  EXPECT_TRUE(settled) << "not every accepted job finished\n" << daemon_.log().substr(0, 20000);
+  EXPECT_TRUE(Alive(daemon_.daemon_pid())) << "the daemon exited";
+}
+
 // A state directory with no room: the job stays queued, quietly (the
 // broker backs off its starts, the executor says "full" once), and runs
 // once there is room again. Root only: the state is an 8 MiB tmpfs.
@@ -481,6 +538,10 @@ TEST_F(FaultE2eTest, AQueuedJobWhoseDirectoryWasLostStillRuns) {
   EXPECT_NE(daemon_.log().find("was missing; made it again"), std::string::npos);
 }
 
+// The state files, one at a time, damaged or deleted while the daemon is
+// down: a finished job, a running one (it outlives the stop) and two queued
+// behind it. Every accepted job still runs once with its exit code and
+// output, or, where its own record is what was lost, says so.
 class DamagedStateTest : public FaultE2eTest {
  protected:
   struct Jobs {
