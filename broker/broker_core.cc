@@ -154,8 +154,13 @@ void BrokerCore::Handle(const Peer& peer, const std::string& text, Respond respo
   switch (*command) {
     case protocol::ClientCommand::kNew:
       return Submit(peer, text, std::move(respond));
-    case protocol::ClientCommand::kList:
-      return answer(List(peer, text));
+    case protocol::ClientCommand::kList: {
+      Response response;
+      Result<std::string> frame = List(peer, text, response);
+      if (!frame) return answer(frame.error());
+      response.frame = std::move(*frame);
+      return respond(std::move(response));
+    }
     case protocol::ClientCommand::kKill:
     case protocol::ClientCommand::kAttach: {
       Result<protocol::JobIdRequest> request = protocol::Decode<protocol::JobIdRequest>(text);
@@ -601,24 +606,54 @@ void BrokerCore::CompleteSubmit(std::uint64_t id, protocol::SubmitRequest reques
   }
 }
 
-Result<std::string> BrokerCore::List(const Peer& peer, const std::string& text) {
+Result<std::string> BrokerCore::List(const Peer& peer, const std::string& text,
+                                     Response& response) {
   HPCB_ASSIGN_OR_RETURN(protocol::ListRequest request,
                         protocol::Decode<protocol::ListRequest>(text));
   if (request.all && !options_.list_is_public) {
     HPCB_TRY(permissions_.RequireAdmin(peer.uid, "list --all"));
   }
+  ListCursor cursor{std::move(request), peer.uid, 0, 0};
+  bool more = false;
+  std::string page = ListPage(cursor, &more);
+  if (more) response.list = std::move(cursor);
+  return page;
+}
+
+std::string BrokerCore::ListPage(ListCursor& cursor, bool* more) {
   protocol::ListReply reply;
   reply.now = clock_.Now();
   reply.draining = draining_;
-  const std::set<std::uint64_t> only(request.ids.begin(), request.ids.end());
-  for (const auto& [id, job] : jobs_) {
+  const std::set<std::uint64_t> only(cursor.request.ids.begin(), cursor.request.ids.end());
+  std::size_t bytes = 0;
+  for (auto it = jobs_.upper_bound(cursor.after); it != jobs_.end(); ++it) {
+    const auto& [id, job] = *it;
+    if (bytes >= kListPageBytes) {
+      reply.more = true;
+      break;
+    }
+    cursor.after = id;
     if (job.phase == JobPhase::kRegistering) continue;
     if (!only.empty() && !only.contains(id)) continue;
-    if (!request.all && job.uid != peer.uid) continue;
-    if (!request.finished && job.done()) continue;
+    if (!cursor.request.all && job.uid != cursor.uid) continue;
+    if (!cursor.request.finished && job.done()) continue;
+    // An estimate, so a row is encoded once: its strings and a margin.
+    bytes += 400 + job.cwd.size() + job.user.size() + job.output_dest.value_or("").size();
+    for (const std::string& arg : job.argv)
+      bytes += arg.size() + 4;
     reply.jobs.push_back(BuildRow(job, reply.now));
   }
-  return protocol::Encode(reply);
+  std::string page = protocol::Encode(reply);
+  cursor.sent += page.size();
+  if (reply.more && cursor.sent > kMaxListBytes) {
+    reply.more = false;
+    page = ErrorFrame(Error(ErrorCode::kResourceExhausted,
+                            "the list is over " + std::to_string(kMaxListBytes >> 20) +
+                                " MiB, the most one answer may hold; ask for fewer jobs "
+                                "(without --finished or --all, or by id)"));
+  }
+  *more = reply.more;
+  return page;
 }
 
 Result<std::string> BrokerCore::Attach(const Peer& peer, std::uint64_t id, Response& response) {

@@ -59,9 +59,19 @@ struct Peer {
   int fd = -1;  // the client's connected socket (borrowed)
 };
 
+// Where a paged list (protocol::ListReply) stands: what was asked, by
+// whom, the last id sent, and the bytes sent so far.
+struct ListCursor {
+  protocol::ListRequest request;
+  uid_t uid = 0;
+  std::uint64_t after = 0;
+  std::size_t sent = 0;
+};
+
 struct Response {
   std::string frame;                    // the JSON reply; empty: close, no reply
   std::optional<std::uint64_t> attach;  // stream this job's output next
+  std::optional<ListCursor> list;       // more pages follow (ListPage)
 };
 
 // Where the answer to one request goes. Called exactly once, at once or
@@ -94,6 +104,13 @@ class BrokerCore {
   // Persists what changed since the last call, then sends the answers that
   // waited for it (or, if the write failed, what each says instead).
   void Flush();
+
+  // The next page after `cursor` (moved on); the cursor is spent when the
+  // page says no more follow. Past kMaxListBytes in all, the page is an
+  // error naming the cap instead.
+  std::string ListPage(ListCursor& cursor, bool* more);
+  static constexpr std::size_t kListPageBytes = std::size_t{1} << 20;
+  static constexpr std::size_t kMaxListBytes = std::size_t{256} << 20;
 
   const JobRecord* Find(std::uint64_t id) const;
   void OpenOutput(std::uint64_t id, ExecutorChannel::Done<UniqueFd> done) {
@@ -130,7 +147,9 @@ class BrokerCore {
   void Submit(const Peer& peer, const std::string& text, Respond respond);
   void CompleteSubmit(std::uint64_t id, protocol::SubmitRequest request,
                       Result<protocol::RegisterReply> reply, Respond respond);
-  Result<std::string> List(const Peer& peer, const std::string& text);
+  // The first page of a list; `response.list` is set when more follow.
+  Result<std::string> List(const Peer& peer, const std::string& text, Response& response);
+
   void Kill(const Peer& peer, std::uint64_t id, Respond respond);
   Result<std::string> Attach(const Peer& peer, std::uint64_t id, Response& response);
   void Field(const Peer& peer, const std::string& text, Respond respond);

@@ -155,6 +155,7 @@ void BrokerServer::OnAnswer(std::uint64_t key, const Response& response) {
     return;
   }
   Queue(connection, response.frame);
+  connection.list = response.list;
   connection.answer_since = SteadyNow();
   connection.last_progress = connection.answer_since;
   if (response.attach) {
@@ -176,18 +177,26 @@ void BrokerServer::Queue(Connection& connection, std::string_view frame) {
 }
 
 bool BrokerServer::WriteSome(Connection& connection) {
-  while (Pending(connection) > 0) {
-    const ssize_t n = ::send(connection.fd.get(), connection.out.data() + connection.out_offset,
-                             Pending(connection), MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno == EAGAIN || errno == EWOULDBLOCK;
+  for (;;) {
+    while (Pending(connection) > 0) {
+      const ssize_t n = ::send(connection.fd.get(), connection.out.data() + connection.out_offset,
+                               Pending(connection), MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return errno == EAGAIN || errno == EWOULDBLOCK;
+      }
+      connection.out_offset += static_cast<std::size_t>(n);
+      connection.last_progress = SteadyNow();
     }
-    connection.out_offset += static_cast<std::size_t>(n);
-    connection.last_progress = SteadyNow();
+    connection.out.clear();
+    connection.out_offset = 0;
+    if (!connection.list) break;
+    // The next page only now that the last one is out: a client that does
+    // not read holds one page, however long the list.
+    bool more = false;
+    Queue(connection, core_.ListPage(*connection.list, &more));
+    if (!more) connection.list.reset();
   }
-  connection.out.clear();
-  connection.out_offset = 0;
   // An answer fully written ends the connection; a stream ends after its
   // end-of-stream frame.
   if (connection.stage == Stage::kAnswering || connection.output_ended) connection.closing = true;

@@ -76,7 +76,8 @@ class BrokerServer {
     std::string out;  // frames not yet written
     std::size_t out_offset = 0;
     std::optional<std::uint64_t> attach;
-    UniqueFd output;  // the attached job's buffer, once opened
+    std::optional<ListCursor> list;  // a list's later pages, each built once the last is out
+    UniqueFd output;                 // the attached job's buffer, once opened
     bool output_requested = false;
     bool output_answered = false;
     bool output_ended = false;  // the end-of-stream frame is queued

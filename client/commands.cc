@@ -76,8 +76,7 @@ Attached Attach(const std::string& socket, std::uint64_t id, DeliveredOutput del
 // is marked done), so its reason is said instead. A file that cannot be
 // printed is said on stderr; the job's status still decides the exit.
 int PrintWhatTheStreamMissed(const std::string& socket, std::uint64_t id, Io io) {
-  Result<protocol::ListReply> listed =
-      Call<protocol::ListReply>(socket, protocol::ListRequest{false, true, {id}});
+  Result<protocol::ListReply> listed = ListJobs(socket, protocol::ListRequest{false, true, {id}});
   if (!listed) return kExitOk;  // the wait that follows says what is wrong
   for (const protocol::JobRow& row : listed->jobs) {
     if (row.id != id || row.state != protocol::JobState::kDone) continue;
@@ -157,14 +156,10 @@ int RunDrain(const std::string& socket, bool on, Io io) {
 
 int RunList(const std::string& socket, const protocol::ListRequest& request, bool json,
             bool long_format, Io io) {
-  auto fd = Connect(socket);
-  if (!fd) return ReportError(fd.error(), io);
-  auto text = Exchange(fd->get(), protocol::Encode(request));
-  if (!text) return ReportError(text.error(), io);
-  auto reply = DecodeReply<protocol::ListReply>(*text);
+  Result<protocol::ListReply> reply = ListJobs(socket, request);
   if (!reply) return ReportError(reply.error(), io);
   if (json) {
-    io.out << *text << "\n";
+    io.out << protocol::Encode(*reply) << "\n";
     return kExitOk;
   }
   if (reply->now <= 0) reply->now = static_cast<double>(std::time(nullptr));

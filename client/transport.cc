@@ -63,6 +63,10 @@ Result<std::string> Exchange(int fd, std::string_view request) {
   // A daemon that turns a connection away (too many open) says why and
   // closes before reading, so a failed send may still have a reply queued.
   const bool sent = static_cast<bool>(protocol::WriteFrame(fd, request));
+  return ReadReply(fd, sent);
+}
+
+Result<std::string> ReadReply(int fd, bool sent) {
   auto frame = protocol::ReadFrame(fd, protocol::kMaxClientFrame);
   if (!sent && (!frame || !frame->has_value())) {
     return Error(ErrorCode::kUnavailable, "daemon closed the connection unexpectedly");
@@ -81,6 +85,21 @@ Result<std::string> Exchange(int fd, std::string_view request) {
     return Error(code, message);
   }
   return text;
+}
+
+Result<protocol::ListReply> ListJobs(const std::string& path,
+                                     const protocol::ListRequest& request) {
+  HPCB_ASSIGN_OR_RETURN(UniqueFd fd, Connect(path));
+  HPCB_ASSIGN_OR_RETURN(std::string text, Exchange(fd.get(), protocol::Encode(request)));
+  HPCB_ASSIGN_OR_RETURN(protocol::ListReply reply, DecodeReply<protocol::ListReply>(text));
+  while (reply.more) {
+    HPCB_ASSIGN_OR_RETURN(std::string next, ReadReply(fd.get()));
+    HPCB_ASSIGN_OR_RETURN(protocol::ListReply page, DecodeReply<protocol::ListReply>(next));
+    for (protocol::JobRow& row : page.jobs)
+      reply.jobs.push_back(std::move(row));
+    reply.more = page.more;
+  }
+  return reply;
 }
 
 Result<std::optional<std::string>> NextChunk(int fd) {

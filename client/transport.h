@@ -24,6 +24,11 @@ Result<UniqueFd> Connect(const std::string& path);
 // an Error carrying the daemon's message. Messages are the user-facing
 // transport errors of the spec.
 Result<std::string> Exchange(int fd, std::string_view request);
+// The next reply frame on `fd`, as Exchange reads it (`sent`: whether the
+// request went out, for its error).
+Result<std::string> ReadReply(int fd, bool sent = true);
+// A whole list, its pages read and joined (protocol::ListReply).
+Result<protocol::ListReply> ListJobs(const std::string& path, const protocol::ListRequest& request);
 
 // The next raw output frame of an attach stream: nullopt at the end (an
 // empty frame or the daemon closing the connection).

@@ -31,8 +31,8 @@ Result<std::map<std::uint64_t, protocol::JobRow>> Poll(const std::string& socket
                                                        const std::set<std::uint64_t>& ids) {
   std::map<std::uint64_t, protocol::JobRow> found;
   for (bool all : {false, true}) {
-    Result<protocol::ListReply> reply = Call<protocol::ListReply>(
-        socket, protocol::ListRequest{all, true, {ids.begin(), ids.end()}});
+    Result<protocol::ListReply> reply =
+        ListJobs(socket, protocol::ListRequest{all, true, {ids.begin(), ids.end()}});
     // Refused --all: the missing ids are not this user's to see.
     if (!reply && all) break;
     if (!reply) return reply.error();

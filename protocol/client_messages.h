@@ -250,22 +250,29 @@ void JobRow::Fields(A& ar) {
   field("after_any", after_any);
 }
 
+// A list comes in pages, each a frame of its own of about 1 MiB of rows at
+// most, built only once the one before it was written (so a client that
+// does not read holds one page of the daemon's memory); `more` says
+// another follows. The reader appends the pages' jobs in order.
 struct ListReply {
   std::vector<JobRow> jobs;
   double now = 0;
   bool draining = false;  // no queued job is started (`dispatch drain`)
+  bool more = false;
   template <class A>
   void save(A& ar) const {
     Put(ar, "ok", true);
     Put(ar, "jobs", jobs);
     Put(ar, "now", now);
     Put(ar, "draining", draining);
+    if (more) Put(ar, "more", more);
   }
   template <class A>
   void load(A& ar) {
     Get(ar, "jobs", jobs);
     Get(ar, "now", now);
     Get(ar, "draining", draining);
+    GetIfPresent(ar, "more", more);
   }
   Result<void> Validate() const { return Ok(); }
 };

@@ -173,6 +173,45 @@ TEST_F(ServerCoreTest, AJobWhoseOutputIsStillBeingDeliveredGivesBackItsCpus) {
   EXPECT_EQ(scheduler_.free_cpus(), 0) << "job 2 still holds its own";
 }
 
+// A list goes out in pages of about 1 MiB, the next built only when asked
+// (the server asks once the last is written): each job once, in order.
+TEST_F(ServerCoreTest, AListLargerThanAPageComesInPagesThatJoinUp) {
+  StartCore();
+  protocol::SubmitRequest request;
+  request.argv = {"true", std::string(100 * 1024, 'y')};
+  request.cwd = "/tmp";
+  request.cpu = 1;
+  request.output = "/tmp";
+  for (int i = 0; i < 24; ++i) {
+    const std::string reply = Call(1000, protocol::Encode(request));
+    ASSERT_TRUE(protocol::Decode<protocol::SubmitReply>(reply)) << reply.substr(0, 300);
+  }
+  std::optional<Response> first =
+      HandleNow(Peer{1000, -1}, protocol::Encode(protocol::ListRequest{false, true, {}}));
+  ASSERT_TRUE(first);
+  Result<protocol::ListReply> page = protocol::Decode<protocol::ListReply>(first->frame);
+  ASSERT_TRUE(page) << first->frame.substr(0, 200);
+  EXPECT_TRUE(page->more);
+  ASSERT_TRUE(first->list) << "no cursor for the pages that follow";
+  EXPECT_LT(first->frame.size(), std::size_t{2} << 20) << "a page is about 1 MiB";
+  std::vector<std::uint64_t> ids;
+  for (const protocol::JobRow& row : page->jobs)
+    ids.push_back(row.id);
+  ListCursor cursor = *first->list;
+  for (bool more = true; more;) {
+    Result<protocol::ListReply> next =
+        protocol::Decode<protocol::ListReply>(core_->ListPage(cursor, &more));
+    ASSERT_TRUE(next);
+    EXPECT_EQ(next->more, more);
+    for (const protocol::JobRow& row : next->jobs)
+      ids.push_back(row.id);
+  }
+  std::vector<std::uint64_t> expected;
+  for (std::uint64_t id = 1; id <= 24; ++id)
+    expected.push_back(id);
+  EXPECT_EQ(ids, expected);
+}
+
 TEST_F(ServerCoreTest, ARefusedRegistrationGivesItsPlacementBack) {
   StartCore();
   executor_.register_error = "cannot save output there: no";

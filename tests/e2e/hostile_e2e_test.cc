@@ -880,5 +880,60 @@ TEST_F(HostileE2eTest, ForgettingAJobDirOfAMillionFilesStallsNoOne) {
   EXPECT_TRUE(removed) << doomed_dir << " is still there\n" << Tail(daemon_->log());
 }
 
+// Resident memory of `pid` in KiB (VmRSS), or 0.
+std::size_t ResidentKib(pid_t pid) {
+  std::istringstream status(Slurp("/proc/" + std::to_string(pid) + "/status"));
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoul(line.substr(6));
+  }
+  return 0;
+}
+
+// 4c. Ten connections each ask for a 50 MB list (400 queued jobs of
+// 120 KB of argv) and never read it. The list goes in pages, each built
+// once the last is written: each connection holds one page of the
+// broker's memory, not the list, and everyone else is answered.
+TEST_F(HostileE2eTest, UnreadFiftyMegabyteListsStallNoOne) {
+  Boot();
+  const int blocker =
+      Submit(attacker_, {"--no-output", "--", "sh", "-c", "while [ ! -e go ]; do sleep 0.1; done"});
+  ASSERT_GT(blocker, 0) << Tail(daemon_->log());
+  protocol::SubmitRequest big;
+  big.argv = {"true", std::string(120 * 1024, 'y')};
+  big.cwd = DirOf(attacker_);
+  big.after = {static_cast<std::uint64_t>(blocker)};
+  const std::string socket = daemon_->socket();
+  const std::string request = protocol::Encode(big);
+  UniqueFd report = ReportFile("big-jobs");
+  const int report_fd = report.get();
+  Attack(attacker_,
+         [&] { return SubmitRepeatedly(socket, request, seconds(120), report_fd, 400); });
+  report.reset();
+  AwaitAttacks(seconds(130));
+  StopAttacks();
+  std::size_t queued = 0;
+  for (const std::string& line : Lines(Slurp(reports_ + "/big-jobs")))
+    queued += line.rfind("id ", 0) == 0 ? 1 : 0;
+  ASSERT_EQ(queued, 400u) << Slurp(reports_ + "/big-jobs").substr(0, 500);
+
+  const std::size_t before_kib = ResidentKib(broker_pid_);
+  const std::string list = protocol::Encode(protocol::ListRequest{false, true});
+  Attack(attacker_, [&] { return HoldConnections(socket, 10, list, milliseconds(500)); });
+  StartVictim();
+  std::size_t peak_kib = before_kib;
+  const auto until = Clock::now() + kAttackPhase;
+  while (Clock::now() < until) {
+    peak_kib = std::max(peak_kib, ResidentKib(broker_pid_));
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  ReportAndCheckVictim("unread-big-lists", "broker_rss_kib_before=" + std::to_string(before_kib) +
+                                               " peak=" + std::to_string(peak_kib));
+  StopAttacks();
+  // Ten unread 50 MB answers were 500 MB; ten pages are about 10 MB.
+  EXPECT_LT(peak_kib - before_kib, std::size_t{64} * 1024)
+      << "the broker grew from " << before_kib << " to " << peak_kib << " KiB";
+  { std::ofstream go(DirOf(attacker_) + "/go"); }
+}
+
 }  // namespace
 }  // namespace hpcb::e2e
