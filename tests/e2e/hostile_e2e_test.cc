@@ -935,5 +935,50 @@ TEST_F(HostileE2eTest, UnreadFiftyMegabyteListsStallNoOne) {
   { std::ofstream go(DirOf(attacker_) + "/go"); }
 }
 
+// 3b. A user stops their own delivery helper (SIGSTOP, as it starts) once
+// their job, holding every cpu, has ended. The delivery waits for its
+// deadline, but the job's cpus do not: another user's two-cpu job runs
+// within seconds, not after the minute the delivery may take.
+TEST_F(HostileE2eTest, AStoppedDeliveryHelperHoldsNoCpus) {
+  Boot();
+  // 200 MB of output: its copy takes long enough to be caught.
+  const int hog =
+      Submit(attacker_, {"--cpu", "2", "--", "sh", "-c", "sleep 2; head -c 200000000 /dev/zero"});
+  ASSERT_GT(hog, 0) << Tail(daemon_->log());
+  ASSERT_TRUE(DaemonHarness::WaitFor(
+      [&] {
+        std::optional<protocol::JobRow> row = JobOf(attacker_, hog);
+        return row && row->state == protocol::JobState::kRunning;
+      },
+      seconds(10)));
+  UniqueFd report = ReportFile("stopped-helpers");
+  const pid_t launcher = daemon_->daemon_pid();
+  const int report_fd = report.get();
+  Attack(attacker_, [&] { return StopChildrenNamed(launcher, "hpc-batchd", report_fd); });
+  report.reset();
+  TimedResult wide;
+  const int waiting = Submit(victim_, {"--cpu", "2", "--", "echo", "wide"}, &wide);
+  ASSERT_GT(waiting, 0) << Describe(wide);
+  StartVictim();
+  const bool ran = DaemonHarness::WaitFor(
+      [&] {
+        std::optional<protocol::JobRow> row = JobOf(victim_, waiting);
+        return row && row->state == protocol::JobState::kDone;
+      },
+      seconds(20));
+  ReportAndCheckVictim(
+      "stopped-delivery-helper",
+      "stopped=" + std::to_string(Lines(Slurp(reports_ + "/stopped-helpers")).size()));
+  EXPECT_FALSE(Slurp(reports_ + "/stopped-helpers").empty())
+      << "the attack did not land: no helper of the attacker was stopped";
+  EXPECT_TRUE(ran) << "the two-cpu job did not run while the hog's delivery was stopped\n"
+                   << Tail(daemon_->log());
+  std::optional<protocol::JobRow> held = JobOf(attacker_, hog);
+  ASSERT_TRUE(held);
+  EXPECT_EQ(held->state, protocol::JobState::kRunning)
+      << "the hog is done before its output was delivered";
+  StopAttacks();
+}
+
 }  // namespace
 }  // namespace hpcb::e2e

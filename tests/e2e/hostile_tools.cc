@@ -344,14 +344,19 @@ int SubmitRepeatedly(const std::string& socket, const std::string& request, mill
   return 0;
 }
 
-int StopPreExecChildren(pid_t launcher, const std::string& job_comm, int report_fd) {
+namespace {
+
+// SIGSTOPs, as they appear, every process of our uid below `launcher` that
+// `wanted` picks, writing "stopped PID COMM\n" for each.
+int StopChildrenWhere(pid_t launcher, const std::function<bool(const ProcInfo&)>& wanted,
+                      int report_fd) {
   const uid_t me = ::getuid();
   std::set<pid_t> stopped;
   for (;;) {
     for (pid_t pid : ListPids()) {
       if (stopped.contains(pid)) continue;
       std::optional<ProcInfo> info = ReadProc(pid);
-      if (!info || info->comm == job_comm || info->state == 'T' || info->state == 't' ||
+      if (!info || !wanted(*info) || info->state == 'T' || info->state == 't' ||
           info->state == 'Z' || !IsBelow(*info, launcher) || RealUid(pid) != me) {
         continue;
       }
@@ -360,8 +365,20 @@ int StopPreExecChildren(pid_t launcher, const std::string& job_comm, int report_
         Report(report_fd, "stopped " + std::to_string(pid) + " " + info->comm);
       }
     }
-    std::this_thread::sleep_for(milliseconds(5));
+    std::this_thread::sleep_for(milliseconds(2));
   }
+}
+
+}  // namespace
+
+int StopPreExecChildren(pid_t launcher, const std::string& job_comm, int report_fd) {
+  return StopChildrenWhere(
+      launcher, [&](const ProcInfo& info) { return info.comm != job_comm; }, report_fd);
+}
+
+int StopChildrenNamed(pid_t launcher, const std::string& comm, int report_fd) {
+  return StopChildrenWhere(
+      launcher, [&](const ProcInfo& info) { return info.comm == comm; }, report_fd);
 }
 
 std::optional<ProcInfo> ReadProc(pid_t pid) {

@@ -93,6 +93,10 @@ int SubmitRepeatedly(const std::string& socket, const std::string& request,
 // "stopped PID COMM\n" to `report_fd` for each.
 int StopPreExecChildren(pid_t launcher, const std::string& job_comm, int report_fd);
 
+// The same for the processes named `comm` (a helper the launcher forked
+// keeps its name, and runs as the user).
+int StopChildrenNamed(pid_t launcher, const std::string& comm, int report_fd);
+
 // /proc/PID/stat, parsed.
 struct ProcInfo {
   pid_t pid = 0;
