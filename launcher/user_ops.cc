@@ -169,12 +169,26 @@ Result<void> DeliverHere(int buffer_fd, const std::string& dest, std::uint64_t m
                                                     " bytes, over the delivery limit of " +
                                                     std::to_string(max_bytes) + " bytes");
   }
+  // The copy is written unnamed (O_TMPFILE) and given a name only once
+  // whole, so a helper killed mid-copy (its deadline, or its user) leaves
+  // nothing in the user's directory. A filesystem without O_TMPFILE gets a
+  // named temporary from the start.
   const std::string temp = TempNameFor(name);
-  UniqueFd out(::openat(dir_fd.get(), temp.c_str(),
-                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640));
+  UniqueFd out(::openat(dir_fd.get(), ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0640));
+  const bool unnamed = out.valid();
+  if (!unnamed) {
+    out.reset(::openat(dir_fd.get(), temp.c_str(),
+                       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640));
+  }
   if (!out.valid()) return Error::FromErrno(errno, "create a file in " + dir);
   Result<void> written = CopyAll(buffer_fd, out.get(), size);
   if (written && ::fsync(out.get()) != 0) written = Error::FromErrno(errno, "fsync");
+  // Our own /proc/self/fd entry is open to us however the process is sealed.
+  const std::string self = "/proc/self/fd/" + std::to_string(out.get());
+  if (written && unnamed &&
+      ::linkat(AT_FDCWD, self.c_str(), dir_fd.get(), temp.c_str(), AT_SYMLINK_FOLLOW) != 0) {
+    written = Error::FromErrno(errno, "name the copy in " + dir);
+  }
   if (written && ::renameat(dir_fd.get(), temp.c_str(), dir_fd.get(), name.c_str()) != 0) {
     written = Error::FromErrno(errno, "rename into place");
   }

@@ -954,7 +954,8 @@ TEST_F(HostileE2eTest, AStoppedDeliveryHelperHoldsNoCpus) {
   UniqueFd report = ReportFile("stopped-helpers");
   const pid_t launcher = daemon_->daemon_pid();
   const int report_fd = report.get();
-  Attack(attacker_, [&] { return StopChildrenNamed(launcher, "hpc-batchd", report_fd); });
+  Attack(attacker_,
+         [&] { return SignalChildrenNamed(launcher, "hpc-batchd", SIGSTOP, report_fd); });
   report.reset();
   TimedResult wide;
   const int waiting = Submit(victim_, {"--cpu", "2", "--", "echo", "wide"}, &wide);
@@ -978,6 +979,59 @@ TEST_F(HostileE2eTest, AStoppedDeliveryHelperHoldsNoCpus) {
   EXPECT_EQ(held->state, protocol::JobState::kRunning)
       << "the hog is done before its output was delivered";
   StopAttacks();
+}
+
+// 3c. A user kills their own delivery helper in the middle of its copy.
+// The copy is unnamed until whole, so nothing half-written is left in
+// their directory; the output is kept for a later try.
+TEST_F(HostileE2eTest, AKilledDeliveryHelperLeavesNoPartialCopy) {
+  Boot();
+  const int job = Submit(attacker_, {"--", "sh", "-c", "sleep 2; head -c 200000000 /dev/zero"});
+  ASSERT_GT(job, 0) << Tail(daemon_->log());
+  ASSERT_TRUE(DaemonHarness::WaitFor(
+      [&] {
+        std::optional<protocol::JobRow> row = JobOf(attacker_, job);
+        return row && row->state == protocol::JobState::kRunning;
+      },
+      seconds(10)));
+  UniqueFd report = ReportFile("killed-helpers");
+  const pid_t launcher = daemon_->daemon_pid();
+  const int report_fd = report.get();
+  // Killed 100 ms into its life, well into a 200 MB copy (root's and other
+  // users' processes refuse the signal).
+  Attack(attacker_, [&] {
+    std::set<pid_t> done;
+    for (;;) {
+      for (const ProcInfo& info : Descendants(launcher)) {
+        if (info.comm != "hpc-batchd" || info.state == 'Z' || done.contains(info.pid)) continue;
+        std::this_thread::sleep_for(milliseconds(100));
+        if (::kill(info.pid, SIGKILL) == 0) {
+          const std::string line = "killed " + std::to_string(info.pid) + "\n";
+          (void)!::write(report_fd, line.data(), line.size());
+        }
+        done.insert(info.pid);
+      }
+      std::this_thread::sleep_for(milliseconds(2));
+    }
+    return 0;
+  });
+  report.reset();
+  const bool kept = DaemonHarness::WaitFor(
+      [&] {
+        std::optional<protocol::JobRow> row = JobOf(attacker_, job);
+        return row && row->state == protocol::JobState::kDone && row->output_error;
+      },
+      seconds(20));
+  StopAttacks();
+  EXPECT_FALSE(Slurp(reports_ + "/killed-helpers").empty())
+      << "the attack did not land: no helper of the attacker was killed";
+  EXPECT_TRUE(kept) << "the job did not end with its output kept\n" << Tail(daemon_->log());
+  std::vector<std::string> strays;
+  for (const auto& entry : fs::directory_iterator(DirOf(attacker_))) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(".output.", 0) == 0) strays.push_back(name);
+  }
+  EXPECT_TRUE(strays.empty()) << "a partial copy was left: " << strays.front();
 }
 
 }  // namespace

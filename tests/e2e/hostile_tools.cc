@@ -346,10 +346,11 @@ int SubmitRepeatedly(const std::string& socket, const std::string& request, mill
 
 namespace {
 
-// SIGSTOPs, as they appear, every process of our uid below `launcher` that
-// `wanted` picks, writing "stopped PID COMM\n" for each.
-int StopChildrenWhere(pid_t launcher, const std::function<bool(const ProcInfo&)>& wanted,
-                      int report_fd) {
+// Sends `signal` (SIGSTOP: "stopped", else "signalled"), as they appear,
+// to every process of our uid below `launcher` that `wanted` picks,
+// writing "WHAT PID COMM\n" for each.
+int SignalChildrenWhere(pid_t launcher, const std::function<bool(const ProcInfo&)>& wanted,
+                        int signal, int report_fd) {
   const uid_t me = ::getuid();
   std::set<pid_t> stopped;
   for (;;) {
@@ -360,9 +361,10 @@ int StopChildrenWhere(pid_t launcher, const std::function<bool(const ProcInfo&)>
           info->state == 'Z' || !IsBelow(*info, launcher) || RealUid(pid) != me) {
         continue;
       }
-      if (::kill(pid, SIGSTOP) == 0) {
+      if (::kill(pid, signal) == 0) {
         stopped.insert(pid);
-        Report(report_fd, "stopped " + std::to_string(pid) + " " + info->comm);
+        Report(report_fd, std::string(signal == SIGSTOP ? "stopped " : "signalled ") +
+                              std::to_string(pid) + " " + info->comm);
       }
     }
     std::this_thread::sleep_for(milliseconds(2));
@@ -372,13 +374,13 @@ int StopChildrenWhere(pid_t launcher, const std::function<bool(const ProcInfo&)>
 }  // namespace
 
 int StopPreExecChildren(pid_t launcher, const std::string& job_comm, int report_fd) {
-  return StopChildrenWhere(
-      launcher, [&](const ProcInfo& info) { return info.comm != job_comm; }, report_fd);
+  return SignalChildrenWhere(
+      launcher, [&](const ProcInfo& info) { return info.comm != job_comm; }, SIGSTOP, report_fd);
 }
 
-int StopChildrenNamed(pid_t launcher, const std::string& comm, int report_fd) {
-  return StopChildrenWhere(
-      launcher, [&](const ProcInfo& info) { return info.comm == comm; }, report_fd);
+int SignalChildrenNamed(pid_t launcher, const std::string& comm, int signal, int report_fd) {
+  return SignalChildrenWhere(
+      launcher, [&](const ProcInfo& info) { return info.comm == comm; }, signal, report_fd);
 }
 
 std::optional<ProcInfo> ReadProc(pid_t pid) {

@@ -93,9 +93,10 @@ int SubmitRepeatedly(const std::string& socket, const std::string& request,
 // "stopped PID COMM\n" to `report_fd` for each.
 int StopPreExecChildren(pid_t launcher, const std::string& job_comm, int report_fd);
 
-// The same for the processes named `comm` (a helper the launcher forked
-// keeps its name, and runs as the user).
-int StopChildrenNamed(pid_t launcher, const std::string& comm, int report_fd);
+// Sends `signal` the same way to the processes named `comm` (a helper the
+// launcher forked keeps its name, and runs as the user); "stopped PID
+// COMM" for SIGSTOP, else "signalled PID COMM".
+int SignalChildrenNamed(pid_t launcher, const std::string& comm, int signal, int report_fd);
 
 // /proc/PID/stat, parsed.
 struct ProcInfo {
