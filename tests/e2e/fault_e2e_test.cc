@@ -177,10 +177,10 @@ class FaultE2eTest : public ::testing::Test {
 
   // kill -9 of the launcher: its roles follow it out; the daemon is started
   // again, as systemd would.
-  void KillLauncherAndRestart() {
+  void KillLauncherAndRestart(bool whole_group = false) {
     pid_t executor = -1, broker = -1;
     LatestRolePids(daemon_.log(), &executor, &broker);
-    ::kill(daemon_.daemon_pid(), SIGKILL);
+    ::kill(whole_group ? -daemon_.daemon_pid() : daemon_.daemon_pid(), SIGKILL);
     daemon_.WaitForExit(seconds(5));
     DaemonHarness::WaitFor([&] { return !Alive(executor) && !Alive(broker); }, seconds(10));
     ASSERT_TRUE(daemon_.Start(Flags())) << daemon_.log();
@@ -344,7 +344,8 @@ TEST_F(FaultE2eTest, ChurnUnderRandomKillsLosesNothing) {
     std::this_thread::sleep_for(milliseconds(400 + random() % 500));
     const unsigned pick = random() % 20;
     if (pick < 2) {
-      KillLauncherAndRestart();
+      // Half of them take the whole process group: shepherds included.
+      KillLauncherAndRestart(/*whole_group=*/pick == 0);
       if (HasFatalFailure()) break;
       ++launcher_kills;
     } else if (pick < 4) {
@@ -400,12 +401,15 @@ TEST_F(FaultE2eTest, ChurnUnderRandomKillsLosesNothing) {
   EXPECT_TRUE(violations.empty()) << violations.size() << " violations:" << some;
 }
 
-// A start cut short: the whole process group (launcher, roles, shepherds)
-// killed with SIGKILL while a job is on its way to exec, slowed by a PATH
-// of thousands of entries, then the daemon started again; fifty times. The
-// job child execs only once its shepherd has recorded it, so recovery's
-// "never forked" is true: no job runs twice, and none is lost.
-TEST_F(FaultE2eTest, StartsCutShortByProcessGroupKillsNeverRunTwice) {
+// A start cut short while the job is on its way to exec, slowed by a PATH
+// of thousands of entries: fifty times by SIGKILL of the whole process
+// group (launcher, roles, shepherds) and a fresh start, fifty times by a
+// reload (the new executor finds the start in flight). The job child execs
+// only once its shepherd has recorded it, so recovery's "never forked" is
+// true, and recovery waits for a start in flight in its loop (nothing may
+// sleep under its filter): no job runs twice, none is lost, and the daemon
+// never exits.
+TEST_F(FaultE2eTest, StartsCutShortByKillsAndReloadsNeverRunTwice) {
   Boot();
   std::string path = "PATH=x";
   for (int i = 0; i < 12000; ++i)
@@ -413,8 +417,8 @@ TEST_F(FaultE2eTest, StartsCutShortByProcessGroupKillsNeverRunTwice) {
   path += ":/usr/bin:/bin";
   std::mt19937 random(20261205);
   std::vector<Submission> submissions;
-  int kills = 0;
-  for (int round = 0; round < 50; ++round) {
+  int kills = 0, reloads = 0;
+  for (int round = 0; round < 100; ++round) {
     Submission s;
     s.token = "k" + std::to_string(round);
     CommandResult r = daemon_.Dispatch(
@@ -426,6 +430,16 @@ TEST_F(FaultE2eTest, StartsCutShortByProcessGroupKillsNeverRunTwice) {
     }
     submissions.push_back(s);
     std::this_thread::sleep_for(milliseconds(random() % 60));
+    if (round % 2 == 1) {
+      const std::size_t starts = Count(daemon_.log(), "roles started");
+      daemon_.Reload();
+      ASSERT_TRUE(DaemonHarness::WaitFor(
+          [&] { return Count(daemon_.log(), "roles started") > starts; }, seconds(30)))
+          << "no roles after a reload\n"
+          << daemon_.log().substr(0, 20000);
+      ++reloads;
+      continue;
+    }
     pid_t executor = -1, broker = -1;
     LatestRolePids(daemon_.log(), &executor, &broker);
     ::kill(-daemon_.daemon_pid(), SIGKILL);
@@ -455,8 +469,8 @@ TEST_F(FaultE2eTest, StartsCutShortByProcessGroupKillsNeverRunTwice) {
     never += s.id != 0 && runs == 0 ? 1 : 0;
     EXPECT_LE(runs, 1u) << s.token << " (job " << s.id << ") ran " << runs << " times";
   }
-  std::cout << "FAULT-FIGURES group_kills=" << kills << " acked=" << acked << " ran_twice=" << twice
-            << " never_ran=" << never << std::endl;
+  std::cout << "FAULT-FIGURES group_kills=" << kills << " reloads=" << reloads << " acked=" << acked
+            << " ran_twice=" << twice << " never_ran=" << never << std::endl;
   EXPECT_TRUE(settled) << "not every accepted job finished\n" << daemon_.log().substr(0, 20000);
   EXPECT_TRUE(Alive(daemon_.daemon_pid())) << "the daemon exited";
 }
