@@ -344,8 +344,7 @@ TEST_F(FaultE2eTest, ChurnUnderRandomKillsLosesNothing) {
     std::this_thread::sleep_for(milliseconds(400 + random() % 500));
     const unsigned pick = random() % 20;
     if (pick < 2) {
-      // Half of them take the whole process group: shepherds included.
-      KillLauncherAndRestart(/*whole_group=*/pick == 0);
+      KillLauncherAndRestart();
       if (HasFatalFailure()) break;
       ++launcher_kills;
     } else if (pick < 4) {
