@@ -252,11 +252,7 @@ void ExecutorServer::OnForget(std::uint64_t req, const std::string& text) {
   }
   // The tree is the user's: removed without following anything in it, a
   // step per loop turn, after the answer.
-  if (Result<TreeRemoval> removal = TreeRemoval::Open(job_dir(id), OwnerOf(it->second)); removal) {
-    removals_.push_back(std::move(*removal));
-  } else {
-    LogWarning("forget " + JobText(id) + ": " + removal.error().message());
-  }
+  removals_.emplace_back(job_dir(id), OwnerOf(it->second));
   if (!config_.no_dev_dir) ::unlink((config_.dev_dir + "/jobs/" + std::to_string(id)).c_str());
   ::unlink(host::RunRecordPath(run_dir(), id).c_str());
   usage_.Remove(id);
@@ -267,15 +263,19 @@ void ExecutorServer::OnForget(std::uint64_t req, const std::string& text) {
 }
 
 bool ExecutorServer::StepRemovals() {
-  // A few milliseconds of unlinks a turn: a huge tree delays nobody.
+  // A few milliseconds of unlinks a turn, shared by as many removals as
+  // it covers: a huge tree delays nobody, and many small ones go together.
   constexpr std::size_t kEntriesPerTurn = 1000;
-  if (removals_.empty()) return false;
-  TreeRemoval& removal = removals_.front();
-  Result<bool> done = removal.Step(kEntriesPerTurn);
-  if (done && !*done) return true;
-  Result<void> outcome = done ? removal.Outcome() : Result<void>(done.error());
-  if (!outcome) LogWarning("removing " + removal.path() + ": " + outcome.error().message());
-  removals_.pop_front();
+  std::size_t budget = kEntriesPerTurn;
+  while (!removals_.empty() && budget > 0) {
+    TreeRemoval& removal = removals_.front();
+    Result<bool> done = removal.Step(budget);
+    if (done && !*done) break;
+    Result<void> outcome = done ? removal.Outcome() : Result<void>(done.error());
+    if (!outcome) LogWarning("removing " + removal.path() + ": " + outcome.error().message());
+    removals_.pop_front();
+    if (budget > 0) --budget;  // an empty dir still costs its opening
+  }
   return !removals_.empty();
 }
 
@@ -381,8 +381,11 @@ Result<void> ExecutorServer::Run() {
     // the launcher is always read, so its outbox to us drains too.
     const bool take_requests =
         specs_loaded_ && !to_broker_.over_high_water() && !to_launcher_.over_high_water();
+    // Not reading the broker and nothing for it: left out of the poll, or a
+    // broker that hung up would wake every turn.
+    const bool watch_broker = take_requests || to_broker_.wants_write();
     struct pollfd fds[2] = {
-        {broker_fd_,
+        {watch_broker ? broker_fd_ : -1,
          static_cast<short>((take_requests ? POLLIN : 0) |
                             (to_broker_.wants_write() ? POLLOUT : 0)),
          0},
@@ -449,7 +452,8 @@ Result<void> ExecutorServer::Run() {
     (void)StepRemovals();
     const auto now = std::chrono::steady_clock::now();
     launcher_calls_.ExpireOverdue(now);
-    if (now - last_tick >= std::chrono::milliseconds(kMaxPollMs) || ready == 0) {
+    // A poll that timed out (not one that only looked: a removal pending).
+    if (now - last_tick >= std::chrono::milliseconds(kMaxPollMs) || (ready == 0 && wait_ms > 0)) {
       Tick();
       last_tick = now;
     }

@@ -203,9 +203,13 @@ void ExecutorServer::LoadSpecs() {
       Result<std::uint64_t> job_start =
           host::ProcStartTime(static_cast<int>(spec.pid), facts_.proc_root);
       spec.proc_start = job_start ? *job_start : 0;
+      // The record's own start time where it has one: a process that took
+      // the shepherd's pid since (a power cut) is not taken for it.
       Result<std::uint64_t> shepherd_start =
           host::ProcStartTime(static_cast<int>(spec.shepherd), facts_.proc_root);
-      spec.shepherd_start = shepherd_start ? *shepherd_start : 0;
+      spec.shepherd_start = record->shepherd_start != 0 ? record->shepherd_start
+                            : shepherd_start            ? *shepherd_start
+                                                        : 0;
       if (Result<void> saved = Save(spec); !saved) {
         LogWarning("cannot save the spec of job " + std::to_string(id) + ": " +
                    saved.error().message());
@@ -261,13 +265,8 @@ void ExecutorServer::PruneLeftovers() {
     if (facts_.as_root && ::lstat(entry.path().c_str(), &dir) == 0)
       owner = JobDirOwner{dir.st_uid, 0};
     // Taken apart by the loop, a step a turn, like a forgotten job's.
-    if (Result<TreeRemoval> removal = TreeRemoval::Open(entry.path().string(), owner); removal) {
-      removals_.push_back(std::move(*removal));
-      LogInfo("removing the leftover dir of job " + name + ", which has no launch spec");
-    } else {
-      LogWarning("cannot remove the leftover job dir " + entry.path().string() + ": " +
-                 removal.error().message());
-    }
+    removals_.emplace_back(entry.path().string(), owner);
+    LogInfo("removing the leftover dir of job " + name + ", which has no launch spec");
   }
   if (config_.no_dev_dir) return;
   for (const auto& entry : std::filesystem::directory_iterator(config_.dev_dir + "/jobs", ec)) {

@@ -20,35 +20,34 @@ DIR* StreamOf(UniqueFd fd) {
 
 }  // namespace
 
-Result<TreeRemoval> TreeRemoval::Open(const std::string& path, std::optional<JobDirOwner> owner,
-                                      int max_depth) {
-  TreeRemoval removal;
-  removal.path_ = path;
-  removal.owner_ = owner;
-  removal.max_depth_ = max_depth;
-  UniqueFd top(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+Result<void> TreeRemoval::OpenTop() {
+  opened_ = true;
+  UniqueFd top(::open(path_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!top.valid()) {
-    if (errno == ENOENT) {
-      removal.done_ = true;
-      return removal;
+    if (errno == ENOENT || ((errno == ENOTDIR || errno == ELOOP) && ::unlink(path_.c_str()) == 0)) {
+      done_ = true;
+      return Ok();
     }
-    if ((errno == ENOTDIR || errno == ELOOP) && ::unlink(path.c_str()) == 0) {
-      removal.done_ = true;
-      return removal;
-    }
-    return Error::FromErrno(errno, "open " + path);
+    done_ = true;
+    return Error::FromErrno(errno, "open " + path_);
   }
   struct stat st {};
-  if (::fstat(top.get(), &st) != 0) return Error::FromErrno(errno, "stat " + path);
-  removal.device_ = st.st_dev;
+  if (::fstat(top.get(), &st) != 0) return Error::FromErrno(errno, "stat " + path_);
+  device_ = st.st_dev;
   DIR* stream = StreamOf(std::move(top));
-  if (stream == nullptr) return Error::FromErrno(errno, "read " + path);
-  removal.levels_.push_back(Level{std::unique_ptr<DIR, DirCloser>(stream), "", 0});
-  return removal;
+  if (stream == nullptr) return Error::FromErrno(errno, "read " + path_);
+  levels_.push_back(Level{std::unique_ptr<DIR, DirCloser>(stream), "", 0});
+  return Ok();
 }
 
-Result<bool> TreeRemoval::Step(std::size_t budget) {
-  for (std::size_t seen = 0; !done_ && seen < budget; ++seen) {
+Result<bool> TreeRemoval::Step(std::size_t& budget) {
+  if (!opened_) {
+    if (Result<void> opened = OpenTop(); !opened) {
+      done_ = true;
+      return opened.error();
+    }
+  }
+  for (; !done_ && budget > 0; --budget) {
     Level& level = levels_.back();
     errno = 0;
     const struct dirent* entry = ::readdir(level.stream.get());
@@ -139,8 +138,9 @@ Result<void> TreeRemoval::Outcome() const {
 
 Result<void> RemoveJobDir(const std::string& path, std::optional<JobDirOwner> owner,
                           int max_depth) {
-  HPCB_ASSIGN_OR_RETURN(TreeRemoval removal, TreeRemoval::Open(path, owner, max_depth));
-  HPCB_TRY(removal.Step(SIZE_MAX));
+  TreeRemoval removal(path, owner, max_depth);
+  std::size_t unbounded = SIZE_MAX;
+  HPCB_TRY(removal.Step(unbounded));
   return removal.Outcome();
 }
 

@@ -20,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "executor/job_dir.h"
@@ -29,14 +30,16 @@ namespace hpcb::executor {
 
 class TreeRemoval {
  public:
-  // Nothing at `path` (or a non-directory, which is unlinked) is a removal
-  // that is already done.
-  static Result<TreeRemoval> Open(const std::string& path, std::optional<JobDirOwner> owner,
-                                  int max_depth = 32);
+  // Nothing is opened until the first step: many removals may wait their
+  // turn, and each holds no descriptor until then.
+  TreeRemoval(std::string path, std::optional<JobDirOwner> owner, int max_depth = 32)
+      : path_(std::move(path)), owner_(owner), max_depth_(max_depth) {}
 
-  // Looks at up to `budget` entries; true once the walk is over. Left
-  // entries (see above) are then reported by `Outcome`.
-  Result<bool> Step(std::size_t budget);
+  // Looks at up to `budget` entries, taking what it used from it; true
+  // once the walk is over (nothing at the path, or a non-directory there,
+  // which is unlinked, is over at once). Left entries (see above) are then
+  // reported by `Outcome`.
+  Result<bool> Step(std::size_t& budget);
   // Once Step said true: Ok, or what was left and why.
   Result<void> Outcome() const;
   const std::string& path() const { return path_; }
@@ -50,6 +53,7 @@ class TreeRemoval {
     std::string name;  // in the level above; "" for the top
     std::size_t kept_before = 0;
   };
+  Result<void> OpenTop();
   Result<void> Visit(const struct dirent& entry);
   Result<void> Finish(Level level);
 
@@ -60,6 +64,7 @@ class TreeRemoval {
   std::vector<Level> levels_;
   std::size_t kept_ = 0;
   bool too_deep_ = false;
+  bool opened_ = false;
   bool done_ = false;
 };
 

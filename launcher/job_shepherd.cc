@@ -96,14 +96,15 @@ void RunShepherd(const protocol::SpawnRequest& request, const PreparedJob& job, 
     record.shepherd_start = *started;
   }
   record.placement = request.placement;
-  // Before the fork: a launcher that dies from here on leaves a record
-  // saying the job may be starting, so no one starts it a second time.
-  (void)run_record.Append(record, host::Sync::kNone);
   auto give_up = [&](int err) {
     ::unlink(host::RunRecordPath(options.run_dir, record.id).c_str());
     Report(report_fd, ShepherdReport{0, kTimedOutStage, err});
     ::_exit(1);
   };
+  // Before the fork: a launcher that dies from here on leaves a record
+  // saying the job may be starting, so no one starts it a second time.
+  // Without it, a restart in this window could start the job again.
+  if (!run_record.Append(record, host::Sync::kNone)) give_up(EIO);
   int exec_pipe[2];
   if (::pipe2(exec_pipe, O_CLOEXEC) != 0) give_up(errno);
   int go_pipe[2];
@@ -135,7 +136,8 @@ void RunShepherd(const protocol::SpawnRequest& request, const PreparedJob& job, 
   record.pid = child;
   record.start_time = EpochNow();
   if (Result<void> noted = run_record.Append(record, host::Sync::kNone); !noted) {
-    ::close(go_pipe[1]);  // the child sees EOF and exits without exec'ing
+    ::close(go_pipe[1]);           // the child sees EOF and exits without exec'ing
+    (void)::kill(child, SIGKILL);  // the user's by now, who may have stopped it
     (void)::waitpid(child, nullptr, 0);
     give_up(EIO);
   }

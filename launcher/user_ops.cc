@@ -174,7 +174,11 @@ Result<void> DeliverHere(int buffer_fd, const std::string& dest, std::uint64_t m
   // nothing in the user's directory. A filesystem without O_TMPFILE gets a
   // named temporary from the start.
   const std::string temp = TempNameFor(name);
-  UniqueFd out(::openat(dir_fd.get(), ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0640));
+  // Named later through /proc/self/fd: without /proc, a named temporary.
+  UniqueFd out;
+  if (::access("/proc/self/fd", X_OK) == 0) {
+    out.reset(::openat(dir_fd.get(), ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0640));
+  }
   const bool unnamed = out.valid();
   if (!unnamed) {
     out.reset(::openat(dir_fd.get(), temp.c_str(),

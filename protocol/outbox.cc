@@ -23,6 +23,7 @@ Result<void> Outbox::Enqueue(std::string bytes, const std::vector<int>& fds) {
 
 Result<void> Outbox::Send(std::string_view payload, const std::vector<int>& fds) {
   if (fds.size() > kMaxPassedFds) return InvalidArgument("too many descriptors to pass");
+  if (broken_) return Error(ErrorCode::kUnavailable, "the channel failed earlier");
   std::vector<std::string> packets = SplitIntoPackets(payload);
   for (std::size_t i = 0; i < packets.size(); ++i) {
     const std::vector<int>& attached = i == 0 ? fds : std::vector<int>{};
@@ -30,6 +31,8 @@ Result<void> Outbox::Send(std::string_view payload, const std::vector<int>& fds)
       const int failed = SendPacket(fd_, packets[i], attached, MSG_DONTWAIT);
       if (failed == 0) continue;
       if (failed != EAGAIN && failed != EWOULDBLOCK) {
+        // Half a message may be out: nothing sent after it could be read.
+        broken_ = i > 0;
         return Error::FromErrno(failed, "send message");
       }
     }
@@ -49,6 +52,7 @@ Result<void> Outbox::Flush() {
     if (failed != 0) {
       queue_.clear();
       queued_bytes_ = 0;
+      broken_ = true;
       return Error::FromErrno(failed, "send message");
     }
     queued_bytes_ -= front.bytes.size();

@@ -47,7 +47,7 @@ class Outbox {
   // peer is gone (or the message is malformed); nothing of it is queued.
   Result<void> Send(std::string_view payload, const std::vector<int>& fds = {});
   // Sends queued packets until the socket would block. An error means the
-  // peer is gone; the queue is dropped.
+  // peer is gone; the queue is dropped, and later sends fail.
   Result<void> Flush();
 
   bool wants_write() const { return !queue_.empty(); }
@@ -65,6 +65,8 @@ class Outbox {
   int fd_;
   std::deque<QueuedPacket> queue_;
   std::size_t queued_bytes_ = 0;
+  // A send failed part-way (the peer is gone): every later one fails too.
+  bool broken_ = false;
 };
 
 }  // namespace hpcb::protocol

@@ -179,20 +179,45 @@ TEST(JobDirTest, AStepwiseRemovalStaysWithinEachStepsBudget) {
     WriteText(dir + "/deep/a/b/g" + std::to_string(i), "y");
   }
   ASSERT_EQ(::symlink(outside.c_str(), (dir + "/deep/a/link").c_str()), 0);
-  Result<TreeRemoval> removal = TreeRemoval::Open(dir, std::nullopt);
-  ASSERT_TRUE(removal) << removal.error().message();
+  TreeRemoval removal(dir, std::nullopt);
   int steps = 0;
   for (;; ++steps) {
     ASSERT_LT(steps, 1000) << "the removal never ended";
-    Result<bool> done = removal->Step(10);
+    std::size_t budget = 10;
+    Result<bool> done = removal.Step(budget);
     ASSERT_TRUE(done) << done.error().message();
     if (*done) break;
     EXPECT_TRUE(std::filesystem::exists(dir)) << "gone before its last step";
   }
   EXPECT_GE(steps, 8) << "about 90 entries cannot go in fewer steps of 10";
-  EXPECT_TRUE(removal->Outcome());
+  EXPECT_TRUE(removal.Outcome());
   EXPECT_FALSE(std::filesystem::exists(dir));
   EXPECT_EQ(ReadText(outside + "/keep"), "keep\n");
+}
+
+// Removals wait their turn without holding anything open: a burst of
+// thousands of forgets must not use up the executor's descriptors.
+TEST(JobDirTest, AWaitingRemovalHoldsNoDescriptor) {
+  TempDir tmp;
+  auto open_fds = [] {
+    return std::distance(std::filesystem::directory_iterator("/proc/self/fd"),
+                         std::filesystem::directory_iterator());
+  };
+  std::vector<TreeRemoval> waiting;
+  for (int i = 0; i < 50; ++i) {
+    const std::string dir = tmp.path() + "/" + std::to_string(i);
+    ASSERT_TRUE(CreateJobDir(dir, std::nullopt, "{}\n"));
+  }
+  const auto before = open_fds();
+  for (int i = 0; i < 50; ++i)
+    waiting.emplace_back(tmp.path() + "/" + std::to_string(i), std::nullopt);
+  EXPECT_EQ(open_fds(), before);
+  for (TreeRemoval& removal : waiting) {
+    std::size_t budget = 100;
+    ASSERT_TRUE(removal.Step(budget));
+  }
+  EXPECT_EQ(open_fds(), before) << "a finished removal kept a descriptor";
+  EXPECT_FALSE(std::filesystem::exists(tmp.path() + "/0"));
 }
 
 }  // namespace
