@@ -322,35 +322,35 @@ bool BrokerCore::WaitsForDependencies(const JobRecord& job) const {
          CheckDependencies(job, jobs_).state == DependencyState::kWaiting;
 }
 
-bool BrokerCore::RetentionDue() {
-  bool due = touched_.retention_all;
-  for (std::uint64_t id : touched_.for_retention) {
-    if (due) break;
-    auto it = jobs_.find(id);
-    // A job that ended or went, or a dependent that left the queue (what
-    // it waited for may go now); a new queued job only keeps others.
-    due = it == jobs_.end() || it->second.done() ||
-          (!it->second.queued() && !it->second.after.empty());
+bool BrokerCore::PassDue(bool& all, std::set<std::uint64_t>& touched,
+                         const std::function<bool(const JobRecord*)>& matters) const {
+  bool due = all;
+  for (auto id = touched.begin(); !due && id != touched.end(); ++id) {
+    auto it = jobs_.find(*id);
+    due = matters(it == jobs_.end() ? nullptr : &it->second);
   }
-  touched_.retention_all = false;
-  touched_.for_retention.clear();
+  all = false;
+  touched.clear();
   return due;
 }
 
+bool BrokerCore::RetentionDue() {
+  // A job that ended or went, or a dependent that left the queue (what it
+  // waited for may go now); a new queued job only keeps others.
+  return PassDue(touched_.retention_all, touched_.for_retention, [](const JobRecord* job) {
+    return job == nullptr || job->done() || (!job->queued() && !job->after.empty());
+  });
+}
+
 bool BrokerCore::DependenciesDue() {
-  bool due = touched_.dependencies_all;
-  for (std::uint64_t id : touched_.for_dependencies) {
-    if (due) break;
-    auto it = jobs_.find(id);
-    // A job that ended or went decides its dependents; a new dependent
-    // whose dependency already failed is decided now.
-    due = it == jobs_.end() || it->second.done() ||
-          (it->second.queued() && !it->second.after.empty() &&
-           CheckDependencies(it->second, jobs_).state == DependencyState::kFailed);
-  }
-  touched_.dependencies_all = false;
-  touched_.for_dependencies.clear();
-  return due;
+  // A job that ended or went decides its dependents; a new dependent whose
+  // dependency already failed is decided now.
+  return PassDue(touched_.dependencies_all, touched_.for_dependencies,
+                 [this](const JobRecord* job) {
+                   return job == nullptr || job->done() ||
+                          (job->queued() && !job->after.empty() &&
+                           CheckDependencies(*job, jobs_).state == DependencyState::kFailed);
+                 });
 }
 
 Result<JobRecord> BrokerCore::RecordFor(std::uint64_t id,

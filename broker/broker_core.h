@@ -244,9 +244,13 @@ class BrokerCore {
   // Whether a pass of retention / dependency resolution can find anything
   // new, from the jobs changed since the last one.
   bool RetentionDue();
+  bool DependenciesDue();
+  // Whether one of `touched` (or, with `all`, every job) `matters` to a
+  // pass (a job that is gone comes as null); both are then cleared.
+  bool PassDue(bool& all, std::set<std::uint64_t>& touched,
+               const std::function<bool(const JobRecord*)>& matters) const;
   // Queued, placed nowhere, and some job it waits for has not ended.
   bool WaitsForDependencies(const JobRecord& job) const;
-  bool DependenciesDue();
   Touched touched_;
   // Queued jobs by uid (for --max-queued-per-user), and each counted job's uid.
   std::map<uid_t, std::size_t> queued_count_;

@@ -212,7 +212,7 @@ class ExecutorServer {
   // job_recovery.cc
   // Drops the run records of starts whose shepherd is gone; settling_
   // keeps those whose shepherd lives.
-  void SettleStartingJobs();
+  void SettleStartingJobs(const std::vector<std::uint64_t>& ids);
   bool ShepherdMayStillStart(const host::RunRecord& record) const;
   // From the loop while starts settle: once they have (or their time is
   // up) the specs are loaded and recovery completes.

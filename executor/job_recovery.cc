@@ -59,15 +59,13 @@ bool ExecutorServer::ShepherdMayStillStart(const host::RunRecord& record) const 
   return ParentOf(record.shepherd, facts_.proc_root) != 0;
 }
 
-void ExecutorServer::SettleStartingJobs() {
+void ExecutorServer::SettleStartingJobs(const std::vector<std::uint64_t>& ids) {
   // A shepherd that was starting a job when we stopped has a record without
   // a pid. Until it says whether the job exec'd, nobody may decide the job
   // never started (and start it again). Its job child cannot exec before
   // the record names it (launcher/job_shepherd.cc), and dies with it, so a
   // shepherd that is gone means the job never ran. One that lives is
   // waited for by the loop, not here: nothing may sleep under the filter.
-  std::vector<std::uint64_t> ids(settling_.begin(), settling_.end());
-  if (ids.empty() && !specs_loaded_) ids = ListSpecs(specs_dir());
   settling_.clear();
   for (std::uint64_t id : ids) {
     Result<host::RunRecord> record = host::LoadRunRecord(run_dir(), id);
@@ -81,7 +79,7 @@ void ExecutorServer::SettleStartingJobs() {
 }
 
 Result<void> ExecutorServer::SettleStep() {
-  SettleStartingJobs();
+  SettleStartingJobs({settling_.begin(), settling_.end()});
   if (!settling_.empty() && std::chrono::steady_clock::now() < settle_until_) return Ok();
   if (!settling_.empty()) {
     LogError(std::to_string(settling_.size()) +
@@ -148,7 +146,7 @@ void ExecutorServer::Recover() {
   }
   high_water_ = std::max(high_water_, opened->highest_id);
   settle_until_ = std::chrono::steady_clock::now() + deadlines_.settle;
-  SettleStartingJobs();
+  SettleStartingJobs(ListIds(specs_dir()));
   if (settling_.empty()) LoadSpecs();
 }
 
@@ -158,13 +156,13 @@ void ExecutorServer::LoadSpecs() {
   // files: a run record or a job dir left of a job also counts, so that no
   // new job is given its id (and overwrites its output.N.log).
   for (const std::vector<std::uint64_t>& found :
-       {ListSpecs(run_dir()), ListSpecs(config_.state_dir + "/jobs", "")}) {
+       {ListIds(run_dir()), ListIds(config_.state_dir + "/jobs", "")}) {
     if (!found.empty()) high_water_ = std::max(high_water_, found.back());
   }
   if (Result<std::string> text = host::ReadSmallFile(high_water_path()); text) {
     high_water_ = std::max<std::uint64_t>(high_water_, std::strtoull(text->c_str(), nullptr, 10));
   }
-  for (std::uint64_t id : ListSpecs(specs_dir())) {
+  for (std::uint64_t id : ListIds(specs_dir())) {
     high_water_ = std::max(high_water_, id);
     Result<LaunchSpec> loaded = LoadSpec(specs_dir(), id);
     if (!loaded && DropEmptySpec(id)) continue;
@@ -205,11 +203,12 @@ void ExecutorServer::LoadSpecs() {
       spec.proc_start = job_start ? *job_start : 0;
       // The record's own start time where it has one: a process that took
       // the shepherd's pid since (a power cut) is not taken for it.
-      Result<std::uint64_t> shepherd_start =
-          host::ProcStartTime(static_cast<int>(spec.shepherd), facts_.proc_root);
-      spec.shepherd_start = record->shepherd_start != 0 ? record->shepherd_start
-                            : shepherd_start            ? *shepherd_start
-                                                        : 0;
+      spec.shepherd_start = record->shepherd_start;
+      if (spec.shepherd_start == 0) {
+        Result<std::uint64_t> shepherd_start =
+            host::ProcStartTime(static_cast<int>(spec.shepherd), facts_.proc_root);
+        spec.shepherd_start = shepherd_start ? *shepherd_start : 0;
+      }
       if (Result<void> saved = Save(spec); !saved) {
         LogWarning("cannot save the spec of job " + std::to_string(id) + ": " +
                    saved.error().message());

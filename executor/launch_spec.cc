@@ -45,9 +45,9 @@ void RemoveSpec(const std::string& specs_dir, std::uint64_t id) {
   ::unlink(SpecPath(specs_dir, id).c_str());
 }
 
-std::vector<std::uint64_t> ListSpecs(const std::string& specs_dir, std::string_view suffix) {
+std::vector<std::uint64_t> ListIds(const std::string& path, std::string_view suffix) {
   std::vector<std::uint64_t> ids;
-  DIR* dir = ::opendir(specs_dir.c_str());
+  DIR* dir = ::opendir(path.c_str());
   if (dir == nullptr) return ids;
   while (struct dirent* entry = ::readdir(dir)) {
     std::string_view name(entry->d_name);

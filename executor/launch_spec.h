@@ -113,8 +113,7 @@ Result<std::uint64_t> SaveSpec(const std::string& specs_dir, const LaunchSpec& s
 Result<LaunchSpec> LoadSpec(const std::string& specs_dir, std::uint64_t id);
 void RemoveSpec(const std::string& specs_dir, std::uint64_t id);
 // Ids of every file named `<id><suffix>` in the dir (others are ignored).
-std::vector<std::uint64_t> ListSpecs(const std::string& specs_dir,
-                                     std::string_view suffix = ".json");
+std::vector<std::uint64_t> ListIds(const std::string& path, std::string_view suffix = ".json");
 
 }  // namespace hpcb::executor
 

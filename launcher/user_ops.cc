@@ -169,12 +169,11 @@ Result<void> DeliverHere(int buffer_fd, const std::string& dest, std::uint64_t m
                                                     " bytes, over the delivery limit of " +
                                                     std::to_string(max_bytes) + " bytes");
   }
-  // The copy is written unnamed (O_TMPFILE) and given a name only once
-  // whole, so a helper killed mid-copy (its deadline, or its user) leaves
-  // nothing in the user's directory. A filesystem without O_TMPFILE gets a
-  // named temporary from the start.
+  // The copy is written unnamed (O_TMPFILE) and given a name, through
+  // /proc/self/fd, only once whole, so a helper killed mid-copy (its
+  // deadline, or its user) leaves nothing in the user's directory. Without
+  // O_TMPFILE or /proc, a named temporary from the start.
   const std::string temp = TempNameFor(name);
-  // Named later through /proc/self/fd: without /proc, a named temporary.
   UniqueFd out;
   if (::access("/proc/self/fd", X_OK) == 0) {
     out.reset(::openat(dir_fd.get(), ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0640));

@@ -38,8 +38,6 @@ class Outbox {
   static constexpr std::size_t kHighWater = std::size_t{8} << 20;
 
   explicit Outbox(int fd = -1) : fd_(fd) {}  // borrowed
-  void set_fd(int fd) { fd_ = fd; }
-  int fd() const { return fd_; }
 
   // Sends `payload` (framed as SendMessage does) with `fds` on its first
   // packet, or queues what the socket will not take now. The descriptors
@@ -53,7 +51,6 @@ class Outbox {
   bool wants_write() const { return !queue_.empty(); }
   bool over_high_water() const { return queued_bytes_ > kHighWater; }
   std::size_t queued_bytes() const { return queued_bytes_; }
-  std::size_t queued_packets() const { return queue_.size(); }
 
  private:
   struct QueuedPacket {
