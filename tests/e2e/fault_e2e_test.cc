@@ -175,12 +175,40 @@ class FaultE2eTest : public ::testing::Test {
     return out;
   }
 
-  // kill -9 of the launcher: its roles follow it out; the daemon is started
-  // again, as systemd would.
-  void KillLauncherAndRestart(bool whole_group = false) {
+  // This daemon's shepherds, wherever they are in their job's start: they
+  // are forks of its launcher (the same command line, naming this state
+  // directory) under their own name.
+  std::vector<pid_t> Shepherds() const {
+    std::vector<pid_t> found;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::string comm = Slurp(entry.path() / "comm");
+      if (comm != "hpcb-shepherd\n" && comm != "hpcb-standby\n") continue;
+      std::string cmdline = Slurp(entry.path() / "cmdline");
+      std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+      if (cmdline.find(daemon_.state() + " ") != std::string::npos ||
+          cmdline.ends_with(daemon_.state())) {
+        found.push_back(std::stoi(name));
+      }
+    }
+    return found;
+  }
+
+  // kill -9 of the launcher, or of its whole process group (launcher and
+  // roles; the shepherds have sessions of their own and outlive it), or of
+  // that and every shepherd too: the roles follow the launcher out; the
+  // daemon is started again, as systemd would.
+  enum class Kill { kLauncher, kGroup, kGroupAndShepherds };
+  void KillLauncherAndRestart(Kill what = Kill::kLauncher) {
     pid_t executor = -1, broker = -1;
     LatestRolePids(daemon_.log(), &executor, &broker);
-    ::kill(whole_group ? -daemon_.daemon_pid() : daemon_.daemon_pid(), SIGKILL);
+    ::kill(what == Kill::kLauncher ? daemon_.daemon_pid() : -daemon_.daemon_pid(), SIGKILL);
+    if (what == Kill::kGroupAndShepherds) {
+      for (pid_t shepherd : Shepherds())
+        ::kill(shepherd, SIGKILL);
+    }
     daemon_.WaitForExit(seconds(5));
     DaemonHarness::WaitFor([&] { return !Alive(executor) && !Alive(broker); }, seconds(10));
     ASSERT_TRUE(daemon_.Start(Flags())) << daemon_.log();
@@ -305,13 +333,14 @@ TEST_F(FaultE2eTest, EveryAcknowledgedSubmissionOfABurstSurvivesKillingEveryRole
 }
 
 // The churn: jobs submitted as fast as one client goes while a killer sends
-// SIGKILL to a random role (now and then the launcher itself, now and then
-// a reload instead) every second or so.
+// SIGKILL to a random role (now and then the launcher itself or its whole
+// process group, now and then a reload instead) a few times a second, until
+// it has killed HPCB_FAULT_KILLS times (300).
 TEST_F(FaultE2eTest, ChurnUnderRandomKillsLosesNothing) {
   Boot();
-  const auto churn = seconds(std::getenv("HPCB_FAULT_SECONDS") != nullptr
-                                 ? std::atoi(std::getenv("HPCB_FAULT_SECONDS"))
-                                 : 75);
+  const int kills_wanted = std::getenv("HPCB_FAULT_KILLS") != nullptr
+                               ? std::atoi(std::getenv("HPCB_FAULT_KILLS"))
+                               : 300;
   std::vector<Submission> submissions;
   std::mutex mu;
   std::atomic<bool> stop{false};
@@ -336,17 +365,19 @@ TEST_F(FaultE2eTest, ChurnUnderRandomKillsLosesNothing) {
     }
   });
   std::mt19937 random(20261203);
-  int role_kills = 0, launcher_kills = 0, reloads = 0;
-  const auto until = Clock::now() + churn;
-  while (Clock::now() < until) {
-    // Each start of the roles lives a little before the next kill, or the
-    // launcher would rightly take it for a crash loop.
-    std::this_thread::sleep_for(milliseconds(400 + random() % 500));
+  int role_kills = 0, launcher_kills = 0, group_kills = 0, reloads = 0;
+  const auto started = Clock::now();
+  // A bound on the whole, for a daemon too slow to come back.
+  const auto until = started + seconds(20 + kills_wanted * 2);
+  while (role_kills + launcher_kills + group_kills < kills_wanted && Clock::now() < until) {
+    // Each start of the roles lives a little longer than the launcher's
+    // crash-loop bound (300 ms) before the next kill.
+    std::this_thread::sleep_for(milliseconds(330 + random() % 150));
     const unsigned pick = random() % 20;
     if (pick < 2) {
-      KillLauncherAndRestart();
+      KillLauncherAndRestart(pick == 0 ? Kill::kLauncher : Kill::kGroup);
       if (HasFatalFailure()) break;
-      ++launcher_kills;
+      ++(pick == 0 ? launcher_kills : group_kills);
     } else if (pick < 4) {
       daemon_.Reload();
       std::this_thread::sleep_for(milliseconds(300));
@@ -367,12 +398,15 @@ TEST_F(FaultE2eTest, ChurnUnderRandomKillsLosesNothing) {
   for (const Submission& s : submissions)
     acked += s.id ? 1 : 0;
   const std::vector<std::string> violations = Violations(submissions);
-  std::cout << "FAULT-FIGURES churn_s=" << churn.count() << " submissions=" << submissions.size()
+  const auto churn_s =
+      std::chrono::duration_cast<seconds>(Clock::now() - started).count();
+  std::cout << "FAULT-FIGURES churn_s=" << churn_s << " submissions=" << submissions.size()
             << " acked=" << acked << " role_kills=" << role_kills
-            << " launcher_kills=" << launcher_kills << " reloads=" << reloads
-            << " violations=" << violations.size() << std::endl;
+            << " launcher_kills=" << launcher_kills << " group_kills=" << group_kills
+            << " reloads=" << reloads << " violations=" << violations.size() << std::endl;
   EXPECT_TRUE(settled) << "not every accepted job finished";
-  EXPECT_GE(role_kills + launcher_kills, 50);
+  EXPECT_GE(role_kills + launcher_kills + group_kills, kills_wanted);
+  EXPECT_GT(group_kills, 0);
   std::string some;
   for (std::size_t i = 0; i < violations.size() && i < 20; ++i)
     some += "\n  " + violations[i];
@@ -402,7 +436,8 @@ TEST_F(FaultE2eTest, ChurnUnderRandomKillsLosesNothing) {
 
 // A start cut short while the job is on its way to exec, slowed by a PATH
 // of thousands of entries: fifty times by SIGKILL of the whole process
-// group (launcher, roles, shepherds) and a fresh start, fifty times by a
+// group and of every shepherd (each has a session of its own) and a fresh
+// start, fifty times by a
 // reload (the new executor finds the start in flight). The job child execs
 // only once its shepherd has recorded it, so recovery's "never forked" is
 // true, and recovery waits for a start in flight in its loop (nothing may
@@ -439,13 +474,9 @@ TEST_F(FaultE2eTest, StartsCutShortByKillsAndReloadsNeverRunTwice) {
       ++reloads;
       continue;
     }
-    pid_t executor = -1, broker = -1;
-    LatestRolePids(daemon_.log(), &executor, &broker);
-    ::kill(-daemon_.daemon_pid(), SIGKILL);
-    daemon_.WaitForExit(seconds(5));
-    DaemonHarness::WaitFor([&] { return !Alive(executor) && !Alive(broker); }, seconds(10));
+    KillLauncherAndRestart(Kill::kGroupAndShepherds);
+    if (HasFatalFailure()) return;
     ++kills;
-    ASSERT_TRUE(daemon_.Start(Flags())) << daemon_.log().substr(0, 20000);
   }
   std::size_t twice = 0, never = 0, acked = 0;
   const bool settled = DaemonHarness::WaitFor(
