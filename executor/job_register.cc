@@ -11,7 +11,7 @@
 #include "executor/executor_server.h"
 #include "executor/sysfacts.h"
 #include "protocol/base/log.h"
-#include "protocol/client_messages.h"
+#include "protocol/user_requests.h"
 #include "protocol/queued_frame.h"
 
 namespace hpcb::executor {

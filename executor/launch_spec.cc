@@ -10,7 +10,7 @@
 #include <charconv>
 
 #include "protocol/base/unique_fd.h"
-#include "protocol/client_messages.h"
+#include "protocol/user_requests.h"
 #include "protocol/framing.h"
 #include "protocol/host/host_files.h"
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "protocol/client_messages.h"
+#include "protocol/user_requests.h"
 
 namespace hpcb::protocol {
 namespace {

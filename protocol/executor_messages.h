@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "protocol/base/result.h"
-#include "protocol/client_messages.h"
+#include "protocol/user_requests.h"
 #include "protocol/codec.h"
 #include "protocol/envelope.h"
 #include "protocol/job_usage.h"

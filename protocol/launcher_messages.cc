@@ -1,6 +1,6 @@
 #include "protocol/launcher_messages.h"
 
-#include "protocol/client_messages.h"
+#include "protocol/user_requests.h"
 
 namespace hpcb::protocol {
 namespace {

@@ -1,0 +1,113 @@
+// What the root side reads from a user's own connection: a submission
+// (`dispatch new`) and a request for a finished job's output (`dispatch
+// output`). The executor takes these off the client's socket itself, so
+// what runs, and where output goes, is what the user sent, never what the
+// broker says (docs/security/threat-model.md). The rest of the client
+// protocol (client_messages.h) is the broker's and the client's alone and
+// is not linked into the root binaries.
+#ifndef HPCB_PROTOCOL_USER_REQUESTS_H_
+#define HPCB_PROTOCOL_USER_REQUESTS_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "protocol/base/result.h"
+#include "protocol/codec.h"
+
+namespace hpcb::protocol {
+
+// Limits checked by Validate() on every decoded request.
+inline constexpr std::size_t kMaxArgs = 4096;
+inline constexpr std::size_t kMaxArgBytes = std::size_t{128} * 1024;
+inline constexpr std::size_t kMaxPathBytes = 4096;
+inline constexpr std::size_t kMaxEnvBytes = std::size_t{256} * 1024;  // sum of k+v+2
+inline constexpr std::size_t kMaxDependencies = 64;                   // ids in --after
+
+Result<void> CheckArgv(const std::vector<std::string>& argv);
+Result<void> CheckEnv(const std::map<std::string, std::string>& env);
+Result<void> CheckPath(const std::string& path, const char* what);
+
+struct SubmitRequest {
+  std::vector<std::string> argv;
+  std::string cwd;
+  std::optional<std::int64_t> cpu;
+  std::int64_t gpu_cores = 0;
+  std::optional<double> max_mem_gb;
+  std::optional<std::int64_t> max_time_s;
+  bool exclusive = false;
+  bool numa_local_mem = false;
+  bool numa_local_gpu = false;
+  std::optional<std::string> min_gpu_link;  // NV, PIX, PXB, PHB or NODE
+  bool forward_env = false;                 // --env
+  std::map<std::string, std::string> env;   // forwarded + leading NAME=VALUE
+  std::optional<std::string> output;        // absolute; none = --no-output
+  // Start only once these jobs ended: successfully (afterok), or however
+  // they ended when `after_any`.
+  std::vector<std::uint64_t> after;
+  bool after_any = false;
+
+  template <class A>
+  void save(A& ar) const {
+    Put(ar, "cmd", std::string("new"));
+    Put(ar, "argv", argv);
+    Put(ar, "cwd", cwd);
+    Put(ar, "cpu", cpu);
+    Put(ar, "gpu_cores", gpu_cores);
+    Put(ar, "max_mem_gb", max_mem_gb);
+    Put(ar, "max_time_s", max_time_s);
+    Put(ar, "exclusive", exclusive);
+    Put(ar, "numa_local_mem", numa_local_mem);
+    Put(ar, "numa_local_gpu", numa_local_gpu);
+    Put(ar, "min_gpu_link", min_gpu_link);
+    Put(ar, "forward_env", forward_env);
+    Put(ar, "env", env);
+    Put(ar, "output", output);
+    Put(ar, "after", after);
+    Put(ar, "after_any", after_any);
+  }
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "argv", argv);
+    Get(ar, "cwd", cwd);
+    Get(ar, "cpu", cpu);
+    Get(ar, "gpu_cores", gpu_cores);
+    Get(ar, "max_mem_gb", max_mem_gb);
+    Get(ar, "max_time_s", max_time_s);
+    Get(ar, "exclusive", exclusive);
+    Get(ar, "numa_local_mem", numa_local_mem);
+    Get(ar, "numa_local_gpu", numa_local_gpu);
+    Get(ar, "min_gpu_link", min_gpu_link);
+    Get(ar, "forward_env", forward_env);
+    Get(ar, "env", env);
+    Get(ar, "output", output);
+    Get(ar, "after", after);
+    Get(ar, "after_any", after_any);
+  }
+  Result<void> Validate() const;
+};
+
+// `dispatch output ID [--to DIR]`: a finished job's kept output, delivered
+// again to where it was going or (the owner only) to `to`.
+struct OutputRequest {
+  std::uint64_t id = 0;
+  std::optional<std::string> to;  // absolute
+  template <class A>
+  void save(A& ar) const {
+    Put(ar, "cmd", std::string("output"));
+    Put(ar, "id", id);
+    Put(ar, "to", to);
+  }
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "id", id);
+    Get(ar, "to", to);
+  }
+  Result<void> Validate() const;
+};
+
+}  // namespace hpcb::protocol
+
+#endif  // HPCB_PROTOCOL_USER_REQUESTS_H_
