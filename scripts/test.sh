@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: installs build dependencies, builds, checks format
-# and clang-tidy, runs every test through ctest, the real-kernel checks in a qemu guest
+# The whole test suite: installs build dependencies, builds, checks the root
+# side's line budget (scripts/root-size.sh), format and clang-tidy, runs
+# every test through ctest, the real-kernel checks in a qemu guest
 # (scripts/vm-test.sh), then the unit and end-to-end tests again under ASan
 # and UBSan, and each libFuzzer target for a bounded time (FUZZ_SECONDS,
 # default 15).
@@ -8,6 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
+scripts/root-size.sh build  # the root side's code lines against scripts/root-budget
 scripts/lint.sh  # clang-format and clang-tidy (.clang-format, .clang-tidy), ~3 min
 ctest --test-dir build --output-on-failure --timeout 300 -j2
 scripts/slurm-test.sh  # dispatch's Slurm backend against a one-node cluster it starts (skips unless root with apt)
