@@ -103,6 +103,9 @@ def deps(objs):
             die(f"no dependency record for {obj}: build {build} first")
     return found
 
+def top(p):
+    return p.split(os.sep)[0]
+
 def ours(path):
     """The path relative to the source tree, or None for a system header,
     a generated file in the build, or a test, fuzz or bench file."""
@@ -112,14 +115,25 @@ def ours(path):
     rel = os.path.relpath(p, src)
     return None if rel.split(os.sep)[0] in SKIP else rel
 
+# What a root binary must not be built from: the client protocol beyond
+# what root reads from a user (protocol/user_requests.h) and the client.
+def forbidden(rel):
+    return rel == os.path.join("protocol", "client_messages.h") or top(rel) == "client"
+
 linked_by = {}  # file -> set of binaries
+refused = []    # (binary, object, forbidden file)
+cli11 = {}      # object -> binaries whose objects read CLI11's headers
 for name, target in BINARIES.items():
     objs = objects(target)
     if not objs:
         die(f"ninja knows no objects for {target}: is {build} this project's build?")
-    for read in deps(objs).values():
+    for obj, read in deps(objs).items():
+        if any(os.sep + "CLI" + os.sep in r for r in read):
+            cli11.setdefault(obj, set()).add(target)
         for rel in filter(None, map(ours, read)):
             linked_by.setdefault(rel, set()).add(name)
+            if forbidden(rel):
+                refused.append((target, obj, rel))
 
 def code_lines(p):
     # Deliberately root-lines.py's rules, quirks included (a line that opens
@@ -136,9 +150,6 @@ def code_lines(p):
             continue
         n += 1
     return n
-
-def top(p):
-    return p.split(os.sep)[0]
 
 def rank(folder):
     return (ORDER.index(folder) if folder in ORDER else len(ORDER), folder)
@@ -222,7 +233,14 @@ else:
         print(f"{t + '/':<{width}}  {folders[t]:>6,}")
     print(f"{'root total':<{width}}  {total:>6,}  ({len(rows)} files; "
           + ", ".join(f"{BINARIES[b]} {n:,}" for b, n in per_binary.items()) + ")")
+if os.environ["ROOT_SIZE_MARKDOWN"] != "1" and cli11:
+    # Open: the daemon's flags are still parsed with CLI11 in each role.
+    print("CLI11 headers read by: " + ", ".join(
+        f"{o} ({', '.join(sorted(b))})" for o, b in sorted(cli11.items())))
+for target, obj, rel in refused:
+    print(f"root-size: {target} is built from {rel} (read by {obj}); "
+          "root binaries must not compile the client protocol or the client", file=sys.stderr)
 for label, n, limit in over:
     print(f"root-size: {label} {n:,} lines is over the budget of {limit:,}", file=sys.stderr)
-sys.exit(1 if over else 0)
+sys.exit(1 if over or refused else 0)
 EOF
