@@ -1,11 +1,8 @@
-// libFuzzer target: the text parsers fed by flags, sysfs and frames, and
-// the launcher's order to a standby shepherd.
+// libFuzzer target: the text parsers fed by flags, sysfs and frames.
 #include <cstddef>
 #include <cstdint>
-#include <string>
 #include <string_view>
 
-#include "launcher/standby_shepherd.h"
 #include "protocol/base/units.h"
 #include "protocol/framing.h"
 
@@ -20,11 +17,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (!again || *again != *cpus) __builtin_trap();
   }
   (void)hpcb::ParseMemoryGiB(text);
-  const std::string bytes(text);
-  if (auto order = hpcb::launcher::DecodeStandbyOrder(bytes)) {
-    if (hpcb::launcher::EncodeStandbyOrder(order->request_text, order->hide) != bytes)
-      __builtin_trap();
-  }
   hpcb::protocol::FrameDecoder decoder(4096);
   decoder.Feed(text);
   for (int i = 0; i < 64; ++i) {

@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -66,10 +65,10 @@ ShepherdReport AwaitExec(pid_t job, int exec_pipe, std::chrono::milliseconds dea
   }
 }
 
-}  // namespace
-
-void RunShepherd(const protocol::SpawnRequest& request, const PreparedJob& job, SpawnFds fds,
-                 int report_fd, const ShepherdOptions& options) {
+// The shepherd's life, in a child of the launcher that keeps nothing of
+// the launcher's but `fds` and `report_fd`.
+[[noreturn]] void RunShepherd(const protocol::SpawnRequest& request, const PreparedJob& job,
+                              SpawnFds fds, int report_fd, const ShepherdOptions& options) {
   (void)::prctl(PR_SET_NAME, "hpcb-shepherd", 0, 0, 0);
   // A session of its own: a kill of the daemon's process group (kill -9
   // -PGID, a Ctrl-C in the terminal that runs it) ends the daemon but not
@@ -170,6 +169,8 @@ void RunShepherd(const protocol::SpawnRequest& request, const PreparedJob& job, 
   ::_exit(0);
 }
 
+}  // namespace
+
 Result<ShepherdChild> StartShepherd(const protocol::SpawnRequest& request, const PreparedJob& job,
                                     const SpawnFds& fds, const ShepherdOptions& options) {
   int pipe_fds[2];
@@ -185,10 +186,6 @@ Result<ShepherdChild> StartShepherd(const protocol::SpawnRequest& request, const
 std::string DescribeShepherdReport(const ShepherdReport& report, const PreparedJob& job,
                                    std::chrono::milliseconds exec_deadline) {
   if (report.stage == 0) return "";
-  if (report.stage == kHandOverStage) {
-    return "failed to start job: the standby shepherd could not read the job: " +
-           std::string(std::strerror(report.err));
-  }
   if (report.stage == kTimedOutStage) {
     if (report.pid == 0) return "failed to start job: the shepherd could not fork";
     return "failed to start job: it did not reach exec within " +

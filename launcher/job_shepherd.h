@@ -36,9 +36,6 @@ struct ShepherdReport {
   std::int32_t err = 0;
 };
 inline constexpr std::int32_t kTimedOutStage = -1;
-// A standby shepherd (launcher/standby_shepherd.h) could not read the job
-// it was handed; `err` says why.
-inline constexpr std::int32_t kHandOverStage = -2;
 
 struct ShepherdChild {
   pid_t pid = -1;
@@ -59,11 +56,6 @@ struct ShepherdOptions {
 // Forks a shepherd for `job`; its report comes on the returned pipe.
 Result<ShepherdChild> StartShepherd(const protocol::SpawnRequest& request, const PreparedJob& job,
                                     const SpawnFds& fds, const ShepherdOptions& options);
-
-// The shepherd's life, in a child of the launcher that keeps nothing of
-// the launcher's but `fds` and `report_fd`. Never returns.
-[[noreturn]] void RunShepherd(const protocol::SpawnRequest& request, const PreparedJob& job,
-                              SpawnFds fds, int report_fd, const ShepherdOptions& options);
 
 // The reply text's error for a failed report; "" when the job started.
 std::string DescribeShepherdReport(const ShepherdReport& report, const PreparedJob& job,

@@ -13,10 +13,8 @@
 #include <vector>
 
 #include "launcher/account_lookup.h"
-#include "launcher/child_reap.h"
 #include "launcher/dumpable_check.h"
 #include "launcher/gpu_mask.h"
-#include "launcher/private_pages.h"
 #include "launcher/user_helper.h"
 #include "launcher/user_ops.h"
 #include "protocol/base/log.h"
@@ -36,18 +34,6 @@ constexpr std::chrono::milliseconds kShepherdSlack{5000};
 constexpr std::chrono::milliseconds kCrashLoopUptime{300};
 constexpr int kMaxQuickDeaths = 5;
 constexpr int kMaxPollMs = 1000;
-// How long the loop must have had nothing to do before it forks a standby
-// shepherd: a burst of starts is not slowed by forks it does not need yet,
-// and the job just started does not share the CPUs with its successor's
-// fork. At 3 ms that fork landed on the new job's own start, and a job
-// reached its work no sooner than without a standby; at 30 ms it did
-// (design.md, "A shepherd forked ahead").
-constexpr std::chrono::milliseconds kStandbyIdle{30};
-constexpr std::chrono::milliseconds kStandbyBackoff{1000};
-constexpr std::chrono::milliseconds kStandbyMaxBackoff{60000};
-// A standby is killed with SIGKILL and was never a user's: reaped well
-// within this.
-constexpr std::chrono::milliseconds kStandbyReap{2000};
 
 std::string Seconds(std::chrono::milliseconds ms) {
   return std::to_string((ms.count() + 999) / 1000) + " s";
@@ -226,12 +212,17 @@ void LauncherServer::StartSpawn(const protocol::SpawnRequest& request,
     }
     hide = NodesToHide(options_.gpu_dev_dir, present, request.gpus);
   }
-  Result<PreparedJob> job = PreparedJob::Build(request, hide);
+  Result<PreparedJob> job = PreparedJob::Build(request, std::move(hide));
   if (!job) return refuse(job.error().WithContext("failed to start job"));
   SpawnFds fds;
   fds.buffer = packet.fds[0].get();
   if (packet.fds.size() == 2) fds.cgroup_dir = packet.fds[1].get();
-  Result<ShepherdChild> shepherd = ShepherdFor(request, packet, *job, hide, fds);
+  ShepherdOptions shepherd_options;
+  shepherd_options.change_identity = options_.as_root;
+  shepherd_options.run_dir = options_.run_dir;
+  shepherd_options.exec_deadline = options_.exec_deadline;
+  shepherd_options.signals_not_default = signals_not_default_;
+  Result<ShepherdChild> shepherd = StartShepherd(request, *job, fds, shepherd_options);
   if (!shepherd) return refuse(shepherd.error().WithContext("failed to start job"));
   Task task;
   task.kind = LauncherKind::kSpawn;
@@ -242,74 +233,6 @@ void LauncherServer::StartSpawn(const protocol::SpawnRequest& request,
   task.deadline = Clock::now() + task.allowed;
   task.job.emplace(std::move(*job));
   tasks_.emplace(shepherd->pid, std::move(task));
-}
-
-ShepherdOptions LauncherServer::MakeShepherdOptions() const {
-  ShepherdOptions shepherd_options;
-  shepherd_options.change_identity = options_.as_root;
-  shepherd_options.run_dir = options_.run_dir;
-  shepherd_options.exec_deadline = options_.exec_deadline;
-  shepherd_options.signals_not_default = signals_not_default_;
-  return shepherd_options;
-}
-
-Result<ShepherdChild> LauncherServer::ShepherdFor(const protocol::SpawnRequest& request,
-                                                  const protocol::Packet& packet,
-                                                  const PreparedJob& job,
-                                                  const std::vector<std::string>& hide,
-                                                  const SpawnFds& fds) {
-  std::optional<std::string> order;
-  if (standby_) order = MakeStandbyOrder(packet.bytes, hide);
-  if (order) {
-    StandbyShepherd standby = std::move(*standby_);
-    standby_.reset();
-    const pid_t pid = standby.pid;
-    Result<ShepherdChild> handed = HandToStandby(std::move(standby), *order, fds);
-    if (handed) {
-      standby_failures_ = 0;  // only a standby that took its job ends a run of failures
-      return handed;
-    }
-    dismissed_standbys_.insert(pid);
-    StandbyFailed("starting job " + std::to_string(request.id) +
-                  " without its standby: " + handed.error().message());
-  }
-  return StartShepherd(request, job, fds, MakeShepherdOptions());
-}
-
-void LauncherServer::PrepareStandby() {
-  if (standby_ || Clock::now() < standby_not_before_) return;
-  Result<StandbyShepherd> standby = StartStandbyShepherd(MakeShepherdOptions());
-  if (!standby)
-    return StandbyFailed("cannot fork a standby shepherd: " + standby.error().message());
-  standby_ = std::move(*standby);
-  // The fork left the launcher's pages shared with the standby: copied now,
-  // while idle, they are written by the next spawn without a trap
-  // (private_pages.h). An optimisation only: a failed try is let go, and a
-  // kernel that cannot do it at all is not asked again.
-  if (!claim_pages_) return;
-  if (Result<std::size_t> claimed = ClaimOwnPages(); !claimed) {
-    if (ClaimingUnsupported(claimed.error())) {
-      claim_pages_ = false;
-      LogInfo("the kernel will not copy the launcher's pages ahead of a start (" +
-              claimed.error().message() + "); the next spawn after each idle spell copies them");
-    }
-  }
-}
-
-void LauncherServer::StandbyFailed(const std::string& why) {
-  if (standby_failures_ == 0) LogWarning(why + "; jobs start with a fork of their own meanwhile");
-  const auto wait =
-      std::min(kStandbyMaxBackoff, kStandbyBackoff * (1 << std::min(standby_failures_, 6)));
-  standby_not_before_ = Clock::now() + wait;
-  ++standby_failures_;
-}
-
-void LauncherServer::DismissStandby() {
-  if (!standby_) return;
-  const pid_t pid = standby_->pid;
-  standby_.reset();
-  (void)::kill(pid, SIGKILL);
-  (void)ReapWithin(pid, kStandbyReap, std::chrono::milliseconds(5));
 }
 
 void LauncherServer::StartCheckDest(const protocol::CheckDestRequest& request) {
@@ -411,9 +334,6 @@ void LauncherServer::StartDeliver(const protocol::DeliverRequest& request,
 void LauncherServer::OnAnswerReadable(pid_t pid, Task& task) {
   char buf[4096];
   ssize_t n = ::read(task.answer.get(), buf, sizeof buf);
-  // A standby's socket says ECONNRESET where a pipe says EOF: the child
-  // died with something unread.
-  if (n < 0 && errno == ECONNRESET) n = 0;
   if (n < 0) {
     if (errno == EINTR || errno == EAGAIN) return;
     Answer(pid, task, Error::FromErrno(errno, "read the child's answer"));
@@ -551,13 +471,6 @@ bool LauncherServer::ReapChildren() {
         return false;
       }
     }
-    if (standby_ && pid == standby_->pid) {
-      standby_.reset();
-      StandbyFailed("the standby shepherd (pid " + std::to_string(pid) +
-                    ") exited before it was given a job, status " + std::to_string(status));
-      continue;
-    }
-    if (dismissed_standbys_.erase(pid) > 0) continue;
     auto it = tasks_.find(pid);
     if (it == tasks_.end()) {
       Send(Encode(protocol::ChildExited{0, pid, status}));
@@ -603,17 +516,6 @@ bool LauncherServer::PollChildren(int wait_ms) {
 }
 
 LauncherServer::Outcome LauncherServer::Run() {
-  const Outcome outcome = Serve();
-  DismissStandby();
-  // Already killed; reaped here so a re-exec'd launcher, which would not
-  // know them, never reports them to the executor.
-  for (pid_t pid : dismissed_standbys_)
-    (void)ReapWithin(pid, kStandbyReap, std::chrono::milliseconds(5));
-  dismissed_standbys_.clear();
-  return outcome;
-}
-
-LauncherServer::Outcome LauncherServer::Serve() {
   for (;;) {
     // Back-pressure: past the outbox's mark no new request is read; the
     // executor always reads us, so the outbox drains.
@@ -623,7 +525,6 @@ LauncherServer::Outcome LauncherServer::Serve() {
                                    {executor_fd_.get(), executor_events, 0}};
     std::vector<pid_t> owners;
     auto wake = Clock::now() + std::chrono::milliseconds(kMaxPollMs);
-    if (!standby_) wake = std::min(wake, std::max(last_busy_ + kStandbyIdle, standby_not_before_));
     for (auto& [pid, task] : tasks_) {
       if (!task.answered) wake = std::min(wake, task.deadline);
       if (!task.answer.valid()) continue;
@@ -638,9 +539,6 @@ LauncherServer::Outcome LauncherServer::Serve() {
       StopRoles();
       return Outcome::kStop;
     }
-    const auto now = Clock::now();
-    if (ready > 0) last_busy_ = now;
-    if (!standby_ && now - last_busy_ >= kStandbyIdle) PrepareStandby();
     if (fds[0].revents & POLLIN) {
       struct signalfd_siginfo info {};
       if (::read(signal_fd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {

@@ -1,8 +1,7 @@
 // The launcher's service loop. It takes requests from the executor only
 // (spawn a job, check an output path as a user, deliver output as a user),
-// runs each in a child of its own (a shepherd, possibly forked ahead as a
-// standby, or a user helper) and answers when that child does, so no
-// request waits behind another. It reaps its
+// runs each in a child of its own (a shepherd or a user helper) and answers
+// when that child does, so no request waits behind another. It reaps its
 // children, reports the end of each shepherd to the executor, and handles
 // SIGTERM (stop the roles, leave the jobs) and SIGHUP (stop the roles,
 // re-exec in place).
@@ -28,7 +27,6 @@
 #include <functional>
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -36,7 +34,6 @@
 #include "launcher/job_spawn.h"
 #include "launcher/launcher_setup.h"
 #include "launcher/signal_reset.h"
-#include "launcher/standby_shepherd.h"
 #include "protocol/base/result.h"
 #include "protocol/base/unique_fd.h"
 #include "protocol/framing.h"
@@ -90,16 +87,6 @@ class LauncherServer {
   bool PollChildren(int wait_ms);
   std::size_t tasks_in_flight() const { return tasks_.size(); }
 
-  // Forks a standby shepherd (launcher/standby_shepherd.h) if none waits
-  // and none failed lately; Run calls it once the loop has been idle for
-  // kStandbyIdle.
-  void PrepareStandby();
-  pid_t standby_pid() const { return standby_ ? standby_->pid : -1; }
-  // Kills the standby and reaps it (a SIGKILLed root process that never
-  // became a user: it goes at once), before the launcher stops or
-  // re-execs, since a re-exec'd launcher would not know it.
-  void DismissStandby();
-
   // After kRoleDied: a role exited 78 (a refusal, e.g. it could not be
   // confined), so the daemon must exit 78 too rather than be restarted.
   bool RoleRefusedToStart() const;
@@ -122,19 +109,9 @@ class LauncherServer {
     std::optional<PreparedJob> job;  // spawns: for describing a failure
   };
 
-  // Run's loop; Run dismisses the standby once it returns.
-  Outcome Serve();
   // As root, fs.suid_dumpable must not be 1 (launcher/dumpable_check.h).
   Result<void> MayBecomeTheUser() const;
   void StartSpawn(const protocol::SpawnRequest& request, const protocol::Packet& packet);
-  // The standby if one waits (handed the job), else a fresh fork.
-  Result<ShepherdChild> ShepherdFor(const protocol::SpawnRequest& request,
-                                    const protocol::Packet& packet, const PreparedJob& job,
-                                    const std::vector<std::string>& hide, const SpawnFds& fds);
-  ShepherdOptions MakeShepherdOptions() const;
-  // Starts or extends the pause before the next standby; logs `why` only
-  // for the first failure of a run.
-  void StandbyFailed(const std::string& why);
   void StartCheckDest(const protocol::CheckDestRequest& request);
   void StartLookUpUser(const protocol::LookUpUserRequest& request);
   void StartDeliver(const protocol::DeliverRequest& request, const protocol::Packet& packet);
@@ -159,21 +136,9 @@ class LauncherServer {
   Role executor_;
   Role broker_;
   std::map<pid_t, Task> tasks_;
-  std::optional<StandbyShepherd> standby_;
-  // Standbys given up on (killed after a failed hand-off, or found dead):
-  // reaped quietly, never reported to the executor as a child that ended.
-  std::set<pid_t> dismissed_standbys_;
-  // After a standby could not be forked, or died unused, the next try
-  // waits (1 s, doubling to 60 s) and only the first failure is logged.
-  int standby_failures_ = 0;
-  std::chrono::steady_clock::time_point standby_not_before_;
-  // Whether to take back the pages a standby fork shared (private_pages.h).
-  bool claim_pages_ = true;
   // Asked once: this process changes no disposition after start-up
   // (launcher/signal_reset.h).
   std::vector<int> signals_not_default_ = SignalsNotDefault();
-  // When the loop last had something to do (kStandbyIdle counts from it).
-  std::chrono::steady_clock::time_point last_busy_ = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point roles_started_;
   int quick_deaths_ = 0;
 };

@@ -172,9 +172,9 @@ Result<void> SendMessage(int fd, std::string_view payload, const std::vector<int
 Result<Packet> ReceiveMessage(int fd, std::size_t cap) {
   Packet message;
   // Left uninitialised on purpose: only the bytes the kernel writes are
-  // read. Zero-filling 64 KiB writes 16 pages, and in a process that has
-  // just forked (the launcher, after each standby) every one of them is a
-  // copy-on-write fault on the way to the job's exec.
+  // read. Zero-filling 64 KiB writes 16 pages, and in the launcher, whose
+  // running shepherds (forks that never exec) still share its pages, each
+  // shared one is a copy-on-write fault on the way to a job's exec.
   auto buffer = std::make_unique_for_overwrite<char[]>(kPacketPayload + 1);
   bool overflow = false;
   bool bad_control = false;

@@ -13,7 +13,6 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -367,114 +366,6 @@ TEST_F(E2eTest, StrictBackfillOnlyAdmitsJobsThatEndBeforeTheHead) {
 
   EXPECT_NE(long_job.out.find("job 3 queued"), std::string::npos) << long_job.out;
   EXPECT_NE(short_job.out.find("job 4 running"), std::string::npos) << short_job.out;
-}
-
-// What /proc/PID/stat says of a process: its name, state and parent.
-struct ProcStat {
-  std::string comm;
-  char state = 0;
-  pid_t ppid = 0;
-};
-
-std::optional<ProcStat> StatOf(const std::string& pid) {
-  std::ifstream in("/proc/" + pid + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  // The name is in parentheses and may hold any byte: it ends at the last ')'.
-  const std::size_t open = stat.find('('), close = stat.rfind(')');
-  if (open == std::string::npos || close == std::string::npos || close + 4 > stat.size())
-    return std::nullopt;
-  ProcStat out;
-  out.comm = stat.substr(open + 1, close - open - 1);
-  std::istringstream rest(stat.substr(close + 2));
-  if (!(rest >> out.state >> out.ppid)) return std::nullopt;
-  return out;
-}
-
-// The live child of `parent` named `comm`, or -1.
-pid_t ChildNamed(pid_t parent, const std::string& comm) {
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::optional<ProcStat> stat = StatOf(name);
-    if (stat && stat->ppid == parent && stat->state != 'Z' && stat->comm == comm) {
-      return static_cast<pid_t>(std::stol(name));
-    }
-  }
-  return -1;
-}
-
-// Whether `pid` is still a live process named `comm`.
-bool LivesAs(pid_t pid, const std::string& comm) {
-  std::optional<ProcStat> stat = StatOf(std::to_string(pid));
-  return stat && stat->state != 'Z' && stat->comm == comm;
-}
-
-// The launcher's standby shepherd once there is one (within 10 s), or -1.
-pid_t AwaitStandby(pid_t launcher) {
-  pid_t standby = -1;
-  (void)DaemonHarness::WaitFor([&] { return (standby = ChildNamed(launcher, "hpcb-standby")) > 0; },
-                               seconds(10));
-  return standby;
-}
-
-// An idle launcher keeps one shepherd forked ahead of need: the next job
-// runs under it, another takes its place, and it leaves with its launcher
-// on a reload or a stop (only it holds the other end of its socket).
-TEST_F(E2eTest, AStandbyShepherdRunsTheNextJobAndLeavesWithItsLauncher) {
-  StartOrFail();
-  const pid_t launcher = daemon_.daemon_pid();
-  const pid_t standby = AwaitStandby(launcher);
-  ASSERT_GT(standby, 0);
-  CommandResult job = daemon_.Dispatch({"new", "--", "sh", "-c", "echo $PPID"});
-  ASSERT_EQ(job.exit_code, 0) << job.err;
-  const int id = DaemonHarness::JobIdIn(job.out);
-  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return Finished(id); }, seconds(15))) << daemon_.log();
-  EXPECT_EQ(daemon_.ReadWorkFile("output." + std::to_string(id) + ".log"),
-            std::to_string(standby) + "\n");
-
-  const pid_t next = AwaitStandby(launcher);
-  ASSERT_GT(next, 0);
-  EXPECT_NE(next, standby);
-  daemon_.Reload();
-  EXPECT_TRUE(DaemonHarness::WaitFor([&] { return !LivesAs(next, "hpcb-standby"); }, seconds(10)))
-      << "the standby outlived the launcher's re-exec";
-  const pid_t after_reload = AwaitStandby(launcher);
-  ASSERT_GT(after_reload, 0) << daemon_.log();
-  daemon_.Stop();
-  EXPECT_TRUE(
-      DaemonHarness::WaitFor([&] { return !LivesAs(after_reload, "hpcb-standby"); }, seconds(10)))
-      << "the standby outlived its launcher";
-}
-
-// A standby that died (here killed; an OOM kill would do the same) costs
-// nothing: the next job gets a fork of its own, and another standby
-// follows once a pause has passed.
-TEST_F(E2eTest, AJobStillStartsWhenItsStandbyWasKilled) {
-  StartOrFail();
-  const pid_t launcher = daemon_.daemon_pid();
-  const pid_t standby = AwaitStandby(launcher);
-  ASSERT_GT(standby, 0);
-  ASSERT_EQ(::kill(standby, SIGKILL), 0);
-  // Gone, not merely signalled: a standby killed with the job already sent
-  // would fail that job (as a shepherd killed then would).
-  ASSERT_TRUE(
-      DaemonHarness::WaitFor([&] { return !LivesAs(standby, "hpcb-standby"); }, seconds(10)));
-  CommandResult job = daemon_.Dispatch({"new", "--", "sh", "-c", "echo $PPID"});
-  ASSERT_EQ(job.exit_code, 0) << job.err;
-  const int id = DaemonHarness::JobIdIn(job.out);
-  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return Finished(id); }, seconds(15))) << daemon_.log();
-  EXPECT_NE(RowOf(id).find(" done "), std::string::npos) << RowOf(id);
-  EXPECT_EQ(RowOf(id).substr(RowOf(id).size() - 2), " 0") << RowOf(id);
-  const std::string parent = daemon_.ReadWorkFile("output." + std::to_string(id) + ".log");
-  EXPECT_NE(parent, std::to_string(standby) + "\n");
-  EXPECT_FALSE(parent.empty());
-  const pid_t next = AwaitStandby(launcher);
-  ASSERT_GT(next, 0) << daemon_.log();
-  EXPECT_NE(next, standby);
-  const std::string log = daemon_.log();
-  EXPECT_TRUE(log.find("exited before it was given a job") != std::string::npos ||
-              log.find("without its standby") != std::string::npos)
-      << log;
 }
 
 TEST_F(E2eTest, ReloadKeepsARunningJobAndItsExitCode) {

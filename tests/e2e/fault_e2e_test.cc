@@ -185,7 +185,7 @@ class FaultE2eTest : public ::testing::Test {
       const std::string name = entry.path().filename().string();
       if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
       std::string comm = Slurp(entry.path() / "comm");
-      if (comm != "hpcb-shepherd\n" && comm != "hpcb-standby\n") continue;
+      if (comm != "hpcb-shepherd\n") continue;
       std::string cmdline = Slurp(entry.path() / "cmdline");
       std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
       if (cmdline.find(daemon_.state() + " ") != std::string::npos ||
@@ -338,9 +338,8 @@ TEST_F(FaultE2eTest, EveryAcknowledgedSubmissionOfABurstSurvivesKillingEveryRole
 // it has killed HPCB_FAULT_KILLS times (300).
 TEST_F(FaultE2eTest, ChurnUnderRandomKillsLosesNothing) {
   Boot();
-  const int kills_wanted = std::getenv("HPCB_FAULT_KILLS") != nullptr
-                               ? std::atoi(std::getenv("HPCB_FAULT_KILLS"))
-                               : 300;
+  const int kills_wanted =
+      std::getenv("HPCB_FAULT_KILLS") != nullptr ? std::atoi(std::getenv("HPCB_FAULT_KILLS")) : 300;
   std::vector<Submission> submissions;
   std::mutex mu;
   std::atomic<bool> stop{false};
@@ -398,8 +397,7 @@ TEST_F(FaultE2eTest, ChurnUnderRandomKillsLosesNothing) {
   for (const Submission& s : submissions)
     acked += s.id ? 1 : 0;
   const std::vector<std::string> violations = Violations(submissions);
-  const auto churn_s =
-      std::chrono::duration_cast<seconds>(Clock::now() - started).count();
+  const auto churn_s = std::chrono::duration_cast<seconds>(Clock::now() - started).count();
   std::cout << "FAULT-FIGURES churn_s=" << churn_s << " submissions=" << submissions.size()
             << " acked=" << acked << " role_kills=" << role_kills
             << " launcher_kills=" << launcher_kills << " group_kills=" << group_kills

@@ -20,10 +20,7 @@ pass "systemctl start hpc-batch: the packaged service answers dispatch list"
 expect "MainPID is the launcher" hpc-batchd "$(cat /proc/"$(main_pid)"/comm)"
 expect "MainPID runs the packaged hpc-batchd" /usr/libexec/hpc-batch/hpc-batchd \
   "$(readlink /proc/"$(main_pid)"/exe)"
-# Its other child while it idles is a standby shepherd: a fork of itself.
-roles=$(for p in $(pgrep -P "$(main_pid)"); do
-  [ "$(cat /proc/"$p"/comm 2>/dev/null)" = hpcb-standby ] || readlink /proc/"$p"/exe
-done | sort | tr '\n' ' ')
+roles=$(for p in $(pgrep -P "$(main_pid)"); do readlink /proc/"$p"/exe; done | sort | tr '\n' ' ')
 expect "its roles run from beside it" \
   "/usr/libexec/hpc-batch/hpc-batch-broker /usr/libexec/hpc-batch/hpc-batch-executor " "$roles"
 check "Delegate= gave hpc-batch/ cpuset and memory" \
