@@ -29,6 +29,8 @@
 #include <string>
 #include <vector>
 
+#include "executor/account_cache.h"
+#include "executor/dest_cache.h"
 #include "executor/job_dir.h"
 #include "executor/launch_spec.h"
 #include "executor/spec_store.h"
@@ -131,17 +133,20 @@ class ExecutorServer {
   // job_register.cc
   void OnRegister(std::uint64_t req, const protocol::Packet& packet);
   void RefuseRegister(std::uint64_t req, std::uint64_t id, const Error& error);
-  // The launcher's answer for the submitter's account; `checked`, its
-  // check of `output` made with the lookup, if it made one.
+  // The launcher's (or the cache's) answer for the submitter's account;
+  // `checked`, the launcher's check of `output` made with the lookup
+  // (asked at `asked_at`), if it made one.
   void OnAccount(protocol::RegisterJob registration, LaunchSpec spec, const struct ucred& peer,
                  std::optional<std::string> output, Result<protocol::LookUpUserReply> found,
-                 std::optional<protocol::CheckedOutput> checked);
+                 std::optional<protocol::CheckedOutput> checked,
+                 DestCache::Clock::time_point asked_at);
   // Once the account is known: the launcher checks `output` as the user.
   void CheckOutputThenRegister(protocol::RegisterJob registration, LaunchSpec spec,
                                std::optional<std::string> output);
   // The check's answer (either way it was made): the destination or the
   // registration's refusal.
-  void OnOutputChecked(protocol::RegisterJob registration, LaunchSpec spec,
+  void OnOutputChecked(protocol::RegisterJob registration, LaunchSpec spec, const std::string& path,
+                       DestCache::Clock::time_point asked_at,
                        Result<protocol::CheckDestReply> reply);
   // After the destination check (or without one): dir, spec, optional start.
   void FinishRegister(protocol::RegisterJob request, LaunchSpec spec,
@@ -248,6 +253,8 @@ class ExecutorServer {
   protocol::Outbox to_broker_{broker_fd_};
   protocol::PendingCalls launcher_calls_;
   UsageBook usage_;
+  AccountCache accounts_;  // recent lookups: one per user per burst
+  DestCache dests_;        // recent output directory checks: one per user and directory per burst
   std::map<std::uint64_t, LaunchSpec> jobs_;
   std::set<std::uint64_t> registering_;  // account lookup or destination check in flight
   std::set<std::uint64_t> starting_;     // spawn in flight

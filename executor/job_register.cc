@@ -77,29 +77,41 @@ void ExecutorServer::OnRegister(std::uint64_t req, const protocol::Packet& packe
       *submitted,
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
   registering_.insert(id);
+  if (std::optional<protocol::LookUpUserReply> known =
+          accounts_.Find(peer->uid, AccountCache::Clock::now())) {
+    return OnAccount(std::move(*request), std::move(spec), *peer, std::move(submitted->output),
+                     std::move(*known), std::nullopt, DestCache::Clock::now());
+  }
   protocol::LookUpUserRequest look_up;
   look_up.id = id;
   look_up.uid = peer->uid;
   // The lookup's child checks the output path too, as the account it
-  // found: one fork per submission, not two.
+  // found: one fork for a submitter not seen lately, not two.
   if (submitted->output) look_up.output = protocol::OutputToCheck{*submitted->output, peer->gid};
+  const DestCache::Clock::time_point asked_at = DestCache::Clock::now();
   AskLauncher<protocol::LookUpUserReply>(
       look_up, {}, deadlines_.check,
       look_up.output ? "the launcher's account lookup and output path check"
                      : "the launcher's account lookup",
       [this, registration = std::move(*request), spec = std::move(spec), peer = *peer,
-       output = std::move(submitted->output)](Result<protocol::LookUpUserReply> found) mutable {
+       output = std::move(submitted->output),
+       asked_at](Result<protocol::LookUpUserReply> found) mutable {
         std::optional<protocol::CheckedOutput> checked;
-        if (found && !found->error) checked = std::exchange(found->output, std::nullopt);
+        if (found && !found->error) {
+          // The check belongs to this job's path; the account is reused.
+          checked = std::exchange(found->output, std::nullopt);
+          accounts_.Put(peer.uid, *found, AccountCache::Clock::now());
+        }
         OnAccount(std::move(registration), std::move(spec), peer, std::move(output),
-                  std::move(found), std::move(checked));
+                  std::move(found), std::move(checked), asked_at);
       });
 }
 
 void ExecutorServer::OnAccount(protocol::RegisterJob registration, LaunchSpec spec,
                                const struct ucred& peer, std::optional<std::string> output,
                                Result<protocol::LookUpUserReply> found,
-                               std::optional<protocol::CheckedOutput> checked) {
+                               std::optional<protocol::CheckedOutput> checked,
+                               DestCache::Clock::time_point asked_at) {
   if (found && found->error) found = found->error->ToError();
   if (found && found->who.uid != peer.uid) {
     found = Error(ErrorCode::kInternal, "the account lookup answered for another uid");
@@ -116,7 +128,8 @@ void ExecutorServer::OnAccount(protocol::RegisterJob registration, LaunchSpec sp
   if (output && checked) {
     Result<protocol::CheckDestReply> reply =
         protocol::CheckDestReply{0, std::move(checked->dest), std::move(checked->error)};
-    return OnOutputChecked(std::move(registration), std::move(spec), std::move(reply));
+    return OnOutputChecked(std::move(registration), std::move(spec), *output, asked_at,
+                           std::move(reply));
   }
   CheckOutputThenRegister(std::move(registration), std::move(spec), std::move(output));
 }
@@ -127,19 +140,27 @@ void ExecutorServer::CheckOutputThenRegister(protocol::RegisterJob registration,
     registering_.erase(registration.id);
     return FinishRegister(std::move(registration), std::move(spec), std::optional<std::string>());
   }
+  if (dests_.FreshDirectory(spec.who, *output, DestCache::Clock::now())) {
+    registering_.erase(registration.id);
+    std::string dest = protocol::ResolveDestination(*output, true, spec.id);
+    return FinishRegister(std::move(registration), std::move(spec), std::optional(dest));
+  }
+  // The answer is as old as the question: a slow check shortens its reuse.
+  const DestCache::Clock::time_point asked_at = DestCache::Clock::now();
   protocol::CheckDestRequest check;
   check.id = spec.id;
   check.who = spec.who;
   check.path = *output;
   AskLauncher<protocol::CheckDestReply>(
       check, {}, deadlines_.check, "the launcher's output path check",
-      [this, registration = std::move(registration),
-       spec = std::move(spec)](Result<protocol::CheckDestReply> reply) mutable {
-        OnOutputChecked(std::move(registration), std::move(spec), std::move(reply));
+      [this, registration = std::move(registration), spec = std::move(spec), path = *output,
+       asked_at](Result<protocol::CheckDestReply> reply) mutable {
+        OnOutputChecked(std::move(registration), std::move(spec), path, asked_at, std::move(reply));
       });
 }
 
 void ExecutorServer::OnOutputChecked(protocol::RegisterJob registration, LaunchSpec spec,
+                                     const std::string& path, DestCache::Clock::time_point asked_at,
                                      Result<protocol::CheckDestReply> reply) {
   registering_.erase(registration.id);
   Result<std::optional<std::string>> dest = std::optional<std::string>();
@@ -148,6 +169,7 @@ void ExecutorServer::OnOutputChecked(protocol::RegisterJob registration, LaunchS
   } else if (reply->error) {
     dest = Error(ErrorCode::kFailedPrecondition, reply->error->message);
   } else {
+    dests_.Put(spec.who, path, spec.id, *reply, asked_at);
     dest = std::optional<std::string>(reply->dest);
   }
   FinishRegister(std::move(registration), std::move(spec), std::move(dest));
