@@ -11,8 +11,8 @@
 #include "executor/executor_server.h"
 #include "executor/sysfacts.h"
 #include "protocol/base/log.h"
-#include "protocol/user_requests.h"
 #include "protocol/queued_frame.h"
+#include "protocol/user_requests.h"
 
 namespace hpcb::executor {
 namespace {

@@ -10,9 +10,9 @@
 #include <charconv>
 
 #include "protocol/base/unique_fd.h"
-#include "protocol/user_requests.h"
 #include "protocol/framing.h"
 #include "protocol/host/host_files.h"
+#include "protocol/user_requests.h"
 
 namespace hpcb::executor {
 

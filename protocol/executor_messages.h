@@ -27,10 +27,10 @@
 #include <vector>
 
 #include "protocol/base/result.h"
-#include "protocol/user_requests.h"
 #include "protocol/codec.h"
 #include "protocol/envelope.h"
 #include "protocol/job_usage.h"
+#include "protocol/user_requests.h"
 
 namespace hpcb::protocol {
 
