@@ -71,8 +71,9 @@ ShepherdReport AwaitExec(pid_t job, int exec_pipe, std::chrono::milliseconds dea
                               SpawnFds fds, int report_fd, const ShepherdOptions& options) {
   (void)::prctl(PR_SET_NAME, "hpcb-shepherd", 0, 0, 0);
   // A session of its own: a kill of the daemon's process group (kill -9
-  // -PGID, a Ctrl-C in the terminal that runs it) ends the daemon but not
-  // the shepherds, which keep their jobs' exit codes for the next start.
+  // -PGID; a Ctrl-\ or Ctrl-Z in the terminal that runs it) ends or stops
+  // the daemon but not the shepherds, which keep their jobs' exit codes for
+  // the next start.
   (void)::setsid();
   // The launcher's blocked signals (its signalfd set) stay blocked here, so
   // a SIGTERM or SIGHUP meant for the service never ends a shepherd.

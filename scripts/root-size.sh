@@ -29,7 +29,9 @@ if [ ! -f "$build/build.ninja" ] || [ ! -f "$build/.ninja_deps" ]; then
   echo "root-size: $build is not a built Ninja build directory" >&2
   exit 2
 fi
+repo="$(cd "$(dirname "$0")/.." && pwd)"
 export ROOT_SIZE_BUILD="$build" ROOT_SIZE_BUDGET_FILE="$budget_file" ROOT_SIZE_MARKDOWN="$markdown"
+export ROOT_SIZE_REPO="$repo"
 exec python3 - <<'EOF'
 import os, re, subprocess, sys
 
@@ -44,6 +46,9 @@ def die(msg):
     print("root-size: " + msg, file=sys.stderr)
     sys.exit(2)
 
+# Any exception is "no answer" (2), never "over budget" (1).
+sys.excepthook = lambda kind, value, tb: die(f"{kind.__name__}: {value}")
+
 def ninja(*args):
     r = subprocess.run(["ninja", "-C", build, "-t", *args], capture_output=True, text=True)
     if r.returncode != 0:
@@ -55,6 +60,8 @@ m = re.search(r"^CMAKE_HOME_DIRECTORY:INTERNAL=(.*)$", cache, re.M)
 if not m:
     die("no CMAKE_HOME_DIRECTORY in " + build + "/CMakeCache.txt")
 src = os.path.realpath(m.group(1))
+if src != os.path.realpath(os.environ["ROOT_SIZE_REPO"]):
+    die(f"{build} is a build of {src}, not of this tree")
 
 def inputs(target):
     """The explicit and implicit inputs of the edge that builds target (not
@@ -85,6 +92,10 @@ def objects(target):
             # A relative archive is one this build makes: one of ours.
             # System archives (libseccomp.a) come by absolute path.
             objs += objects(i)
+        elif not os.path.isabs(i) or os.path.realpath(i).startswith(build + os.sep):
+            # Something of ours this script cannot see into (a shared
+            # library, a linker script): counting nothing for it would pass.
+            die(f"{target} is linked from {i}, which this script cannot count")
     return objs
 
 def deps(objs):
@@ -95,12 +106,13 @@ def deps(objs):
     for line in ninja("deps", *objs).splitlines():
         m = re.match(r"(\S.*): (#deps|deps not found)", line)
         if m:
-            cur = found[m.group(1)] = [] if m.group(2) == "#deps" else None
+            valid = m.group(2) == "#deps" and line.rstrip().endswith("(VALID)")
+            cur = found[m.group(1)] = [] if valid else None
         elif line.strip():
-            cur.append(line.strip())
+            if cur is not None: cur.append(line.strip())
     for obj in objs:
         if found.get(obj) is None:
-            die(f"no dependency record for {obj}: build {build} first")
+            die(f"no up-to-date dependency record for {obj}: build {build} first")
     return found
 
 def top(p):

@@ -366,8 +366,9 @@ TEST_F(FaultE2eTest, ChurnUnderRandomKillsLosesNothing) {
   std::mt19937 random(20261203);
   int role_kills = 0, launcher_kills = 0, group_kills = 0, reloads = 0;
   const auto started = Clock::now();
-  // A bound on the whole, for a daemon too slow to come back.
-  const auto until = started + seconds(20 + kills_wanted * 2);
+  // A bound on the whole, for a daemon too slow to come back, well inside
+  // ctest's 600 s for this suite (the settling below takes up to 90 s).
+  const auto until = started + seconds(std::min(330, 20 + kills_wanted * 2));
   while (role_kills + launcher_kills + group_kills < kills_wanted && Clock::now() < until) {
     // Each start of the roles lives a little longer than the launcher's
     // crash-loop bound (300 ms) before the next kill.
@@ -378,8 +379,14 @@ TEST_F(FaultE2eTest, ChurnUnderRandomKillsLosesNothing) {
       if (HasFatalFailure()) break;
       ++(pick == 0 ? launcher_kills : group_kills);
     } else if (pick < 4) {
+      const std::size_t starts = Count(daemon_.log(), "roles started");
       daemon_.Reload();
-      std::this_thread::sleep_for(milliseconds(300));
+      // The next kill must find the new roles, not the old ones' pids.
+      if (!DaemonHarness::WaitFor([&] { return Count(daemon_.log(), "roles started") > starts; },
+                                  seconds(30))) {
+        ADD_FAILURE() << "no roles after a reload\n" << daemon_.log().substr(0, 20000);
+        break;
+      }
       ++reloads;
     } else {
       if (!KillRole(pick % 2 == 0)) {
@@ -404,7 +411,9 @@ TEST_F(FaultE2eTest, ChurnUnderRandomKillsLosesNothing) {
             << " reloads=" << reloads << " violations=" << violations.size() << std::endl;
   EXPECT_TRUE(settled) << "not every accepted job finished";
   EXPECT_GE(role_kills + launcher_kills + group_kills, kills_wanted);
-  EXPECT_GT(group_kills, 0);
+  if (kills_wanted >= 100) {
+    EXPECT_GT(group_kills, 0);  // about one kill in twenty
+  }
   std::string some;
   for (std::size_t i = 0; i < violations.size() && i < 20; ++i)
     some += "\n  " + violations[i];

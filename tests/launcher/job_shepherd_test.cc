@@ -33,6 +33,8 @@ class ShepherdTest : public ::testing::Test {
   struct Outcome {
     ShepherdReport report;
     int shepherd_status = -1;
+    pid_t shepherd_pid = -1;
+    pid_t shepherd_session = -1;  // read once it reported, before it is reaped
     Result<host::RunRecord> record = Error(ErrorCode::kInternal, "not read");
     std::string output;
   };
@@ -75,6 +77,8 @@ class ShepherdTest : public ::testing::Test {
     }
     EXPECT_EQ(::read(shepherd->report.get(), &outcome.report, sizeof outcome.report),
               static_cast<ssize_t>(sizeof outcome.report));
+    outcome.shepherd_pid = shepherd->pid;
+    outcome.shepherd_session = ::getsid(shepherd->pid);
     const Reaped reaped = ReapWithin(shepherd->pid, milliseconds(20000), milliseconds(10));
     EXPECT_EQ(reaped.how, Reaped::How::kEnded);
     outcome.shepherd_status = reaped.status;
@@ -127,6 +131,17 @@ class NonDefaultSignals {
 
 constexpr char kAllDefault[] =
     "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\nSigCgt:\t0000000000000000\n";
+
+// A shepherd leads a session of its own, so a signal to the daemon's
+// process group (kill -9 -PGID) does not reach it and it keeps its job's
+// exit code for the next start.
+TEST_F(ShepherdTest, TheShepherdLeadsASessionOfItsOwn) {
+  Outcome outcome = Run({"sleep", "0.3"}, "/", milliseconds(5000));
+  EXPECT_EQ(outcome.report.stage, 0);
+  ASSERT_GT(outcome.shepherd_pid, 0);
+  EXPECT_EQ(outcome.shepherd_session, outcome.shepherd_pid);
+  EXPECT_NE(outcome.shepherd_session, ::getsid(0));
+}
 
 TEST_F(ShepherdTest, AJobThatExecsIsReportedAndItsEndRecorded) {
   Outcome outcome = Run({"sh", "-c", "echo ran in $PWD; exit 3"}, "/tmp", milliseconds(5000));
