@@ -86,7 +86,22 @@ bool ExecutorServer::StateDirNearlyFull() const {
 }
 
 bool ExecutorServer::Busy(std::uint64_t id) const {
-  return registering_.contains(id) || starting_.contains(id) || finishing_.contains(id);
+  return in_flight_.contains(id);
+}
+
+JobPhase ExecutorServer::PhaseOf(std::uint64_t id) const {
+  if (auto step = in_flight_.find(id); step != in_flight_.end()) return step->second;
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return JobPhase::kUnknown;
+  switch (it->second.state) {
+    case SpecState::kRegistered:
+      return JobPhase::kQueued;
+    case SpecState::kRunning:
+      return JobPhase::kRunning;
+    case SpecState::kExited:
+      return JobPhase::kEnded;
+  }
+  return JobPhase::kUnknown;
 }
 
 void ExecutorServer::Handle(const protocol::Packet& packet) {
@@ -200,12 +215,10 @@ void ExecutorServer::OnSignal(std::uint64_t req, const std::string& text) {
   Result<protocol::SignalJob> request = Decode<protocol::SignalJob>(text);
   if (!request) return Refuse(req, 0, "signal", request.error());
   const std::uint64_t id = request->id;
-  auto it = jobs_.find(id);
-  if (it == jobs_.end() || it->second.state != SpecState::kRunning || finishing_.contains(id)) {
-    return Refuse(req, id, "signal to " + JobText(id),
-                  Error(ErrorCode::kFailedPrecondition, JobText(id) + " is not running"));
+  if (Result<void> allowed = CheckPhase(JobOperation::kSignal, PhaseOf(id), id); !allowed) {
+    return Refuse(req, id, "signal to " + JobText(id), allowed.error());
   }
-  const LaunchSpec& spec = it->second;
+  const LaunchSpec& spec = jobs_.at(id);
   Result<std::uint64_t> start = host::ProcStartTime(static_cast<int>(spec.pid), facts_.proc_root);
   if (!start || *start != spec.proc_start || spec.pid <= 1) {
     return Refuse(req, id, "signal to " + JobText(id),
@@ -227,15 +240,10 @@ void ExecutorServer::OnForget(std::uint64_t req, const std::string& text) {
   Result<protocol::ForgetJob> request = Decode<protocol::ForgetJob>(text);
   if (!request) return Refuse(req, 0, "forget", request.error());
   const std::uint64_t id = request->id;
+  if (Result<void> allowed = CheckPhase(JobOperation::kForget, PhaseOf(id), id); !allowed) {
+    return Refuse(req, id, "forget", allowed.error());
+  }
   auto it = jobs_.find(id);
-  if (it == jobs_.end()) {
-    return Refuse(req, id, "forget",
-                  Error(ErrorCode::kNotFound, "no such job " + std::to_string(id)));
-  }
-  if (it->second.state == SpecState::kRunning || Busy(id)) {
-    return Refuse(req, id, "forget",
-                  Error(ErrorCode::kFailedPrecondition, JobText(id) + " is running or busy"));
-  }
   if (id >= high_water_) {
     // The spec that held the highest id goes: its id must outlive it.
     high_water_ = id;
@@ -282,11 +290,11 @@ bool ExecutorServer::StepRemovals() {
 void ExecutorServer::OnOpenOutput(std::uint64_t req, const std::string& text) {
   Result<protocol::OpenOutput> request = Decode<protocol::OpenOutput>(text);
   if (!request) return Refuse(req, 0, "open_output", request.error());
-  auto it = jobs_.find(request->id);
-  if (it == jobs_.end()) {
-    return Refuse(req, request->id, "open_output", Error(ErrorCode::kNotFound, "no such job"));
+  const std::uint64_t id = request->id;
+  if (Result<void> allowed = CheckPhase(JobOperation::kOpenOutput, PhaseOf(id), id); !allowed) {
+    return Refuse(req, id, "open_output", allowed.error());
   }
-  Result<UniqueFd> fd = OpenBuffer(it->second, O_RDONLY);
+  Result<UniqueFd> fd = OpenBuffer(jobs_.at(id), O_RDONLY);
   if (!fd) return Refuse(req, request->id, "open_output", fd.error());
   SendToBroker(Encode(protocol::Ack{req, request->id, std::nullopt}), {fd->get()});
 }

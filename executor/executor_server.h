@@ -32,6 +32,7 @@
 #include "executor/account_cache.h"
 #include "executor/dest_cache.h"
 #include "executor/job_dir.h"
+#include "executor/job_phase.h"
 #include "executor/launch_spec.h"
 #include "executor/spec_store.h"
 #include "executor/tree_removal.h"
@@ -126,6 +127,8 @@ class ExecutorServer {
   void SendToBroker(const std::string& text, const std::vector<int>& fds = {});
   void Refuse(std::uint64_t req, std::uint64_t id, const std::string& what, const Error& error);
   bool Busy(std::uint64_t id) const;
+  // The job's phase (job_phase.h), from in_flight_ and its spec.
+  JobPhase PhaseOf(std::uint64_t id) const;
   // Too little room left in the state directory to record a job's start
   // or keep its output whole.
   bool StateDirNearlyFull() const;
@@ -256,10 +259,11 @@ class ExecutorServer {
   AccountCache accounts_;  // recent lookups: one per user per burst
   DestCache dests_;        // recent output directory checks: one per user and directory per burst
   std::map<std::uint64_t, LaunchSpec> jobs_;
-  std::set<std::uint64_t> registering_;  // account lookup or destination check in flight
-  std::set<std::uint64_t> starting_;     // spawn in flight
+  // The one step a job may have in flight: kRegistering, kStarting or
+  // kFinishing (job_phase.h). A job not here is in the phase its spec's
+  // state says, or unknown.
+  std::map<std::uint64_t, JobPhase> in_flight_;
   std::set<std::uint64_t> never_saved_;  // registered, no spec saved yet
-  std::set<std::uint64_t> finishing_;    // delivery in flight
   // Deliveries not yet reported as releasing their job's cpus, by start.
   std::map<std::uint64_t, std::chrono::steady_clock::time_point> delivering_since_;
   // Jobs by the shepherd this executor spawned them with: a hint that spares

@@ -193,12 +193,12 @@ void ExecutorServer::OnChildExited(const protocol::ChildExited& event) {
 }
 
 void ExecutorServer::Finish(std::uint64_t id) {
-  auto it = jobs_.find(id);
-  if (it == jobs_.end() || it->second.state != SpecState::kRunning || finishing_.contains(id)) {
-    return;
-  }
-  LaunchSpec& spec = it->second;
-  finishing_.insert(id);
+  // Refused without a word: a job's end is seen both by its shepherd's
+  // exit event and by the poll of foreign jobs, and the second finds it
+  // finishing or ended.
+  if (!CheckPhase(JobOperation::kFinish, PhaseOf(id), id)) return;
+  LaunchSpec& spec = jobs_.at(id);
+  in_flight_[id] = JobPhase::kFinishing;
   foreign_.erase(id);
   protocol::JobExited event;
   event.id = id;
@@ -223,7 +223,7 @@ void ExecutorServer::Finish(std::uint64_t id) {
   }
   delivering_since_[id] = std::chrono::steady_clock::now();
   DeliverOutput(spec, [this, id, event](std::optional<std::string> output_error) mutable {
-    finishing_.erase(id);
+    in_flight_.erase(id);
     delivering_since_.erase(id);
     auto found = jobs_.find(id);
     if (found == jobs_.end()) return;

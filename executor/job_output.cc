@@ -40,12 +40,11 @@ void ExecutorServer::OnDeliverAgain(std::uint64_t req, const protocol::Packet& p
     if (error) reply.error = WireError::From(*error);
     SendToBroker(Encode(reply));
   };
-  auto it = jobs_.find(id);
-  if (it == jobs_.end()) return answer(std::nullopt, Error(ErrorCode::kNotFound, "no such job"));
-  const LaunchSpec& spec = it->second;
-  if (spec.state != SpecState::kExited || Busy(id)) {
-    return answer(std::nullopt, Error(ErrorCode::kFailedPrecondition, "the job has not finished"));
+  if (Result<void> allowed = CheckPhase(JobOperation::kDeliverAgain, PhaseOf(id), id); !allowed) {
+    LogWarning("refused deliver_again: " + allowed.error().message());
+    return answer(std::nullopt, allowed.error());
   }
+  const LaunchSpec& spec = jobs_.at(id);
   if (packet.fds.size() > 1) {
     return answer(std::nullopt, InvalidArgument("deliver_again takes at most the client socket"));
   }
@@ -88,11 +87,11 @@ void ExecutorServer::OnDeliverAgain(std::uint64_t req, const protocol::Packet& p
   check.id = id;
   check.who = spec.who;
   check.path = to;
-  finishing_.insert(id);
+  in_flight_[id] = JobPhase::kFinishing;
   AskLauncher<protocol::CheckDestReply>(
       check, {}, deadlines_.check, "the launcher's output path check",
       [this, id, answer](Result<protocol::CheckDestReply> reply) {
-        finishing_.erase(id);
+        in_flight_.erase(id);
         if (!reply) return answer(std::nullopt, reply.error());
         if (reply->error) return answer(std::nullopt, reply->error->ToError());
         Redeliver(id, reply->dest, [answer, dest = reply->dest](std::optional<std::string> error) {
@@ -104,19 +103,22 @@ void ExecutorServer::OnDeliverAgain(std::uint64_t req, const protocol::Packet& p
 
 void ExecutorServer::Redeliver(std::uint64_t id, std::string dest,
                                std::function<void(std::optional<std::string>)> done) {
+  // On request and from the retry timer alike.
+  if (Result<void> allowed = CheckPhase(JobOperation::kDeliverAgain, PhaseOf(id), id); !allowed) {
+    return done(allowed.error().message());
+  }
   auto it = jobs_.find(id);
-  if (it == jobs_.end()) return done("no such job");
   if (Result<UniqueFd> kept = OpenBuffer(it->second, O_RDONLY); !kept) {
     return done(kept.error().code() == ErrorCode::kNotFound ? "no output is kept for this job"
                                                             : kept.error().message());
   }
   LaunchSpec target = it->second;
   target.output_dest = dest;
-  finishing_.insert(id);
+  in_flight_[id] = JobPhase::kFinishing;
   retries_.erase(id);
   DeliverOutput(target, [this, id, dest = std::move(dest),
                          done = std::move(done)](std::optional<std::string> error) {
-    finishing_.erase(id);
+    in_flight_.erase(id);
     auto found = jobs_.find(id);
     if (found == jobs_.end()) return done(error);
     LaunchSpec& spec = found->second;

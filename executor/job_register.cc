@@ -39,8 +39,12 @@ void ExecutorServer::OnRegister(std::uint64_t req, const protocol::Packet& packe
   auto fail = [&](const Error& error) { RefuseRegister(req, id, error); };
   if (packet.fds.size() != 1)
     return fail(InvalidArgument("register needs exactly the client socket"));
-  if (jobs_.contains(id) || registering_.contains(id) || ::access(job_dir(id).c_str(), F_OK) == 0) {
-    return fail(Error(ErrorCode::kAlreadyExists, "job " + std::to_string(id) + " already exists"));
+  if (Result<void> allowed = CheckPhase(JobOperation::kRegister, PhaseOf(id), id); !allowed) {
+    return fail(allowed.error());
+  }
+  if (::access(job_dir(id).c_str(), F_OK) == 0) {
+    return fail(
+        Error(ErrorCode::kAlreadyExists, "job " + std::to_string(id) + " already has a directory"));
   }
   Result<struct ucred> peer = CheckClientConnection(packet.fds[0].get(), config_.socket);
   if (!peer) return fail(peer.error());
@@ -76,7 +80,7 @@ void ExecutorServer::OnRegister(std::uint64_t req, const protocol::Packet& packe
   spec.request = protocol::JobRequest::From(
       *submitted,
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
-  registering_.insert(id);
+  in_flight_[id] = JobPhase::kRegistering;
   if (std::optional<protocol::LookUpUserReply> known =
           accounts_.Find(peer->uid, AccountCache::Clock::now())) {
     return OnAccount(std::move(*request), std::move(spec), *peer, std::move(submitted->output),
@@ -117,7 +121,7 @@ void ExecutorServer::OnAccount(protocol::RegisterJob registration, LaunchSpec sp
     found = Error(ErrorCode::kInternal, "the account lookup answered for another uid");
   }
   if (!found) {
-    registering_.erase(registration.id);
+    in_flight_.erase(registration.id);
     return RefuseRegister(registration.req, registration.id,
                           found.error().WithContext("looking up uid " + std::to_string(peer.uid)));
   }
@@ -137,11 +141,11 @@ void ExecutorServer::OnAccount(protocol::RegisterJob registration, LaunchSpec sp
 void ExecutorServer::CheckOutputThenRegister(protocol::RegisterJob registration, LaunchSpec spec,
                                              std::optional<std::string> output) {
   if (!output) {
-    registering_.erase(registration.id);
+    in_flight_.erase(registration.id);
     return FinishRegister(std::move(registration), std::move(spec), std::optional<std::string>());
   }
   if (dests_.FreshDirectory(spec.who, *output, DestCache::Clock::now())) {
-    registering_.erase(registration.id);
+    in_flight_.erase(registration.id);
     std::string dest = protocol::ResolveDestination(*output, true, spec.id);
     return FinishRegister(std::move(registration), std::move(spec), std::optional(dest));
   }
@@ -162,7 +166,7 @@ void ExecutorServer::CheckOutputThenRegister(protocol::RegisterJob registration,
 void ExecutorServer::OnOutputChecked(protocol::RegisterJob registration, LaunchSpec spec,
                                      const std::string& path, DestCache::Clock::time_point asked_at,
                                      Result<protocol::CheckDestReply> reply) {
-  registering_.erase(registration.id);
+  in_flight_.erase(registration.id);
   Result<std::optional<std::string>> dest = std::optional<std::string>();
   if (!reply) {
     dest = reply.error();

@@ -61,14 +61,10 @@ void ExecutorServer::BeginStart(const protocol::StartJob& request, StartDone don
     reply.error = WireError::From(error);
     done(std::move(reply));
   };
+  if (Result<void> allowed = CheckPhase(JobOperation::kStart, PhaseOf(id), id); !allowed) {
+    return refuse(allowed.error());
+  }
   auto it = jobs_.find(id);
-  if (it == jobs_.end()) {
-    return refuse(Error(ErrorCode::kNotFound, "job " + std::to_string(id) + " is not registered"));
-  }
-  if (it->second.state != SpecState::kRegistered || Busy(id)) {
-    return refuse(Error(ErrorCode::kFailedPrecondition,
-                        "job " + std::to_string(id) + " was already started"));
-  }
   // A run record without an end means a shepherd was given this job and
   // may yet start it (one a wedged launcher's spawn left behind), or one
   // that cannot be read says nothing either way: no job is started twice,
@@ -103,7 +99,7 @@ void ExecutorServer::BeginStart(const protocol::StartJob& request, StartDone don
                   /*logged=*/true);
   }
   LaunchSpec& spec = it->second;
-  starting_.insert(id);
+  in_flight_[id] = JobPhase::kStarting;
   UniqueFd cgroup_dir;
   if (!config_.no_cgroups) {
     CgroupLimits limits{request.cpus, request.mems, request.memory_max};
@@ -169,7 +165,7 @@ void ExecutorServer::BeginStart(const protocol::StartJob& request, StartDone don
 
 void ExecutorServer::OnSpawned(std::uint64_t id, const protocol::StartJob& request,
                                Result<protocol::SpawnReply> reply, StartDone done) {
-  starting_.erase(id);
+  in_flight_.erase(id);
   auto it = jobs_.find(id);
   if (it == jobs_.end()) {
     // Cannot happen (a busy job is never forgotten); a job that did start
@@ -234,7 +230,7 @@ void ExecutorServer::OnSpawned(std::uint64_t id, const protocol::StartJob& reque
 // By value: callers hand over a callback whose owner (a pending call) may go while it runs.
 void ExecutorServer::FailStart(std::uint64_t id, const std::string& message, bool remove_cgroup,
                                StartDone done) {  // NOLINT(performance-unnecessary-value-param)
-  starting_.erase(id);
+  in_flight_.erase(id);
   LaunchSpec& spec = jobs_.at(id);
   LogWarning("job " + std::to_string(id) + " " + message);
   AppendLine(spec, "hpc-batch: " + message);
@@ -252,9 +248,9 @@ void ExecutorServer::FailStart(std::uint64_t id, const std::string& message, boo
   failed.id = id;
   failed.error = WireError::From(Error(ErrorCode::kFailedPrecondition, message));
   done(std::move(failed));
-  finishing_.insert(id);
+  in_flight_[id] = JobPhase::kFinishing;
   DeliverOutput(spec, [this, id](std::optional<std::string> output_error) {
-    finishing_.erase(id);
+    in_flight_.erase(id);
     auto it = jobs_.find(id);
     if (it == jobs_.end()) return;
     it->second.output_error = output_error;

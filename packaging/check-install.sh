@@ -21,6 +21,7 @@ expected_files() {
     "$DOCDIR/design.md" "$DOCDIR/user-guide.md" "$DOCDIR/admin-guide.md" \
     "$DOCDIR/security/README.md" "$DOCDIR/security/confinement.md" \
     "$DOCDIR/security/open-issues.md" "$DOCDIR/security/operations.md" \
+    "$DOCDIR/security/root-size.md" \
     "$DOCDIR/security/threat-model.md" | sort
 }
 

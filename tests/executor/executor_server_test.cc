@@ -201,6 +201,54 @@ class ExecutorServerTest : public ::testing::Test {
     return NextReply();
   }
 
+  // Starts registered job `id` and takes the spawn the launcher is asked
+  // for (not answered: the job is starting); its req, or 0.
+  std::uint64_t StartAndTakeSpawn(std::uint64_t id) {
+    protocol::StartJob start{.req = 100 + id, .id = id, .cpus = {0}, .mems = {0}};
+    server_->Handle(Packet{protocol::Encode(start), {}});
+    EXPECT_TRUE(server_->EndTurn());
+    std::optional<Packet> asked = LauncherRequest(2000);
+    EXPECT_TRUE(asked) << "no spawn was asked for";
+    if (!asked) return 0;
+    Result<protocol::SpawnRequest> spawn = protocol::Decode<protocol::SpawnRequest>(asked->bytes);
+    EXPECT_TRUE(spawn) << asked->bytes;
+    return spawn ? spawn->req : 0;
+  }
+
+  // The launcher's answer to a spawn: started as `pid`, or failed.
+  void AnswerSpawn(std::uint64_t req, std::uint64_t id, pid_t pid) {
+    protocol::SpawnReply reply{.req = req, .id = id, .pid = pid, .shepherd = ::getpid()};
+    if (pid <= 0) {
+      reply.error = protocol::WireError::From(InvalidArgument("failed to start job: no such file"));
+    }
+    server_->OnLauncherMessage(Packet{protocol::Encode(reply), {}});
+    NextReply();  // the start's answer
+  }
+
+  // A broker request about job `id` that the phase table must refuse; the
+  // refusal's message (empty if it was not refused).
+  std::string RefusalOf(const std::string& request) {
+    const std::string reply = Send(request);
+    const std::string key = "\"message\":\"";
+    const std::size_t at = reply.find(key);
+    if (at == std::string::npos) return "";
+    const std::size_t from = at + key.size();
+    return reply.substr(from, reply.find('"', from) - from);
+  }
+  static std::string SignalText(std::uint64_t id) {
+    return R"({"req":7,"type":"signal","signal":"term","note":"","limit_s":0,"id":)" +
+           std::to_string(id) + "}";
+  }
+  static std::string ForgetText(std::uint64_t id) {
+    return R"({"req":7,"type":"forget","id":)" + std::to_string(id) + "}";
+  }
+  static std::string StartText(std::uint64_t id) {
+    return protocol::Encode(protocol::StartJob{.req = 7, .id = id, .cpus = {0}, .mems = {0}});
+  }
+  static std::string DeliverText(std::uint64_t id) {
+    return protocol::Encode(protocol::DeliverAgain{.req = 7, .id = id});
+  }
+
   testing::TempDir dir_;
   protocol::DaemonConfig config_;
   ExecutorFacts facts_;
@@ -635,6 +683,102 @@ TEST(FramingLimitTest, OversizedFrameIsRefused) {
 TEST(ExitCodeTest, SignalsAreNegative) {
   EXPECT_EQ(ExitCodeFromStatus(7 << 8), 7);
   EXPECT_EQ(ExitCodeFromStatus(9), -9);
+}
+
+// The phase table (job_phase.h), one test per phase: an operation the
+// job's phase does not allow is refused, naming the phase and what the
+// operation needs, and changes nothing.
+TEST_F(ExecutorServerTest, PhaseUnknownRefusesEverythingButRegister) {
+  Send(protocol::Encode(protocol::Hello{}));
+  EXPECT_EQ(RefusalOf(SignalText(50)), "no such job 50");
+  EXPECT_EQ(RefusalOf(ForgetText(50)), "no such job 50");
+  EXPECT_EQ(RefusalOf(StartText(50)), "no such job 50");
+  EXPECT_EQ(RefusalOf(DeliverText(50)), "no such job 50");
+}
+
+TEST_F(ExecutorServerTest, PhaseRegisteringRefusesAStartAndASecondRegister) {
+  Send(protocol::Encode(protocol::Hello{}));
+  UniqueFd a, b;
+  ASSERT_NO_FATAL_FAILURE(SubmitAndRegister(1, std::nullopt, a, b));
+  ASSERT_TRUE(LauncherRequest(2000)) << "no account lookup";  // left unanswered
+  EXPECT_EQ(RefusalOf(StartText(1)), "job 1 is registering; start needs it queued");
+  EXPECT_EQ(RefusalOf(ForgetText(1)), "job 1 is registering; forget needs it queued or ended");
+  UniqueFd c, d;
+  ASSERT_NO_FATAL_FAILURE(SubmitAndRegister(1, std::nullopt, c, d));
+  const std::string again = NextReply();
+  EXPECT_NE(again.find("job 1 already exists (it is registering)"), std::string::npos) << again;
+}
+
+TEST_F(ExecutorServerTest, PhaseQueuedRefusesASignalAndADelivery) {
+  Send(protocol::Encode(protocol::Hello{}));
+  UniqueFd a, b;
+  ASSERT_NO_FATAL_FAILURE(Connect(a, b));
+  ASSERT_FALSE(IsError(Register(2, a.get(), b.get())));
+  EXPECT_EQ(RefusalOf(SignalText(2)), "job 2 is queued; signal needs it running");
+  EXPECT_EQ(RefusalOf(DeliverText(2)), "job 2 is queued; deliver_again needs it ended");
+}
+
+TEST_F(ExecutorServerTest, PhaseStartingRefusesAForgetAndASecondStart) {
+  Send(protocol::Encode(protocol::Hello{}));
+  UniqueFd a, b;
+  ASSERT_NO_FATAL_FAILURE(Connect(a, b));
+  ASSERT_FALSE(IsError(Register(3, a.get(), b.get())));
+  ASSERT_NE(StartAndTakeSpawn(3), 0u);
+  EXPECT_EQ(RefusalOf(ForgetText(3)), "job 3 is starting; forget needs it queued or ended");
+  EXPECT_EQ(RefusalOf(StartText(3)), "job 3 is starting; start needs it queued");
+  EXPECT_EQ(RefusalOf(SignalText(3)), "job 3 is starting; signal needs it running");
+  EXPECT_TRUE(std::filesystem::exists(config_.state_dir + "/jobs/3")) << "the forget touched it";
+}
+
+TEST_F(ExecutorServerTest, PhaseRunningRefusesAForgetAStartAndADelivery) {
+  Send(protocol::Encode(protocol::Hello{}));
+  UniqueFd a, b;
+  ASSERT_NO_FATAL_FAILURE(Connect(a, b));
+  ASSERT_FALSE(IsError(Register(4, a.get(), b.get())));
+  const std::uint64_t req = StartAndTakeSpawn(4);
+  ASSERT_NE(req, 0u);
+  const pid_t job = ::fork();
+  if (job == 0) {
+    ::setpgid(0, 0);
+    ::sleep(30);
+    ::_exit(0);
+  }
+  ASSERT_GT(job, 0);
+  AnswerSpawn(req, 4, job);
+  EXPECT_EQ(RefusalOf(ForgetText(4)), "job 4 is running; forget needs it queued or ended");
+  EXPECT_EQ(RefusalOf(StartText(4)), "job 4 is running; start needs it queued");
+  EXPECT_EQ(RefusalOf(DeliverText(4)), "job 4 is running; deliver_again needs it ended");
+  EXPECT_EQ(::kill(job, 0), 0) << "the job was touched";
+  ::kill(job, SIGKILL);
+  ::waitpid(job, nullptr, 0);
+}
+
+TEST_F(ExecutorServerTest, PhaseFinishingRefusesASignalAForgetAndADelivery) {
+  Send(protocol::Encode(protocol::Hello{}));
+  // With an output path, a failed start delivers its message as the user:
+  // the delivery, left unanswered, holds the job finishing.
+  const std::string registered = RegisterAnsweringLookUp(5, dir_.path(), std::nullopt);
+  ASSERT_FALSE(IsError(registered)) << registered;
+  const std::uint64_t req = StartAndTakeSpawn(5);
+  ASSERT_NE(req, 0u);
+  AnswerSpawn(req, 5, 0);
+  ASSERT_TRUE(LauncherRequest(2000)) << "no delivery was asked for";
+  EXPECT_EQ(RefusalOf(SignalText(5)), "job 5 is finishing; signal needs it running");
+  EXPECT_EQ(RefusalOf(ForgetText(5)), "job 5 is finishing; forget needs it queued or ended");
+  EXPECT_EQ(RefusalOf(DeliverText(5)), "job 5 is finishing; deliver_again needs it ended");
+}
+
+TEST_F(ExecutorServerTest, PhaseEndedRefusesASignalAndAStart) {
+  Send(protocol::Encode(protocol::Hello{}));
+  UniqueFd a, b;
+  ASSERT_NO_FATAL_FAILURE(Connect(a, b));
+  ASSERT_FALSE(IsError(Register(6, a.get(), b.get())));
+  const std::uint64_t req = StartAndTakeSpawn(6);
+  ASSERT_NE(req, 0u);
+  AnswerSpawn(req, 6, 0);  // failed: with no output to deliver, it has ended
+  EXPECT_EQ(RefusalOf(SignalText(6)), "job 6 is ended; signal needs it running");
+  EXPECT_EQ(RefusalOf(StartText(6)), "job 6 is ended; start needs it queued");
+  EXPECT_EQ(RefusalOf(ForgetText(6)), "") << "an ended job may be forgotten";
 }
 
 }  // namespace
