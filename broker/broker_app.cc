@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <memory>
 #include <optional>
@@ -122,6 +123,8 @@ int RunBroker(const protocol::DaemonConfig& config) {
   options.list_is_public = config.list_is_public;
   options.max_queued_per_user = config.max_queued_per_user;
   options.policy = config.schedule;
+  for (int gpu : machine->gpus.ids)
+    options.gpu_count = std::max<std::int64_t>(options.gpu_count, gpu + 1);
   if (!as_root) options.only_uid = ::getuid();
   BrokerCore core(options, scheduler, executor, clock, permissions, &store);
   if (Result<void> started = core.Start(std::move(loaded).value()); !started) {

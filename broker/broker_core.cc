@@ -57,7 +57,7 @@ Result<void> BrokerCore::Start(QueueFile loaded) {
     const std::uint64_t id = job.id;
     jobs_.emplace(id, std::move(job));
   }
-  HPCB_ASSIGN_OR_RETURN(protocol::HelloReply hello, executor_.Hello());
+  HPCB_ASSIGN_OR_RETURN(protocol::HelloReply hello, executor_.Hello(options_.gpu_count));
   // Paged: the executor may hold any number of jobs.
   std::map<std::uint64_t, protocol::JobSummary> held;
   for (std::uint64_t after = 0;;) {

@@ -52,6 +52,8 @@ struct CoreOptions {
   // Queued jobs one uid may have; further submissions are refused.
   std::int64_t max_queued_per_user = 10000;
   std::string policy;  // --schedule, for `dispatch info`
+  // The machine's GPUs (ids 0..gpu_count-1), told to the executor at hello.
+  std::int64_t gpu_count = 0;
 };
 
 struct Peer {

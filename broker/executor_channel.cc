@@ -64,8 +64,10 @@ Result<Reply> SocketExecutorChannel::CallAndWait(Request request, const std::str
   return std::move(*outcome);
 }
 
-Result<protocol::HelloReply> SocketExecutorChannel::Hello() {
-  return CallAndWait<protocol::HelloReply>(protocol::Hello{}, "the executor's hello");
+Result<protocol::HelloReply> SocketExecutorChannel::Hello(std::int64_t gpu_count) {
+  protocol::Hello hello;
+  hello.gpu_count = gpu_count;
+  return CallAndWait<protocol::HelloReply>(hello, "the executor's hello");
 }
 
 Result<protocol::ListJobsReply> SocketExecutorChannel::ListJobs(std::uint64_t after,

@@ -33,7 +33,7 @@ class ExecutorChannel {
   using Done = std::function<void(Result<T>)>;
 
   virtual ~ExecutorChannel() = default;
-  virtual Result<protocol::HelloReply> Hello() = 0;
+  virtual Result<protocol::HelloReply> Hello(std::int64_t gpu_count) = 0;
   virtual Result<protocol::ListJobsReply> ListJobs(std::uint64_t after, std::uint32_t limit) = 0;
 
   // `client_fd` (borrowed) is passed with SCM_RIGHTS. With `job.start`,
@@ -84,7 +84,7 @@ class SocketExecutorChannel : public ExecutorChannel {
 
   explicit SocketExecutorChannel(UniqueFd fd) : fd_(std::move(fd)) {}
 
-  Result<protocol::HelloReply> Hello() override;
+  Result<protocol::HelloReply> Hello(std::int64_t gpu_count) override;
   Result<protocol::ListJobsReply> ListJobs(std::uint64_t after, std::uint32_t limit) override;
   void Register(protocol::RegisterJob job, int client_fd, Done<protocol::RegisterReply> done,
                 Done<protocol::StartReply> started) override;

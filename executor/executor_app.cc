@@ -13,7 +13,6 @@
 
 #include "executor/confine.h"
 #include "executor/executor_server.h"
-#include "executor/host_facts.h"
 #include "protocol/base/log.h"
 #include "protocol/base/unique_fd.h"
 #include "protocol/daemon_config.h"
@@ -99,7 +98,6 @@ int ExecutorMain(int argc, char** argv) {
   }
   facts.cpus = *cpus;
   facts.nodes = *nodes;
-  facts.gpu_count = CountGpus(config.nvidia_smi);
   const char* lang = std::getenv("LANG");
   facts.lang = lang ? lang : "";
 

@@ -164,9 +164,9 @@ void ExecutorServer::OnHello(std::uint64_t req, const std::string& text) {
   Result<protocol::Hello> hello = Decode<protocol::Hello>(text);
   if (!hello) return Refuse(req, 0, "hello", hello.error());
   greeted_ = true;
+  facts_.gpu_count = static_cast<int>(hello->gpu_count);
   protocol::HelloReply reply;
   reply.req = req;
-  reply.machine_has_gpus = facts_.gpu_count > 0;
   reply.jobs = jobs_.size();
   reply.next_id = high_water_ + 1;
   SendToBroker(Encode(reply));

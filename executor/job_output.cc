@@ -19,7 +19,6 @@ namespace {
 
 using protocol::Decode;
 using protocol::Encode;
-using protocol::SpecState;
 using protocol::WireError;
 
 constexpr std::chrono::seconds kFirstRetry{10};

@@ -56,6 +56,7 @@ Result<void> Hello::Validate() const {
     return InvalidArgument("protocol version " + std::to_string(version) + " is not " +
                            std::to_string(kProtocolVersion));
   }
+  if (gpu_count < 0 || gpu_count > 4096) return InvalidArgument("gpu_count must be 0..4096");
   return Ok();
 }
 

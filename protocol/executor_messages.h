@@ -36,7 +36,7 @@ namespace hpcb::protocol {
 
 // 3: every message carries a req id and a typed kind; errors are coded.
 // 5: a start made with a registration is answered on its own (start.req).
-inline constexpr std::int64_t kProtocolVersion = 5;
+inline constexpr std::int64_t kProtocolVersion = 6;
 
 enum class ExecutorKind {
   kHello,
@@ -119,15 +119,23 @@ struct Hello {
   static constexpr ExecutorKind kKind = ExecutorKind::kHello;
   std::uint64_t req = 0;
   std::int64_t version = kProtocolVersion;
+  // The machine's GPUs as the broker found them (its own `nvidia-smi -L`,
+  // run as the broker user): the ids a start may name are 0..gpu_count-1.
+  // Taken from the broker so that root never runs nvidia-smi; the gpus are
+  // the broker's to hand out anyway, and an id with no card behind it
+  // reaches no device (the launcher hides the card nodes it finds itself).
+  std::int64_t gpu_count = 0;
   template <class A>
   void save(A& ar) const {
     PutHeader(ar, kKind, req);
     Put(ar, "version", version);
+    Put(ar, "gpu_count", gpu_count);
   }
   template <class A>
   void load(A& ar) {
     Get(ar, "req", req);
     Get(ar, "version", version);
+    Get(ar, "gpu_count", gpu_count);
   }
   Result<void> Validate() const;
 };
@@ -135,7 +143,6 @@ struct Hello {
 struct HelloReply {
   static constexpr ExecutorKind kKind = ExecutorKind::kHelloReply;
   std::uint64_t req = 0;
-  bool machine_has_gpus = false;
   std::uint64_t jobs = 0;  // launch specs held; ListJobs pages through them
   // Above every id the root side ever held, forgotten ones included: ids
   // are never handed out twice, whatever the broker's files say.
@@ -143,14 +150,12 @@ struct HelloReply {
   template <class A>
   void save(A& ar) const {
     PutHeader(ar, kKind, req);
-    Put(ar, "machine_has_gpus", machine_has_gpus);
     Put(ar, "jobs", jobs);
     Put(ar, "next_id", next_id);
   }
   template <class A>
   void load(A& ar) {
     Get(ar, "req", req);
-    Get(ar, "machine_has_gpus", machine_has_gpus);
     Get(ar, "jobs", jobs);
     Get(ar, "next_id", next_id);
   }

@@ -288,6 +288,14 @@ TEST_F(ServerCoreTest, SubmitErrors) {
   EXPECT_EQ(Call(1000, "not json"), "<closed>");
 }
 
+// The executor learns the machine's GPUs from the broker's hello (root
+// never runs nvidia-smi).
+TEST_F(ServerCoreTest, HelloTellsTheExecutorTheMachinesGpus) {
+  options_.gpu_count = 3;
+  StartCore();
+  EXPECT_EQ(executor_.hello_gpu_count, 3);
+}
+
 TEST_F(ServerCoreTest, UserModeOnlyRunsItsOwnUid) {
   options_.only_uid = 1000;
   StartCore();

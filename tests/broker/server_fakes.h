@@ -78,7 +78,9 @@ class FakeExecutor : public ExecutorChannel {
     }
   }
 
-  Result<protocol::HelloReply> Hello() override {
+  std::optional<std::int64_t> hello_gpu_count;  // what the broker's hello said
+  Result<protocol::HelloReply> Hello(std::int64_t gpu_count) override {
+    hello_gpu_count = gpu_count;
     protocol::HelloReply reply;
     reply.jobs = hello.registered.size() + hello.running.size() + hello.exited.size();
     reply.next_id = next_id;

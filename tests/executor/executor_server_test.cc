@@ -270,6 +270,34 @@ TEST_F(ExecutorServerTest, HelloFirst) {
   EXPECT_NE(hello.find("hello_reply"), std::string::npos);
 }
 
+// The gpu ids a start may name are those the broker's hello counted; a
+// count past any machine's is refused.
+TEST_F(ExecutorServerTest, AStartMayNameOnlyTheGpusTheHelloCounted) {
+  protocol::Hello too_many;
+  too_many.gpu_count = 5000;
+  EXPECT_TRUE(IsError(Send(protocol::Encode(too_many))));
+  protocol::Hello hello;
+  hello.gpu_count = 2;
+  EXPECT_FALSE(IsError(Send(protocol::Encode(hello))));
+  UniqueFd a, b;
+  ASSERT_NO_FATAL_FAILURE(Connect(a, b));
+  ASSERT_FALSE(IsError(Register(1, a.get(), b.get())));
+  const std::string refused = Send(protocol::Encode(
+      protocol::StartJob{.req = 3, .id = 1, .cpus = {0}, .mems = {0}, .gpus = {2}}));
+  EXPECT_TRUE(IsError(refused)) << refused;
+  EXPECT_NE(refused.find("gpus"), std::string::npos) << refused;
+  // Card 1 is the hello's: the start goes as far as the spawn.
+  server_->Handle(Packet{protocol::Encode(protocol::StartJob{
+                             .req = 4, .id = 1, .cpus = {0}, .mems = {0}, .gpus = {1}}),
+                         {}});
+  EXPECT_TRUE(server_->EndTurn());
+  std::optional<Packet> spawn = LauncherRequest(2000);
+  ASSERT_TRUE(spawn) << "a start on the hello's card 1 was not spawned";
+  Result<protocol::SpawnRequest> request = protocol::Decode<protocol::SpawnRequest>(spawn->bytes);
+  ASSERT_TRUE(request) << spawn->bytes;
+  EXPECT_EQ(request->gpus, std::vector<int>{1});
+}
+
 TEST_F(ExecutorServerTest, MalformedAndUnknownMessagesAreRefused) {
   Send(protocol::Encode(protocol::Hello{}));
   EXPECT_TRUE(IsError(Send("not json")));
