@@ -214,15 +214,22 @@ class FaultE2eTest : public ::testing::Test {
     ASSERT_TRUE(daemon_.Start(Flags())) << daemon_.log();
   }
 
-  // kill -9 of one role, then waits for the launcher to have started both
-  // again (the log's next "roles started").
+  // Does `act`, then waits for the launcher to have started both roles
+  // again (the log's next "roles started"), so that the next kill finds the
+  // new roles and not the old ones' pids.
+  template <class Act>
+  bool RolesStartAgainAfter(Act act) {
+    const std::size_t starts = Count(daemon_.log(), "roles started");
+    act();
+    return DaemonHarness::WaitFor([&] { return Count(daemon_.log(), "roles started") > starts; },
+                                  seconds(30));
+  }
+
+  // kill -9 of one role, and the roles started again.
   bool KillRole(bool executor_role) {
     pid_t executor = -1, broker = -1;
     if (!LatestRolePids(daemon_.log(), &executor, &broker)) return false;
-    const std::size_t starts = Count(daemon_.log(), "roles started");
-    ::kill(executor_role ? executor : broker, SIGKILL);
-    return DaemonHarness::WaitFor([&] { return Count(daemon_.log(), "roles started") > starts; },
-                                  seconds(30));
+    return RolesStartAgainAfter([&] { ::kill(executor_role ? executor : broker, SIGKILL); });
   }
 
   DaemonHarness daemon_;
@@ -379,11 +386,7 @@ TEST_F(FaultE2eTest, ChurnUnderRandomKillsLosesNothing) {
       if (HasFatalFailure()) break;
       ++(pick == 0 ? launcher_kills : group_kills);
     } else if (pick < 4) {
-      const std::size_t starts = Count(daemon_.log(), "roles started");
-      daemon_.Reload();
-      // The next kill must find the new roles, not the old ones' pids.
-      if (!DaemonHarness::WaitFor([&] { return Count(daemon_.log(), "roles started") > starts; },
-                                  seconds(30))) {
+      if (!RolesStartAgainAfter([&] { daemon_.Reload(); })) {
         ADD_FAILURE() << "no roles after a reload\n" << daemon_.log().substr(0, 20000);
         break;
       }
@@ -472,10 +475,7 @@ TEST_F(FaultE2eTest, StartsCutShortByKillsAndReloadsNeverRunTwice) {
     submissions.push_back(s);
     std::this_thread::sleep_for(milliseconds(random() % 60));
     if (round % 2 == 1) {
-      const std::size_t starts = Count(daemon_.log(), "roles started");
-      daemon_.Reload();
-      ASSERT_TRUE(DaemonHarness::WaitFor(
-          [&] { return Count(daemon_.log(), "roles started") > starts; }, seconds(30)))
+      ASSERT_TRUE(RolesStartAgainAfter([&] { daemon_.Reload(); }))
           << "no roles after a reload\n"
           << daemon_.log().substr(0, 20000);
       ++reloads;
