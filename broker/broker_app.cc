@@ -18,8 +18,8 @@
 #include "broker/permissions.h"
 #include "broker/queue_store.h"
 #include "broker/scheduler.h"
+#include "common/units.h"
 #include "protocol/base/log.h"
-#include "protocol/base/units.h"
 
 namespace hpcb::broker {
 namespace {
@@ -57,7 +57,7 @@ bool FdOpen(int fd) {
 
 }  // namespace
 
-int RunBroker(const protocol::DaemonConfig& config) {
+int RunBroker(const DaemonConfig& config) {
   if (!FdOpen(kExecutorFd) || !FdOpen(kListenFd)) {
     LogError("the broker is started by hpc-batchd (fd 3: executor channel, fd 4: client socket)");
     return protocol::kExitConfig;

@@ -4,14 +4,14 @@
 #ifndef HPCB_BROKER_BROKER_APP_H_
 #define HPCB_BROKER_BROKER_APP_H_
 
-#include "protocol/daemon_config.h"
+#include "broker/daemon_config.h"
 
 namespace hpcb::broker {
 
 inline constexpr int kExecutorFd = 3;
 inline constexpr int kListenFd = 4;
 
-int RunBroker(const protocol::DaemonConfig& config);
+int RunBroker(const DaemonConfig& config);
 
 }  // namespace hpcb::broker
 

@@ -30,13 +30,13 @@
 #include <vector>
 
 #include "broker/clock.h"
+#include "broker/daemon_config.h"
 #include "broker/executor_channel.h"
 #include "broker/job_record.h"
 #include "broker/permissions.h"
 #include "broker/queue_store.h"
 #include "broker/scheduler.h"
 #include "protocol/client_messages.h"
-#include "protocol/daemon_config.h"
 #include "protocol/executor_messages.h"
 
 namespace hpcb::broker {

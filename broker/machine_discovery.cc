@@ -21,8 +21,8 @@
 
 #include "broker/gpu_topology.h"
 #include "broker/placement.h"
+#include "common/units.h"
 #include "protocol/base/log.h"
-#include "protocol/base/units.h"
 
 namespace hpcb::broker {
 namespace {
@@ -241,7 +241,7 @@ GpuInfo DiscoverGpus(const std::string& nvidia_smi) {
   return info;
 }
 
-std::string Describe(const Machine& machine, const protocol::DaemonConfig& config) {
+std::string Describe(const Machine& machine, const DaemonConfig& config) {
   int cpus = 0;
   int cores = 0;
   for (const NumaNode& node : machine.nodes) {
@@ -267,7 +267,7 @@ std::string Describe(const Machine& machine, const protocol::DaemonConfig& confi
 
 }  // namespace
 
-Result<Machine> DiscoverMachine(const protocol::DaemonConfig& config, bool confine_memory) {
+Result<Machine> DiscoverMachine(const DaemonConfig& config, bool confine_memory) {
   std::vector<RawNode> raw = ReadNodes(config.sys_root);
   Machine machine;
   bool per_node_data = !raw.empty();

@@ -5,7 +5,8 @@
 
 #include <vector>
 
-#include "protocol/daemon_config.h"
+#include "broker/daemon_config.h"
+#include "protocol/host/accounts.h"
 
 namespace hpcb::broker {
 namespace {
@@ -78,7 +79,7 @@ Result<void> Permissions::RequireAdmin(uid_t uid, const std::string& what) const
 
 std::string ResolveAdminGroup(const std::string& flag, const UserDb& users) {
   if (!flag.empty()) return flag;
-  for (const std::string& candidate : protocol::AdminGroupCandidates()) {
+  for (const std::string& candidate : host::AdminGroupCandidates()) {
     if (users.GroupExists(candidate)) return candidate;
   }
   return "";

@@ -24,8 +24,8 @@
 #include <utility>
 #include <vector>
 
+#include "broker/daemon_config.h"
 #include "protocol/base/result.h"
-#include "protocol/daemon_config.h"
 
 namespace hpcb::broker {
 
@@ -61,7 +61,7 @@ struct Machine {
 // thread, each cpu's sibling list under devices/system/cpu; runs
 // `config.nvidia_smi -L` and `topo -m`; applies the reserve (whole cores).
 // `confine_memory` is true when cgroups are in force.
-Result<Machine> DiscoverMachine(const protocol::DaemonConfig& config, bool confine_memory);
+Result<Machine> DiscoverMachine(const DaemonConfig& config, bool confine_memory);
 
 // One job's resource demand, as the broker stores it (memory already
 // defaulted; 0 means untracked).

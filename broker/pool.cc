@@ -8,7 +8,7 @@
 
 #include "broker/gpu_topology.h"
 #include "broker/placement.h"
-#include "protocol/base/units.h"
+#include "common/units.h"
 
 namespace hpcb::broker {
 namespace {

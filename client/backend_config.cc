@@ -6,8 +6,8 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "common/units.h"
 #include "protocol/base/unique_fd.h"
-#include "protocol/base/units.h"
 
 namespace hpcb::client {
 namespace {

@@ -19,8 +19,8 @@
 #include "client/slurm_backend.h"
 #include "client/transport.h"
 #include "client/wait.h"
-#include "protocol/base/units.h"
-#include "protocol/daemon_config.h"
+#include "common/units.h"
+#include "protocol/root_config.h"
 
 extern char** environ;
 

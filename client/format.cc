@@ -6,7 +6,7 @@
 #include <ctime>
 #include <limits>
 
-#include "protocol/base/units.h"
+#include "common/units.h"
 
 namespace hpcb::client {
 namespace {

@@ -15,8 +15,8 @@
 
 #include "client/commands.h"
 #include "client/subprocess.h"
+#include "common/units.h"
 #include "protocol/base/unique_fd.h"
-#include "protocol/base/units.h"
 #include "protocol/codec.h"
 
 namespace hpcb::client::slurm {

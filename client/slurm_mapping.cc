@@ -6,7 +6,7 @@
 #include <ctime>
 
 #include "client/format.h"
-#include "protocol/base/units.h"
+#include "common/units.h"
 
 namespace hpcb::client::slurm {
 namespace {

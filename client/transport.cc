@@ -7,9 +7,9 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "protocol/daemon_config.h"
 #include "protocol/framing.h"
 #include "protocol/queued_frame.h"
+#include "protocol/root_config.h"
 
 namespace hpcb::client {
 namespace {

@@ -15,13 +15,13 @@
 #include "executor/executor_server.h"
 #include "protocol/base/log.h"
 #include "protocol/base/unique_fd.h"
-#include "protocol/daemon_config.h"
 #include "protocol/host/host_files.h"
+#include "protocol/root_config.h"
 
 namespace hpcb::executor {
 namespace {
 
-Result<void> Confine(const protocol::DaemonConfig& config) {
+Result<void> Confine(const protocol::RootConfig& config) {
   ConfinePaths paths;
   paths.read_write = {config.state_dir, config.cgroup_root};
   if (!config.no_dev_dir) paths.read_write.push_back(config.dev_dir);
@@ -51,21 +51,20 @@ int ExecutorMain(int argc, char** argv) {
     }
     return 0;
   }
-  // Not 78 when these are wrong: it is no refusal of the site's config but
+  // Not 78 when this is wrong: it is no refusal of the site's config but
   // a launcher of another release (one running from before a package
   // upgrade, restarting its roles from the new files). Exiting 1 lets the
-  // launcher give up and systemd start the new one, which passes them.
-  Result<protocol::ResolvedIds> ids = protocol::TakeResolvedIds(args);
-  if (!ids) {
-    LogError(ids.error().message() + " (the executor is started by hpc-batchd only)");
+  // launcher give up and systemd start the new one, which passes it.
+  Result<protocol::RootConfig> decoded =
+      args.size() == 2 && args[0] == "--config"
+          ? protocol::Decode<protocol::RootConfig>(args[1])
+          : Result<protocol::RootConfig>(InvalidArgument("expected --config and one message"));
+  if (!decoded) {
+    LogError("cannot read the launcher's config: " + decoded.error().message() +
+             " (started by an hpc-batchd of another release, or not by hpc-batchd at all)");
     return 1;
   }
-  protocol::ParsedFlags parsed = protocol::ParseDaemonFlags(args);
-  if (parsed.exit_now) {
-    std::cerr << parsed.output;
-    return *parsed.exit_now;
-  }
-  const protocol::DaemonConfig& config = parsed.config;
+  const protocol::RootConfig& config = *decoded;
   SetLogLevel(config.log_level);
   if (::fcntl(3, F_GETFD) < 0 || ::fcntl(4, F_GETFD) < 0) {
     LogError("fds 3 (launcher) and 4 (broker) must be open; started by hpc-batchd only");
@@ -80,15 +79,15 @@ int ExecutorMain(int argc, char** argv) {
   if (facts.as_root) {
     // Looked up by the launcher: this binary has no NSS (docs/design.md,
     // "Footprint").
-    if (!ids->admin_gid) {
+    if (!config.admin_gid) {
       LogError(
           "no admin group gid was passed: this executor was started by an hpc-batchd of another "
           "release (restart the service after an upgrade), or not by hpc-batchd at all");
       return 1;
     }
-    facts.admin_gid = *ids->admin_gid;
+    facts.admin_gid = *config.admin_gid;
     // The broker may never pass off a socket of its own as a submitter's.
-    facts.broker_uid = ids->broker_uid;
+    facts.broker_uid = config.broker_uid;
   }
   auto cpus = host::ReadOnlineCpus(config.sys_root);
   auto nodes = host::ReadNumaNodes(config.sys_root);

@@ -45,7 +45,7 @@ std::int64_t ExitCodeFromStatus(int status) {
   return -1;
 }
 
-ExecutorServer::ExecutorServer(protocol::DaemonConfig config, ExecutorFacts facts, int launcher_fd,
+ExecutorServer::ExecutorServer(protocol::RootConfig config, ExecutorFacts facts, int launcher_fd,
                                int broker_fd)
     : config_(std::move(config)),
       facts_(std::move(facts)),

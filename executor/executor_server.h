@@ -40,13 +40,13 @@
 #include "executor/usage_book.h"
 #include "protocol/base/result.h"
 #include "protocol/base/unique_fd.h"
-#include "protocol/daemon_config.h"
 #include "protocol/executor_messages.h"
 #include "protocol/framing.h"
 #include "protocol/host/run_record.h"
 #include "protocol/launcher_messages.h"
 #include "protocol/outbox.h"
 #include "protocol/pending_calls.h"
+#include "protocol/root_config.h"
 
 namespace hpcb::executor {
 
@@ -77,8 +77,7 @@ struct LauncherDeadlines {
 
 class ExecutorServer {
  public:
-  ExecutorServer(protocol::DaemonConfig config, ExecutorFacts facts, int launcher_fd,
-                 int broker_fd);
+  ExecutorServer(protocol::RootConfig config, ExecutorFacts facts, int launcher_fd, int broker_fd);
 
   // Reads STATE/specs and STATE/run: registered, still-running and
   // dead-on-arrival jobs.
@@ -241,7 +240,7 @@ class ExecutorServer {
   void AskLauncher(Request request, const std::vector<int>& fds, std::chrono::milliseconds timeout,
                    const std::string& what, std::function<void(Result<Reply>)> done);
 
-  protocol::DaemonConfig config_;
+  protocol::RootConfig config_;
   TurnCommit turn_;
   SpecStore store_{config_.state_dir + "/specs"};
   // Why the specs could not be brought back at start-up (Run stops).

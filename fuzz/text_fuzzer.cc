@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "protocol/base/units.h"
+#include "common/units.h"
 #include "protocol/framing.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

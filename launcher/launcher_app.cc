@@ -1,5 +1,6 @@
 #include "launcher/launcher_app.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -9,30 +10,40 @@
 #include <cerrno>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "launcher/launcher_server.h"
 #include "launcher/launcher_setup.h"
+#include "launcher/root_flags.h"
 #include "launcher/signal_reset.h"
 #include "launcher/state_lock.h"
 #include "protocol/base/log.h"
-#include "protocol/daemon_config.h"
 #include "protocol/host/host_files.h"
 
 namespace hpcb::launcher {
 
 int LauncherMain(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  protocol::ParsedFlags parsed = protocol::ParseDaemonFlags(args);
-  if (parsed.exit_now) {
-    (*parsed.exit_now == 0 ? std::cout : std::cerr) << parsed.output;
-    return *parsed.exit_now;
-  }
-  const protocol::DaemonConfig& config = parsed.config;
   SetLogRole("launcher");
-  SetLogLevel(config.log_level);
+  // First: with SIGCHLD ignored (inherited) the flag check could not be reaped.
   SetStartUpDispositions();
+  Result<std::string> broker_path = BesideSelf("hpc-batch-broker");
+  UniqueFd broker(broker_path ? ::open(broker_path->c_str(), O_PATH | O_CLOEXEC) : -1);
+  if (!broker.valid()) {
+    LogError("cannot find hpc-batch-broker beside hpc-batchd");
+    return 1;
+  }
+  if (std::optional<int> exit_now = CheckFlagsAsNobody(broker.get(), args)) return *exit_now;
+  broker.reset();
+  Result<protocol::RootConfig> parsed = ParseRootFlags(args);
+  if (!parsed) {
+    std::cerr << "hpc-batchd: " << parsed.error().message() << "\n";
+    return 2;
+  }
+  protocol::RootConfig& config = *parsed;
+  SetLogLevel(config.log_level);
   ::umask(022);
   if (::chdir("/") != 0) return 1;
   const bool as_root = ::geteuid() == 0;
@@ -63,12 +74,12 @@ int LauncherMain(int argc, char** argv) {
     LogError("signalfd failed");
     return 1;
   }
+  // The broker reads the daemon's own argv (it checked it above); the
+  // executor gets the root flags as one message and parses no flags.
+  const std::vector<std::string>& flags = args;
+  const std::vector<std::string> executor_flags = {"--config", protocol::Encode(config)};
   // Kept open for the life of this launcher: a broker restarted after a
   // crash listens on the same socket.
-  const std::vector<std::string> flags = protocol::ToFlags(config);
-  std::vector<std::string> executor_flags = flags;
-  for (std::string& flag : protocol::ToFlags(*checked))
-    executor_flags.push_back(std::move(flag));
   const int listen_fd = listener->get();
   LauncherOptions options;
   options.as_root = as_root;

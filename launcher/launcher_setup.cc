@@ -41,7 +41,7 @@ Result<void> MakeDirs(const std::string& path, mode_t mode) {
 
 }  // namespace
 
-Result<void> CheckCgroups(const protocol::DaemonConfig& config, bool as_root) {
+Result<void> CheckCgroups(const protocol::RootConfig& config, bool as_root) {
   if (config.no_cgroups) return Ok();
   const std::string& root = config.cgroup_root;
   if (::access((root + "/cgroup.controllers").c_str(), F_OK) != 0) {
@@ -85,7 +85,7 @@ Result<void> CheckCgroups(const protocol::DaemonConfig& config, bool as_root) {
   return Ok();
 }
 
-Result<void> PrepareDirs(const protocol::DaemonConfig& config, bool as_root) {
+Result<void> PrepareDirs(const protocol::RootConfig& config, bool as_root) {
   auto state = MakeDirs(config.state_dir + "/jobs", 0755);
   if (!state)
     return Refusal("cannot use the state directory " + config.state_dir + ": " +
@@ -124,14 +124,13 @@ Result<void> PrepareDirs(const protocol::DaemonConfig& config, bool as_root) {
   return Ok();
 }
 
-Result<protocol::ResolvedIds> RunStartupChecks(const protocol::DaemonConfig& config, bool as_root) {
+Result<void> RunStartupChecks(protocol::RootConfig& config, bool as_root) {
   if (!as_root && !config.no_cgroups) {
     return Refusal("running as a normal user (user mode) needs --no-cgroups" +
                    std::string(kCgroupHint));
   }
   HPCB_TRY(PrepareDirs(config, as_root));
   HPCB_TRY(CheckCgroups(config, as_root));
-  protocol::ResolvedIds ids;
   if (as_root) {
     Result<gid_t> admin = host::ResolveAdminGroup(config.admin_group);
     if (!admin) return Refusal(admin.error().message());
@@ -139,7 +138,8 @@ Result<protocol::ResolvedIds> RunStartupChecks(const protocol::DaemonConfig& con
     // leave the executor's "the broker never submits" check unarmed.
     Result<uid_t> broker = host::LookUpUid(config.broker_user);
     if (!broker) return Refusal("--broker-user: " + broker.error().message());
-    ids = protocol::ResolvedIds{*admin, *broker};
+    config.admin_gid = *admin;
+    config.broker_uid = *broker;
     if (Result<void> safe = CheckSuidDumpable(config.proc_root); !safe) {
       return Refusal(safe.error().message());
     }
@@ -160,7 +160,7 @@ Result<protocol::ResolvedIds> RunStartupChecks(const protocol::DaemonConfig& con
     // they are, each start is refused with this message.
     if (!missing.empty()) LogWarning(MissingNodesError(config.gpu_dev_dir, missing).message());
   }
-  return ids;
+  return Ok();
 }
 
 Result<UniqueFd> ListenClientSocket(const std::string& path) {
@@ -180,12 +180,16 @@ Result<UniqueFd> ListenClientSocket(const std::string& path) {
   return fd;
 }
 
-Result<Role> StartRole(const std::string& binary, int fd3, int fd4,
-                       const std::vector<std::string>& flags) {
+Result<std::string> BesideSelf(const std::string& binary) {
   std::error_code ec;
   std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) return Error(ErrorCode::kInternal, "cannot read /proc/self/exe");
-  std::string path = (self.parent_path() / binary).string();
+  return (self.parent_path() / binary).string();
+}
+
+Result<Role> StartRole(const std::string& binary, int fd3, int fd4,
+                       const std::vector<std::string>& flags) {
+  HPCB_ASSIGN_OR_RETURN(std::string path, BesideSelf(binary));
   std::vector<std::string> args{path};
   args.insert(args.end(), flags.begin(), flags.end());
   std::vector<char*> argv;

@@ -10,17 +10,17 @@
 
 #include "protocol/base/result.h"
 #include "protocol/base/unique_fd.h"
-#include "protocol/daemon_config.h"
+#include "protocol/root_config.h"
 
 namespace hpcb::launcher {
 
 // Every check that ends in a refusal. The error text is the log line.
-Result<void> CheckCgroups(const protocol::DaemonConfig& config, bool as_root);
-Result<void> PrepareDirs(const protocol::DaemonConfig& config, bool as_root);
+Result<void> CheckCgroups(const protocol::RootConfig& config, bool as_root);
+Result<void> PrepareDirs(const protocol::RootConfig& config, bool as_root);
 // As root it also looks up, once for every executor this launcher starts,
-// the ids the executor is passed (it looks no name up itself); a lookup
-// that fails is a refusal. None in user mode.
-Result<protocol::ResolvedIds> RunStartupChecks(const protocol::DaemonConfig& config, bool as_root);
+// the ids the executor is passed (it looks no name up itself) and sets them
+// in `config`; a lookup that fails is a refusal. None in user mode.
+Result<void> RunStartupChecks(protocol::RootConfig& config, bool as_root);
 
 // Unlinks a stale socket, binds, chmod 0666, listens.
 Result<UniqueFd> ListenClientSocket(const std::string& path);
@@ -30,6 +30,9 @@ struct Role {
   std::string name;
   int wait_status = -1;  // once reaped
 };
+
+// DIR_OF(/proc/self/exe)/binary: where the other programs are installed.
+Result<std::string> BesideSelf(const std::string& binary);
 
 // Forks and execs DIR_OF(/proc/self/exe)/binary with `fd3` and `fd4` as
 // fds 3 and 4 and `flags` as argv.

@@ -7,7 +7,8 @@
 # as /work/shared/tools/root-lines.py does (non-blank, not // comments, not
 # inside /* */). Prints one row per file, then totals per top folder, and
 # fails when a budget in scripts/root-budget is exceeded (override with
-# ROOT_BUDGET_TOTAL, ROOT_BUDGET_EXECUTOR, ROOT_BUDGET_LAUNCHER).
+# ROOT_BUDGET_TOTAL, ROOT_BUDGET_EXECUTOR, ROOT_BUDGET_LAUNCHER), or when a
+# root binary is built from the client, the client protocol or CLI11.
 #
 #   scripts/root-size.sh [--markdown] [BUILD_DIR]   (BUILD_DIR defaults to build)
 #
@@ -245,14 +246,15 @@ else:
         print(f"{t + '/':<{width}}  {folders[t]:>6,}")
     print(f"{'root total':<{width}}  {total:>6,}  ({len(rows)} files; "
           + ", ".join(f"{BINARIES[b]} {n:,}" for b, n in per_binary.items()) + ")")
-if os.environ["ROOT_SIZE_MARKDOWN"] != "1" and cli11:
-    # Open: the daemon's flags are still parsed with CLI11 in each role.
-    print("CLI11 headers read by: " + ", ".join(
-        f"{o} ({', '.join(sorted(b))})" for o, b in sorted(cli11.items())))
+# The flags are the broker's to parse (launcher/root_flags.h): no root
+# binary is built from a flag library.
+for obj, binaries in sorted(cli11.items()):
+    print(f"root-size: {', '.join(sorted(binaries))} is built from CLI11 (read by {obj}); "
+          "root binaries must not parse flags with it", file=sys.stderr)
 for target, obj, rel in refused:
     print(f"root-size: {target} is built from {rel} (read by {obj}); "
           "root binaries must not compile the client protocol or the client", file=sys.stderr)
 for label, n, limit in over:
     print(f"root-size: {label} {n:,} lines is over the budget of {limit:,}", file=sys.stderr)
-sys.exit(1 if over or refused else 0)
+sys.exit(1 if over or refused or cli11 else 0)
 EOF

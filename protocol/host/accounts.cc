@@ -6,20 +6,23 @@
 #include <cerrno>
 #include <vector>
 
-#include "protocol/daemon_config.h"
-
 namespace hpcb::host {
+
+const std::vector<std::string>& AdminGroupCandidates() {
+  static const std::vector<std::string> kCandidates = {"wheel", "sudo", "adm", "staff"};
+  return kCandidates;
+}
 
 Result<gid_t> ResolveAdminGroup(const std::string& name) {
   if (!name.empty()) {
     if (struct group* g = ::getgrnam(name.c_str())) return g->gr_gid;
   } else {
-    for (const auto& candidate : protocol::AdminGroupCandidates()) {
+    for (const auto& candidate : AdminGroupCandidates()) {
       if (struct group* g = ::getgrnam(candidate.c_str())) return g->gr_gid;
     }
   }
   std::string existing;
-  for (const auto& candidate : protocol::AdminGroupCandidates()) {
+  for (const auto& candidate : AdminGroupCandidates()) {
     if (::getgrnam(candidate.c_str()) != nullptr) {
       existing += (existing.empty() ? "" : ", ") + candidate;
     }

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <vector>
 
 #include "protocol/base/result.h"
 #include "protocol/launcher_messages.h"
@@ -18,6 +19,9 @@ struct PasswdFacts {
   std::string home;
   std::string shell;  // empty -> /bin/sh
 };
+
+// The candidates tried, in order, when --admin-group is not given.
+const std::vector<std::string>& AdminGroupCandidates();
 
 // --admin-group: the named group, or (empty) the first existing candidate.
 // The error lists the existing candidates.

@@ -9,8 +9,8 @@
 #include <limits>
 #include <sstream>
 
+#include "protocol/base/cpu_list.h"
 #include "protocol/base/unique_fd.h"
-#include "protocol/base/units.h"
 #include "protocol/framing.h"
 
 namespace hpcb::host {

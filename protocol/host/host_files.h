@@ -16,7 +16,7 @@
 
 namespace hpcb::host {
 
-// Kernel cpu lists ("0-3,5,7-8") are parsed by ParseCpuList (base/units.h).
+// Kernel cpu lists ("0-3,5,7-8") are parsed by ParseCpuList (base/cpu_list.h).
 // "0,1,2" (never ranges) as cpuset files and the launch spec want.
 std::string FormatIdList(const std::vector<int>& ids);
 

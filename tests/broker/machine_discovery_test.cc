@@ -79,7 +79,7 @@ class DiscoveryTest : public ::testing::Test {
   }
 
   fs::path root_;
-  protocol::DaemonConfig config_;
+  DaemonConfig config_;
 };
 
 TEST_F(DiscoveryTest, TwoNodesPerNodeMemory) {

@@ -39,10 +39,10 @@
 #include <string>
 #include <vector>
 
+#include "broker/daemon_config.h"
 #include "protocol/base/unique_fd.h"
 #include "protocol/client_messages.h"
 #include "protocol/codec.h"
-#include "protocol/daemon_config.h"
 #include "protocol/framing.h"
 #include "protocol/queued_frame.h"
 
@@ -50,6 +50,7 @@ namespace {
 
 using hpcb::UniqueFd;
 namespace protocol = hpcb::protocol;
+namespace broker = hpcb::broker;
 
 constexpr int kExecutorFd = 3;
 constexpr int kListenFd = 4;
@@ -240,7 +241,10 @@ bool ReadLine(int fd, std::string& pending, std::string& line) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  protocol::ParsedFlags parsed = protocol::ParseDaemonFlags(args);
+  if (!args.empty() && args[0] == protocol::kCheckFlagsArg) {
+    return broker::CheckDaemonFlags({args.begin() + 1, args.end()});
+  }
+  broker::ParsedFlags parsed = broker::ParseDaemonFlags(args);
   const char* control_path = std::getenv("HPCB_FORGED_CONTROL");
   const char* replies_path = std::getenv("HPCB_FORGED_REPLIES");
   if (control_path == nullptr) {

@@ -539,16 +539,16 @@ TEST_F(RootE2eTest, RolesAreConfinedAndJobsAreNot) {
 }
 
 // 4a'. A launcher of the previous release (still running after a package
-// upgrade, restarting its roles from the new files) passes no ids: the
-// executor must not refuse with 78, which systemd would not restart, but
-// fail, so that the old launcher gives up and systemd starts the new one.
-TEST_F(RootE2eTest, AnExecutorStartedWithoutItsIdsEndsTheDaemonForSystemdToRestart) {
+// upgrade, restarting its roles from the new files) passes the daemon's
+// flags, not one config message: the executor must not refuse with 78,
+// which systemd would not restart, but fail, so that the old launcher
+// gives up and systemd starts the new one.
+TEST_F(RootE2eTest, AnExecutorStartedByAnOlderLauncherEndsTheDaemonForSystemdToRestart) {
   testing::TempDir scratch;
   const std::string wrapper = scratch.path() + "/executor-without-ids";
   WriteFile(wrapper,
-            "#!/bin/bash\n# Started as the previous launcher would: without the last four "
-            "arguments.\nexec " +
-                std::string(HPCB_EXECUTOR) + " \"${@:1:$#-4}\"\n",
+            "#!/bin/bash\n# Started as the previous launcher would: with flags.\nexec " +
+                std::string(HPCB_EXECUTOR) + " --no-cgroups --state-dir /var/lib/hpc-batch\n",
             0755, 0, 0);
   HarnessOptions options;
   options.replace_binaries = {{"hpc-batch-executor", wrapper}};

@@ -250,7 +250,7 @@ class ExecutorServerTest : public ::testing::Test {
   }
 
   testing::TempDir dir_;
-  protocol::DaemonConfig config_;
+  protocol::RootConfig config_;
   ExecutorFacts facts_;
   UniqueFd launcher_a_, launcher_b_;
   UniqueFd broker_a_, broker_b_;

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include "protocol/base/units.h"
+#include "common/units.h"
 #include "protocol/host/host_files.h"
 #include "tests/testing/temp_dir.h"
 

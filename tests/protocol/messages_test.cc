@@ -1,7 +1,6 @@
 #include <gtest/gtest.h>
 
 #include "protocol/client_messages.h"
-#include "protocol/daemon_config.h"
 #include "protocol/executor_messages.h"
 
 namespace hpcb::protocol {
@@ -264,113 +263,6 @@ TEST(ReplyTest, ErrorReplyIsRecognised) {
   auto err = Decode<ErrorReply>(text);
   ASSERT_TRUE(err);
   EXPECT_EQ(err->error, "no such job 4");
-}
-
-TEST(DaemonFlagsTest, ParsesDurationsAndSizes) {
-  auto parsed = ParseDaemonFlags({"--max-lifetime", "1h30m", "--reserve-mem", "512M",
-                                  "--no-cgroups", "--schedule", "easy-backfill"});
-  ASSERT_FALSE(parsed.exit_now) << parsed.output;
-  EXPECT_EQ(parsed.config.max_lifetime_s, 5400);
-  EXPECT_DOUBLE_EQ(parsed.config.reserve_mem_gib, 0.5);
-  EXPECT_TRUE(parsed.config.no_cgroups);
-  EXPECT_EQ(parsed.config.schedule, "easy-backfill");
-}
-
-TEST(DaemonFlagsTest, RejectsBadValuesWithUsageExit) {
-  auto bad_duration = ParseDaemonFlags({"--max-lifetime", "1x"});
-  ASSERT_TRUE(bad_duration.exit_now);
-  EXPECT_NE(*bad_duration.exit_now, 0);
-  EXPECT_NE(bad_duration.output.find("invalid duration"), std::string::npos);
-  auto bad_policy = ParseDaemonFlags({"--schedule", "lifo"});
-  ASSERT_TRUE(bad_policy.exit_now);
-  auto unknown = ParseDaemonFlags({"--frobnicate"});
-  ASSERT_TRUE(unknown.exit_now);
-}
-
-TEST(DaemonFlagsTest, CpuUnitIsCoreUnlessAskedOtherwise) {
-  EXPECT_EQ(ParseDaemonFlags({}).config.cpu_unit, "core");
-  auto thread = ParseDaemonFlags({"--cpu-unit", "thread"});
-  ASSERT_FALSE(thread.exit_now) << thread.output;
-  EXPECT_EQ(thread.config.cpu_unit, "thread");
-  EXPECT_EQ(ParseDaemonFlags(ToFlags(thread.config)).config.cpu_unit, "thread");
-  auto socket = ParseDaemonFlags({"--cpu-unit", "socket"});
-  ASSERT_TRUE(socket.exit_now);
-  EXPECT_NE(*socket.exit_now, 0);
-}
-
-TEST(DaemonFlagsTest, ResolvedIdsTravelBesideTheDaemonFlags) {
-  ResolvedIds ids;
-  ids.admin_gid = 27;
-  ids.broker_uid = 998;
-  std::vector<std::string> args = ToFlags(ParseDaemonFlags({"--keep-finished", "3"}).config);
-  const std::vector<std::string> daemon_only = args;
-  for (const std::string& flag : ToFlags(ids))
-    args.push_back(flag);
-  Result<ResolvedIds> taken = TakeResolvedIds(args);
-  ASSERT_TRUE(taken) << taken.error().message();
-  EXPECT_EQ(taken->admin_gid, std::optional<std::uint32_t>(27));
-  EXPECT_EQ(taken->broker_uid, std::optional<std::uint32_t>(998));
-  EXPECT_EQ(args, daemon_only);  // what is left parses as the daemon's flags
-  EXPECT_FALSE(ParseDaemonFlags(args).exit_now);
-
-  // Only the launcher's own, at the end: the same text earlier is a value.
-  std::vector<std::string> socket_named_so = {"--socket", "--resolved-admin-gid", "--keep-finished",
-                                              "3"};
-  const std::vector<std::string> unchanged = socket_named_so;
-  Result<ResolvedIds> none = TakeResolvedIds(socket_named_so);
-  ASSERT_TRUE(none) << none.error().message();
-  EXPECT_FALSE(none->admin_gid);
-  EXPECT_EQ(socket_named_so, unchanged);
-
-  // No broker user on this host: only the gid travels.
-  std::vector<std::string> gid_only = ToFlags(ResolvedIds{5, std::nullopt});
-  Result<ResolvedIds> partial = TakeResolvedIds(gid_only);
-  ASSERT_TRUE(partial);
-  EXPECT_EQ(partial->admin_gid, std::optional<std::uint32_t>(5));
-  EXPECT_FALSE(partial->broker_uid);
-  EXPECT_TRUE(gid_only.empty());
-}
-
-TEST(DaemonFlagsTest, BadResolvedIdsNameTheFlag) {
-  for (std::vector<std::string> bad : std::vector<std::vector<std::string>>{
-           {"--resolved-admin-gid"},
-           {"--resolved-admin-gid", "sudo"},
-           {"--resolved-broker-uid", "-1"},
-           {"--resolved-broker-uid", "4294967296"},
-           {"--resolved-broker-uid", ""},
-           {"--resolved-admin-gid", "1", "--resolved-admin-gid", "2"}}) {
-    const std::string flag = bad.front();
-    Result<ResolvedIds> taken = TakeResolvedIds(bad);
-    ASSERT_FALSE(taken) << flag;
-    EXPECT_NE(taken.error().message().find(flag), std::string::npos) << taken.error().message();
-  }
-}
-
-TEST(DaemonFlagsTest, ToFlagsRoundTrips) {
-  auto parsed = ParseDaemonFlags({"--admin-group", "sudo", "--keep-finished", "3", "--min-job-mem",
-                                  "0.25", "--list-is-public"});
-  ASSERT_FALSE(parsed.exit_now);
-  auto again = ParseDaemonFlags(ToFlags(parsed.config));
-  ASSERT_FALSE(again.exit_now) << again.output;
-  EXPECT_EQ(again.config.admin_group, "sudo");
-  EXPECT_EQ(again.config.keep_finished, 3);
-  EXPECT_DOUBLE_EQ(again.config.min_job_mem_gib, 0.25);
-  EXPECT_TRUE(again.config.list_is_public);
-  EXPECT_FALSE(again.config.no_gpu_mask);
-  EXPECT_EQ(again.config.gpu_dev_dir, "/dev");
-  EXPECT_EQ(again.config.gpu_driver_dir, "/proc/driver/nvidia/gpus");
-}
-
-TEST(DaemonFlagsTest, GpuMaskingIsOnUnlessTurnedOff) {
-  auto off = ParseDaemonFlags(
-      {"--no-gpu-mask", "--gpu-dev-dir", "/tmp/fake-dev", "--gpu-driver-dir", "/tmp/fake-drv"});
-  ASSERT_FALSE(off.exit_now) << off.output;
-  EXPECT_TRUE(off.config.no_gpu_mask);
-  auto again = ParseDaemonFlags(ToFlags(off.config));
-  ASSERT_FALSE(again.exit_now) << again.output;
-  EXPECT_TRUE(again.config.no_gpu_mask) << "a reload must not turn masking back on";
-  EXPECT_EQ(again.config.gpu_dev_dir, "/tmp/fake-dev");
-  EXPECT_EQ(again.config.gpu_driver_dir, "/tmp/fake-drv");
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "protocol/base/units.h"
+#include "common/units.h"
 
 #include <gtest/gtest.h>
 

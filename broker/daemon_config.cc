@@ -1,4 +1,4 @@
-#include "protocol/daemon_config.h"
+#include "broker/daemon_config.h"
 
 #include <charconv>
 #include <cstdio>
@@ -6,9 +6,9 @@
 
 #include <CLI/CLI.hpp>
 
-#include "protocol/base/units.h"
+#include "common/units.h"
 
-namespace hpcb::protocol {
+namespace hpcb::broker {
 namespace {
 
 // CLI11 validator wrapping a Result-returning parser.
@@ -22,54 +22,16 @@ CLI::Validator ResultValidator(Parse parse, const char* name) {
       name);
 }
 
-constexpr const char* kAdminGidFlag = "--resolved-admin-gid";
-constexpr const char* kBrokerUidFlag = "--resolved-broker-uid";
-
-}  // namespace
-
-std::vector<std::string> ToFlags(const ResolvedIds& ids) {
-  std::vector<std::string> out;
-  if (ids.admin_gid) out.insert(out.end(), {kAdminGidFlag, std::to_string(*ids.admin_gid)});
-  if (ids.broker_uid) out.insert(out.end(), {kBrokerUidFlag, std::to_string(*ids.broker_uid)});
-  return out;
-}
-
-Result<ResolvedIds> TakeResolvedIds(std::vector<std::string>& args) {
-  // Only from the end, where the launcher puts them: earlier, the same text
-  // may be the value of a daemon flag (a socket path, say).
-  ResolvedIds ids;
-  auto is_ours = [](const std::string& arg) {
-    return arg == kAdminGidFlag || arg == kBrokerUidFlag;
-  };
-  if (!args.empty() && is_ours(args.back()))
-    return InvalidArgument(args.back() + " needs a number");
-  while (args.size() >= 2 && is_ours(args[args.size() - 2])) {
-    const std::string flag = args[args.size() - 2];
-    const std::string text = args.back();
-    std::optional<std::uint32_t>& slot = flag == kAdminGidFlag ? ids.admin_gid : ids.broker_uid;
-    if (slot.has_value()) return InvalidArgument(flag + " is given twice");
-    std::uint32_t value = 0;
-    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (error != std::errc() || end != text.data() + text.size() || text.empty()) {
-      return InvalidArgument(flag + " needs a number, not '" + text + "'");
-    }
-    slot = value;
-    args.resize(args.size() - 2);
-  }
-  return ids;
-}
-
-const std::vector<std::string>& AdminGroupCandidates() {
-  static const std::vector<std::string> kCandidates = {"wheel", "sudo", "adm", "staff"};
-  return kCandidates;
-}
-
-ParsedFlags ParseDaemonFlags(const std::vector<std::string>& args) {
-  ParsedFlags parsed;
-  DaemonConfig& c = parsed.config;
-  CLI::App app("hpc-batchd: the hpc-batch daemon (launcher, executor, broker)", "hpc-batchd");
-  app.set_version_flag("--version", std::string("hpc-batchd ") + kVersion);
+// The text flags whose values CLI11 only checks; ParseDaemonFlags converts them.
+struct UnitTexts {
   std::string max_lifetime, reserve_mem, min_job_mem;
+};
+
+void DefineFlags(CLI::App& app, DaemonConfig& c, UnitTexts& texts) {
+  app.set_version_flag("--version", std::string("hpc-batchd ") + protocol::kVersion);
+  std::string& max_lifetime = texts.max_lifetime;
+  std::string& reserve_mem = texts.reserve_mem;
+  std::string& min_job_mem = texts.min_job_mem;
   app.add_option("--max-lifetime", max_lifetime,
                  "ceiling and default for every job's max-time (default 1d)")
       ->check(ResultValidator(ParseDuration, "DURATION"));
@@ -133,6 +95,21 @@ ParsedFlags ParseDaemonFlags(const std::vector<std::string>& args) {
                  "largest output delivered, MiB (larger output is kept and reported)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+}
+
+constexpr const char* kAbout = "hpc-batchd: the hpc-batch daemon (launcher, executor, broker)";
+
+}  // namespace
+
+ParsedFlags ParseDaemonFlags(const std::vector<std::string>& args) {
+  ParsedFlags parsed;
+  DaemonConfig& c = parsed.config;
+  CLI::App app(kAbout, "hpc-batchd");
+  UnitTexts texts;
+  DefineFlags(app, c, texts);
+  const std::string& max_lifetime = texts.max_lifetime;
+  const std::string& reserve_mem = texts.reserve_mem;
+  const std::string& min_job_mem = texts.min_job_mem;
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
     app.parse(reversed);
@@ -153,63 +130,26 @@ ParsedFlags ParseDaemonFlags(const std::vector<std::string>& args) {
   return parsed;
 }
 
-std::vector<std::string> ToFlags(const DaemonConfig& c) {
-  auto number = [](double v) {
-    char buffer[64];
-    (void)std::snprintf(buffer, sizeof buffer, "%.17g", v);  // %.17g fits in 64 bytes
-    return std::string(buffer);
-  };
-  std::vector<std::string> out = {"--max-lifetime",
-                                  std::to_string(c.max_lifetime_s),
-                                  "--socket",
-                                  c.socket,
-                                  "--state-dir",
-                                  c.state_dir,
-                                  "--dev-dir",
-                                  c.dev_dir,
-                                  "--keep-finished",
-                                  std::to_string(c.keep_finished),
-                                  "--reserve-cpu",
-                                  std::to_string(c.reserve_cpu),
-                                  "--cpu-unit",
-                                  c.cpu_unit,
-                                  "--reserve-mem",
-                                  number(c.reserve_mem_gib),
-                                  "--min-job-mem",
-                                  number(c.min_job_mem_gib),
-                                  "--schedule",
-                                  c.schedule,
-                                  "--log-level",
-                                  c.log_level,
-                                  "--sys-root",
-                                  c.sys_root,
-                                  "--cgroup-root",
-                                  c.cgroup_root,
-                                  "--proc-root",
-                                  c.proc_root,
-                                  "--nvidia-smi",
-                                  c.nvidia_smi,
-                                  "--gpu-dev-dir",
-                                  c.gpu_dev_dir,
-                                  "--gpu-driver-dir",
-                                  c.gpu_driver_dir,
-                                  "--broker-user",
-                                  c.broker_user,
-                                  "--max-queued-per-user",
-                                  std::to_string(c.max_queued_per_user),
-                                  "--max-user-state-mib",
-                                  std::to_string(c.max_user_state_mib),
-                                  "--max-output-mib",
-                                  std::to_string(c.max_output_mib)};
-  if (!c.admin_group.empty()) {
-    out.push_back("--admin-group");
-    out.push_back(c.admin_group);
+int CheckDaemonFlags(const std::vector<std::string>& args) {
+  ParsedFlags parsed = ParseDaemonFlags(args);
+  if (!parsed.exit_now) return 0;
+  (void)std::fputs(parsed.output.c_str(), *parsed.exit_now == 0 ? stdout : stderr);
+  return *parsed.exit_now == 0 ? protocol::kFlagsAnswered : *parsed.exit_now;
+}
+
+std::vector<std::pair<std::string, bool>> DaemonFlagArities() {
+  CLI::App app(kAbout, "hpc-batchd");
+  DaemonConfig config;
+  UnitTexts texts;
+  DefineFlags(app, config, texts);
+  std::vector<std::pair<std::string, bool>> out;
+  for (const CLI::Option* option : app.get_options()) {
+    for (const std::string& name : option->get_lnames()) {
+      if (name != "help" && name != "version")
+        out.emplace_back("--" + name, option->get_expected_max() > 0);
+    }
   }
-  if (c.list_is_public) out.push_back("--list-is-public");
-  if (c.no_cgroups) out.push_back("--no-cgroups");
-  if (c.no_dev_dir) out.push_back("--no-dev-dir");
-  if (c.no_gpu_mask) out.push_back("--no-gpu-mask");
   return out;
 }
 
-}  // namespace hpcb::protocol
+}  // namespace hpcb::broker

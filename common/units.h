@@ -1,7 +1,9 @@
 // Text forms shared by the client, the daemon flags and the state files:
-// durations, memory sizes, CPU lists. Pure functions, table-tested.
-#ifndef HPCB_PROTOCOL_BASE_UNITS_H_
-#define HPCB_PROTOCOL_BASE_UNITS_H_
+// durations, memory sizes, cpu and id lists. Pure functions, table-tested.
+// Never linked into a root binary; the root side parses only cpu lists
+// (protocol/base/cpu_list.h, included here for the other users).
+#ifndef HPCB_COMMON_UNITS_H_
+#define HPCB_COMMON_UNITS_H_
 
 #include <cstdint>
 #include <optional>
@@ -9,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "protocol/base/cpu_list.h"
 #include "protocol/base/result.h"
 
 namespace hpcb {
@@ -31,10 +34,6 @@ std::string FormatGiB(std::optional<double> gib);
 // Rounds down to two decimals (the budget shown to users).
 double FloorTo2(double value);
 
-// "0-3,8,10-11" -> {0,1,2,3,8,10,11}, sorted and de-duplicated. Empty text
-// is an empty list; bad syntax, reversed ranges or ids > 1<<20 are errors.
-Result<std::vector<int>> ParseCpuList(std::string_view raw);
-
 // {0,1,2,3,8} -> "0-3,8" (the kernel's cpulist form).
 std::string FormatCpuRanges(const std::vector<int>& unsorted);
 
@@ -42,9 +41,6 @@ std::string FormatCpuRanges(const std::vector<int>& unsorted);
 // what the executor writes to cpuset files.
 std::string FormatCommaList(const std::vector<int>& ids);
 
-// Strict decimal integer in [min, max]; no sign unless min < 0, no spaces.
-Result<std::int64_t> ParseInteger(std::string_view text, std::int64_t min, std::int64_t max);
-
 }  // namespace hpcb
 
-#endif  // HPCB_PROTOCOL_BASE_UNITS_H_
+#endif  // HPCB_COMMON_UNITS_H_

@@ -1,0 +1,110 @@
+// RootConfig: the hpc-batchd flags the root side acts on. The launcher
+// reads them from its argv (launcher/root_flags.h) and hands them, with the
+// ids it looked up, to the executor as one message in the executor's argv:
+// the executor parses no flags. The broker reads the whole flag set itself
+// (broker/daemon_config.h, a RootConfig plus the scheduling flags).
+#ifndef HPCB_PROTOCOL_ROOT_CONFIG_H_
+#define HPCB_PROTOCOL_ROOT_CONFIG_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "protocol/base/result.h"
+#include "protocol/codec.h"
+
+namespace hpcb::protocol {
+
+inline constexpr const char* kVersion = "0.1.0";
+inline constexpr int kExitConfig = 78;  // EX_CONFIG: a refusal, not a crash
+inline constexpr const char* kDefaultSocket = "/run/hpc-batch/hpc-batch.sock";
+// `hpc-batch-broker --check-daemon-flags ARGS` checks hpc-batchd's argv for
+// the launcher (launcher/root_flags.h): exit 0, start; kFlagsAnswered, it
+// printed the help or the version, exit 0; anything else, exit with it.
+inline constexpr const char* kCheckFlagsArg = "--check-daemon-flags";
+inline constexpr int kFlagsAnswered = 3;
+
+struct RootConfig {
+  std::string socket = kDefaultSocket;
+  std::string state_dir = "/var/lib/hpc-batch";
+  std::string dev_dir = "/dev/hpc-batch";
+  bool no_cgroups = false;
+  bool no_dev_dir = false;
+  std::string log_level = "info";
+  std::string sys_root = "/sys";
+  std::string cgroup_root = "/sys/fs/cgroup";
+  // Where the launcher reads sys/fs/suid_dumpable, and nothing else
+  // (launcher/dumpable_check.h).
+  std::string proc_root = "/proc";
+  // Each job runs in a mount namespace where the per-card nodes it was not
+  // given (GPU_DEV_DIR/nvidiaN) are /dev/null; --no-gpu-mask turns it off.
+  bool no_gpu_mask = false;
+  std::string gpu_dev_dir = "/dev";
+  // Where the NVIDIA driver lists its cards (one directory per card, its
+  // `information` naming the card's minor number): a card listed there
+  // whose node is missing refuses every start, since a node made later
+  // would appear in a running job's view unhidden.
+  std::string gpu_driver_dir = "/proc/driver/nvidia/gpus";
+  std::string admin_group;                // empty: first of wheel, sudo, adm, staff
+  std::string broker_user = "hpc-batch";  // ignored in user mode
+  // MiB of launch specs plus undelivered output one user may hold, so that
+  // one user cannot fill the state directory for everyone.
+  std::int64_t max_user_state_mib = 1024;
+  // Output larger than this is not delivered (it is kept, and the job says
+  // so): a sparse multi-GiB buffer would otherwise fill the destination.
+  std::int64_t max_output_mib = 8192;
+
+  // Looked up by the launcher as root, for the executor, which is linked
+  // statically and never loads an NSS module. Unset in user mode.
+  std::optional<std::uint32_t> admin_gid;
+  std::optional<std::uint32_t> broker_uid;  // unset: no such user
+
+  template <class A>
+  void save(A& ar) const {
+    Put(ar, "socket", socket);
+    Put(ar, "state_dir", state_dir);
+    Put(ar, "dev_dir", dev_dir);
+    Put(ar, "no_cgroups", no_cgroups);
+    Put(ar, "no_dev_dir", no_dev_dir);
+    Put(ar, "log_level", log_level);
+    Put(ar, "sys_root", sys_root);
+    Put(ar, "cgroup_root", cgroup_root);
+    Put(ar, "proc_root", proc_root);
+    Put(ar, "no_gpu_mask", no_gpu_mask);
+    Put(ar, "gpu_dev_dir", gpu_dev_dir);
+    Put(ar, "gpu_driver_dir", gpu_driver_dir);
+    Put(ar, "admin_group", admin_group);
+    Put(ar, "broker_user", broker_user);
+    Put(ar, "max_user_state_mib", max_user_state_mib);
+    Put(ar, "max_output_mib", max_output_mib);
+    Put(ar, "admin_gid", admin_gid);
+    Put(ar, "broker_uid", broker_uid);
+  }
+  template <class A>
+  void load(A& ar) {
+    Get(ar, "socket", socket);
+    Get(ar, "state_dir", state_dir);
+    Get(ar, "dev_dir", dev_dir);
+    Get(ar, "no_cgroups", no_cgroups);
+    Get(ar, "no_dev_dir", no_dev_dir);
+    Get(ar, "log_level", log_level);
+    Get(ar, "sys_root", sys_root);
+    Get(ar, "cgroup_root", cgroup_root);
+    Get(ar, "proc_root", proc_root);
+    Get(ar, "no_gpu_mask", no_gpu_mask);
+    Get(ar, "gpu_dev_dir", gpu_dev_dir);
+    Get(ar, "gpu_driver_dir", gpu_driver_dir);
+    Get(ar, "admin_group", admin_group);
+    Get(ar, "broker_user", broker_user);
+    Get(ar, "max_user_state_mib", max_user_state_mib);
+    Get(ar, "max_output_mib", max_output_mib);
+    Get(ar, "admin_gid", admin_gid);
+    Get(ar, "broker_uid", broker_uid);
+  }
+  // Every path absolute, both limits positive.
+  Result<void> Validate() const;
+};
+
+}  // namespace hpcb::protocol
+
+#endif  // HPCB_PROTOCOL_ROOT_CONFIG_H_
