@@ -109,7 +109,8 @@ Result<protocol::RootConfig> ParseRootFlags(const std::vector<std::string>& args
     for (const FlagRow& candidate : FlagTable()) {
       if (candidate.name == arg) row = &candidate;
     }
-    if (row == nullptr) return InvalidArgument("hpc-batchd does not know the flag '" + args[i] + "'");
+    if (row == nullptr)
+      return InvalidArgument("hpc-batchd does not know the flag '" + args[i] + "'");
     if (!row->takes_value && value) {
       return InvalidArgument(std::string(arg) + " takes no value (give it alone to turn it on)");
     }
@@ -160,8 +161,8 @@ std::optional<int> CheckFlagsAsNobody(int broker_fd, const std::vector<std::stri
   const int code = WEXITSTATUS(reaped.status);
   if (code == 0) return std::nullopt;
   if (code == protocol::kFlagsAnswered) return 0;
-  if (code >= 126) LogError("cannot run hpc-batch-broker to check the flags (exit " +
-                            std::to_string(code) + ")");
+  if (code >= 126)
+    LogError("cannot run hpc-batch-broker to check the flags (exit " + std::to_string(code) + ")");
   return code;
 }
 

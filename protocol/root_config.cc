@@ -6,8 +6,8 @@ namespace hpcb::protocol {
 
 Result<void> RootConfig::Validate() const {
   const std::pair<const char*, const std::string*> paths[] = {
-      {"socket", &socket},           {"state_dir", &state_dir},     {"dev_dir", &dev_dir},
-      {"sys_root", &sys_root},       {"cgroup_root", &cgroup_root}, {"proc_root", &proc_root},
+      {"socket", &socket},           {"state_dir", &state_dir},          {"dev_dir", &dev_dir},
+      {"sys_root", &sys_root},       {"cgroup_root", &cgroup_root},      {"proc_root", &proc_root},
       {"gpu_dev_dir", &gpu_dev_dir}, {"gpu_driver_dir", &gpu_driver_dir}};
   for (const auto& [name, path] : paths) {
     if (path->empty() || path->front() != '/') {

@@ -4,6 +4,8 @@
 #include "launcher/root_flags.h"
 
 #include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,9 +14,6 @@
 #include <set>
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "broker/daemon_config.h"
 #include "protocol/base/unique_fd.h"
@@ -38,9 +37,12 @@ TEST(DaemonFlagsTest, ParsesDurationsAndSizes) {
 }
 
 TEST(DaemonFlagsTest, RejectsBadValuesWithUsageExit) {
-  for (const std::vector<std::string>& bad : std::vector<std::vector<std::string>>{
-           {"--max-lifetime", "1x"}, {"--schedule", "lifo"}, {"--frobnicate"},
-           {"--cpu-unit", "socket"}, {"--max-lifetime", "0"}}) {
+  for (const std::vector<std::string>& bad :
+       std::vector<std::vector<std::string>>{{"--max-lifetime", "1x"},
+                                             {"--schedule", "lifo"},
+                                             {"--frobnicate"},
+                                             {"--cpu-unit", "socket"},
+                                             {"--max-lifetime", "0"}}) {
     auto parsed = ParseDaemonFlags(bad);
     ASSERT_TRUE(parsed.exit_now) << bad.front();
     EXPECT_NE(*parsed.exit_now, 0) << bad.front();
@@ -104,7 +106,8 @@ TEST(RootFlagsTest, RefusesWhatItCannotReadNamingTheFlag) {
 TEST(RootConfigTest, TravelsToTheExecutorAsOneMessage) {
   protocol::RootConfig config = *ParseRootFlags({"--no-cgroups", "--state-dir", "/s"});
   config.admin_gid = 27;
-  Result<protocol::RootConfig> back = protocol::Decode<protocol::RootConfig>(protocol::Encode(config));
+  Result<protocol::RootConfig> back =
+      protocol::Decode<protocol::RootConfig>(protocol::Encode(config));
   ASSERT_TRUE(back) << back.error().message();
   EXPECT_EQ(back->state_dir, "/s");
   EXPECT_TRUE(back->no_cgroups);
@@ -123,7 +126,9 @@ TEST(RootConfigTest, TravelsToTheExecutorAsOneMessage) {
   EXPECT_FALSE(protocol::Decode<protocol::RootConfig>("{\"socket\":\"/s\"}"));
 }
 
-UniqueFd OpenPath(const char* path) { return UniqueFd(::open(path, O_PATH | O_CLOEXEC)); }
+UniqueFd OpenPath(const char* path) {
+  return UniqueFd(::open(path, O_PATH | O_CLOEXEC));
+}
 
 int RunDaemon(const std::string& args, std::string* out) {
   FILE* pipe = ::popen((std::string(HPCB_DAEMON_BIN) + " " + args + " 2>&1").c_str(), "r");
