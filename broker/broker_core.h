@@ -124,7 +124,6 @@ class BrokerCore {
   Result<void> Persist(bool compact = false);
   QueueFile Snapshot() const;
   std::uint64_t next_id() const { return next_id_; }
-  std::size_t awaiting_write() const { return awaiting_write_.size(); }
   // The executor stopped answering even the question of what became of a
   // job: the broker cannot trust its books and must be restarted.
   bool executor_lost() const { return executor_lost_; }

@@ -16,17 +16,6 @@ class SystemClock : public Clock {
   double Now() const override;
 };
 
-class FakeClock : public Clock {
- public:
-  explicit FakeClock(double now = 1000) : now_(now) {}
-  double Now() const override { return now_; }
-  void Advance(double seconds) { now_ += seconds; }
-  void Set(double now) { now_ = now; }
-
- private:
-  double now_;
-};
-
 }  // namespace hpcb::broker
 
 #endif  // HPCB_BROKER_CLOCK_H_

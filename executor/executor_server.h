@@ -112,7 +112,6 @@ class ExecutorServer {
   std::string job_dir(std::uint64_t id) const {
     return config_.state_dir + "/jobs/" + std::to_string(id);
   }
-  void set_launcher_deadlines(const LauncherDeadlines& deadlines) { deadlines_ = deadlines; }
 
  private:
   using StartDone = std::function<void(protocol::StartReply)>;

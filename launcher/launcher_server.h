@@ -85,7 +85,6 @@ class LauncherServer {
   // Reads children's answers, kills those past their deadline, reaps.
   // Returns false when a role died. `wait_ms` bounds the poll.
   bool PollChildren(int wait_ms);
-  std::size_t tasks_in_flight() const { return tasks_.size(); }
 
   // After kRoleDied: a role exited 78 (a refusal, e.g. it could not be
   // confined), so the daemon must exit 78 too rather than be restarted.

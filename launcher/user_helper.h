@@ -41,7 +41,7 @@ Result<std::string> ParseHelperAnswer(const std::string& text);
 
 // Answers larger than this are cut (and then garbled): a helper's answer is
 // a path or an error line.
-inline constexpr std::size_t kMaxHelperAnswer = 64 * 1024;
+inline constexpr std::size_t kMaxHelperAnswer = std::size_t{64} * 1024;
 
 }  // namespace hpcb::launcher
 

@@ -10,7 +10,6 @@ struct OkOnly {
   void load(A& ar) {
     Get(ar, "ok", ok);
   }
-  Result<void> Validate() const { return Ok(); }
 };
 }  // namespace
 

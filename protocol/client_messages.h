@@ -82,7 +82,6 @@ struct SubmitReply {
     Get(ar, "granted_cpus", granted_cpus);
     Get(ar, "granted_cores", granted_cores);
   }
-  Result<void> Validate() const { return Ok(); }
 };
 
 inline constexpr std::size_t kMaxListIds = 4096;
@@ -145,7 +144,6 @@ struct JobRow {
   void load(A& ar) {
     Fields(ar);
   }
-  Result<void> Validate() const { return Ok(); }
 };
 
 template <class A>
@@ -205,24 +203,17 @@ struct ListReply {
     Get(ar, "draining", draining);
     GetIfPresent(ar, "more", more);
   }
-  Result<void> Validate() const { return Ok(); }
 };
 
 // kill and attach address one job.
 struct JobIdRequest {
   ClientCommand cmd = ClientCommand::kKill;  // kill or attach
   std::uint64_t id = 0;
-  template <class A>
-  void save(A& ar) const {
-    Put(ar, "cmd", cmd);
-    Put(ar, "id", id);
+  template <class F>
+  void Fields(F&& field) {
+    field("cmd", cmd);
+    field("id", id);
   }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "cmd", cmd);
-    Get(ar, "id", id);
-  }
-  Result<void> Validate() const { return Ok(); }
 };
 
 struct KillReply {
@@ -236,7 +227,6 @@ struct KillReply {
   void load(A& ar) {
     Get(ar, "state", state);
   }
-  Result<void> Validate() const { return Ok(); }
 };
 
 struct AttachReply {
@@ -256,7 +246,6 @@ struct AttachReply {
     Get(ar, "output_dest", output_dest);
     Get(ar, "output_error", output_error);
   }
-  Result<void> Validate() const { return Ok(); }
 };
 
 // `dispatch job ID FIELD ACTION [VALUE]`.
@@ -280,7 +269,6 @@ struct JobFieldRequest {
     Get(ar, "action", action);
     Get(ar, "value", value);
   }
-  Result<void> Validate() const { return Ok(); }
 };
 
 struct JobFieldReply {
@@ -297,7 +285,6 @@ struct JobFieldReply {
     Get(ar, "value", value);
     Get(ar, "before", before);
   }
-  Result<void> Validate() const { return Ok(); }
 };
 
 struct OutputAnswer {
@@ -314,22 +301,16 @@ struct OutputAnswer {
     Get(ar, "output_dest", output_dest);
     Get(ar, "already", already);
   }
-  Result<void> Validate() const { return Ok(); }
 };
 
 // `dispatch info`: the machine and the daemon, no one's jobs. Requests
 // that carry nothing but their "cmd" (info, drain, resume) share one type.
 struct BareRequest {
   ClientCommand cmd = ClientCommand::kInfo;
-  template <class A>
-  void save(A& ar) const {
-    Put(ar, "cmd", cmd);
+  template <class F>
+  void Fields(F&& field) {
+    field("cmd", cmd);
   }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "cmd", cmd);
-  }
-  Result<void> Validate() const { return Ok(); }
 };
 
 // One resource of one NUMA node. `reserved` is held back for the system
@@ -341,19 +322,12 @@ struct Amounts {
   T reserved{};
   T in_use{};
   T free{};
-  template <class A>
-  void save(A& ar) const {
-    Put(ar, "total", total);
-    Put(ar, "reserved", reserved);
-    Put(ar, "in_use", in_use);
-    Put(ar, "free", free);
-  }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "total", total);
-    Get(ar, "reserved", reserved);
-    Get(ar, "in_use", in_use);
-    Get(ar, "free", free);
+  template <class F>
+  void Fields(F&& field) {
+    field("total", total);
+    field("reserved", reserved);
+    field("in_use", in_use);
+    field("free", free);
   }
 };
 
@@ -363,19 +337,12 @@ struct NodeInfo {
   // Absent when memory is booked machine-wide (InfoReply::memory).
   std::optional<Amounts<double>> mem_gib;
   Amounts<std::int64_t> gpus;
-  template <class A>
-  void save(A& ar) const {
-    Put(ar, "node", node);
-    Put(ar, "cpus", cpus);
-    Put(ar, "mem_gib", mem_gib);
-    Put(ar, "gpus", gpus);
-  }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "node", node);
-    Get(ar, "cpus", cpus);
-    Get(ar, "mem_gib", mem_gib);
-    Get(ar, "gpus", gpus);
+  template <class F>
+  void Fields(F&& field) {
+    field("node", node);
+    field("cpus", cpus);
+    field("mem_gib", mem_gib);
+    field("gpus", gpus);
   }
 };
 
@@ -408,7 +375,6 @@ struct InfoReply {
     Get(ar, "nodes", nodes);
     Get(ar, "mem_gib", mem_gib);
   }
-  Result<void> Validate() const { return Ok(); }
 };
 
 // `dispatch drain` / `dispatch resume`.
@@ -426,7 +392,6 @@ struct DrainReply {
     Get(ar, "draining", draining);
     Get(ar, "changed", changed);
   }
-  Result<void> Validate() const { return Ok(); }
 };
 
 struct ErrorReply {
@@ -443,7 +408,6 @@ struct ErrorReply {
     Get(ar, "error", error);
     Get(ar, "code", code);
   }
-  Result<void> Validate() const { return Ok(); }
   static ErrorReply From(const Error& e) {
     return {e.message(), static_cast<std::uint8_t>(e.code())};
   }

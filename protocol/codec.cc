@@ -81,7 +81,6 @@ struct TagOnly {
   void load(A& ar) {
     Get(ar, tag, value);
   }
-  Result<void> Validate() const { return Ok(); }
 };
 }  // namespace
 

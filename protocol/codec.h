@@ -1,9 +1,14 @@
 // Encode/Decode: the only place cereal's exceptions are caught.
 //
-// Every message type T has
-//   template <class A> void save(A& ar) const;  // Put(ar, "name", field)...
-//   template <class A> void load(A& ar);        // Get(ar, "name", field)...
-//   Result<void> Validate() const;              // ranges and sizes
+// Every message type T lists its fields once, for both directions:
+//   template <class F> void Fields(F&& field) { field("name", name); ... }
+// and, when it has ranges or sizes to check,
+//   Result<void> Validate() const;
+// A type of one of the channels' kind enums (it has kKind and req) is
+// written with its envelope header ("type", then "req"; envelope.h) before
+// the fields; only "req" is read back (the dispatcher read "type"). A state
+// file that must read files written before a field existed writes its own
+// save/load instead (Put/Get/GetIfPresent below).
 // Get() rethrows any cereal/RapidJSON failure as a FieldError naming the
 // field and the type it should have, and Decode() turns that into an Error:
 // "field 'cpu' must be an integer". Nested messages prefix the path
@@ -224,6 +229,57 @@ void Get(Archive& ar, const char* name, std::optional<E>& value) {
   if (text) value = EnumFromField<E>(name, *text);
 }
 
+template <class A, WireEnum Kind>
+void PutHeader(A& ar, Kind kind, std::uint64_t req) {
+  Put(ar, "type", kind);
+  Put(ar, "req", req);
+}
+
+template <class T>
+concept HasOwnSave = requires(const T& message, cereal::JSONOutputArchive& ar) {
+  message.save(ar);
+};
+
+// A type with a field list and no save of its own (a type with both keeps
+// its own).
+template <class T>
+concept FieldListed = !HasOwnSave<T> && requires(T & message) {
+  message.Fields([](const char*, auto&) {});
+};
+
+// Found by cereal through ADL for every field-listed type, nested ones too.
+template <class A, FieldListed T>
+void save(A& ar, const T& message) {
+  if constexpr (requires { T::kKind; }) PutHeader(ar, T::kKind, message.req);
+  // Fields only reads through the saving visitor.
+  const_cast<T&>(message).Fields(
+      [&ar](const char* name, const auto& value) { Put(ar, name, value); });
+}
+
+template <class A, FieldListed T>
+void load(A& ar, T& message) {
+  if constexpr (requires { T::kKind; }) Get(ar, "req", message.req);
+  message.Fields([&ar](const char* name, auto& value) { Get(ar, name, value); });
+}
+
+template <class A, class T>
+void SaveMessage(A& ar, const T& message) {
+  if constexpr (FieldListed<T>) {
+    save(ar, message);
+  } else {
+    message.save(ar);
+  }
+}
+
+template <class A, class T>
+void LoadMessage(A& ar, T& message) {
+  if constexpr (FieldListed<T>) {
+    load(ar, message);
+  } else {
+    message.load(ar);
+  }
+}
+
 // Deepest array/object nesting allowed in any frame; our messages need 4.
 inline constexpr int kMaxJsonDepth = 16;
 
@@ -245,7 +301,7 @@ std::string Encode(const T& message) {
   std::ostringstream out;
   {
     cereal::JSONOutputArchive ar(out, cereal::JSONOutputArchive::Options::NoIndent());
-    message.save(ar);
+    SaveMessage(ar, message);
   }
   return CompactJson(out.str());
 }
@@ -258,7 +314,7 @@ Result<T> Decode(std::string_view text) {
   try {
     std::istringstream in{std::string(text)};
     cereal::JSONInputArchive ar(in);
-    message.load(ar);
+    LoadMessage(ar, message);
   } catch (const FieldError& failure) {
     return InvalidArgument(failure.what());
   } catch (const std::bad_alloc&) {
@@ -266,8 +322,9 @@ Result<T> Decode(std::string_view text) {
   } catch (const std::exception& failure) {
     return InvalidArgument(std::string("message is not a JSON object: ") + failure.what());
   }
-  Result<void> valid = message.Validate();
-  if (!valid) return valid.error();
+  if constexpr (requires { message.Validate(); }) {
+    if (Result<void> valid = message.Validate(); !valid) return valid.error();
+  }
   return message;
 }
 

@@ -10,7 +10,6 @@ struct EnvelopeOnly {
     Get(ar, "type", envelope.type);
     Get(ar, "req", envelope.req);
   }
-  Result<void> Validate() const { return Ok(); }
 };
 
 }  // namespace

@@ -37,15 +37,10 @@ struct WireError {
   // A code outside the vocabulary (a newer or broken peer) reads as kInternal.
   Error ToError() const;
 
-  template <class A>
-  void save(A& ar) const {
-    Put(ar, "code", code);
-    Put(ar, "message", message);
-  }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "code", code);
-    Get(ar, "message", message);
+  template <class F>
+  void Fields(F&& field) {
+    field("code", code);
+    field("message", message);
   }
   Result<void> Validate() const;
 };
@@ -73,12 +68,6 @@ Result<Kind> KindOf(const Envelope& envelope) {
     return InvalidArgument("unknown message type '" + envelope.type.substr(0, 40) + "'");
   }
   return *kind;
-}
-
-template <class A, WireEnum Kind>
-void PutHeader(A& ar, Kind kind, std::uint64_t req) {
-  Put(ar, "type", kind);
-  Put(ar, "req", req);
 }
 
 }  // namespace hpcb::protocol

@@ -125,17 +125,10 @@ struct Hello {
   // the broker's to hand out anyway, and an id with no card behind it
   // reaches no device (the launcher hides the card nodes it finds itself).
   std::int64_t gpu_count = 0;
-  template <class A>
-  void save(A& ar) const {
-    PutHeader(ar, kKind, req);
-    Put(ar, "version", version);
-    Put(ar, "gpu_count", gpu_count);
-  }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "req", req);
-    Get(ar, "version", version);
-    Get(ar, "gpu_count", gpu_count);
+  template <class F>
+  void Fields(F&& field) {
+    field("version", version);
+    field("gpu_count", gpu_count);
   }
   Result<void> Validate() const;
 };
@@ -147,19 +140,11 @@ struct HelloReply {
   // Above every id the root side ever held, forgotten ones included: ids
   // are never handed out twice, whatever the broker's files say.
   std::uint64_t next_id = 1;
-  template <class A>
-  void save(A& ar) const {
-    PutHeader(ar, kKind, req);
-    Put(ar, "jobs", jobs);
-    Put(ar, "next_id", next_id);
+  template <class F>
+  void Fields(F&& field) {
+    field("jobs", jobs);
+    field("next_id", next_id);
   }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "req", req);
-    Get(ar, "jobs", jobs);
-    Get(ar, "next_id", next_id);
-  }
-  Result<void> Validate() const { return Ok(); }
 };
 
 // What a submission asked for, as the executor read it from the client's
@@ -178,31 +163,18 @@ struct JobRequest {
   double submit_time = 0;  // epoch seconds
 
   static JobRequest From(const SubmitRequest& request, double submit_time);
-  template <class A>
-  void save(A& ar) const {
-    Put(ar, "cpu", cpu);
-    Put(ar, "gpu_cores", gpu_cores);
-    Put(ar, "max_mem_gb", max_mem_gb);
-    Put(ar, "max_time_s", max_time_s);
-    Put(ar, "exclusive", exclusive);
-    Put(ar, "numa_local_mem", numa_local_mem);
-    Put(ar, "numa_local_gpu", numa_local_gpu);
-    Put(ar, "min_gpu_link", min_gpu_link);
-    Put(ar, "submit_time", submit_time);
+  template <class F>
+  void Fields(F&& field) {
+    field("cpu", cpu);
+    field("gpu_cores", gpu_cores);
+    field("max_mem_gb", max_mem_gb);
+    field("max_time_s", max_time_s);
+    field("exclusive", exclusive);
+    field("numa_local_mem", numa_local_mem);
+    field("numa_local_gpu", numa_local_gpu);
+    field("min_gpu_link", min_gpu_link);
+    field("submit_time", submit_time);
   }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "cpu", cpu);
-    Get(ar, "gpu_cores", gpu_cores);
-    Get(ar, "max_mem_gb", max_mem_gb);
-    Get(ar, "max_time_s", max_time_s);
-    Get(ar, "exclusive", exclusive);
-    Get(ar, "numa_local_mem", numa_local_mem);
-    Get(ar, "numa_local_gpu", numa_local_gpu);
-    Get(ar, "min_gpu_link", min_gpu_link);
-    Get(ar, "submit_time", submit_time);
-  }
-  Result<void> Validate() const { return Ok(); }
 };
 
 // The broker's placement of a started job, as it booked it: kept by the
@@ -215,23 +187,14 @@ struct PlacementRecord {
   std::map<int, double> mem_by_node;  // GiB per NUMA node; -1 machine-wide
   std::optional<std::string> gpu_link;
   bool spans_nodes = false;
-  template <class A>
-  void save(A& ar) const {
-    Put(ar, "cpus", cpus);
-    Put(ar, "mems", mems);
-    Put(ar, "gpus", gpus);
-    Put(ar, "mem_by_node", mem_by_node);
-    Put(ar, "gpu_link", gpu_link);
-    Put(ar, "spans_nodes", spans_nodes);
-  }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "cpus", cpus);
-    Get(ar, "mems", mems);
-    Get(ar, "gpus", gpus);
-    Get(ar, "mem_by_node", mem_by_node);
-    Get(ar, "gpu_link", gpu_link);
-    Get(ar, "spans_nodes", spans_nodes);
+  template <class F>
+  void Fields(F&& field) {
+    field("cpus", cpus);
+    field("mems", mems);
+    field("gpus", gpus);
+    field("mem_by_node", mem_by_node);
+    field("gpu_link", gpu_link);
+    field("spans_nodes", spans_nodes);
   }
   Result<void> Validate() const;
 };
@@ -256,45 +219,25 @@ struct JobSummary {
   double end_time = 0;
   std::optional<std::string> output_error;
   std::optional<JobUsage> usage;
-  template <class A>
-  void save(A& ar) const {
-    Put(ar, "id", id);
-    Put(ar, "state", state);
-    Put(ar, "uid", uid);
-    Put(ar, "gid", gid);
-    Put(ar, "user", user);
-    Put(ar, "output_dest", output_dest);
-    Put(ar, "argv", argv);
-    Put(ar, "cwd", cwd);
-    Put(ar, "request", request);
-    Put(ar, "placement", placement);
-    Put(ar, "start_time", start_time);
-    Put(ar, "exit_code", exit_code);
-    Put(ar, "oom", oom);
-    Put(ar, "end_time", end_time);
-    Put(ar, "output_error", output_error);
-    Put(ar, "usage", usage);
+  template <class F>
+  void Fields(F&& field) {
+    field("id", id);
+    field("state", state);
+    field("uid", uid);
+    field("gid", gid);
+    field("user", user);
+    field("output_dest", output_dest);
+    field("argv", argv);
+    field("cwd", cwd);
+    field("request", request);
+    field("placement", placement);
+    field("start_time", start_time);
+    field("exit_code", exit_code);
+    field("oom", oom);
+    field("end_time", end_time);
+    field("output_error", output_error);
+    field("usage", usage);
   }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "id", id);
-    Get(ar, "state", state);
-    Get(ar, "uid", uid);
-    Get(ar, "gid", gid);
-    Get(ar, "user", user);
-    Get(ar, "output_dest", output_dest);
-    Get(ar, "argv", argv);
-    Get(ar, "cwd", cwd);
-    Get(ar, "request", request);
-    Get(ar, "placement", placement);
-    Get(ar, "start_time", start_time);
-    Get(ar, "exit_code", exit_code);
-    Get(ar, "oom", oom);
-    Get(ar, "end_time", end_time);
-    Get(ar, "output_error", output_error);
-    Get(ar, "usage", usage);
-  }
-  Result<void> Validate() const { return Ok(); }
 };
 
 // broker -> executor: the jobs with ids above `after`, at most `limit` of
@@ -309,17 +252,10 @@ struct ListJobs {
   std::uint64_t req = 0;
   std::uint64_t after = 0;
   std::uint32_t limit = kMaxLimit;
-  template <class A>
-  void save(A& ar) const {
-    PutHeader(ar, kKind, req);
-    Put(ar, "after", after);
-    Put(ar, "limit", limit);
-  }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "req", req);
-    Get(ar, "after", after);
-    Get(ar, "limit", limit);
+  template <class F>
+  void Fields(F&& field) {
+    field("after", after);
+    field("limit", limit);
   }
   Result<void> Validate() const;
 };
@@ -329,17 +265,10 @@ struct ListJobsReply {
   std::uint64_t req = 0;
   std::vector<JobSummary> jobs;
   bool more = false;
-  template <class A>
-  void save(A& ar) const {
-    PutHeader(ar, kKind, req);
-    Put(ar, "jobs", jobs);
-    Put(ar, "more", more);
-  }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "req", req);
-    Get(ar, "jobs", jobs);
-    Get(ar, "more", more);
+  template <class F>
+  void Fields(F&& field) {
+    field("jobs", jobs);
+    field("more", more);
   }
   Result<void> Validate() const;
 };
@@ -359,29 +288,16 @@ struct StartJob {
   std::map<int, double> mem_by_node;
   std::optional<std::string> gpu_link;
   bool spans_nodes = false;
-  template <class A>
-  void save(A& ar) const {
-    PutHeader(ar, kKind, req);
-    Put(ar, "id", id);
-    Put(ar, "cpus", cpus);
-    Put(ar, "mems", mems);
-    Put(ar, "memory_max", memory_max);
-    Put(ar, "gpus", gpus);
-    Put(ar, "mem_by_node", mem_by_node);
-    Put(ar, "gpu_link", gpu_link);
-    Put(ar, "spans_nodes", spans_nodes);
-  }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "req", req);
-    Get(ar, "id", id);
-    Get(ar, "cpus", cpus);
-    Get(ar, "mems", mems);
-    Get(ar, "memory_max", memory_max);
-    Get(ar, "gpus", gpus);
-    Get(ar, "mem_by_node", mem_by_node);
-    Get(ar, "gpu_link", gpu_link);
-    Get(ar, "spans_nodes", spans_nodes);
+  template <class F>
+  void Fields(F&& field) {
+    field("id", id);
+    field("cpus", cpus);
+    field("mems", mems);
+    field("memory_max", memory_max);
+    field("gpus", gpus);
+    field("mem_by_node", mem_by_node);
+    field("gpu_link", gpu_link);
+    field("spans_nodes", spans_nodes);
   }
   PlacementRecord Record() const { return {cpus, mems, gpus, mem_by_node, gpu_link, spans_nodes}; }
   Result<void> Validate() const;
@@ -395,25 +311,14 @@ struct StartReply {
   std::optional<std::string> output_error;  // only with error
   std::int64_t pid = 0;
   double start_time = 0;
-  template <class A>
-  void save(A& ar) const {
-    PutHeader(ar, kKind, req);
-    Put(ar, "id", id);
-    Put(ar, "error", error);
-    Put(ar, "output_error", output_error);
-    Put(ar, "pid", pid);
-    Put(ar, "start_time", start_time);
+  template <class F>
+  void Fields(F&& field) {
+    field("id", id);
+    field("error", error);
+    field("output_error", output_error);
+    field("pid", pid);
+    field("start_time", start_time);
   }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "req", req);
-    Get(ar, "id", id);
-    Get(ar, "error", error);
-    Get(ar, "output_error", output_error);
-    Get(ar, "pid", pid);
-    Get(ar, "start_time", start_time);
-  }
-  Result<void> Validate() const { return Ok(); }
 };
 
 // broker -> executor, with the client's connected socket as the only fd,
@@ -438,17 +343,10 @@ struct RegisterJob {
   std::uint64_t req = 0;
   std::uint64_t id = 0;
   std::optional<StartJob> start;  // its id must be `id`; its req answers it
-  template <class A>
-  void save(A& ar) const {
-    PutHeader(ar, kKind, req);
-    Put(ar, "id", id);
-    Put(ar, "start", start);
-  }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "req", req);
-    Get(ar, "id", id);
-    Get(ar, "start", start);
+  template <class F>
+  void Fields(F&& field) {
+    field("id", id);
+    field("start", start);
   }
   Result<void> Validate() const;
 };
@@ -468,29 +366,16 @@ struct RegisterReply {
   // The start is under way; its StartReply (req: RegisterJob::start.req)
   // follows this message.
   bool starting = false;
-  template <class A>
-  void save(A& ar) const {
-    PutHeader(ar, kKind, req);
-    Put(ar, "id", id);
-    Put(ar, "error", error);
-    Put(ar, "uid", uid);
-    Put(ar, "gid", gid);
-    Put(ar, "user", user);
-    Put(ar, "output_dest", output_dest);
-    Put(ar, "start", start);
-    Put(ar, "starting", starting);
-  }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "req", req);
-    Get(ar, "id", id);
-    Get(ar, "error", error);
-    Get(ar, "uid", uid);
-    Get(ar, "gid", gid);
-    Get(ar, "user", user);
-    Get(ar, "output_dest", output_dest);
-    Get(ar, "start", start);
-    Get(ar, "starting", starting);
+  template <class F>
+  void Fields(F&& field) {
+    field("id", id);
+    field("error", error);
+    field("uid", uid);
+    field("gid", gid);
+    field("user", user);
+    field("output_dest", output_dest);
+    field("start", start);
+    field("starting", starting);
   }
   Result<void> Validate() const {
     if (start && starting) return InvalidArgument("a start cannot be both ended and under way");
@@ -508,23 +393,13 @@ struct SignalJob {
   SignalKind signal = SignalKind::kTerm;
   SignalNote note = SignalNote::kNone;
   std::int64_t limit_s = 0;
-  template <class A>
-  void save(A& ar) const {
-    PutHeader(ar, kKind, req);
-    Put(ar, "id", id);
-    Put(ar, "signal", signal);
-    Put(ar, "note", note);
-    Put(ar, "limit_s", limit_s);
+  template <class F>
+  void Fields(F&& field) {
+    field("id", id);
+    field("signal", signal);
+    field("note", note);
+    field("limit_s", limit_s);
   }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "req", req);
-    Get(ar, "id", id);
-    Get(ar, "signal", signal);
-    Get(ar, "note", note);
-    Get(ar, "limit_s", limit_s);
-  }
-  Result<void> Validate() const { return Ok(); }
 };
 
 // broker -> executor: drop a job that will never start or whose history
@@ -534,17 +409,10 @@ struct ForgetJob {
   static constexpr ExecutorKind kKind = ExecutorKind::kForget;
   std::uint64_t req = 0;
   std::uint64_t id = 0;
-  template <class A>
-  void save(A& ar) const {
-    PutHeader(ar, kKind, req);
-    Put(ar, "id", id);
+  template <class F>
+  void Fields(F&& field) {
+    field("id", id);
   }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "req", req);
-    Get(ar, "id", id);
-  }
-  Result<void> Validate() const { return Ok(); }
 };
 
 // broker -> executor: a read-only fd of the job's output buffer, for
@@ -553,17 +421,10 @@ struct OpenOutput {
   static constexpr ExecutorKind kKind = ExecutorKind::kOpenOutput;
   std::uint64_t req = 0;
   std::uint64_t id = 0;
-  template <class A>
-  void save(A& ar) const {
-    PutHeader(ar, kKind, req);
-    Put(ar, "id", id);
+  template <class F>
+  void Fields(F&& field) {
+    field("id", id);
   }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "req", req);
-    Get(ar, "id", id);
-  }
-  Result<void> Validate() const { return Ok(); }
 };
 
 // The reply to signal, forget and open_output, and to any request the
@@ -573,19 +434,11 @@ struct Ack {
   std::uint64_t req = 0;
   std::uint64_t id = 0;
   std::optional<WireError> error;
-  template <class A>
-  void save(A& ar) const {
-    PutHeader(ar, kKind, req);
-    Put(ar, "id", id);
-    Put(ar, "error", error);
+  template <class F>
+  void Fields(F&& field) {
+    field("id", id);
+    field("error", error);
   }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "req", req);
-    Get(ar, "id", id);
-    Get(ar, "error", error);
-  }
-  Result<void> Validate() const { return Ok(); }
 };
 
 // executor -> broker, an event (req 0): a started job ended and its output
@@ -643,17 +496,10 @@ struct DeliverAgain {
   static constexpr ExecutorKind kKind = ExecutorKind::kDeliverAgain;
   std::uint64_t req = 0;
   std::uint64_t id = 0;
-  template <class A>
-  void save(A& ar) const {
-    PutHeader(ar, kKind, req);
-    Put(ar, "id", id);
+  template <class F>
+  void Fields(F&& field) {
+    field("id", id);
   }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "req", req);
-    Get(ar, "id", id);
-  }
-  Result<void> Validate() const { return Ok(); }
 };
 
 struct OutputReply {
@@ -662,21 +508,12 @@ struct OutputReply {
   std::uint64_t id = 0;
   std::optional<std::string> output_dest;  // where it now is, once delivered
   std::optional<WireError> error;
-  template <class A>
-  void save(A& ar) const {
-    PutHeader(ar, kKind, req);
-    Put(ar, "id", id);
-    Put(ar, "output_dest", output_dest);
-    Put(ar, "error", error);
+  template <class F>
+  void Fields(F&& field) {
+    field("id", id);
+    field("output_dest", output_dest);
+    field("error", error);
   }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "req", req);
-    Get(ar, "id", id);
-    Get(ar, "output_dest", output_dest);
-    Get(ar, "error", error);
-  }
-  Result<void> Validate() const { return Ok(); }
 };
 
 // executor -> broker, an event (req 0): a kept output's delivery was tried
@@ -688,21 +525,12 @@ struct OutputUpdate {
   std::uint64_t id = 0;
   std::optional<std::string> output_dest;
   std::optional<std::string> output_error;
-  template <class A>
-  void save(A& ar) const {
-    PutHeader(ar, kKind, req);
-    Put(ar, "id", id);
-    Put(ar, "output_dest", output_dest);
-    Put(ar, "output_error", output_error);
+  template <class F>
+  void Fields(F&& field) {
+    field("id", id);
+    field("output_dest", output_dest);
+    field("output_error", output_error);
   }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "req", req);
-    Get(ar, "id", id);
-    Get(ar, "output_dest", output_dest);
-    Get(ar, "output_error", output_error);
-  }
-  Result<void> Validate() const { return Ok(); }
 };
 
 }  // namespace hpcb::protocol

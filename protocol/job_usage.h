@@ -41,25 +41,15 @@ struct JobUsage {
 
   double cpu_s() const { return user_s + system_s; }
 
-  template <class A>
-  void save(A& ar) const {
-    Put(ar, "source", source);
-    Put(ar, "wall_s", wall_s);
-    Put(ar, "user_s", user_s);
-    Put(ar, "system_s", system_s);
-    Put(ar, "peak_memory_bytes", peak_memory_bytes);
-    Put(ar, "oom_kills", oom_kills);
-    Put(ar, "peak_pids", peak_pids);
-  }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "source", source);
-    Get(ar, "wall_s", wall_s);
-    Get(ar, "user_s", user_s);
-    Get(ar, "system_s", system_s);
-    Get(ar, "peak_memory_bytes", peak_memory_bytes);
-    Get(ar, "oom_kills", oom_kills);
-    Get(ar, "peak_pids", peak_pids);
+  template <class F>
+  void Fields(F&& field) {
+    field("source", source);
+    field("wall_s", wall_s);
+    field("user_s", user_s);
+    field("system_s", system_s);
+    field("peak_memory_bytes", peak_memory_bytes);
+    field("oom_kills", oom_kills);
+    field("peak_pids", peak_pids);
   }
   Result<void> Validate() const;
 };

@@ -67,19 +67,12 @@ struct UserIdentity {
   std::uint32_t gid = 0;
   std::string user;
   std::vector<std::uint32_t> groups;  // supplementary, from getgrouplist
-  template <class A>
-  void save(A& ar) const {
-    Put(ar, "uid", uid);
-    Put(ar, "gid", gid);
-    Put(ar, "user", user);
-    Put(ar, "groups", groups);
-  }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "uid", uid);
-    Get(ar, "gid", gid);
-    Get(ar, "user", user);
-    Get(ar, "groups", groups);
+  template <class F>
+  void Fields(F&& field) {
+    field("uid", uid);
+    field("gid", gid);
+    field("user", user);
+    field("groups", groups);
   }
   Result<void> Validate() const;
 };
@@ -102,29 +95,16 @@ struct SpawnRequest {
   // act on: the shepherd keeps it in the run record, the one record of the
   // start until the executor saves the job as running.
   std::optional<PlacementRecord> placement;
-  template <class A>
-  void save(A& ar) const {
-    PutHeader(ar, kKind, req);
-    Put(ar, "id", id);
-    Put(ar, "who", who);
-    Put(ar, "argv", argv);
-    Put(ar, "cwd", cwd);
-    Put(ar, "env", env);
-    Put(ar, "cpus", cpus);
-    Put(ar, "gpus", gpus);
-    Put(ar, "placement", placement);
-  }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "req", req);
-    Get(ar, "id", id);
-    Get(ar, "who", who);
-    Get(ar, "argv", argv);
-    Get(ar, "cwd", cwd);
-    Get(ar, "env", env);
-    Get(ar, "cpus", cpus);
-    Get(ar, "gpus", gpus);
-    Get(ar, "placement", placement);
+  template <class F>
+  void Fields(F&& field) {
+    field("id", id);
+    field("who", who);
+    field("argv", argv);
+    field("cwd", cwd);
+    field("env", env);
+    field("cpus", cpus);
+    field("gpus", gpus);
+    field("placement", placement);
   }
   Result<void> Validate() const;
 };
@@ -136,23 +116,13 @@ struct SpawnReply {
   std::int64_t pid = 0;            // the job (its process group leader)
   std::int64_t shepherd = 0;       // its parent, the launcher's child
   std::optional<WireError> error;  // "failed to start job: ..."
-  template <class A>
-  void save(A& ar) const {
-    PutHeader(ar, kKind, req);
-    Put(ar, "id", id);
-    Put(ar, "pid", pid);
-    Put(ar, "shepherd", shepherd);
-    Put(ar, "error", error);
+  template <class F>
+  void Fields(F&& field) {
+    field("id", id);
+    field("pid", pid);
+    field("shepherd", shepherd);
+    field("error", error);
   }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "req", req);
-    Get(ar, "id", id);
-    Get(ar, "pid", pid);
-    Get(ar, "shepherd", shepherd);
-    Get(ar, "error", error);
-  }
-  Result<void> Validate() const { return Ok(); }
 };
 
 // An output path for the account lookup's child to check too, once it
@@ -162,15 +132,10 @@ struct SpawnReply {
 struct OutputToCheck {
   std::string path;
   std::uint32_t gid = 0;
-  template <class A>
-  void save(A& ar) const {
-    Put(ar, "path", path);
-    Put(ar, "gid", gid);
-  }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "path", path);
-    Get(ar, "gid", gid);
+  template <class F>
+  void Fields(F&& field) {
+    field("path", path);
+    field("gid", gid);
   }
 };
 
@@ -178,15 +143,10 @@ struct OutputToCheck {
 struct CheckedOutput {
   std::string dest;
   std::optional<WireError> error;
-  template <class A>
-  void save(A& ar) const {
-    Put(ar, "dest", dest);
-    Put(ar, "error", error);
-  }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "dest", dest);
-    Get(ar, "error", error);
+  template <class F>
+  void Fields(F&& field) {
+    field("dest", dest);
+    field("error", error);
   }
 };
 
@@ -199,19 +159,11 @@ struct LookUpUserRequest {
   std::uint64_t id = 0;  // the job being registered, for log lines
   std::uint32_t uid = 0;
   std::optional<OutputToCheck> output;
-  template <class A>
-  void save(A& ar) const {
-    PutHeader(ar, kKind, req);
-    Put(ar, "id", id);
-    Put(ar, "uid", uid);
-    Put(ar, "output", output);
-  }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "req", req);
-    Get(ar, "id", id);
-    Get(ar, "uid", uid);
-    Get(ar, "output", output);
+  template <class F>
+  void Fields(F&& field) {
+    field("id", id);
+    field("uid", uid);
+    field("output", output);
   }
   Result<void> Validate() const;
 };
@@ -227,23 +179,13 @@ struct LookUpUserReply {
   // check_dest.
   std::optional<CheckedOutput> output;
   std::optional<WireError> error;
-  template <class A>
-  void save(A& ar) const {
-    PutHeader(ar, kKind, req);
-    Put(ar, "who", who);
-    Put(ar, "home", home);
-    Put(ar, "shell", shell);
-    Put(ar, "output", output);
-    Put(ar, "error", error);
-  }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "req", req);
-    Get(ar, "who", who);
-    Get(ar, "home", home);
-    Get(ar, "shell", shell);
-    Get(ar, "output", output);
-    Get(ar, "error", error);
+  template <class F>
+  void Fields(F&& field) {
+    field("who", who);
+    field("home", home);
+    field("shell", shell);
+    field("output", output);
+    field("error", error);
   }
   Result<void> Validate() const;
 };
@@ -261,19 +203,11 @@ struct CheckDestRequest {
   std::uint64_t id = 0;
   UserIdentity who;
   std::string path;
-  template <class A>
-  void save(A& ar) const {
-    PutHeader(ar, kKind, req);
-    Put(ar, "id", id);
-    Put(ar, "who", who);
-    Put(ar, "path", path);
-  }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "req", req);
-    Get(ar, "id", id);
-    Get(ar, "who", who);
-    Get(ar, "path", path);
+  template <class F>
+  void Fields(F&& field) {
+    field("id", id);
+    field("who", who);
+    field("path", path);
   }
   Result<void> Validate() const;
 };
@@ -283,19 +217,11 @@ struct CheckDestReply {
   std::uint64_t req = 0;
   std::string dest;
   std::optional<WireError> error;
-  template <class A>
-  void save(A& ar) const {
-    PutHeader(ar, kKind, req);
-    Put(ar, "dest", dest);
-    Put(ar, "error", error);
+  template <class F>
+  void Fields(F&& field) {
+    field("dest", dest);
+    field("error", error);
   }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "req", req);
-    Get(ar, "dest", dest);
-    Get(ar, "error", error);
-  }
-  Result<void> Validate() const { return Ok(); }
 };
 
 // executor -> launcher, fds: [buffer, read-only]. Copies at most
@@ -307,21 +233,12 @@ struct DeliverRequest {
   UserIdentity who;
   std::string dest;
   std::uint64_t max_bytes = 0;
-  template <class A>
-  void save(A& ar) const {
-    PutHeader(ar, kKind, req);
-    Put(ar, "id", id);
-    Put(ar, "who", who);
-    Put(ar, "dest", dest);
-    Put(ar, "max_bytes", max_bytes);
-  }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "req", req);
-    Get(ar, "id", id);
-    Get(ar, "who", who);
-    Get(ar, "dest", dest);
-    Get(ar, "max_bytes", max_bytes);
+  template <class F>
+  void Fields(F&& field) {
+    field("id", id);
+    field("who", who);
+    field("dest", dest);
+    field("max_bytes", max_bytes);
   }
   Result<void> Validate() const;
 };
@@ -330,17 +247,10 @@ struct DeliverReply {
   static constexpr LauncherKind kKind = LauncherKind::kDeliverReply;
   std::uint64_t req = 0;
   std::optional<WireError> error;
-  template <class A>
-  void save(A& ar) const {
-    PutHeader(ar, kKind, req);
-    Put(ar, "error", error);
+  template <class F>
+  void Fields(F&& field) {
+    field("error", error);
   }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "req", req);
-    Get(ar, "error", error);
-  }
-  Result<void> Validate() const { return Ok(); }
 };
 
 // launcher -> executor, an event (req 0): a child of the launcher that is
@@ -351,17 +261,10 @@ struct ChildExited {
   std::uint64_t req = 0;
   std::int64_t pid = 0;
   std::int64_t status = 0;
-  template <class A>
-  void save(A& ar) const {
-    PutHeader(ar, kKind, req);
-    Put(ar, "pid", pid);
-    Put(ar, "status", status);
-  }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "req", req);
-    Get(ar, "pid", pid);
-    Get(ar, "status", status);
+  template <class F>
+  void Fields(F&& field) {
+    field("pid", pid);
+    field("status", status);
   }
   Result<void> Validate() const;
 };
@@ -372,17 +275,10 @@ struct Refused {
   static constexpr LauncherKind kKind = LauncherKind::kRefused;
   std::uint64_t req = 0;
   WireError error;
-  template <class A>
-  void save(A& ar) const {
-    PutHeader(ar, kKind, req);
-    Put(ar, "error", error);
+  template <class F>
+  void Fields(F&& field) {
+    field("error", error);
   }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "req", req);
-    Get(ar, "error", error);
-  }
-  Result<void> Validate() const { return Ok(); }
 };
 
 }  // namespace hpcb::protocol

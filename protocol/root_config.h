@@ -59,47 +59,26 @@ struct RootConfig {
   std::optional<std::uint32_t> admin_gid;
   std::optional<std::uint32_t> broker_uid;  // unset: no such user
 
-  template <class A>
-  void save(A& ar) const {
-    Put(ar, "socket", socket);
-    Put(ar, "state_dir", state_dir);
-    Put(ar, "dev_dir", dev_dir);
-    Put(ar, "no_cgroups", no_cgroups);
-    Put(ar, "no_dev_dir", no_dev_dir);
-    Put(ar, "log_level", log_level);
-    Put(ar, "sys_root", sys_root);
-    Put(ar, "cgroup_root", cgroup_root);
-    Put(ar, "proc_root", proc_root);
-    Put(ar, "no_gpu_mask", no_gpu_mask);
-    Put(ar, "gpu_dev_dir", gpu_dev_dir);
-    Put(ar, "gpu_driver_dir", gpu_driver_dir);
-    Put(ar, "admin_group", admin_group);
-    Put(ar, "broker_user", broker_user);
-    Put(ar, "max_user_state_mib", max_user_state_mib);
-    Put(ar, "max_output_mib", max_output_mib);
-    Put(ar, "admin_gid", admin_gid);
-    Put(ar, "broker_uid", broker_uid);
-  }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "socket", socket);
-    Get(ar, "state_dir", state_dir);
-    Get(ar, "dev_dir", dev_dir);
-    Get(ar, "no_cgroups", no_cgroups);
-    Get(ar, "no_dev_dir", no_dev_dir);
-    Get(ar, "log_level", log_level);
-    Get(ar, "sys_root", sys_root);
-    Get(ar, "cgroup_root", cgroup_root);
-    Get(ar, "proc_root", proc_root);
-    Get(ar, "no_gpu_mask", no_gpu_mask);
-    Get(ar, "gpu_dev_dir", gpu_dev_dir);
-    Get(ar, "gpu_driver_dir", gpu_driver_dir);
-    Get(ar, "admin_group", admin_group);
-    Get(ar, "broker_user", broker_user);
-    Get(ar, "max_user_state_mib", max_user_state_mib);
-    Get(ar, "max_output_mib", max_output_mib);
-    Get(ar, "admin_gid", admin_gid);
-    Get(ar, "broker_uid", broker_uid);
+  template <class F>
+  void Fields(F&& field) {
+    field("socket", socket);
+    field("state_dir", state_dir);
+    field("dev_dir", dev_dir);
+    field("no_cgroups", no_cgroups);
+    field("no_dev_dir", no_dev_dir);
+    field("log_level", log_level);
+    field("sys_root", sys_root);
+    field("cgroup_root", cgroup_root);
+    field("proc_root", proc_root);
+    field("no_gpu_mask", no_gpu_mask);
+    field("gpu_dev_dir", gpu_dev_dir);
+    field("gpu_driver_dir", gpu_driver_dir);
+    field("admin_group", admin_group);
+    field("broker_user", broker_user);
+    field("max_user_state_mib", max_user_state_mib);
+    field("max_output_mib", max_output_mib);
+    field("admin_gid", admin_gid);
+    field("broker_uid", broker_uid);
   }
   // Every path absolute, both limits positive.
   Result<void> Validate() const;

@@ -15,6 +15,7 @@
 #include "broker/executor_channel.h"
 #include "broker/permissions.h"
 #include "broker/scheduler.h"
+#include "tests/testing/fake_clock.h"
 
 namespace hpcb::broker {
 
