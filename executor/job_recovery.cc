@@ -10,7 +10,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <sstream>
+#include <limits>
 
 #include "executor/executor_server.h"
 #include "protocol/base/log.h"
@@ -31,15 +31,9 @@ bool Alive(std::int64_t pid, std::uint64_t recorded_start, const std::string& pr
 
 // The parent pid in /proc/PID/stat, or 0.
 long ParentOf(std::int64_t pid, const std::string& proc_root) {
-  Result<std::string> stat = host::ReadSmallFile(proc_root + "/" + std::to_string(pid) + "/stat");
-  if (!stat) return 0;
-  const std::size_t close = stat->rfind(')');
-  if (close == std::string::npos || close + 2 > stat->size()) return 0;
-  std::istringstream in(stat->substr(close + 2));
-  std::string state;
-  long ppid = 0;
-  in >> state >> ppid;
-  return ppid;
+  if (pid <= 0 || pid > std::numeric_limits<int>::max()) return 0;
+  Result<std::uint64_t> ppid = host::ProcStatField(static_cast<int>(pid), 4, proc_root);
+  return ppid ? static_cast<long>(*ppid) : 0;
 }
 
 }  // namespace

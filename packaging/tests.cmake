@@ -14,7 +14,8 @@ add_test(NAME hpcb_install_tree
 add_test(NAME hpcb_deb
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/check-install.sh deb
                  ${CMAKE_COMMAND} ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR})
-set_tests_properties(hpcb_install_tree hpcb_deb PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
+set_tests_properties(hpcb_install_tree hpcb_deb PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
+                     LABELS package)
 # Both install from the same build tree (install_manifest.txt, CPack's
 # staging directory).
 set_tests_properties(hpcb_install_tree hpcb_deb PROPERTIES RESOURCE_LOCK hpcb_build_install)

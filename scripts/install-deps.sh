@@ -6,9 +6,15 @@ set -euo pipefail
 # with dpkg-shlibdeps, and CPack finds the ELF files to give it with `file`.
 # strace: a root test traces the executor to hold its seccomp list exact.
 # clang-format and clang-tidy: scripts/lint.sh.
-packages=(cmake ninja-build g++ clang pkg-config libseccomp-dev libcap-ng-dev
-          libcereal-dev libcli11-dev libgtest-dev libgmock-dev passwd util-linux
-          dpkg-dev file strace clang-format clang-tidy)
+#
+#   scripts/install-deps.sh [--build-only]
+#
+# --build-only: what building the four programs needs (the quick start).
+packages=(cmake ninja-build g++ pkg-config libseccomp-dev libcap-ng-dev libcereal-dev
+          libcli11-dev libgtest-dev libgmock-dev passwd util-linux)
+if [ "${1:-}" != --build-only ]; then
+  packages+=(clang dpkg-dev file strace clang-format clang-tidy)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Lint checks: clang-format over every C++ file (format) and clang-tidy, with
-# the repository's .clang-tidy, over every non-test source (tidy).
+# Lint checks: clang-format over every C++ file, untracked ones included
+# (format), and clang-tidy, with the repository's .clang-tidy, over every
+# non-test source (tidy) or over those changed since the merge base with
+# main, uncommitted changes included (tidy-changed: the fast tier's).
 #
-#   scripts/lint.sh [format|tidy|all] [BUILD_DIR]
+#   scripts/lint.sh [format|tidy|tidy-changed|all] [BUILD_DIR]
 #
-# No mode means both. clang-tidy reads BUILD_DIR/compile_commands.json
+# No mode means format and tidy. clang-tidy reads BUILD_DIR/compile_commands.json
 # (default build/, which scripts/build.sh makes); LINT_JOBS overrides the
 # number of parallel clang-tidy processes (default: nproc).
 set -euo pipefail
@@ -12,14 +14,14 @@ cd "$(dirname "$0")/.."
 
 mode=all
 case "${1:-}" in
-  format | tidy | all) mode=$1; shift ;;
+  format | tidy | tidy-changed | all) mode=$1; shift ;;
 esac
 build_dir=${1:-build}
 build_dir=${build_dir%/}
 
 check_format() {
   local start=$SECONDS files=() bad=()
-  mapfile -t files < <(git ls-files '*.cc' '*.h')
+  mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.cc' '*.h')
   for f in "${files[@]}"; do
     clang-format --dry-run --Werror "$f" >/dev/null 2>&1 || bad+=("$f")
   done
@@ -31,14 +33,28 @@ check_format() {
   echo "format: ok, ${#files[@]} files ($((SECONDS - start)) s)"
 }
 
+tidy_sources=('broker/*.cc' 'executor/*.cc' 'launcher/*.cc' 'protocol/*.cc' 'common/*.cc'
+              'client/*.cc')
+
 check_tidy() {
   local start=$SECONDS db="$build_dir/compile_commands.json" sources=() log
   if [ ! -f "$db" ]; then
     echo "tidy: FAILED: no $db; configure and build first (scripts/build.sh)" >&2
     return 1
   fi
-  mapfile -t sources < <(git ls-files 'broker/*.cc' 'executor/*.cc' 'launcher/*.cc' \
-                                       'protocol/*.cc' 'client/*.cc')
+  if [ "${1:-}" = changed ]; then
+    local base
+    base=$(git merge-base HEAD main 2>/dev/null || git rev-parse HEAD)
+    mapfile -t sources < <({ git diff --name-only --diff-filter=d "$base" -- "${tidy_sources[@]}"
+                             git ls-files --others --exclude-standard "${tidy_sources[@]}"; } |
+                           sort -u)
+    if ((${#sources[@]} == 0)); then
+      echo "tidy: ok, no source changed since $(git rev-parse --short "$base")"
+      return 0
+    fi
+  else
+    mapfile -t sources < <(git ls-files "${tidy_sources[@]}")
+  fi
   # run-clang-tidy silently skips a file the database lacks: refuse that.
   local missing=()
   mapfile -t missing < <(python3 - "$db" "${sources[@]}" <<'EOF'
@@ -79,6 +95,10 @@ EOF
 }
 
 status=0
-if [ "$mode" != tidy ]; then check_format || status=1; fi
-if [ "$mode" != format ]; then check_tidy || status=1; fi
+case "$mode" in
+  format) check_format || status=1 ;;
+  tidy) check_tidy || status=1 ;;
+  tidy-changed) check_tidy changed || status=1 ;;
+  all) check_format || status=1; check_tidy || status=1 ;;
+esac
 exit "$status"

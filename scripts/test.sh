@@ -5,10 +5,28 @@
 # (scripts/vm-test.sh), then the unit and end-to-end tests again under ASan
 # and UBSan, and each libFuzzer target for a bounded time (FUZZ_SECONDS,
 # default 15).
+#
+#   scripts/test.sh          the whole suite (CI runs this)
+#   scripts/test.sh --fast   build, format, clang-tidy on the sources changed
+#                            since main's merge base, and the unit and e2e
+#                            tiers (ctest -L 'unit|e2e')
+#
+# ctest labels name the tiers: unit, e2e, root, hostile, fault, scale, lint
+# (the root-size budget) and package (the install tree and the .deb);
+# ctest -L LABEL runs one. The vm, slurm, sanitizer and fuzz tiers are the
+# steps below.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+start=$SECONDS
 scripts/install-deps.sh
 scripts/build.sh
+if [ "${1:-}" = --fast ]; then
+  scripts/lint.sh format
+  scripts/lint.sh tidy-changed
+  ctest --test-dir build --output-on-failure --timeout 300 -j2 -L 'unit|e2e'
+  echo "test.sh --fast: ok in $((SECONDS - start)) s"
+  exit 0
+fi
 scripts/lint.sh  # clang-format and clang-tidy (.clang-format, .clang-tidy), ~3 min
 ctest --test-dir build --output-on-failure --timeout 300 -j2
 # After the tests, so that an overrun does not hide their results.
@@ -30,8 +48,7 @@ scripts/vm-test.sh
 CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DHPCB_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug \
     -DCMAKE_CXX_FLAGS_DEBUG=-gline-tables-only >/dev/null
 ninja -C build-fuzz
-ctest --test-dir build-fuzz --output-on-failure --timeout 300 -j2 \
-    -E 'Hostile|Fault|Churn|DamagedState|RestartScale|RootE2e|ForgedBroker|slurm|RootSize'
+ctest --test-dir build-fuzz --output-on-failure --timeout 300 -j2 -L 'unit|e2e' -E slurm
 seconds="${FUZZ_SECONDS:-15}"
 for fuzzer in decode text state; do
   work=$(mktemp -d)
@@ -41,3 +58,4 @@ for fuzzer in decode text state; do
   rm -rf "$work"
 done
 echo "fuzzers: no crash"
+echo "test.sh: ok in $((SECONDS - start)) s"

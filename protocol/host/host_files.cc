@@ -73,7 +73,7 @@ Result<std::set<int>> ReadNumaNodes(const std::string& sys_root) {
   return nodes;
 }
 
-Result<std::uint64_t> ProcStartTime(int pid, const std::string& proc_root) {
+Result<std::uint64_t> ProcStatField(int pid, int field, const std::string& proc_root) {
   if (pid <= 0) return InvalidArgument("pid must be positive");
   auto text = ReadSmallFile(proc_root + "/" + std::to_string(pid) + "/stat");
   if (!text) return Error(ErrorCode::kNotFound, "process " + std::to_string(pid) + " is gone");
@@ -82,16 +82,16 @@ Result<std::uint64_t> ProcStartTime(int pid, const std::string& proc_root) {
   if (close == std::string::npos) return Error(ErrorCode::kInternal, "garbled stat");
   std::string_view rest(*text);
   rest.remove_prefix(close + 1);
-  // rest: " S ppid ..." -> field 3 is first token; we want field 22.
-  int field = 2;
+  // rest: " S ppid ...": field 3 is the first token.
+  int at = 2;
   std::size_t pos = 0;
   while (pos < rest.size()) {
     while (pos < rest.size() && rest[pos] == ' ')
       ++pos;
     std::size_t end = rest.find(' ', pos);
     if (end == std::string_view::npos) end = rest.size();
-    ++field;
-    if (field == 22) {
+    ++at;
+    if (at == field) {
       std::uint64_t value = 0;
       auto [p, ec] = std::from_chars(rest.data() + pos, rest.data() + end, value);
       if (ec != std::errc() || p != rest.data() + end) break;

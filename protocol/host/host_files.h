@@ -25,9 +25,14 @@ Result<std::set<int>> ReadOnlineCpus(const std::string& sys_root);
 // SYS/devices/system/node/online; {0} when the node dir is absent.
 Result<std::set<int>> ReadNumaNodes(const std::string& sys_root);
 
-// Field 22 of /proc/<pid>/stat (start time in clock ticks), read under
-// `proc_root`. kNotFound when the process is gone.
-Result<std::uint64_t> ProcStartTime(int pid, const std::string& proc_root = "/proc");
+// A numeric field of /proc/<pid>/stat, numbered as proc(5) numbers them
+// (4: the parent pid, 22: the start time in clock ticks), read under
+// `proc_root` past the comm, which may hold spaces and parens. kNotFound
+// when the process is gone.
+Result<std::uint64_t> ProcStatField(int pid, int field, const std::string& proc_root = "/proc");
+inline Result<std::uint64_t> ProcStartTime(int pid, const std::string& proc_root = "/proc") {
+  return ProcStatField(pid, 22, proc_root);
+}
 
 // PROC/meminfo has a SwapTotal above 0 (swap is configured right now).
 Result<bool> HostHasSwap(const std::string& proc_root = "/proc");

@@ -138,6 +138,13 @@ TEST(ProcStartTimeTest, SelfAndGarbled) {
   EXPECT_FALSE(ProcStartTime(43, dir.path()));
   EXPECT_FALSE(ProcStartTime(44, dir.path()));
   EXPECT_FALSE(ProcStartTime(0, dir.path()));
+  // The same reading gives every field: the parent pid is field 4.
+  auto parent = host::ProcStatField(42, 4, dir.path());
+  ASSERT_TRUE(parent) << parent.error().message();
+  EXPECT_EQ(*parent, 1u);
+  auto own_parent = host::ProcStatField(::getpid(), 4);
+  ASSERT_TRUE(own_parent) << own_parent.error().message();
+  EXPECT_EQ(*own_parent, static_cast<std::uint64_t>(::getppid()));
 }
 
 }  // namespace
