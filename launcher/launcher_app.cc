@@ -76,7 +76,6 @@ int LauncherMain(int argc, char** argv) {
   }
   // The broker reads the daemon's own argv (it checked it above); the
   // executor gets the root flags as one message and parses no flags.
-  const std::vector<std::string>& flags = args;
   const std::vector<std::string> executor_flags = {"--config", protocol::Encode(config)};
   // Kept open for the life of this launcher: a broker restarted after a
   // crash listens on the same socket.
@@ -88,8 +87,8 @@ int LauncherMain(int argc, char** argv) {
   options.gpu_dev_dir = config.gpu_dev_dir;
   options.gpu_driver_dir = config.gpu_driver_dir;
   options.proc_root = config.proc_root;
-  LauncherServer server(options, signal_fd.get(), [&flags, &executor_flags, listen_fd] {
-    return StartRoles(executor_flags, flags, listen_fd);
+  LauncherServer server(options, signal_fd.get(), [&args, &executor_flags, listen_fd] {
+    return StartRoles(executor_flags, args, listen_fd);
   });
   if (!server.StartRoles()) return 1;
   auto cpus = host::ReadOnlineCpus(config.sys_root);

@@ -5,7 +5,6 @@
 #include <charconv>
 
 namespace hpcb {
-namespace {
 
 std::string_view Trim(std::string_view text) {
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
@@ -16,8 +15,6 @@ std::string_view Trim(std::string_view text) {
   }
   return text;
 }
-
-}  // namespace
 
 Result<std::int64_t> ParseInteger(std::string_view text, std::int64_t min, std::int64_t max) {
   std::int64_t value = 0;

@@ -15,6 +15,9 @@ namespace hpcb {
 // is an empty list; bad syntax, reversed ranges or ids > 1<<20 are errors.
 Result<std::vector<int>> ParseCpuList(std::string_view raw);
 
+// `text` without the white space (std::isspace) around it.
+std::string_view Trim(std::string_view text);
+
 // Strict decimal integer in [min, max]; no sign unless min < 0, no spaces.
 Result<std::int64_t> ParseInteger(std::string_view text, std::int64_t min, std::int64_t max);
 
