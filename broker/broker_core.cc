@@ -385,7 +385,7 @@ void BrokerCore::Rebuild(const protocol::JobSummary& summary) {
   job.id = id;
   job.uid = summary.uid;
   job.gid = summary.gid;
-  job.user = summary.user;
+  job.user = permissions_.NameOf(summary.uid);
   job.argv = summary.argv;
   job.cwd = summary.cwd;
   job.output_dest = summary.output_dest;
@@ -531,7 +531,7 @@ void BrokerCore::CompleteSubmit(std::uint64_t id, protocol::SubmitRequest reques
     ForgetOnExecutor(id);
     return fail(Error(ErrorCode::kInternal, "the executor saw another uid on this connection"));
   }
-  job.user = reply->user;
+  job.user = permissions_.NameOf(job.uid);
   job.gid = reply->gid;
   job.argv = std::move(request.argv);
   job.cwd = std::move(request.cwd);

@@ -71,6 +71,10 @@ Result<void> Permissions::OwnerOrAdmin(uid_t uid, const JobRecord& job) const {
                "job " + std::to_string(job.id) + " belongs to " + job.user);
 }
 
+std::string Permissions::NameOf(uid_t uid) const {
+  return users_.UserName(uid).value_or("uid " + std::to_string(uid));
+}
+
 Result<void> Permissions::RequireAdmin(uid_t uid, const std::string& what) const {
   if (IsAdmin(uid)) return Ok();
   return Error(ErrorCode::kPermissionDenied,

@@ -42,6 +42,10 @@ class Permissions {
   Result<void> OwnerOrAdmin(uid_t uid, const JobRecord& job) const;
   // "'WHAT' requires membership of group 'G'" unless admin.
   Result<void> RequireAdmin(uid_t uid, const std::string& what) const;
+  // The name every listing shows for `uid`: its passwd entry's, never the
+  // one its client sent (which only its own job's environment takes), or
+  // "uid N" when it has none.
+  std::string NameOf(uid_t uid) const;
 
  private:
   const UserDb& users_;

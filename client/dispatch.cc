@@ -6,9 +6,11 @@
 #include <cctype>
 #include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <tuple>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -20,6 +22,7 @@
 #include "client/transport.h"
 #include "client/wait.h"
 #include "common/units.h"
+#include "protocol/host/host_files.h"
 #include "protocol/root_config.h"
 
 extern char** environ;
@@ -107,6 +110,25 @@ std::optional<std::string> CurrentDirectory() {
   return buffer;
 }
 
+// What the submitting session calls its user, home and shell, for its
+// job's USER, LOGNAME, HOME and SHELL. From the environment, as a command
+// the user ran itself would see them: dispatch is linked statically and
+// never calls NSS (CMakeLists.txt), and who the job runs as is the
+// kernel's answer on the connection, not this.
+void NameSubmitter(protocol::SubmitRequest& request) {
+  auto absolute = [](const char* name) -> std::string {
+    const char* value = std::getenv(name);
+    return value != nullptr && value[0] == '/' ? value : "";
+  };
+  const char* user = std::getenv("USER");
+  if (user == nullptr || *user == '\0') user = std::getenv("LOGNAME");
+  request.user = user != nullptr && *user != '\0' && std::strchr(user, '/') == nullptr
+                     ? user
+                     : "uid" + std::to_string(::getuid());
+  request.home = absolute("HOME");
+  request.shell = absolute("SHELL");
+}
+
 // Fills `request` from parsed flags; returns an exit code on failure.
 std::optional<int> BuildSubmit(const NewFlags& f, const std::vector<std::string>& words,
                                protocol::SubmitRequest* request, Io io) {
@@ -167,7 +189,13 @@ std::optional<int> BuildSubmit(const NewFlags& f, const std::vector<std::string>
   }
   if (!f.no_output) {
     request->output = MakeAbsolute(f.output_opt->count() > 0 ? f.output : ".", *cwd);
+    // Checked here, as the user: the root side never resolves a user's
+    // path, and the delivery checks again as the user when the job ends.
+    Result<bool> is_dir = host::CheckOutputPlace(*request->output);
+    if (!is_dir) return ReportError(is_dir.error(), io);
+    request->output_is_dir = *is_dir;
   }
+  NameSubmitter(*request);
   return std::nullopt;
 }
 

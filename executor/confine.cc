@@ -80,9 +80,7 @@ const std::vector<AllowedSyscall>& SeccompAllowList() {
   // no clone of any kind: the executor never starts a process.
   static const std::vector<AllowedSyscall> kList = {
       {"read", "launch specs, run records, /proc, cgroup files"},
-      {"write",
-       "spec journal lines, spec and info.json temp files, output lines, cgroup files, "
-       "log lines"},
+      {"write", "spec and info.json temp files, output lines, cgroup files, log lines"},
       {"openat", "every file and directory, by path or through a job dir's fd"},
       {"close", "every fd it opens or is passed"},
       {"newfstatat", "checking what an opened fd is (a job buffer, a job dir) before use"},
@@ -92,24 +90,16 @@ const std::vector<AllowedSyscall>& SeccompAllowList() {
       {"statfs", "room left in the state directory before a start"},
       {"mkdir", "job directories and job cgroups"},
       {"rmdir", "removing job cgroups and emptied job directories"},
-      {"unlink", "specs, run records, dev entries of forgotten jobs; a spec journal once cut"},
+      {"unlink", "specs, run records, dev entries of forgotten jobs; an emptied old journal"},
       {"unlinkat", "a delivered buffer and leftover temp files, through a job dir's fd"},
-      {"rename", "a spec or the id high-water mark into place; the spec journal aside"},
+      {"rename", "a spec or the id high-water mark into place"},
       {"renameat", "info.json into place through the job dir's fd"},
       {"symlink", "the job's /dev inspection entry"},
       {"fchown", "handing a job's dir and files to its user, through their fds"},
       {"fchmod", "modes of the files it creates, through their fds"},
-      {"fsync", "a spec file before its journal is cut; the high-water mark before an answer"},
-      {"syncfs", "the specs written back at start-up or at a clean stop, in one call"},
-      {"fdatasync",
-       "the spec journal, before the answers of a loop turn that saved a line they rely on, "
-       "and within 2 s of any other line"},
-      {"sync_file_range",
-       "starting the write-back of a journal line that need not be flushed yet (a job's "
-       "plain end), so that the next flush finds it written"},
-      {"pwrite64",
-       "spec journal lines, and blanking in place those that held a forwarded "
-       "environment once a newer line without it is on disk"},
+      {"fsync",
+       "a spec file before its rename; the specs directory before a loop turn's answers; the "
+       "high-water mark"},
       {"fcntl", "fd flags (O_NONBLOCK of a buffer just checked), an fd copy for readdir"},
       {"kill", "SIGTERM and SIGKILL to a job's process group"},
       {"poll", "the loop over the broker's and launcher's channels"},

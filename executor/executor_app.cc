@@ -100,22 +100,20 @@ int ExecutorMain(int argc, char** argv) {
   const char* lang = std::getenv("LANG");
   facts.lang = lang ? lang : "";
 
-  // What the previous executor wrote but had not flushed (a journal line
-  // of a turn it was killed in, a spec file it rewrote after a commit)
-  // reads back from the page cache as if durable: the whole filesystem is
-  // flushed once, before this executor can answer anyone about it.
-  // SpecStore::Open flushes again once it has written back what the
-  // journals held.
+  // What the previous executor wrote but had not flushed (a rename of a
+  // turn it was killed in) reads back from the page cache as if durable:
+  // the whole filesystem is flushed once, before this executor can answer
+  // anyone about it.
   if (UniqueFd state(::open(config.state_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
       !state.valid() || ::syncfs(state.get()) != 0) {
     LogError("cannot flush the state directory " + config.state_dir + ": " + std::strerror(errno));
     return 1;
   }
   // Stopped by its broker channel closing, not by a signal: the launcher
-  // stops the broker first, and this executor then folds its journal into
-  // the spec files before it exits (a clean stop). A SIGTERM in between
-  // would cut that short; a SIGKILL at the launcher's deadline is still
-  // safe (the journal is read back at the next start).
+  // stops the broker first, and this executor then sends its last answers
+  // and commits its last turn before it exits (a clean stop). A SIGTERM in
+  // between would cut that short; a SIGKILL at the launcher's deadline is
+  // still safe (what was answered is on disk).
   (void)::signal(SIGTERM, SIG_IGN);
   auto confined = Confine(config);
   if (!confined) {
@@ -128,7 +126,11 @@ int ExecutorMain(int argc, char** argv) {
   auto ran = server.Run();
   if (!ran) {
     LogError(ran.error().message());
-    return 1;
+    // A state directory an admin must see to first (an older release's
+    // journal): systemd must not restart into the same refusal.
+    return ran.error().code() == ErrorCode::kFailedPrecondition && server.recovery_failed()
+               ? protocol::kExitConfig
+               : 1;
   }
   return 0;
 }

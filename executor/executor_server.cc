@@ -58,7 +58,7 @@ void ExecutorServer::SendToBroker(const std::string& text, const std::vector<int
 }
 
 Result<void> ExecutorServer::EndTurn() {
-  HPCB_TRY(store_.Commit(std::chrono::steady_clock::now()));
+  HPCB_TRY(store_.Commit());
   for (const TurnCommit::Answer& answer : turn_.TakeAnswers()) {
     std::vector<int> fds;
     for (const UniqueFd& fd : answer.fds)
@@ -66,7 +66,7 @@ Result<void> ExecutorServer::EndTurn() {
     Result<void> sent = to_broker_.Send(answer.text, fds);
     if (!sent) LogError("cannot reach the broker: " + sent.error().message());
   }
-  return store_.Settle();
+  return Ok();
 }
 
 void ExecutorServer::Refuse(std::uint64_t req, std::uint64_t id, const std::string& what,
@@ -254,8 +254,8 @@ void ExecutorServer::OnForget(std::uint64_t req, const std::string& text) {
     }
   }
   if (Result<void> forgotten = store_.Forget(id); !forgotten) {
-    // Unrecorded, a restart would bring the spec back from its journal
-    // lines: the job is kept whole (its files too) and the broker told.
+    // Its spec would come back with a restart: the job is kept whole (its
+    // files too) and the broker told.
     return Refuse(req, id, "forget", forgotten.error());
   }
   // The tree is the user's: removed without following anything in it, a
@@ -413,8 +413,7 @@ Result<void> ExecutorServer::Run() {
     if ((fds[0].revents & kWritableOrGone) && to_broker_.wants_write()) {
       if (Result<void> flushed = to_broker_.Flush(); !flushed) {
         LogInfo("broker went away (" + flushed.error().message() + "); stopping");
-        HPCB_TRY(store_.Commit(std::chrono::steady_clock::now()));
-        return store_.Checkpoint();
+        return store_.Commit();
       }
     }
     if (!take_requests) fds[0].revents = 0;
@@ -428,7 +427,6 @@ Result<void> ExecutorServer::Run() {
         if (packet.error().code() == ErrorCode::kUnavailable) {
           launcher_calls_.FailAll(Error(ErrorCode::kUnavailable, "the launcher went away"));
           HPCB_TRY(EndTurn());
-          HPCB_TRY(store_.Checkpoint());
           return packet.error().WithContext("launcher");
         }
         LogWarning("refused a launcher message: " + packet.error().message());
@@ -443,9 +441,7 @@ Result<void> ExecutorServer::Run() {
       if (!packet) {
         if (packet.error().code() == ErrorCode::kUnavailable) {
           LogInfo("broker went away; stopping");
-          HPCB_TRY(EndTurn());
-          // A clean stop leaves every spec in its file and the journal empty.
-          return store_.Checkpoint();
+          return EndTurn();
         }
         Refuse(0, 0, "a broker message", packet.error());
       } else {

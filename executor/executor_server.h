@@ -2,12 +2,12 @@
 // against facts it read itself, keeps the root-only launch specs, makes job
 // cgroups, dirs and links, and asks the launcher to act as users.
 //
-// It never waits. A request that needs the launcher (checking an output
-// path, spawning, delivering output) becomes a pending call with a
+// It never waits. A request that needs the launcher (spawning, delivering
+// output, checking a new output path) becomes a pending call with a
 // deadline, and its reply to the broker goes out when that call completes;
 // meanwhile every other request is served. Each job has at most one such
-// operation in flight (registering, starting or finishing); a request that
-// would overlap it is refused.
+// operation in flight (starting or finishing); a request that would
+// overlap it is refused.
 //
 // The methods are split by job across files: executor_server.cc (the loop
 // and the broker's requests), job_register.cc, job_start.cc, job_finish.cc
@@ -29,8 +29,6 @@
 #include <string>
 #include <vector>
 
-#include "executor/account_cache.h"
-#include "executor/dest_cache.h"
 #include "executor/job_dir.h"
 #include "executor/job_phase.h"
 #include "executor/launch_spec.h"
@@ -92,16 +90,13 @@ class ExecutorServer {
   void OnLauncherMessage(const protocol::Packet& packet);
   // Times out overdue launcher calls and retries cgroup removals.
   void Tick();
-  // Ends a loop turn: the specs saved during it reach the disk (one
-  // fdatasync of the spec journal), then the answers the turn held go to
-  // the broker, in order (turn_commit.h), then the cut of the journal
-  // takes a step (spec_store.h). An error means the disk would not take them: nothing
-  // more is sent, and the executor must stop. Public for tests, which
-  // call it where the loop would.
+  // Ends a loop turn: the specs saved during it are made durable (one
+  // fsync of the specs directory, spec_store.h), then the answers the turn
+  // held go to the broker, in order (turn_commit.h). An error means the
+  // disk would not take them: nothing more is sent, and the executor must
+  // stop. Public for tests, which call it where the loop would.
   Result<void> EndTurn();
-  // Every spec written to its file and on disk, the journal emptied, as a
-  // clean stop leaves them (spec_store.h). Public for tests.
-  Result<void> CheckpointSpecs() { return store_.Checkpoint(); }
+  bool recovery_failed() const { return recovery_error_.has_value(); }
   // One step of taking forgotten jobs' dirs apart; true while more is
   // left. Public for tests, which call it where the loop would.
   bool StepRemovals();
@@ -134,24 +129,9 @@ class ExecutorServer {
   // job_register.cc
   void OnRegister(std::uint64_t req, const protocol::Packet& packet);
   void RefuseRegister(std::uint64_t req, std::uint64_t id, const Error& error);
-  // The launcher's (or the cache's) answer for the submitter's account;
-  // `checked`, the launcher's check of `output` made with the lookup
-  // (asked at `asked_at`), if it made one.
-  void OnAccount(protocol::RegisterJob registration, LaunchSpec spec, const struct ucred& peer,
-                 std::optional<std::string> output, Result<protocol::LookUpUserReply> found,
-                 std::optional<protocol::CheckedOutput> checked,
-                 DestCache::Clock::time_point asked_at);
-  // Once the account is known: the launcher checks `output` as the user.
-  void CheckOutputThenRegister(protocol::RegisterJob registration, LaunchSpec spec,
-                               std::optional<std::string> output);
-  // The check's answer (either way it was made): the destination or the
-  // registration's refusal.
-  void OnOutputChecked(protocol::RegisterJob registration, LaunchSpec spec, const std::string& path,
-                       DestCache::Clock::time_point asked_at,
-                       Result<protocol::CheckDestReply> reply);
-  // After the destination check (or without one): dir, spec, optional start.
+  // Once the submitter and its frame are read: dir, spec, optional start.
   void FinishRegister(protocol::RegisterJob request, LaunchSpec spec,
-                      Result<std::optional<std::string>> dest);
+                      std::optional<std::string> dest);
 
   // job_start.cc
   void OnStart(std::uint64_t req, const std::string& text);
@@ -202,10 +182,10 @@ class ExecutorServer {
   std::optional<protocol::JobUsage> MeasureUsage(const LaunchSpec& spec,
                                                  const host::RunRecord* record,
                                                  double end_time) const;
-  // The spec saved (spec_store.h; its revision goes up), then the user's
-  // usage (usage_book.h) brought up to date. Durable before any answer of
-  // this turn goes out (the turn's end commits the journal first), unless
-  // saved with kSoon: a plain end, which the job's run record also holds.
+  // The spec saved (spec_store.h), then the user's usage (usage_book.h)
+  // brought up to date. Durable before any answer of this turn goes out
+  // (the turn's end commits first), unless saved with kSoon: a plain end,
+  // which the job's run record also holds.
   Result<void> Save(LaunchSpec& spec, SpecStore::Flush flush = SpecStore::Flush::kBeforeAnswers);
   // What `spec` holds on disk: its record, plus a kept buffer once exited.
   std::uint64_t BytesHeld(const LaunchSpec& spec, std::uint64_t spec_bytes) const;
@@ -254,11 +234,9 @@ class ExecutorServer {
   protocol::Outbox to_broker_{broker_fd_};
   protocol::PendingCalls launcher_calls_;
   UsageBook usage_;
-  AccountCache accounts_;  // recent lookups: one per user per burst
-  DestCache dests_;        // recent output directory checks: one per user and directory per burst
   std::map<std::uint64_t, LaunchSpec> jobs_;
-  // The one step a job may have in flight: kRegistering, kStarting or
-  // kFinishing (job_phase.h). A job not here is in the phase its spec's
+  // The one step a job may have in flight: kStarting or kFinishing
+  // (job_phase.h). A job not here is in the phase its spec's
   // state says, or unknown.
   std::map<std::uint64_t, JobPhase> in_flight_;
   std::set<std::uint64_t> never_saved_;  // registered, no spec saved yet

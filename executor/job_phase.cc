@@ -11,8 +11,8 @@ constexpr unsigned Bit(JobPhase phase) {
 }
 
 // Indexed by the enums' values, in their order.
-constexpr std::array<std::string_view, 7> kPhaseNames{
-    "unknown", "registering", "queued", "starting", "running", "finishing", "ended"};
+constexpr std::array<std::string_view, 6> kPhaseNames{"unknown", "queued",    "starting",
+                                                      "running", "finishing", "ended"};
 constexpr std::array<std::string_view, 7> kOperationNames{
     "register", "start", "signal", "forget", "open_output", "deliver_again", "finish"};
 

@@ -15,13 +15,12 @@
 namespace hpcb::executor {
 
 enum class JobPhase {
-  kUnknown,      // no spec, no registration in flight
-  kRegistering,  // account lookup or output path check in flight
-  kQueued,       // registered, waiting for a start
-  kStarting,     // spawn in flight
-  kRunning,      // its shepherd and processes are out there
-  kFinishing,    // ending or delivering its output (a delivery in flight)
-  kEnded,        // exited; its output kept or delivered
+  kUnknown,    // no spec, no registration in flight
+  kQueued,     // registered, waiting for a start
+  kStarting,   // spawn in flight
+  kRunning,    // its shepherd and processes are out there
+  kFinishing,  // ending or delivering its output (a delivery in flight)
+  kEnded,      // exited; its output kept or delivered
 };
 
 // What the broker (or the executor's own timers) may ask of a job.

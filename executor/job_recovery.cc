@@ -97,19 +97,18 @@ void ExecutorServer::KillJobWithoutSpec(std::uint64_t id) {
 }
 
 bool ExecutorServer::DropEmptySpec(std::uint64_t id) {
-  // Every spec file is covered by a journal line until it is flushed, and
-  // the journal has been replayed by now (spec_store.h), so an empty file
-  // is either left by an older release, which renamed a job's first spec
-  // into place before its fsync and answered only once both were on disk
-  // (a power cut in between left a job never acknowledged, whose spawn,
-  // if it had begun, ended with the power), or damage: the broker then
-  // reports the job lost if it knew of it. Anything else that does not
-  // parse is set aside for an admin instead.
+  // A spec file is flushed before its rename (spec_store.h), so an empty
+  // one is either left by an older release, which renamed a job's first
+  // spec into place before its fsync and answered only once both were on
+  // disk (a power cut in between left a job never acknowledged, whose
+  // spawn, if it had begun, ended with the power), or damage: the broker
+  // then reports the job lost if it knew of it. Anything else that does
+  // not parse is set aside for an admin instead.
   const std::string path = specs_dir() + "/" + std::to_string(id) + ".json";
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size != 0) return false;
   LogWarning("job " + std::to_string(id) +
-             ": its launch spec is empty and no journal line holds it: never made durable "
+             ": its launch spec is empty: never made durable "
              "before the machine went down, so never acknowledged; the job is dropped (the "
              "broker reports it lost if it had been told of it)");
   ::unlink(path.c_str());
@@ -119,26 +118,10 @@ bool ExecutorServer::DropEmptySpec(std::uint64_t id) {
 }
 
 void ExecutorServer::Recover() {
-  // First the journal: what it holds newer than the spec files is written
-  // back, so that everything below reads the files as the whole truth.
-  Result<SpecStore::Opened> opened = store_.Open();
-  if (!opened) {
-    recovery_error_ = opened.error().WithContext("cannot bring the launch specs up to date");
+  if (Result<void> opened = store_.Open(); !opened) {
+    recovery_error_ = opened.error().WithContext("cannot open the launch specs");
     return;
   }
-  for (const std::string& problem : opened->problems) {
-    LogError("the spec journal is damaged: " + problem +
-             "; its intact lines were used, and a job whose newest spec was only on a damaged "
-             "line is reported by the broker if it is lost");
-  }
-  if (opened->restored > 0) {
-    LogInfo("brought " + std::to_string(opened->restored) +
-            " launch spec(s) up to date from the journal");
-  }
-  for (std::uint64_t id : opened->forgotten) {
-    ::unlink(host::RunRecordPath(run_dir(), id).c_str());
-  }
-  high_water_ = std::max(high_water_, opened->highest_id);
   settle_until_ = std::chrono::steady_clock::now() + deadlines_.settle;
   SettleStartingJobs(ListIds(specs_dir()));
   if (settling_.empty()) LoadSpecs();
@@ -172,7 +155,6 @@ void ExecutorServer::LoadSpecs() {
       continue;
     }
     LaunchSpec& spec = *loaded;
-    if (!spec.env.empty()) store_.FileHoldsEnvironment(id);
     bool saved_now = false;
     Result<host::RunRecord> record = host::LoadRunRecord(run_dir(), id);
     if (spec.state == SpecState::kRegistered && record && record->pid > 0) {

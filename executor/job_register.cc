@@ -1,6 +1,6 @@
-// Registering a job: who submitted it (SO_PEERCRED; the account looked up
-// by the launcher), what it runs (the client's own frame), where its output
-// goes (checked as the user by the launcher), then the root-only launch spec.
+// Registering a job: who submitted it (SO_PEERCRED and SO_PEERGROUPS), what
+// it runs and where its output goes (the client's own frame), then the
+// root-only launch spec.
 #include <unistd.h>
 
 #include <algorithm>
@@ -80,107 +80,34 @@ void ExecutorServer::OnRegister(std::uint64_t req, const protocol::Packet& packe
   spec.request = protocol::JobRequest::From(
       *submitted,
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
-  in_flight_[id] = JobPhase::kRegistering;
-  if (std::optional<protocol::LookUpUserReply> known =
-          accounts_.Find(peer->uid, AccountCache::Clock::now())) {
-    return OnAccount(std::move(*request), std::move(spec), *peer, std::move(submitted->output),
-                     std::move(*known), std::nullopt, DestCache::Clock::now());
+  // Who runs it the kernel says: the uid and gid of the connection, and
+  // the groups its process had when it connected. The name, home and shell
+  // the client read of its own account go only into its job's environment.
+  Result<std::vector<std::uint32_t>> groups = PeerGroups(packet.fds[0].get());
+  if (!groups) return fail(groups.error());
+  if (submitted->user.empty()) {
+    return fail(Error(ErrorCode::kFailedPrecondition,
+                      "this dispatch is older than the daemon and does not name its user; use "
+                      "the dispatch installed with hpc-batchd"));
   }
-  protocol::LookUpUserRequest look_up;
-  look_up.id = id;
-  look_up.uid = peer->uid;
-  // The lookup's child checks the output path too, as the account it
-  // found: one fork for a submitter not seen lately, not two.
-  if (submitted->output) look_up.output = protocol::OutputToCheck{*submitted->output, peer->gid};
-  const DestCache::Clock::time_point asked_at = DestCache::Clock::now();
-  AskLauncher<protocol::LookUpUserReply>(
-      look_up, {}, deadlines_.check,
-      look_up.output ? "the launcher's account lookup and output path check"
-                     : "the launcher's account lookup",
-      [this, registration = std::move(*request), spec = std::move(spec), peer = *peer,
-       output = std::move(submitted->output),
-       asked_at](Result<protocol::LookUpUserReply> found) mutable {
-        std::optional<protocol::CheckedOutput> checked;
-        if (found && !found->error) {
-          // The check belongs to this job's path; the account is reused.
-          checked = std::exchange(found->output, std::nullopt);
-          accounts_.Put(peer.uid, *found, AccountCache::Clock::now());
-        }
-        OnAccount(std::move(registration), std::move(spec), peer, std::move(output),
-                  std::move(found), std::move(checked), asked_at);
-      });
-}
-
-void ExecutorServer::OnAccount(protocol::RegisterJob registration, LaunchSpec spec,
-                               const struct ucred& peer, std::optional<std::string> output,
-                               Result<protocol::LookUpUserReply> found,
-                               std::optional<protocol::CheckedOutput> checked,
-                               DestCache::Clock::time_point asked_at) {
-  if (found && found->error) found = found->error->ToError();
-  if (found && found->who.uid != peer.uid) {
-    found = Error(ErrorCode::kInternal, "the account lookup answered for another uid");
+  spec.who = protocol::UserIdentity{peer->uid, peer->gid, submitted->user, std::move(*groups)};
+  if (!facts_.as_root) spec.who.groups.clear();  // jobs run as the daemon, groups and all
+  if (Result<void> valid = spec.who.Validate(); !valid) return fail(valid.error());
+  if (facts_.as_root && std::count(spec.who.groups.begin(), spec.who.groups.end(), 0u) > 0) {
+    return fail(Error(ErrorCode::kPermissionDenied, "refusing supplementary group 0"));
   }
-  if (!found) {
-    in_flight_.erase(registration.id);
-    return RefuseRegister(registration.req, registration.id,
-                          found.error().WithContext("looking up uid " + std::to_string(peer.uid)));
+  spec.home = submitted->home.empty() ? "/" : submitted->home;
+  spec.shell = submitted->shell;
+  std::optional<std::string> dest;
+  if (submitted->output) {
+    // The client checked the place as the user; the delivery checks again.
+    dest = protocol::ResolveDestination(*submitted->output, submitted->output_is_dir, id);
   }
-  spec.who = found->who;
-  if (facts_.as_root) spec.who.gid = peer.gid;  // the submitter's current gid
-  spec.home = found->home;
-  spec.shell = found->shell;
-  if (output && checked) {
-    Result<protocol::CheckDestReply> reply =
-        protocol::CheckDestReply{0, std::move(checked->dest), std::move(checked->error)};
-    return OnOutputChecked(std::move(registration), std::move(spec), *output, asked_at,
-                           std::move(reply));
-  }
-  CheckOutputThenRegister(std::move(registration), std::move(spec), std::move(output));
-}
-
-void ExecutorServer::CheckOutputThenRegister(protocol::RegisterJob registration, LaunchSpec spec,
-                                             std::optional<std::string> output) {
-  if (!output) {
-    in_flight_.erase(registration.id);
-    return FinishRegister(std::move(registration), std::move(spec), std::optional<std::string>());
-  }
-  if (dests_.FreshDirectory(spec.who, *output, DestCache::Clock::now())) {
-    in_flight_.erase(registration.id);
-    std::string dest = protocol::ResolveDestination(*output, true, spec.id);
-    return FinishRegister(std::move(registration), std::move(spec), std::optional(dest));
-  }
-  // The answer is as old as the question: a slow check shortens its reuse.
-  const DestCache::Clock::time_point asked_at = DestCache::Clock::now();
-  protocol::CheckDestRequest check;
-  check.id = spec.id;
-  check.who = spec.who;
-  check.path = *output;
-  AskLauncher<protocol::CheckDestReply>(
-      check, {}, deadlines_.check, "the launcher's output path check",
-      [this, registration = std::move(registration), spec = std::move(spec), path = *output,
-       asked_at](Result<protocol::CheckDestReply> reply) mutable {
-        OnOutputChecked(std::move(registration), std::move(spec), path, asked_at, std::move(reply));
-      });
-}
-
-void ExecutorServer::OnOutputChecked(protocol::RegisterJob registration, LaunchSpec spec,
-                                     const std::string& path, DestCache::Clock::time_point asked_at,
-                                     Result<protocol::CheckDestReply> reply) {
-  in_flight_.erase(registration.id);
-  Result<std::optional<std::string>> dest = std::optional<std::string>();
-  if (!reply) {
-    dest = reply.error();
-  } else if (reply->error) {
-    dest = Error(ErrorCode::kFailedPrecondition, reply->error->message);
-  } else {
-    dests_.Put(spec.who, path, spec.id, *reply, asked_at);
-    dest = std::optional<std::string>(reply->dest);
-  }
-  FinishRegister(std::move(registration), std::move(spec), std::move(dest));
+  FinishRegister(std::move(*request), std::move(spec), std::move(dest));
 }
 
 void ExecutorServer::FinishRegister(protocol::RegisterJob request, LaunchSpec spec,
-                                    Result<std::optional<std::string>> dest) {
+                                    std::optional<std::string> dest) {
   const std::uint64_t id = request.id;
   protocol::RegisterReply reply;
   reply.req = request.req;
@@ -190,8 +117,7 @@ void ExecutorServer::FinishRegister(protocol::RegisterJob request, LaunchSpec sp
     reply.error = WireError::From(error);
     SendToBroker(Encode(reply));
   };
-  if (!dest) return fail(dest.error());
-  spec.output_dest = *dest;
+  spec.output_dest = std::move(dest);
   if (jobs_.contains(id)) {
     return fail(Error(ErrorCode::kAlreadyExists, "job " + std::to_string(id) + " already exists"));
   }

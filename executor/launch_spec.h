@@ -46,9 +46,6 @@ struct LaunchSpec {
   double end_time = 0;
   std::optional<std::string> output_error;
   std::optional<protocol::JobUsage> usage;
-  // Grows with every save (spec_store.h): of two copies of a spec, in its
-  // file and in the journal, the higher revision is the newer.
-  std::uint64_t revision = 0;
   template <class A>
   void save(A& ar) const {
     using protocol::Put;
@@ -73,7 +70,6 @@ struct LaunchSpec {
     Put(ar, "end_time", end_time);
     Put(ar, "output_error", output_error);
     Put(ar, "usage", usage);
-    Put(ar, "revision", revision);
   }
   template <class A>
   void load(A& ar) {
@@ -98,8 +94,7 @@ struct LaunchSpec {
     Get(ar, "oom", oom);
     Get(ar, "end_time", end_time);
     Get(ar, "output_error", output_error);
-    protocol::GetIfPresent(ar, "usage", usage);        // specs written before accounting
-    protocol::GetIfPresent(ar, "revision", revision);  // and before the journal
+    protocol::GetIfPresent(ar, "usage", usage);  // specs written before accounting
   }
   Result<void> Validate() const;
 };

@@ -75,4 +75,20 @@ Result<struct ucred> CheckClientConnection(int fd, const std::string& socket_pat
   return peer;
 }
 
+Result<std::vector<std::uint32_t>> PeerGroups(int fd) {
+  std::vector<gid_t> groups(64);
+  for (;;) {
+    auto size = static_cast<socklen_t>(groups.size() * sizeof(gid_t));
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &size) == 0) {
+      groups.resize(size / sizeof(gid_t));
+      return std::vector<std::uint32_t>(groups.begin(), groups.end());
+    }
+    // ERANGE: `size` now says how much the list needs (NGROUPS_MAX at most).
+    if (errno != ERANGE || size / sizeof(gid_t) <= groups.size() || size > (1u << 20)) {
+      return Error::FromErrno(errno, "read SO_PEERGROUPS");
+    }
+    groups.resize(size / sizeof(gid_t));
+  }
+}
+
 }  // namespace hpcb::executor

@@ -34,6 +34,11 @@ Result<void> CheckSubmitter(const struct ucred& peer, bool daemon_is_root, std::
 // kernel-attested credentials.
 Result<struct ucred> CheckClientConnection(int fd, const std::string& socket_path);
 
+// The supplementary groups of the process that connected `fd`, as the
+// kernel recorded them at connect (SO_PEERGROUPS): what a job runs with,
+// never a list anyone could send.
+Result<std::vector<std::uint32_t>> PeerGroups(int fd);
+
 }  // namespace hpcb::executor
 
 #endif  // HPCB_EXECUTOR_SYSFACTS_H_

@@ -1,14 +1,12 @@
 // The answers of one executor loop turn, held until what the turn saved is
-// durable (SpecStore::Commit, one fdatasync of the spec journal), then sent
-// to the broker in the order they were held. A turn that saved only lines
-// the run records also hold (SpecStore::Flush::kSoon: plain ends) commits
-// without a flush, and its answers go at once, still in order.
+// durable (SpecStore::Commit, one fsync of the specs directory), then sent
+// to the broker in the order they were held.
 //
 // The trap it avoids: an answer sent before the commit could acknowledge a
 // job that a power cut then loses. So every answer to the broker waits for
-// the end of the turn (held answers are cheap: the turn ends within
-// microseconds of the last message it read), and a failed commit sends
-// nothing: the executor stops, and a restart reads what the disk holds.
+// the end of the turn (the turn ends within microseconds of the last
+// message it read), and a failed commit sends nothing: the executor stops,
+// and a restart reads what the disk holds.
 #ifndef HPCB_EXECUTOR_TURN_COMMIT_H_
 #define HPCB_EXECUTOR_TURN_COMMIT_H_
 

@@ -168,10 +168,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       Try<WireError>(text);
       break;
     case 39:
-      Try<LookUpUserRequest>(text);
+      Try<UserIdentity>(text);
       break;
     case 40:
-      Try<LookUpUserReply>(text);
+      Try<SubmitRequest>(text);
       break;
     // info, drain, resume and their replies
     case 41:

@@ -12,7 +12,6 @@
 #include <cstring>
 #include <vector>
 
-#include "launcher/account_lookup.h"
 #include "launcher/dumpable_check.h"
 #include "launcher/gpu_mask.h"
 #include "launcher/user_helper.h"
@@ -137,20 +136,6 @@ void LauncherServer::OnRequest(const protocol::Packet& packet) {
       StartCheckDest(*request);
       return;
     }
-    case LauncherKind::kLookUpUser: {
-      // Safe: reads the account database, in a child, and only answers.
-      Result<protocol::LookUpUserRequest> request =
-          Decode<protocol::LookUpUserRequest>(packet.bytes);
-      if (!request) {
-        protocol::LookUpUserReply reply;
-        reply.req = req;
-        reply.error = WireError::From(request.error());
-        Send(Encode(reply));
-        return;
-      }
-      StartLookUpUser(*request);
-      return;
-    }
     case LauncherKind::kDeliver: {
       // Safe: as check_dest, and it writes only a fresh file of the user's
       // own, from a buffer fd the executor opened and checked.
@@ -164,7 +149,6 @@ void LauncherServer::OnRequest(const protocol::Packet& packet) {
     }
     case LauncherKind::kSpawnReply:
     case LauncherKind::kCheckDestReply:
-    case LauncherKind::kLookUpUserReply:
     case LauncherKind::kDeliverReply:
     case LauncherKind::kChildExited:
     case LauncherKind::kRefused:
@@ -253,40 +237,6 @@ void LauncherServer::StartCheckDest(const protocol::CheckDestRequest& request) {
   task.kind = LauncherKind::kCheckDest;
   task.req = request.req;
   task.id = request.id;
-  task.answer = std::move(helper->answer);
-  task.allowed = options_.check_deadline;
-  task.deadline = Clock::now() + task.allowed;
-  tasks_.emplace(helper->pid, std::move(task));
-}
-
-void LauncherServer::StartLookUpUser(const protocol::LookUpUserRequest& request) {
-  const uid_t uid = request.uid;
-  const std::uint64_t id = request.id;
-  std::optional<protocol::OutputToCheck> output = request.output;
-  // A helper may not become the user now: the output is left to the
-  // executor's check_dest, which refuses it saying why.
-  if (output && !MayBecomeTheUser()) output.reset();
-  const OutputCheckSetting setting{options_.as_root, options_.proc_root, kHelperAnswerFd};
-  // NSS as root in a child of ours: a slow directory service costs this
-  // request its deadline, never the loop.
-  Result<HelperChild> helper =
-      StartUserHelper(protocol::UserIdentity{}, /*change=*/false, {},
-                      [&](const std::vector<int>&) -> Result<std::string> {
-                        HPCB_ASSIGN_OR_RETURN(protocol::LookUpUserReply found,
-                                              LookUpAccountHere(uid, output, id, setting));
-                        return protocol::Encode(found);
-                      });
-  if (!helper) {
-    protocol::LookUpUserReply reply;
-    reply.req = request.req;
-    reply.error = WireError::From(helper.error());
-    return Send(Encode(reply));
-  }
-  Task task;
-  task.kind = LauncherKind::kLookUpUser;
-  task.req = request.req;
-  task.id = request.id;
-  task.checks_output = output.has_value();
   task.answer = std::move(helper->answer);
   task.allowed = options_.check_deadline;
   task.deadline = Clock::now() + task.allowed;
@@ -396,25 +346,6 @@ void LauncherServer::Answer(pid_t pid, Task& task, const std::optional<Error>& f
       if (!task.orphaned) Send(Encode(reply));
       break;
     }
-    case LauncherKind::kLookUpUser: {
-      Result<std::string> text =
-          failure ? Result<std::string>(*failure) : ParseHelperAnswer(task.text);
-      protocol::LookUpUserReply reply;
-      if (text) {
-        Result<protocol::LookUpUserReply> found =
-            protocol::Decode<protocol::LookUpUserReply>(*text);
-        if (found) {
-          reply = std::move(*found);
-        } else {
-          reply.error = WireError::From(found.error().WithContext("the account lookup's answer"));
-        }
-      } else {
-        reply.error = WireError::From(text.error());
-      }
-      reply.req = task.req;
-      if (!task.orphaned) Send(Encode(reply));
-      break;
-    }
     case LauncherKind::kDeliver: {
       Result<std::string> done =
           failure ? Result<std::string>(*failure) : ParseHelperAnswer(task.text);
@@ -423,7 +354,6 @@ void LauncherServer::Answer(pid_t pid, Task& task, const std::optional<Error>& f
     }
     case LauncherKind::kSpawnReply:
     case LauncherKind::kCheckDestReply:
-    case LauncherKind::kLookUpUserReply:
     case LauncherKind::kDeliverReply:
     case LauncherKind::kChildExited:
     case LauncherKind::kRefused:
@@ -442,13 +372,9 @@ void LauncherServer::ExpireTasks() {
     Task& task = tasks_.at(pid);
     // Not reaped yet, so the pid is still this child's.
     if (!task.reaped) (void)::kill(pid, SIGKILL);
-    const char* what =
-        task.kind == LauncherKind::kSpawn       ? "starting the job"
-        : task.kind == LauncherKind::kCheckDest ? "checking the output path"
-        : task.kind == LauncherKind::kLookUpUser
-            ? (task.checks_output ? "looking up the submitter and checking the output path"
-                                  : "looking up the submitter")
-            : "delivering the output";
+    const char* what = task.kind == LauncherKind::kSpawn       ? "starting the job"
+                       : task.kind == LauncherKind::kCheckDest ? "checking the output path"
+                                                               : "delivering the output";
     LogWarning(std::string(what) + " for job " + std::to_string(task.id) +
                " timed out; its child (pid " + std::to_string(pid) + ") was killed");
     Answer(pid, task,

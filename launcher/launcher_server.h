@@ -103,7 +103,6 @@ class LauncherServer {
     bool answered = false;  // the reply has gone to the executor
     bool reaped = false;
     bool orphaned = false;           // its executor died: the answer goes nowhere
-    bool checks_output = false;      // an account lookup that checks an output path too
     std::int64_t status = 0;         // the wait status, once reaped
     std::optional<PreparedJob> job;  // spawns: for describing a failure
   };
@@ -112,7 +111,6 @@ class LauncherServer {
   Result<void> MayBecomeTheUser() const;
   void StartSpawn(const protocol::SpawnRequest& request, const protocol::Packet& packet);
   void StartCheckDest(const protocol::CheckDestRequest& request);
-  void StartLookUpUser(const protocol::LookUpUserRequest& request);
   void StartDeliver(const protocol::DeliverRequest& request, const protocol::Packet& packet);
   void OnAnswerReadable(pid_t pid, Task& task);
   // Sends the reply for `task` from what its child said, or `failure`.

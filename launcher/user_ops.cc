@@ -18,6 +18,7 @@
 
 #include "protocol/base/unique_fd.h"
 #include "protocol/framing.h"
+#include "protocol/host/host_files.h"
 
 namespace hpcb::launcher {
 
@@ -70,24 +71,8 @@ Result<void> CheckIdentityAllowed(const protocol::UserIdentity& who, bool as_roo
 }
 
 Result<std::string> CheckDestinationHere(const std::string& path, std::uint64_t id) {
-  if (path.empty() || path[0] != '/') return InvalidArgument("output path must be absolute");
-  struct stat st {};
-  bool is_dir = ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-  std::string dest = ResolveDestination(path, is_dir, id);
-  std::string parent = dest.substr(0, dest.rfind('/'));
-  if (parent.empty()) parent = "/";
-  struct stat pst {};
-  if (::stat(parent.c_str(), &pst) != 0) {
-    return Error::FromErrno(errno, "cannot save output there: " + parent);
-  }
-  if (!S_ISDIR(pst.st_mode)) {
-    return InvalidArgument("cannot save output there: " + parent + " is not a directory");
-  }
-  if (::access(parent.c_str(), W_OK | X_OK) != 0) {
-    return Error(ErrorCode::kPermissionDenied,
-                 "cannot save output there: cannot write to " + parent);
-  }
-  return dest;
+  HPCB_ASSIGN_OR_RETURN(bool is_dir, host::CheckOutputPlace(path));
+  return ResolveDestination(path, is_dir, id);
 }
 
 namespace {

@@ -42,24 +42,6 @@ Result<void> SpawnRequest::Validate() const {
   return Ok();
 }
 
-Result<void> LookUpUserRequest::Validate() const {
-  if (id == 0) return InvalidArgument("job id must be positive");
-  if (output) return CheckPath(output->path, "output path");
-  return Ok();
-}
-
-Result<void> LookUpUserReply::Validate() const {
-  if (error) return Ok();
-  HPCB_TRY(who.Validate());
-  // As passwd has them: a home may be empty or relative, the job's HOME
-  // is whatever the entry says.
-  if (home.size() > kMaxPathBytes || shell.size() > kMaxPathBytes) {
-    return InvalidArgument("home directory or login shell is too long");
-  }
-  if (output && !output->error) return CheckPath(output->dest, "output destination");
-  return Ok();
-}
-
 Result<void> CheckDestRequest::Validate() const {
   if (id == 0) return InvalidArgument("job id must be positive");
   HPCB_TRY(who.Validate());

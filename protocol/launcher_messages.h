@@ -41,13 +41,11 @@ enum class LauncherKind {
   kDeliverReply,
   kChildExited,
   kRefused,
-  kLookUpUser,
-  kLookUpUserReply,
 };
 
 template <>
 struct EnumNames<LauncherKind> {
-  static constexpr std::array<std::pair<LauncherKind, std::string_view>, 10> kNames{{
+  static constexpr std::array<std::pair<LauncherKind, std::string_view>, 8> kNames{{
       {LauncherKind::kSpawn, "spawn"},
       {LauncherKind::kSpawnReply, "spawn_reply"},
       {LauncherKind::kCheckDest, "check_dest"},
@@ -56,8 +54,6 @@ struct EnumNames<LauncherKind> {
       {LauncherKind::kDeliverReply, "deliver_reply"},
       {LauncherKind::kChildExited, "child_exited"},
       {LauncherKind::kRefused, "refused"},
-      {LauncherKind::kLookUpUser, "look_up_user"},
-      {LauncherKind::kLookUpUserReply, "look_up_user_reply"},
   }};
 };
 
@@ -125,74 +121,9 @@ struct SpawnReply {
   }
 };
 
-// An output path for the account lookup's child to check too, once it
-// has the account: a submitter not seen lately costs one fork, not two.
-// The check runs as the account's uid and groups with `gid` (the
-// submitter's current gid) as root, exactly as check_dest would.
-struct OutputToCheck {
-  std::string path;
-  std::uint32_t gid = 0;
-  template <class F>
-  void Fields(F&& field) {
-    field("path", path);
-    field("gid", gid);
-  }
-};
-
-// What that check found: the destination, or why output cannot go there.
-struct CheckedOutput {
-  std::string dest;
-  std::optional<WireError> error;
-  template <class F>
-  void Fields(F&& field) {
-    field("dest", dest);
-    field("error", error);
-  }
-};
-
-// Who a submitter's uid is. The executor never asks NSS itself once
-// confined: a module (systemd's, sssd's) may make any call at all, and the
-// filter would kill it. The launcher asks, in a child with a deadline.
-struct LookUpUserRequest {
-  static constexpr LauncherKind kKind = LauncherKind::kLookUpUser;
-  std::uint64_t req = 0;
-  std::uint64_t id = 0;  // the job being registered, for log lines
-  std::uint32_t uid = 0;
-  std::optional<OutputToCheck> output;
-  template <class F>
-  void Fields(F&& field) {
-    field("id", id);
-    field("uid", uid);
-    field("output", output);
-  }
-  Result<void> Validate() const;
-};
-
-struct LookUpUserReply {
-  static constexpr LauncherKind kKind = LauncherKind::kLookUpUserReply;
-  std::uint64_t req = 0;
-  UserIdentity who;  // gid: the passwd entry's primary group
-  std::string home;
-  std::string shell;
-  // Only for a request with `output` that found the account; without it
-  // (the launcher could not check there and then) the executor asks
-  // check_dest.
-  std::optional<CheckedOutput> output;
-  std::optional<WireError> error;
-  template <class F>
-  void Fields(F&& field) {
-    field("who", who);
-    field("home", home);
-    field("shell", shell);
-    field("output", output);
-    field("error", error);
-  }
-  Result<void> Validate() const;
-};
-
 // Where job `id`'s output sent to `path` goes: an existing directory gets
-// DIR/output.<id>.log, anything else is the exact path. Pure; the check
-// (CheckDestRequest) says which `path` is.
+// DIR/output.<id>.log, anything else is the exact path. Pure; the check as
+// the user (host::CheckOutputPlace) says which `path` is.
 std::string ResolveDestination(const std::string& path, bool is_dir, std::uint64_t id);
 
 // executor -> launcher: resolve and check an output destination as the

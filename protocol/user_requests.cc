@@ -66,6 +66,11 @@ Result<void> SubmitRequest::Validate() const {
   HPCB_TRY(CheckPath(cwd, "cwd"));
   HPCB_TRY(CheckEnv(env));
   if (output) HPCB_TRY(CheckPath(*output, "output path"));
+  if (user.size() > 256 || HasNul(user) || user.find('/') != std::string::npos) {
+    return InvalidArgument("the submitter's user name is not one");
+  }
+  if (!home.empty()) HPCB_TRY(CheckPath(home, "home directory"));
+  if (!shell.empty()) HPCB_TRY(CheckPath(shell, "login shell"));
   if ((cpu && *cpu < 1) || gpu_cores < 0 || (max_mem_gb && !(*max_mem_gb > 0)) ||
       (max_time_s && *max_time_s < 1)) {
     return InvalidArgument("resource requests must be positive");

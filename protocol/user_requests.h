@@ -44,6 +44,14 @@ struct SubmitRequest {
   bool forward_env = false;                 // --env
   std::map<std::string, std::string> env;   // forwarded + leading NAME=VALUE
   std::optional<std::string> output;        // absolute; none = --no-output
+  bool output_is_dir = false;               // `output` is a directory, as the client found it
+  // What the submitter's own process read of its account (getpwuid of its
+  // uid): only its job's USER, LOGNAME, HOME and SHELL come from here. Who
+  // the job runs as (uid, gid, groups) the kernel says, on the connection.
+  // Empty from a dispatch older than these fields.
+  std::string user;
+  std::string home;
+  std::string shell;
   // Start only once these jobs ended: successfully (afterok), or however
   // they ended when `after_any`.
   std::vector<std::uint64_t> after;
@@ -65,6 +73,10 @@ struct SubmitRequest {
     Put(ar, "forward_env", forward_env);
     Put(ar, "env", env);
     Put(ar, "output", output);
+    Put(ar, "output_is_dir", output_is_dir);
+    Put(ar, "user", user);
+    Put(ar, "home", home);
+    Put(ar, "shell", shell);
     Put(ar, "after", after);
     Put(ar, "after_any", after_any);
   }
@@ -83,6 +95,10 @@ struct SubmitRequest {
     Get(ar, "forward_env", forward_env);
     Get(ar, "env", env);
     Get(ar, "output", output);
+    GetIfPresent(ar, "output_is_dir", output_is_dir);
+    GetIfPresent(ar, "user", user);
+    GetIfPresent(ar, "home", home);
+    GetIfPresent(ar, "shell", shell);
     Get(ar, "after", after);
     Get(ar, "after_any", after_any);
   }

@@ -48,31 +48,4 @@ Result<uid_t> LookUpUid(const std::string& name) {
   return pw.pw_uid;
 }
 
-Result<UserRecord> LookUpUser(uid_t uid) {
-  struct passwd pw {};
-  struct passwd* found = nullptr;
-  std::vector<char> buf(16384);
-  int rc = ::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found);
-  if (rc != 0 || found == nullptr) {
-    return Error(ErrorCode::kNotFound, "uid " + std::to_string(uid) + " has no passwd entry");
-  }
-  UserRecord record;
-  record.who.uid = uid;
-  record.who.gid = pw.pw_gid;
-  record.who.user = pw.pw_name;
-  record.facts.user = pw.pw_name;
-  record.facts.home = pw.pw_dir ? pw.pw_dir : "/";
-  record.facts.shell = pw.pw_shell ? pw.pw_shell : "";
-  int ngroups = 64;
-  std::vector<gid_t> groups(static_cast<size_t>(ngroups));
-  while (::getgrouplist(pw.pw_name, pw.pw_gid, groups.data(), &ngroups) < 0) {
-    if (ngroups > 65536) return Error(ErrorCode::kInternal, "too many groups");
-    groups.resize(static_cast<size_t>(ngroups) * 2);
-    ngroups = static_cast<int>(groups.size());
-  }
-  groups.resize(static_cast<size_t>(ngroups));
-  record.who.groups.assign(groups.begin(), groups.end());
-  return record;
-}
-
 }  // namespace hpcb::host

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "protocol/base/result.h"
-#include "protocol/launcher_messages.h"
 
 namespace hpcb::host {
 
@@ -30,13 +29,6 @@ Result<gid_t> ResolveAdminGroup(const std::string& name);
 // The uid of the user `name`; kNotFound when there is no such user, another
 // error when the lookup itself failed.
 Result<uid_t> LookUpUid(const std::string& name);
-
-// passwd entry of `uid` plus its group list (getgrouplist).
-struct UserRecord {
-  protocol::UserIdentity who;
-  PasswdFacts facts;
-};
-Result<UserRecord> LookUpUser(uid_t uid);
 
 }  // namespace hpcb::host
 

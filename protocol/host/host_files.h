@@ -37,6 +37,14 @@ inline Result<std::uint64_t> ProcStartTime(int pid, const std::string& proc_root
 // PROC/meminfo has a SwapTotal above 0 (swap is configured right now).
 Result<bool> HostHasSwap(const std::string& proc_root = "/proc");
 
+// Whether the calling process may have output written at `path`: true
+// when it is a directory (the output goes to output.<id>.log in it), false
+// when it names the file; an error names the parent that is missing, not a
+// directory or not writable. Run as the user (the client, or the
+// launcher's helper once it has dropped to the user): root never resolves
+// a user's path.
+Result<bool> CheckOutputPlace(const std::string& path);
+
 // Whole file, bounded by `cap` bytes.
 Result<std::string> ReadSmallFile(const std::string& path, std::size_t cap = 65536);
 
@@ -45,13 +53,11 @@ Result<std::string> ReadSmallFile(const std::string& path, std::size_t cap = 655
 //   kDeferred: the file, before its rename, so the rename can never leave
 //     an empty file where a durable one was; the directory (which makes
 //     the rename durable) is the caller's to fsync before anyone is told:
-//     many files renamed at once share one directory fsync (the specs an
-//     executor writes back from its journal at start-up). Until then a
+//     the specs a loop turn saves share one directory fsync. Until then a
 //     machine crash may bring back the old file, never an empty one.
 //   kNone: neither; only for a file whose loss in a power cut loses
 //     nothing: a run record of a job that the power cut ends anyway, a
-//     spec file that a durable journal line stands in for (the executor's
-//     SpecStore), a test's fixture.
+//     test's fixture.
 enum class Sync { kNow, kDeferred, kNone };
 
 // Writes `text` to `path` atomically with `mode`: a temp file beside it,

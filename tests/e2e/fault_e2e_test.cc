@@ -740,12 +740,12 @@ TEST_F(DamagedStateTest, AnEmptySpecIsDroppedAndOnlyAnAcknowledgedJobIsReportedL
   EXPECT_GT(next.id, unacknowledged) << "the dropped job's id was handed out again";
 }
 
-// A power cut right after the answers: the root side waited only for its
-// journal's flush, so the spec files it rewrote after may be empty, missing
-// or a version old. kill -9 of every role leaves the journal as it was
-// (a clean stop would fold it into the files); then the files are damaged
-// as a power cut could damage them, and the restart writes them back.
-TEST_F(DamagedStateTest, SpecFilesAPowerCutLeftEmptyOrMissingComeBackFromTheJournal) {
+// kill -9 of every role right after the answers: each spec was flushed
+// before its rename and the directory before the answers, so the restart
+// finds every one as it was answered. An older release's journal that
+// still holds lines stops the start, saying what to do, and is left alone;
+// once it is gone the daemon starts and nothing was lost.
+TEST_F(DamagedStateTest, AKillOfEveryRoleLosesNoSpecAndAnOlderJournalStopsTheStart) {
   Boot();
   Jobs jobs = Populate();
   pid_t executor = -1, broker = -1;
@@ -756,18 +756,18 @@ TEST_F(DamagedStateTest, SpecFilesAPowerCutLeftEmptyOrMissingComeBackFromTheJour
   daemon_.WaitForExit(seconds(5));
   ASSERT_TRUE(
       DaemonHarness::WaitFor([&] { return !Alive(executor) && !Alive(broker); }, seconds(10)));
-  ASSERT_FALSE(Slurp(State("specs/journal")).empty()) << "the journal was not cut by a kill";
-  const std::size_t before_restart = Count(daemon_.log(), "up to date from the journal");
-  std::ofstream(State("specs/" + std::to_string(jobs.queued[0].id) + ".json"), std::ios::trunc)
-      .flush();
-  fs::remove(State("specs/" + std::to_string(jobs.queued[1].id) + ".json"));
-  std::ofstream(State("specs/" + std::to_string(jobs.running) + ".json"), std::ios::trunc).flush();
-  fs::remove(State("specs/" + std::to_string(jobs.finished.id) + ".json"));
-  ASSERT_TRUE(daemon_.Start(Flags())) << daemon_.log();
-
-  EXPECT_GT(Count(daemon_.log(), "brought 4 launch spec(s) up to date from the journal"),
-            before_restart)
+  const std::string journal = State("specs/journal");
+  const std::string line = "0badc0de {\"id\":999,\"spec\":[]}\n";
+  std::ofstream(journal) << line;
+  EXPECT_FALSE(daemon_.Start(Flags()));
+  EXPECT_NE(daemon_.log().find(journal + " holds launch specs an older hpc-batch"),
+            std::string::npos)
       << daemon_.log();
+  EXPECT_EQ(daemon_.WaitForExit(seconds(10)), 78)
+      << "not restarted by systemd into the same refusal";
+  EXPECT_EQ(Slurp(journal), line) << "the journal is left as it was";
+  fs::remove(journal);
+  ASSERT_TRUE(daemon_.Start(Flags())) << daemon_.log();
   EXPECT_EQ(daemon_.log().find("its launch spec is empty"), std::string::npos) << daemon_.log();
   EXPECT_EQ(daemon_.log().find("reported lost"), std::string::npos) << daemon_.log();
   ExpectAllWell(jobs);

@@ -178,6 +178,7 @@ std::string PairAndRegister(const std::string& json) {
   protocol::SubmitRequest submit;
   submit.argv = {"id"};
   submit.cwd = "/";
+  submit.user = "forged";
   auto written = protocol::WriteFrame(theirs.get(), protocol::Encode(submit));
   if (!written) return "ERROR write frame: " + written.error().message();
   std::string reply = Send(json, {ours.get()});
@@ -199,6 +200,7 @@ std::string EchoAndRegister(const std::string& rest) {
   protocol::SubmitRequest submit;
   submit.argv = {"sh", "-c", "id -u > /tmp/hpcb-echo-pwned"};
   submit.cwd = "/";
+  submit.user = "forged";
   auto written = protocol::WriteFrame(fd.get(), protocol::Encode(submit));
   if (!written) return "ERROR write frame: " + written.error().message();
   if (!FrameQueued(fd.get(), 5000)) return "ERROR the service echoed nothing back";

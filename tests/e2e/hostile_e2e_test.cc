@@ -704,6 +704,8 @@ TEST_F(HostileE2eTest, QueueFloodStallsNoOne) {
   submit.argv = {"true"};
   submit.cwd = DirOf(attacker_);
   submit.output = DirOf(attacker_);
+  submit.output_is_dir = true;
+  submit.user = attacker_.name;
   const std::string request = protocol::Encode(submit);
   const std::string socket = daemon_->socket();
   constexpr int kFlooders = 200;
@@ -777,6 +779,7 @@ TEST_F(HostileE2eTest, AFailingJobWithTwoThousandDependentsStallsNoOne) {
   protocol::SubmitRequest dependent;
   dependent.argv = {"true"};
   dependent.cwd = DirOf(attacker_);
+  dependent.user = attacker_.name;
   dependent.after = {static_cast<std::uint64_t>(failing)};
   const std::string request = protocol::Encode(dependent);
   const std::string socket = daemon_->socket();
@@ -901,6 +904,7 @@ TEST_F(HostileE2eTest, UnreadFiftyMegabyteListsStallNoOne) {
   protocol::SubmitRequest big;
   big.argv = {"true", std::string(120 * 1024, 'y')};
   big.cwd = DirOf(attacker_);
+  big.user = attacker_.name;
   big.after = {static_cast<std::uint64_t>(blocker)};
   const std::string socket = daemon_->socket();
   const std::string request = protocol::Encode(big);

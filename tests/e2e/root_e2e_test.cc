@@ -562,6 +562,7 @@ TEST_F(RootE2eTest, AnExecutorStartedByAnOlderLauncherEndsTheDaemonForSystemdToR
 // whose memory is a copy of the launcher's (a job child before its exec, a
 // path-check or delivery helper): the daemon refuses to start on such a
 // host, and a running one refuses each of those children while it is 1.
+// (A submission forks none: dispatch checks its output path itself.)
 TEST_F(RootE2eTest, SuidDumpableOneRefusesTheDaemonAndEachChildThatBecomesAUser) {
   MakeHarness();
   const std::string proc = daemon_->dir() + "/fake-proc";
@@ -576,8 +577,8 @@ TEST_F(RootE2eTest, SuidDumpableOneRefusesTheDaemonAndEachChildThatBecomesAUser)
   testing::WriteText(live, "0\n");
   ASSERT_TRUE(daemon_->Start({"--admin-group", kAdminGroup, "--proc-root", live_proc}))
       << daemon_->log();
-  // The target's output check runs at 0, at its submission; its start waits
-  // for the blocker, which ends only once the setting is 1.
+  // The target's start waits for the blocker, which ends only once the
+  // setting is 1.
   const std::string flag = DirOf(alice_) + "/release";
   const int blocker = Submit(alice_, {"--no-output", "--", "sh", "-c",
                                       "while [ ! -e " + flag + " ]; do sleep 0.05; done"});
@@ -586,14 +587,6 @@ TEST_F(RootE2eTest, SuidDumpableOneRefusesTheDaemonAndEachChildThatBecomesAUser)
   ASSERT_GT(refused, 0);
 
   testing::WriteText(live, "1\n");
-  // An output check at 1 (a directory no check has seen, so no cached
-  // answer) is refused at submission.
-  const std::string fresh = DirOf(alice_) + "/fresh";
-  fs::create_directories(fresh);
-  (void)!::chown(fresh.c_str(), alice_.uid, alice_.gid);
-  CommandResult checked = As(alice_, {"new", "--output", fresh, "--", "true"});
-  EXPECT_NE(checked.exit_code, 0) << checked.out;
-  EXPECT_NE(checked.err.find("fs.suid_dumpable is 1"), std::string::npos) << checked.err;
 
   testing::WriteText(flag, "");
   (void)!::chown(flag.c_str(), alice_.uid, alice_.gid);
@@ -963,6 +956,8 @@ class ForgedBrokerTest : public RootE2eTest {
     submit.argv = std::move(argv);
     submit.cwd = who.uid == 0 ? "/" : DirOf(who);
     submit.output = std::move(output);
+    submit.output_is_dir = submit.output && fs::is_directory(*submit.output);
+    submit.user = who.name;
     return protocol::Encode(submit);
   }
 
@@ -1118,18 +1113,24 @@ TEST_F(ForgedBrokerTest, ForgedOutputPathIsRefusedOrIgnored) {
   }
 }
 
-// (e, client side) bob's own submission naming a directory he cannot
-// write is refused, naming it.
-TEST_F(ForgedBrokerTest, OutputInADirectoryTheUserCannotWriteIsRefused) {
+// (e, client side) bob's own frame, made without dispatch's check, naming
+// a directory he cannot write: the root side resolves no user path, so it
+// is registered; its delivery, made as bob, fails naming the place, and
+// nothing lands there.
+TEST_F(ForgedBrokerTest, OutputInADirectoryTheUserCannotWriteNeverLandsThere) {
   Hello();
   const std::string path = DirOf(alice_) + "/stolen.log";
   UniqueFd client = ConnectAs(bob_, SubmitFrame(bob_, {"echo", "x"}, path));
 
   protocol::RegisterReply reply = Register(8, client);
-
-  ASSERT_TRUE(reply.error) << "registered with output " << reply.output_dest.value_or("-");
-  EXPECT_NE(reply.error->message.find(DirOf(alice_)), std::string::npos) << reply.error->message;
-  EXPECT_TRUE(LogHas("refused register of job 8")) << daemon_->log();
+  ASSERT_FALSE(reply.error) << reply.error->message;
+  std::string reply_text = Ask("send " + StartJson(8, {0}));
+  ASSERT_TRUE(protocol::Decode<protocol::StartReply>(reply_text)) << reply_text;
+  std::string event = Ask("event");
+  auto exited = protocol::Decode<protocol::JobExited>(event);
+  ASSERT_TRUE(exited) << event << daemon_->log();
+  ASSERT_TRUE(exited->output_error) << event;
+  EXPECT_NE(exited->output_error->find(DirOf(alice_)), std::string::npos) << event;
   EXPECT_FALSE(fs::exists(path));
 }
 

@@ -10,6 +10,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <filesystem>
+
+#include "executor/sysfacts.h"
 #include "protocol/client_messages.h"
 #include "protocol/host/accounts.h"
 #include "protocol/host/host_files.h"
@@ -87,9 +91,7 @@ class ExecutorServerTest : public ::testing::Test {
   // connection (written by `peer_fd`, the client's end), unread.
   std::string Register(std::uint64_t id, int client_fd, int peer_fd,
                        const std::string& register_text = "") {
-    protocol::SubmitRequest submit;
-    submit.argv = {"true"};
-    submit.cwd = "/";
+    protocol::SubmitRequest submit = Submission();
     submit.env = {{"SECRET", "x"}};
     if (peer_fd >= 0) {
       EXPECT_TRUE(protocol::WriteFrame(peer_fd, protocol::Encode(submit)));
@@ -100,14 +102,11 @@ class ExecutorServerTest : public ::testing::Test {
     packet.bytes = register_text.empty() ? protocol::Encode(job) : register_text;
     packet.fds.emplace_back(::dup(client_fd));
     server_->Handle(packet);
-    AnswerLookUp();
     return NextReply();
   }
 
-  // The spec file of `id`, once written (spec files are checkpoints of the
-  // journal: a clean stop writes them all).
+  // The spec file of `id`, as its last save left it.
   std::string SpecFile(std::uint64_t id) {
-    EXPECT_TRUE(server_->CheckpointSpecs());
     return testing::ReadText(config_.state_dir + "/specs/" + std::to_string(id) + ".json");
   }
 
@@ -124,24 +123,15 @@ class ExecutorServerTest : public ::testing::Test {
     return std::move(*asked);
   }
 
-  // Plays the launcher's part in a registration: the account lookup, if
-  // the executor asked for one (a refusal before it does not).
-  void AnswerLookUp() {
-    std::optional<Packet> asked = LauncherRequest(0);
-    if (!asked) return;
-    Result<protocol::LookUpUserRequest> request =
-        protocol::Decode<protocol::LookUpUserRequest>(asked->bytes);
-    ASSERT_TRUE(request) << asked->bytes;
-    protocol::LookUpUserReply reply;
-    reply.req = request->req;
-    Result<host::UserRecord> record = host::LookUpUser(request->uid);
-    ASSERT_TRUE(record);
-    reply.who = record->who;
-    reply.home = record->facts.home;
-    reply.shell = record->facts.shell;
-    Packet answer;
-    answer.bytes = protocol::Encode(reply);
-    server_->OnLauncherMessage(answer);
+  // What dispatch sends for `true`, run in "/".
+  static protocol::SubmitRequest Submission() {
+    protocol::SubmitRequest submit;
+    submit.argv = {"true"};
+    submit.cwd = "/";
+    submit.user = "alice";
+    submit.home = "/home/alice";
+    submit.shell = "/bin/bash";
+    return submit;
   }
 
   // A client that submitted `true` with `output` (none: --no-output), and
@@ -150,10 +140,9 @@ class ExecutorServerTest : public ::testing::Test {
   void SubmitAndRegister(std::uint64_t id, const std::optional<std::string>& output,
                          UniqueFd& server_end, UniqueFd& client_end) {
     ASSERT_NO_FATAL_FAILURE(Connect(server_end, client_end));
-    protocol::SubmitRequest submit;
-    submit.argv = {"true"};
-    submit.cwd = "/";
+    protocol::SubmitRequest submit = Submission();
     submit.output = output;
+    submit.output_is_dir = output && std::filesystem::is_directory(*output);
     ASSERT_TRUE(protocol::WriteFrame(client_end.get(), protocol::Encode(submit)));
     Packet packet;
     packet.bytes = protocol::Encode(protocol::RegisterJob{.req = id, .id = id});
@@ -161,43 +150,13 @@ class ExecutorServerTest : public ::testing::Test {
     server_->Handle(packet);
   }
 
-  // Registers job `id` with output to `path`, playing the launcher's part:
-  // the lookup must carry the path, and its answer carries the check
-  // (`path_error`, or the destination). Nothing more may be asked of the
-  // launcher. Without `expect_lookup`, nothing may be asked at all.
-  std::string RegisterAnsweringLookUp(std::uint64_t id, const std::string& path,
-                                      const std::optional<std::string>& path_error,
-                                      bool expect_lookup = true) {
+  // Registers job `id` with output to `path`: nothing is asked of the
+  // launcher.
+  std::string RegisterWithOutput(std::uint64_t id, const std::string& path) {
     UniqueFd a, b;
     SubmitAndRegister(id, path, a, b);
     if (HasFatalFailure()) return "";
-    if (expect_lookup) {
-      std::optional<Packet> asked = LauncherRequest(2000);
-      EXPECT_TRUE(asked) << "no account lookup";
-      if (!asked) return "";
-      Result<protocol::LookUpUserRequest> request =
-          protocol::Decode<protocol::LookUpUserRequest>(asked->bytes);
-      EXPECT_TRUE(request) << asked->bytes;
-      if (!request) return "";
-      EXPECT_TRUE(request->output) << "the lookup was not given the output path";
-      if (!request->output) return "";
-      EXPECT_EQ(request->output->path, path);
-      EXPECT_EQ(request->output->gid, ::getgid());
-      protocol::LookUpUserReply reply;
-      reply.req = request->req;
-      Result<host::UserRecord> record = host::LookUpUser(request->uid);
-      EXPECT_TRUE(record);
-      if (!record) return "";
-      reply.who = record->who;
-      reply.output.emplace();
-      if (path_error) {
-        reply.output->error = protocol::WireError::From(Error(ErrorCode::kNotFound, *path_error));
-      } else {
-        reply.output->dest = protocol::ResolveDestination(path, true, id);
-      }
-      server_->OnLauncherMessage(Packet{protocol::Encode(reply), {}});
-    }
-    EXPECT_FALSE(LauncherRequest(0)) << "the launcher was asked again";
+    EXPECT_FALSE(LauncherRequest(0)) << "the launcher was asked";
     return NextReply();
   }
 
@@ -316,92 +275,53 @@ TEST_F(ExecutorServerTest, RegisterNeedsTheClientSocket) {
   EXPECT_TRUE(IsError(Send(protocol::Encode(job))));
 }
 
-TEST_F(ExecutorServerTest, AnOutputDirectoryIsCheckedOncePerUserWithinTwoSeconds) {
+// Who runs the job is what the kernel says of the connection (its uid, gid
+// and the groups its process had); the name, home and shell the client
+// read of its own account reach only the job's environment. The output
+// goes where the client's check as the user found it should.
+TEST_F(ExecutorServerTest, WhoRunsTheJobIsWhatTheKernelSaysOfTheConnection) {
   Send(protocol::Encode(protocol::Hello{}));
-  for (std::uint64_t id : {1, 2}) {
-    SCOPED_TRACE("job " + std::to_string(id));
-    UniqueFd a, b;
-    ASSERT_NO_FATAL_FAILURE(SubmitAndRegister(id, dir_.path(), a, b));
-    AnswerLookUp();  // the account, for the first only
-    if (id == 1) {
-      std::optional<Packet> asked = LauncherRequest(2000);
-      ASSERT_TRUE(asked) << "the first is checked by the user's helper";
-      Result<protocol::CheckDestRequest> check =
-          protocol::Decode<protocol::CheckDestRequest>(asked->bytes);
-      ASSERT_TRUE(check) << asked->bytes;
-      protocol::CheckDestReply answer;
-      answer.req = check->req;
-      answer.dest = protocol::ResolveDestination(check->path, true, check->id);
-      server_->OnLauncherMessage(Packet{protocol::Encode(answer), {}});
-    } else {
-      EXPECT_FALSE(LauncherRequest(0)) << "the same directory was checked again";
-    }
-    const std::string reply = NextReply();
-    EXPECT_FALSE(IsError(reply)) << reply;
-    EXPECT_NE(reply.find(dir_.path() + "/output." + std::to_string(id) + ".log"), std::string::npos)
-        << reply;
-  }
-}
-
-// A submitter not seen lately: the lookup's child checks the output path
-// too, and its answer stands for check_dest's, with no second request.
-TEST_F(ExecutorServerTest, TheAccountLookupChecksTheOutputPathInTheSameChild) {
-  Send(protocol::Encode(protocol::Hello{}));
-  std::string reply = RegisterAnsweringLookUp(1, dir_.path(), std::nullopt);
-  EXPECT_FALSE(IsError(reply)) << reply;
+  const std::string reply = RegisterWithOutput(1, dir_.path());
+  ASSERT_FALSE(IsError(reply)) << reply;
   EXPECT_NE(reply.find(dir_.path() + "/output.1.log"), std::string::npos) << reply;
-  // Account and directory are both reused now, as after a check_dest.
-  reply = RegisterAnsweringLookUp(2, dir_.path(), std::nullopt, /*expect_lookup=*/false);
-  EXPECT_FALSE(IsError(reply)) << reply;
-  EXPECT_NE(reply.find(dir_.path() + "/output.2.log"), std::string::npos) << reply;
+  Result<LaunchSpec> spec = LoadSpec(config_.state_dir + "/specs", 1);
+  ASSERT_TRUE(spec);
+  EXPECT_EQ(spec->who.uid, ::getuid());
+  EXPECT_EQ(spec->who.gid, ::getgid());
+  EXPECT_EQ(spec->who.user, "alice");
+  EXPECT_EQ(spec->home, "/home/alice");
+  EXPECT_EQ(spec->shell, "/bin/bash");
+  const std::string exact = RegisterWithOutput(2, dir_.path() + "/mine.log");
+  EXPECT_NE(exact.find(dir_.path() + "/mine.log"), std::string::npos) << exact;
 }
 
-TEST_F(ExecutorServerTest, TheLookupsFailedOutputCheckRefusesTheRegistration) {
+TEST_F(ExecutorServerTest, SupplementaryGroupsAreTheConnectingProcesss) {
+  std::vector<gid_t> own(static_cast<std::size_t>(::getgroups(0, nullptr)));
+  ASSERT_EQ(::getgroups(static_cast<int>(own.size()), own.data()), static_cast<int>(own.size()));
+  UniqueFd a, b;
+  ASSERT_NO_FATAL_FAILURE(Connect(a, b));
+  Result<std::vector<std::uint32_t>> groups = PeerGroups(a.get());
+  ASSERT_TRUE(groups) << groups.error().message();
+  std::vector<std::uint32_t> expected(own.begin(), own.end());
+  std::sort(expected.begin(), expected.end());
+  std::sort(groups->begin(), groups->end());
+  EXPECT_EQ(*groups, expected);
+}
+
+TEST_F(ExecutorServerTest, ASubmissionThatDoesNotNameItsUserIsRefusedSayingWhy) {
   Send(protocol::Encode(protocol::Hello{}));
-  const std::string missing = dir_.path() + "/missing";
-  const std::string reply =
-      RegisterAnsweringLookUp(1, missing + "/x.log", "cannot save output there: " + missing);
+  UniqueFd a, b;
+  ASSERT_NO_FATAL_FAILURE(Connect(a, b));
+  protocol::SubmitRequest old = Submission();
+  old.user.clear();
+  ASSERT_TRUE(protocol::WriteFrame(b.get(), protocol::Encode(old)));
+  Packet packet{protocol::Encode(protocol::RegisterJob{.req = 1, .id = 1}), {}};
+  packet.fds.emplace_back(::dup(a.get()));
+  server_->Handle(packet);
+  const std::string reply = NextReply();
   EXPECT_TRUE(IsError(reply)) << reply;
-  EXPECT_NE(reply.find("cannot save output there: " + missing), std::string::npos) << reply;
-}
-
-// A lookup that fails refuses the registration whatever its output path
-// (and is not cached); a check nobody asked for is not used.
-TEST_F(ExecutorServerTest, OnlyAnAskedForCheckIsUsedAndAFailedLookupRefuses) {
-  Send(protocol::Encode(protocol::Hello{}));
-  for (std::uint64_t id : {1, 2}) {
-    SCOPED_TRACE("job " + std::to_string(id));
-    UniqueFd a, b;
-    ASSERT_NO_FATAL_FAILURE(SubmitAndRegister(
-        id, id == 1 ? std::optional<std::string>(dir_.path()) : std::nullopt, a, b));
-    std::optional<Packet> asked = LauncherRequest(2000);
-    ASSERT_TRUE(asked) << "no account lookup";
-    Result<protocol::LookUpUserRequest> request =
-        protocol::Decode<protocol::LookUpUserRequest>(asked->bytes);
-    ASSERT_TRUE(request) << asked->bytes;
-    EXPECT_EQ(request->output.has_value(), id == 1);
-    protocol::LookUpUserReply reply;
-    reply.req = request->req;
-    if (id == 2) {
-      Result<host::UserRecord> record = host::LookUpUser(request->uid);
-      ASSERT_TRUE(record);
-      reply.who = record->who;
-      reply.output = protocol::CheckedOutput{"/etc/forged.log", std::nullopt};
-    } else {
-      reply.error = protocol::WireError::From(Error(
-          ErrorCode::kNotFound, "uid " + std::to_string(request->uid) + " has no passwd entry"));
-    }
-    server_->OnLauncherMessage(Packet{protocol::Encode(reply), {}});
-    EXPECT_FALSE(LauncherRequest(0)) << "the launcher was asked again";
-    const std::string answer = NextReply();
-    if (id == 2) {
-      EXPECT_FALSE(IsError(answer)) << answer;
-      EXPECT_EQ(answer.find("forged"), std::string::npos) << answer;
-    } else {
-      EXPECT_TRUE(IsError(answer)) << answer;
-      EXPECT_NE(answer.find("has no passwd entry"), std::string::npos) << answer;
-    }
-  }
+  EXPECT_NE(reply.find("older than the daemon"), std::string::npos) << reply;
+  EXPECT_NE(::access((config_.state_dir + "/specs/1.json").c_str(), F_OK), 0);
 }
 
 TEST_F(ExecutorServerTest, RegisterReadsWhatRunsFromTheClientNotTheBroker) {
@@ -485,7 +405,6 @@ TEST_F(ExecutorServerTest, RegisterStoresRootOnlySpecAndRefusesDuplicates) {
   ASSERT_NO_FATAL_FAILURE(Connect(a, b));
   std::string reply = Register(5, a.get(), b.get());
   ASSERT_FALSE(IsError(reply)) << reply;
-  ASSERT_TRUE(server_->CheckpointSpecs());
   struct stat st {};
   ASSERT_EQ(::stat((config_.state_dir + "/specs/5.json").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
@@ -507,9 +426,8 @@ TEST_F(ExecutorServerTest, RegistrationsPastTheUsersStateLimitAreRefused) {
   Send(protocol::Encode(protocol::Hello{}));
   UniqueFd a, b;
   ASSERT_NO_FATAL_FAILURE(Connect(a, b));
-  protocol::SubmitRequest big;
+  protocol::SubmitRequest big = Submission();
   big.argv = {"echo", std::string(100 * 1024, 'x')};
-  big.cwd = "/";
   std::string last;
   int registered = 0;
   for (std::uint64_t id = 1; id <= 12; ++id) {
@@ -519,7 +437,6 @@ TEST_F(ExecutorServerTest, RegistrationsPastTheUsersStateLimitAreRefused) {
     packet.bytes = protocol::Encode(job);
     packet.fds.emplace_back(::dup(a.get()));
     server_->Handle(packet);
-    AnswerLookUp();
     last = NextReply();
     if (IsError(last)) break;
     ++registered;
@@ -537,7 +454,6 @@ TEST_F(ExecutorServerTest, RegistrationsPastTheUsersStateLimitAreRefused) {
   packet.bytes = protocol::Encode(again);
   packet.fds.emplace_back(::dup(a.get()));
   server_->Handle(packet);
-  AnswerLookUp();
   const std::string room = NextReply();
   EXPECT_FALSE(IsError(room)) << room;
 }
@@ -724,19 +640,6 @@ TEST_F(ExecutorServerTest, PhaseUnknownRefusesEverythingButRegister) {
   EXPECT_EQ(RefusalOf(DeliverText(50)), "no such job 50");
 }
 
-TEST_F(ExecutorServerTest, PhaseRegisteringRefusesAStartAndASecondRegister) {
-  Send(protocol::Encode(protocol::Hello{}));
-  UniqueFd a, b;
-  ASSERT_NO_FATAL_FAILURE(SubmitAndRegister(1, std::nullopt, a, b));
-  ASSERT_TRUE(LauncherRequest(2000)) << "no account lookup";  // left unanswered
-  EXPECT_EQ(RefusalOf(StartText(1)), "job 1 is registering; start needs it queued");
-  EXPECT_EQ(RefusalOf(ForgetText(1)), "job 1 is registering; forget needs it queued or ended");
-  UniqueFd c, d;
-  ASSERT_NO_FATAL_FAILURE(SubmitAndRegister(1, std::nullopt, c, d));
-  const std::string again = NextReply();
-  EXPECT_NE(again.find("job 1 already exists (it is registering)"), std::string::npos) << again;
-}
-
 TEST_F(ExecutorServerTest, PhaseQueuedRefusesASignalAndADelivery) {
   Send(protocol::Encode(protocol::Hello{}));
   UniqueFd a, b;
@@ -785,7 +688,7 @@ TEST_F(ExecutorServerTest, PhaseFinishingRefusesASignalAForgetAndADelivery) {
   Send(protocol::Encode(protocol::Hello{}));
   // With an output path, a failed start delivers its message as the user:
   // the delivery, left unanswered, holds the job finishing.
-  const std::string registered = RegisterAnsweringLookUp(5, dir_.path(), std::nullopt);
+  const std::string registered = RegisterWithOutput(5, dir_.path());
   ASSERT_FALSE(IsError(registered)) << registered;
   const std::uint64_t req = StartAndTakeSpawn(5);
   ASSERT_NE(req, 0u);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "launcher/exec_path.h"
+#include "protocol/launcher_messages.h"
 
 namespace hpcb::executor {
 namespace {

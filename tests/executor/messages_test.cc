@@ -123,31 +123,6 @@ TEST(LauncherMessagesTest, DestinationAndDeliverNeedAbsolutePaths) {
   EXPECT_FALSE(exited.Validate());
 }
 
-TEST(LauncherMessagesTest, TheLookupsOutputCheckTravelsBothWaysAndNeedsAbsolutePaths) {
-  LookUpUserRequest look_up{.req = 1, .id = 7, .uid = 1000, .output = OutputToCheck{"rel", 1000}};
-  EXPECT_FALSE(look_up.Validate());
-  look_up.output->path = "/home/a";
-  ASSERT_TRUE(look_up.Validate());
-  Result<LookUpUserRequest> request = Decode<LookUpUserRequest>(Encode(look_up));
-  ASSERT_TRUE(request) << request.error().message();
-  ASSERT_TRUE(request->output);
-  EXPECT_EQ(request->output->path, "/home/a");
-  EXPECT_EQ(request->output->gid, 1000U);
-
-  LookUpUserReply found;
-  found.req = 1;
-  found.who = {1000, 1000, "a", {}};
-  found.output = CheckedOutput{"/home/a/output.7.log", std::nullopt};
-  Result<LookUpUserReply> reply = Decode<LookUpUserReply>(Encode(found));
-  ASSERT_TRUE(reply) << reply.error().message();
-  ASSERT_TRUE(reply->output);
-  EXPECT_EQ(reply->output->dest, "/home/a/output.7.log");
-  found.output->dest = "output.7.log";
-  EXPECT_FALSE(found.Validate()) << "a relative destination was taken";
-  found.output->error = WireError::From(Error(ErrorCode::kNotFound, "cannot save output there"));
-  EXPECT_TRUE(found.Validate()) << "a failed check carries no destination";
-}
-
 TEST(ExecutorMessagesTest, WrongTypesNameTheField) {
   auto start = Decode<StartJob>(
       R"({"type":"start","req":1,"id":"x","cpus":[0],"mems":[0],"memory_max":[],"gpus":[],"mem_by_node":[],"gpu_link":[],"spans_nodes":false})");
