@@ -15,6 +15,8 @@
 #
 #   bench/run.sh     # sizes: BENCH_N (200 sequential submits), BENCH_BURST
 #                    # (2000 submits from 8 clients), BENCH_S2E_RUNS (60),
+#                    # BENCH_SPACED (12 submits 2.5 s apart, as a user at a
+#                    # prompt: no answer of an earlier one is still fresh),
 #                    # BENCH_QUEUED (2000), BENCH_SYSTEMS (ours ts nq upstream)
 #   BENCH_PREFIX=DIR bench/run.sh   # an installed tree instead of this build
 #   BENCH_TMP=/dev/shm bench/run.sh # scratch (state dirs included) on tmpfs,
@@ -29,6 +31,7 @@ N=${BENCH_N:-200}
 BURST=${BENCH_BURST:-2000}
 S2E_RUNS=${BENCH_S2E_RUNS:-60}
 QUEUED=${BENCH_QUEUED:-2000}
+SPACED=${BENCH_SPACED:-12}
 CLIENTS=8
 read -r -a wanted <<< "${BENCH_SYSTEMS:-ours ts nq upstream}"
 
@@ -79,6 +82,12 @@ us() { local t=$EPOCHREALTIME; echo "${t/./}"; }
 case $mode in
   latency)  # N sequential submits; one latency (us) per line
     for ((i = 0; i < $1; i++)); do
+      t0=$EPOCHREALTIME; submit true >/dev/null; t1=$EPOCHREALTIME
+      echo $(( ${t1/./} - ${t0/./} ))
+    done;;
+  spaced)  # N sequential submits 2.5 s apart, as a user at a prompt; latency (us) per line
+    for ((i = 0; i < $1; i++)); do
+      sleep 2.5
       t0=$EPOCHREALTIME; submit true >/dev/null; t1=$EPOCHREALTIME
       echo $(( ${t1/./} - ${t0/./} ))
     done;;
@@ -176,6 +185,10 @@ measure_submits() {
   local name=$1 out=$scratch/$1 c
   loop "$name" latency "$N" > "$out.lat"
   P50[$name]=$(percentile 50 < "$out.lat"); P99[$name]=$(percentile 99 < "$out.lat")
+  if [ "$SPACED" -gt 0 ] && [ "$name" != floor ]; then
+    loop "$name" spaced "$SPACED" > "$out.spaced"
+    SP50[$name]=$(percentile 50 < "$out.spaced")
+  fi
   for c in $(seq $CLIENTS); do loop "$name" burst $((BURST / CLIENTS)) > "$out.burst.$c" & done
   wait_for_clients
   local first last
@@ -215,7 +228,7 @@ stop_system() {
   esac
 }
 
-declare -A P50 P99 BP50 TPUT S2E FLOOR LIST LISTED RSS
+declare -A P50 P99 SP50 BP50 TPUT S2E FLOOR LIST LISTED RSS
 systems=()
 for s in "${wanted[@]}"; do
   case $s in
@@ -275,6 +288,7 @@ row() {  # row LABEL KEY-ARRAY
 }
 row "submit p50, 1 client (us)" P50
 row "submit p99, 1 client (us)" P99
+[ "$SPACED" -gt 0 ] && row "submit p50, 2.5 s apart (us)" SP50
 row "submit p50, $CLIENTS clients (us)" BP50
 row "submissions/s, $CLIENTS clients" TPUT
 row "submit-to-exec p50 (us)" S2E
