@@ -121,8 +121,8 @@ void NameSubmitter(protocol::SubmitRequest& request) {
     return value != nullptr && value[0] == '/' ? value : "";
   };
   const char* user = std::getenv("USER");
-  if (user == nullptr || *user == '\0') user = std::getenv("LOGNAME");
-  request.user = user != nullptr && *user != '\0' && std::strchr(user, '/') == nullptr
+  if (user == nullptr || !protocol::PlausibleUserName(user)) user = std::getenv("LOGNAME");
+  request.user = user != nullptr && protocol::PlausibleUserName(user)
                      ? user
                      : "uid" + std::to_string(::getuid());
   request.home = absolute("HOME");

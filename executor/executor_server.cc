@@ -193,7 +193,6 @@ void ExecutorServer::OnListJobs(std::uint64_t req, const std::string& text) {
     summary.state = state;
     summary.uid = spec.who.uid;
     summary.gid = spec.who.gid;
-    summary.user = spec.who.user;
     summary.output_dest = spec.output_dest;
     summary.argv = spec.argv;
     summary.cwd = spec.cwd;

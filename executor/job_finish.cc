@@ -21,10 +21,6 @@ namespace {
 using protocol::Encode;
 using protocol::SpecState;
 
-double EpochNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 // The job info readable by the user and the admin group (never the env).
 struct JobInfo {
   const LaunchSpec* spec;
@@ -32,7 +28,6 @@ struct JobInfo {
   void save(A& ar) const {
     using protocol::Put;
     Put(ar, "id", spec->id);
-    Put(ar, "user", spec->who.user);
     Put(ar, "uid", spec->who.uid);
     Put(ar, "gid", spec->who.gid);
     Put(ar, "argv", spec->argv);
@@ -202,7 +197,7 @@ void ExecutorServer::Finish(std::uint64_t id) {
   foreign_.erase(id);
   protocol::JobExited event;
   event.id = id;
-  event.end_time = EpochNow();
+  event.end_time = host::EpochNow();
   Result<host::RunRecord> record = host::LoadRunRecord(run_dir(), id);
   // The shepherd's own status says nothing of the job's: the record does.
   if (record && record->status)

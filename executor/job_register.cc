@@ -137,7 +137,6 @@ void ExecutorServer::FinishRegister(protocol::RegisterJob request, LaunchSpec sp
   high_water_ = std::max(high_water_, id);
   reply.uid = spec.who.uid;
   reply.gid = spec.who.gid;
-  reply.user = spec.who.user;
   reply.output_dest = spec.output_dest;
   jobs_[id] = std::move(spec);
   if (!request.start) return SendToBroker(Encode(reply));

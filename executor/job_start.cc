@@ -24,10 +24,6 @@ using protocol::Encode;
 using protocol::SpecState;
 using protocol::WireError;
 
-double EpochNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 }  // namespace
 
 void ExecutorServer::OnStart(std::uint64_t req, const std::string& text) {
@@ -198,7 +194,7 @@ void ExecutorServer::OnSpawned(std::uint64_t id, const protocol::StartJob& reque
   spec.pid = reply->pid;
   spec.shepherd = reply->shepherd;
   by_shepherd_[spec.shepherd] = id;
-  spec.start_time = EpochNow();
+  spec.start_time = host::EpochNow();
   spec.env.clear();  // forwarded secrets are gone once the job runs
   Result<std::uint64_t> job_start =
       host::ProcStartTime(static_cast<int>(spec.pid), facts_.proc_root);
@@ -254,7 +250,7 @@ void ExecutorServer::FailStart(std::uint64_t id, const std::string& message, boo
     auto it = jobs_.find(id);
     if (it == jobs_.end()) return;
     it->second.output_error = output_error;
-    it->second.end_time = EpochNow();
+    it->second.end_time = host::EpochNow();
     if (Result<void> saved = Save(it->second); !saved) {
       LogWarning("cannot save the spec of job " + std::to_string(id) + ": " +
                  saved.error().message());

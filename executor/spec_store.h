@@ -1,14 +1,15 @@
 // The launch specs on disk: STATE/specs/<id>.json (0600), one per job.
 //
-// The bargain: a save writes its spec to a temp file, fdatasyncs it and
+// The bargain: a save writes its spec to a temp file, fsyncs it and
 // renames it over the old one (host::Sync::kDeferred), so a power cut
 // leaves the old spec or the new, never an empty file; the renames of a
 // loop turn share one fsync of the directory, made by Commit before any
 // answer of the turn goes out. A job's plain end (Flush::kSoon) does not
 // ask for it: its run record holds the end, flushed by the shepherd, and a
 // spec one version old only makes the end be read again from there.
-// A queued job's forwarded environment leaves the disk with the file that
-// held it: the save that drops it replaces that file.
+// A queued job's forwarded environment leaves the state directory with
+// the file that held it: the save that drops it replaces that file (the
+// freed blocks are not overwritten; docs/security/open-issues.md).
 #ifndef HPCB_EXECUTOR_SPEC_STORE_H_
 #define HPCB_EXECUTOR_SPEC_STORE_H_
 

@@ -1,6 +1,6 @@
 // libFuzzer target: the state files the daemon reads back at start-up
-// (STATE/specs/<id>.json and the spec journal, the broker's queue.json and
-// queue.journal). A
+// (STATE/specs/<id>.json and an older release's spec journal, the broker's
+// queue.json and queue.journal). A
 // file may be torn, corrupt or hand-edited; loading must report it, never
 // crash, and never hand out an id it has seen taken.
 #include <unistd.h>
@@ -16,7 +16,7 @@
 #include "broker/queue_journal.h"
 #include "broker/queue_store.h"
 #include "executor/launch_spec.h"
-#include "executor/spec_journal.h"
+#include "executor/spec_store.h"
 #include "protocol/base/log.h"
 #include "protocol/codec.h"
 #include "protocol/host/run_record.h"
@@ -75,20 +75,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       LoadQueue(text);
       break;
     case 3: {
-      // The executor's journal: what it takes must be a valid spec of the
-      // id its line names, and must come back the same when written again.
-      executor::SpecJournalReplay replay;
-      executor::ReplaySpecJournal(text, replay);
-      for (const auto& [id, spec] : replay.latest) {
-        if (!spec) continue;
-        if (spec->id != id || !spec->Validate()) __builtin_trap();
-        executor::SpecJournalReplay again;
-        executor::ReplaySpecJournal(executor::SpecSavedLine(id, protocol::Encode(*spec)), again);
-        if (again.tail != executor::SpecJournalTail::kClean || !again.latest.at(id) ||
-            again.latest.at(id)->revision != spec->revision) {
-          __builtin_trap();
-        }
+      // An older release's spec journal: one that holds anything but zeros
+      // and newlines stops the start and is left as it was; an empty one
+      // goes.
+      static const std::string dir = [] {
+        char tmpl[] = "/tmp/hpcb-spec-fuzz.XXXXXX";
+        const char* made = ::mkdtemp(tmpl);
+        if (made == nullptr) std::abort();
+        return std::string(made);
+      }();
+      Write(dir + "/journal", text);
+      const bool drained = text.find_first_not_of(std::string_view("\n\0", 2)) == text.npos;
+      const bool opened = static_cast<bool>(executor::SpecStore(dir).Open());
+      if (opened != drained || (::access((dir + "/journal").c_str(), F_OK) == 0) == drained) {
+        __builtin_trap();
       }
+      ::unlink((dir + "/journal").c_str());
       break;
     }
     default: {

@@ -21,10 +21,6 @@
 namespace hpcb::launcher {
 namespace {
 
-double EpochNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 double Seconds(const struct timeval& tv) {
   return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6;
 }
@@ -138,7 +134,7 @@ ShepherdReport AwaitExec(pid_t job, int exec_pipe, std::chrono::milliseconds dea
   // here. Written, not flushed: only process deaths race this, and a
   // power cut ends the child too.
   record.pid = child;
-  record.start_time = EpochNow();
+  record.start_time = host::EpochNow();
   if (Result<void> noted = run_record.Append(record, host::Sync::kNone); !noted) {
     ::close(go_pipe[1]);           // the child sees EOF and exits without exec'ing
     (void)::kill(child, SIGKILL);  // the user's by now, who may have stopped it
@@ -162,7 +158,7 @@ ShepherdReport AwaitExec(pid_t job, int exec_pipe, std::chrono::milliseconds dea
   }
   if (report.stage != 0) ::_exit(0);
   record.status = status;
-  record.end_time = EpochNow();
+  record.end_time = host::EpochNow();
   record.user_s = Seconds(usage.ru_utime);
   record.system_s = Seconds(usage.ru_stime);
   record.max_rss_kib = usage.ru_maxrss;

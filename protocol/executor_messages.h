@@ -205,7 +205,6 @@ struct JobSummary {
   SpecState state = SpecState::kRegistered;
   std::uint32_t uid = 0;
   std::uint32_t gid = 0;
-  std::string user;
   std::optional<std::string> output_dest;
   std::vector<std::string> argv;
   std::string cwd;
@@ -225,7 +224,6 @@ struct JobSummary {
     field("state", state);
     field("uid", uid);
     field("gid", gid);
-    field("user", user);
     field("output_dest", output_dest);
     field("argv", argv);
     field("cwd", cwd);
@@ -326,8 +324,8 @@ struct StartReply {
 // broker only peeked at it; see queued_frame.h). The executor takes uid/gid
 // from SO_PEERCRED on that socket and reads argv, cwd, env and output from
 // the frame itself, so none of them passes through the broker's hands;
-// checks the output destination as that user, and stores the launch spec
-// root-only. Reply: RegisterReply.
+// the supplementary groups come from SO_PEERGROUPS; it stores the launch
+// spec root-only. Reply: RegisterReply.
 //
 // `start`, when the broker has already placed the job, starts it right
 // after registering, exactly as a StartJob would (same checks). This is the
@@ -355,10 +353,9 @@ struct RegisterReply {
   static constexpr ExecutorKind kKind = ExecutorKind::kRegisterReply;
   std::uint64_t req = 0;
   std::uint64_t id = 0;
-  std::optional<WireError> error;  // e.g. "cannot save output there: ..."
+  std::optional<WireError> error;  // e.g. "job 7 already exists"
   std::uint32_t uid = 0;
   std::uint32_t gid = 0;
-  std::string user;
   std::optional<std::string> output_dest;  // resolved file path
   // The outcome of RegisterJob::start, when one was asked for, the
   // registration itself succeeded, and the start ended before the spawn.
@@ -372,7 +369,6 @@ struct RegisterReply {
     field("error", error);
     field("uid", uid);
     field("gid", gid);
-    field("user", user);
     field("output_dest", output_dest);
     field("start", start);
     field("starting", starting);

@@ -1,6 +1,7 @@
 #include "protocol/user_requests.h"
 
 #include <algorithm>
+#include <cctype>
 
 namespace hpcb::protocol {
 namespace {
@@ -61,12 +62,23 @@ Result<void> CheckPath(const std::string& path, const char* what) {
   return Ok();
 }
 
+bool PlausibleUserName(std::string_view name) {
+  if (name.empty() || name.size() > 64 || name[0] == '-') return false;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    const bool plain = std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '_' ||
+                       c == '-' || c == '@';
+    if (!plain && !(c == '$' && i + 1 == name.size())) return false;
+  }
+  return true;
+}
+
 Result<void> SubmitRequest::Validate() const {
   HPCB_TRY(CheckArgv(argv));
   HPCB_TRY(CheckPath(cwd, "cwd"));
   HPCB_TRY(CheckEnv(env));
   if (output) HPCB_TRY(CheckPath(*output, "output path"));
-  if (user.size() > 256 || HasNul(user) || user.find('/') != std::string::npos) {
+  if (!user.empty() && !PlausibleUserName(user)) {
     return InvalidArgument("the submitter's user name is not one");
   }
   if (!home.empty()) HPCB_TRY(CheckPath(home, "home directory"));

@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "protocol/base/result.h"
@@ -30,6 +31,12 @@ Result<void> CheckArgv(const std::vector<std::string>& argv);
 Result<void> CheckEnv(const std::map<std::string, std::string>& env);
 Result<void> CheckPath(const std::string& path, const char* what);
 
+// Letters, digits, `.`, `_`, `-` and `@`, a `$` at the end, not starting
+// with `-`, at most 64 bytes: what useradd and directory services make.
+// The name a client sends goes into its job's environment and the root
+// side's log lines, where anything else could pass for something else.
+bool PlausibleUserName(std::string_view name);
+
 struct SubmitRequest {
   std::vector<std::string> argv;
   std::string cwd;
@@ -45,8 +52,8 @@ struct SubmitRequest {
   std::map<std::string, std::string> env;   // forwarded + leading NAME=VALUE
   std::optional<std::string> output;        // absolute; none = --no-output
   bool output_is_dir = false;               // `output` is a directory, as the client found it
-  // What the submitter's own process read of its account (getpwuid of its
-  // uid): only its job's USER, LOGNAME, HOME and SHELL come from here. Who
+  // What the submitting session's environment says of its account (USER,
+  // HOME, SHELL): only its job's USER, LOGNAME, HOME and SHELL come from here. Who
   // the job runs as (uid, gid, groups) the kernel says, on the connection.
   // Empty from a dispatch older than these fields.
   std::string user;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -14,6 +15,10 @@
 #include "protocol/host/host_files.h"
 
 namespace hpcb::host {
+
+double EpochNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
 
 Result<void> RunRecord::Validate() const {
   if (id == 0) return InvalidArgument("run record id must be positive");

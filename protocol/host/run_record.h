@@ -92,6 +92,9 @@ struct RunRecord {
 
 std::string RunRecordPath(const std::string& run_dir, std::uint64_t id);
 
+// Now, in seconds since the epoch: how a job's start and end times are kept.
+double EpochNow();
+
 // The newest state in a run record's text: its last line that decodes,
 // is valid and names job `id`. An error when no line does.
 Result<RunRecord> ParseRunRecord(std::string_view text, std::uint64_t id);

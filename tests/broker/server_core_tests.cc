@@ -529,7 +529,6 @@ TEST_F(ServerCoreTest, JobsTheQueueFileLostAreRebuiltFromTheRootSide) {
     s.id = id;
     s.uid = 1000;
     s.gid = 1000;
-    s.user = "alice";
     s.argv = std::move(argv);
     s.cwd = "/home/alice";
     s.output_dest = "/home/alice/output." + std::to_string(id) + ".log";

@@ -121,7 +121,6 @@ class FakeExecutor : public ExecutorChannel {
     }
     reply.uid = peer_uid;
     reply.gid = peer_uid;
-    reply.user = users.UserName(peer_uid).value_or("?");
     // The real executor reads the destination from the client's frame; the
     // core tests always submit with --output /tmp.
     if (output_dir) reply.output_dest = *output_dir + "/output." + std::to_string(job.id) + ".log";

@@ -1043,8 +1043,7 @@ TEST_F(ForgedBrokerTest, BrokersOwnSocketIsRefused) {
 
   auto reply = protocol::Decode<protocol::RegisterReply>(text);
   ASSERT_TRUE(reply) << text;
-  ASSERT_TRUE(reply->error) << "a job registered as the broker's uid " << reply->uid << " ("
-                            << reply->user << ")";
+  ASSERT_TRUE(reply->error) << "a job registered as the broker's uid " << reply->uid;
   EXPECT_NE(reply->error->message.find("not a connection accepted on"), std::string::npos)
       << reply->error->message;
   EXPECT_TRUE(LogHas("refused register of job 3")) << daemon_->log();
@@ -1072,7 +1071,6 @@ TEST_F(ForgedBrokerTest, ForgedIdentityFieldsAreIgnored) {
   }
   EXPECT_EQ(reply.uid, bob_.uid);
   EXPECT_EQ(reply.gid, bob_.gid);
-  EXPECT_EQ(reply.user, kBob);
   EXPECT_NE(reply.uid, alice_.uid);
   RunToEnd(4);
   EXPECT_EQ(Slurp(out), std::to_string(bob_.uid) + "\n");
@@ -1221,8 +1219,7 @@ TEST_F(ForgedBrokerTest, ASocketToAUsersEchoServiceIsRefused) {
 
   auto reply = protocol::Decode<protocol::RegisterReply>(text);
   ASSERT_TRUE(reply) << text << daemon_->log();
-  ASSERT_TRUE(reply->error) << "a job registered as uid " << reply->uid << " (" << reply->user
-                            << ")";
+  ASSERT_TRUE(reply->error) << "a job registered as uid " << reply->uid;
   EXPECT_NE(reply->error->message.find("not a connection accepted on"), std::string::npos)
       << reply->error->message;
   EXPECT_FALSE(fs::exists(daemon_->state() + "/specs/9.json"));

@@ -19,6 +19,28 @@ TEST(SubmitValidateTest, RefusesEmptyCommand) {
   EXPECT_EQ(r.Validate().error().message(), "no command given");
 }
 
+// The name a client sends reaches its job's environment and root's log
+// lines: nothing in it may pass for something else there.
+TEST(SubmitValidateTest, TheUserNameIsOneAsAccountsAreNamed) {
+  for (const char* good : {"alice", "a.b-c_d", "svc@realm", "machine$", "uid1000"}) {
+    SubmitRequest r = ValidSubmit();
+    r.user = good;
+    EXPECT_TRUE(r.Validate()) << good;
+  }
+  for (const char* bad : {"al ice", "bob\nERROR forged", "-rf", "../x", "a$b", "x\x1b[31m"}) {
+    SubmitRequest r = ValidSubmit();
+    r.user = bad;
+    ASSERT_FALSE(r.Validate()) << bad;
+    EXPECT_EQ(r.Validate().error().message(), "the submitter's user name is not one");
+  }
+  SubmitRequest r = ValidSubmit();
+  r.user = std::string(65, 'a');
+  EXPECT_FALSE(r.Validate());
+  r.user = "alice";
+  r.home = "home/alice";
+  EXPECT_FALSE(r.Validate()) << "a relative home";
+}
+
 TEST(SubmitValidateTest, RefusesRelativeCwdAndOutput) {
   SubmitRequest r = ValidSubmit();
   r.cwd = "tmp";
