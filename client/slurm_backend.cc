@@ -1,7 +1,6 @@
 #include "client/slurm_backend.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -100,28 +99,6 @@ Result<Submitter> CurrentUser(const BackendConfig& config) {
                                            Complaint(outcome) + ")");
   }
   return ParsePasswdEntry(outcome.out, ::getuid());
-}
-
-// The checks the local executor makes before it accepts an output path,
-// made here: Slurm itself would only fail the job once it starts.
-Result<void> CheckDestination(const std::string& path, bool is_dir) {
-  std::string parent = path;
-  if (!is_dir) {
-    parent = path.substr(0, path.rfind('/'));
-    if (parent.empty()) parent = "/";
-  }
-  struct stat st {};
-  if (::stat(parent.c_str(), &st) != 0) {
-    return Error::FromErrno(errno, "cannot save output there: " + parent);
-  }
-  if (!S_ISDIR(st.st_mode)) {
-    return InvalidArgument("cannot save output there: " + parent + " is not a directory");
-  }
-  if (::access(parent.c_str(), W_OK | X_OK) != 0) {
-    return Error(ErrorCode::kPermissionDenied,
-                 "cannot save output there: cannot write to " + parent);
-  }
-  return Ok();
 }
 
 std::string SubmitSummary(std::uint64_t id, const protocol::SubmitRequest& request) {
@@ -276,15 +253,10 @@ int Submit(const BackendConfig& config, const protocol::SubmitRequest& request,
   if (auto valid = checked.Validate(); !valid) return ReportError(valid.error(), io);
   auto who = CurrentUser(config);
   if (!who) return ReportError(who.error(), io);
-  bool output_is_dir = false;
-  if (checked.output) {
-    struct stat st {};
-    output_is_dir = ::stat(checked.output->c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-    if (auto ok = CheckDestination(*checked.output, output_is_dir); !ok) {
-      return ReportError(ok.error(), io);
-    }
-  }
-  auto job = MapSubmit(checked, command_env, *who, output_is_dir);
+  // The output place was checked as the user when the request was built
+  // (host::CheckOutputPlace, as for the local backend): Slurm itself would
+  // only fail the job once it starts.
+  auto job = MapSubmit(checked, command_env, *who, checked.output_is_dir);
   if (!job) return ReportError(job.error(), io);
   auto outcome = RunTool(config, "sbatch", job->args, job->script);
   if (!outcome) return ReportError(outcome.error(), io);

@@ -41,8 +41,11 @@ Result<LaunchSpec> LoadSpec(const std::string& specs_dir, std::uint64_t id) {
   return spec;
 }
 
-void RemoveSpec(const std::string& specs_dir, std::uint64_t id) {
-  ::unlink(SpecPath(specs_dir, id).c_str());
+Result<void> RemoveSpec(const std::string& specs_dir, std::uint64_t id) {
+  const std::string path = SpecPath(specs_dir, id);
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+    return Error::FromErrno(errno, "remove " + path);
+  return Ok();
 }
 
 std::vector<std::uint64_t> ListIds(const std::string& path, std::string_view suffix) {

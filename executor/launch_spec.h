@@ -102,11 +102,12 @@ struct LaunchSpec {
 // STATE/specs/<id>.json, written atomically (tmp, fsync, rename, and the
 // specs dir's fsync unless `sync` leaves that to the caller), 0600.
 // Returns the bytes written. The executor saves through its SpecStore
-// (spec_store.h); tests write their fixtures with this.
+// (spec_store.h), which makes the turn's one directory fsync.
 Result<std::uint64_t> SaveSpec(const std::string& specs_dir, const LaunchSpec& spec,
                                Sync sync = Sync::kNow);
 Result<LaunchSpec> LoadSpec(const std::string& specs_dir, std::uint64_t id);
-void RemoveSpec(const std::string& specs_dir, std::uint64_t id);
+// Removes `id`'s file; one that is not there is removed already.
+Result<void> RemoveSpec(const std::string& specs_dir, std::uint64_t id);
 // Ids of every file named `<id><suffix>` in the dir (others are ignored).
 std::vector<std::uint64_t> ListIds(const std::string& path, std::string_view suffix = ".json");
 

@@ -4,7 +4,6 @@
 
 #include <cerrno>
 
-#include "protocol/base/log.h"
 #include "protocol/framing.h"
 #include "protocol/host/host_files.h"
 
@@ -31,17 +30,13 @@ Result<void> SpecStore::Open() {
 }
 
 Result<std::uint64_t> SpecStore::Save(const LaunchSpec& spec, Flush flush) {
-  const std::string text = protocol::Encode(spec);
-  HPCB_TRY(host::WriteFileAtomic(dir_ + "/" + std::to_string(spec.id) + ".json", text, 0600,
-                                 host::Sync::kDeferred));
+  HPCB_ASSIGN_OR_RETURN(std::uint64_t bytes, SaveSpec(dir_, spec, host::Sync::kDeferred));
   if (flush == Flush::kBeforeAnswers) pending_ = true;
-  return static_cast<std::uint64_t>(text.size());
+  return bytes;
 }
 
 Result<void> SpecStore::Forget(std::uint64_t id) {
-  const std::string path = dir_ + "/" + std::to_string(id) + ".json";
-  if (::unlink(path.c_str()) != 0 && errno != ENOENT)
-    return Error::FromErrno(errno, "remove " + path);
+  HPCB_TRY(RemoveSpec(dir_, id));
   pending_ = true;
   return Ok();
 }
