@@ -17,12 +17,12 @@
 #include "client/backend_config.h"
 #include "client/command_line.h"
 #include "client/commands.h"
+#include "client/output_place.h"
 #include "client/parse_errors.h"
 #include "client/slurm_backend.h"
 #include "client/transport.h"
 #include "client/wait.h"
 #include "common/units.h"
-#include "protocol/host/host_files.h"
 #include "protocol/root_config.h"
 
 extern char** environ;
@@ -191,7 +191,7 @@ std::optional<int> BuildSubmit(const NewFlags& f, const std::vector<std::string>
     request->output = MakeAbsolute(f.output_opt->count() > 0 ? f.output : ".", *cwd);
     // Checked here, as the user: the root side never resolves a user's
     // path, and the delivery checks again as the user when the job ends.
-    Result<bool> is_dir = host::CheckOutputPlace(*request->output);
+    Result<bool> is_dir = CheckOutputPlace(*request->output);
     if (!is_dir) return ReportError(is_dir.error(), io);
     request->output_is_dir = *is_dir;
   }
@@ -421,6 +421,11 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
       if (!cwd)
         return ReportError(Error::FromErrno(errno, "cannot determine the current directory"), io);
       request.to = MakeAbsolute(output_to, *cwd);
+      // As for `new --output`: checked here, as the user, and again by the
+      // delivery, which runs as the user too.
+      Result<bool> is_dir = CheckOutputPlace(*request.to);
+      if (!is_dir) return ReportError(is_dir.error(), io);
+      request.to_is_dir = *is_dir;
     }
     return RunOutput(socket, request, io);
   }

@@ -254,7 +254,7 @@ int Submit(const BackendConfig& config, const protocol::SubmitRequest& request,
   auto who = CurrentUser(config);
   if (!who) return ReportError(who.error(), io);
   // The output place was checked as the user when the request was built
-  // (host::CheckOutputPlace, as for the local backend): Slurm itself would
+  // (CheckOutputPlace, as for the local backend): Slurm itself would
   // only fail the job once it starts.
   auto job = MapSubmit(checked, command_env, *who, checked.output_is_dir);
   if (!job) return ReportError(job.error(), io);

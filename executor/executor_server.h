@@ -64,8 +64,7 @@ struct ExecutorFacts {
 // these itself (a shorter deadline, after which it kills the child and
 // answers); these only catch a launcher that stopped answering at all.
 struct LauncherDeadlines {
-  // Both well inside the broker's own deadline for the request they serve.
-  std::chrono::milliseconds check{20000};
+  // Well inside the broker's own deadline for the request it serves.
   std::chrono::milliseconds spawn{20000};
   std::chrono::milliseconds deliver_base{120000};
   // How long a restart waits for a job start it interrupted to settle.

@@ -82,22 +82,13 @@ void ExecutorServer::OnDeliverAgain(std::uint64_t req, const protocol::Packet& p
                                                 "directory (" +
                                                 config_.state_dir + "); name a path of your own"));
   }
-  protocol::CheckDestRequest check;
-  check.id = id;
-  check.who = spec.who;
-  check.path = to;
-  in_flight_[id] = JobPhase::kFinishing;
-  AskLauncher<protocol::CheckDestReply>(
-      check, {}, deadlines_.check, "the launcher's output path check",
-      [this, id, answer](Result<protocol::CheckDestReply> reply) {
-        in_flight_.erase(id);
-        if (!reply) return answer(std::nullopt, reply.error());
-        if (reply->error) return answer(std::nullopt, reply->error->ToError());
-        Redeliver(id, reply->dest, [answer, dest = reply->dest](std::optional<std::string> error) {
-          if (error) return answer(std::nullopt, Error(ErrorCode::kFailedPrecondition, *error));
-          answer(dest, std::nullopt);
-        });
-      });
+  // The owner checked the place as themselves (dispatch); the delivery,
+  // run as the owner, checks it again.
+  const std::string dest = protocol::ResolveDestination(to, asked->to_is_dir, id);
+  Redeliver(id, dest, [answer, dest](std::optional<std::string> error) {
+    if (error) return answer(std::nullopt, Error(ErrorCode::kFailedPrecondition, *error));
+    answer(dest, std::nullopt);
+  });
 }
 
 void ExecutorServer::Redeliver(std::uint64_t id, std::string dest,

@@ -124,10 +124,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       Try<SpawnReply>(text);
       break;
     case 25:
-      Try<CheckDestRequest>(text);
-      break;
-    case 26:
-      Try<CheckDestReply>(text);
+    case 26:  // were check_dest and its reply
+      Try<OutputRequest>(text);
       break;
     case 27:
       Try<DeliverRequest>(text);

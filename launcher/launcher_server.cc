@@ -125,20 +125,11 @@ void LauncherServer::OnRequest(const protocol::Packet& packet) {
       StartSpawn(*request, packet);
       return;
     }
-    case LauncherKind::kCheckDest: {
-      // Safe: the path is only ever touched by a helper that has become
-      // the user, so it can reach nothing the user could not.
-      Result<protocol::CheckDestRequest> request = Decode<protocol::CheckDestRequest>(packet.bytes);
-      if (!request) {
-        Send(Encode(protocol::CheckDestReply{req, "", WireError::From(request.error())}));
-        return;
-      }
-      StartCheckDest(*request);
-      return;
-    }
     case LauncherKind::kDeliver: {
-      // Safe: as check_dest, and it writes only a fresh file of the user's
-      // own, from a buffer fd the executor opened and checked.
+      // Safe: the path is only ever touched by a helper that has become
+      // the user, so it can reach nothing the user could not; it writes
+      // only a fresh file of the user's own, from a buffer fd the executor
+      // opened and checked.
       Result<protocol::DeliverRequest> request = Decode<protocol::DeliverRequest>(packet.bytes);
       if (!request) {
         Send(Encode(protocol::DeliverReply{req, WireError::From(request.error())}));
@@ -148,7 +139,6 @@ void LauncherServer::OnRequest(const protocol::Packet& packet) {
       return;
     }
     case LauncherKind::kSpawnReply:
-    case LauncherKind::kCheckDestReply:
     case LauncherKind::kDeliverReply:
     case LauncherKind::kChildExited:
     case LauncherKind::kRefused:
@@ -160,8 +150,7 @@ void LauncherServer::OnRequest(const protocol::Packet& packet) {
   }
 }
 
-// Read before every child that drops to a user (a job child, a path check,
-// a delivery): an admin may change the setting while the daemon runs.
+// Read before every child that drops to a user (a job child, a delivery): an admin may change the setting while the daemon runs.
 Result<void> LauncherServer::MayBecomeTheUser() const {
   if (!options_.as_root) return Ok();
   return CheckSuidDumpable(options_.proc_root);
@@ -217,30 +206,6 @@ void LauncherServer::StartSpawn(const protocol::SpawnRequest& request,
   task.deadline = Clock::now() + task.allowed;
   task.job.emplace(std::move(*job));
   tasks_.emplace(shepherd->pid, std::move(task));
-}
-
-void LauncherServer::StartCheckDest(const protocol::CheckDestRequest& request) {
-  auto refuse = [&](const Error& error) {
-    Send(Encode(protocol::CheckDestReply{request.req, "", WireError::From(error)}));
-  };
-  if (Result<void> allowed = CheckIdentityAllowed(request.who, options_.as_root); !allowed) {
-    return refuse(allowed.error());
-  }
-  if (Result<void> safe = MayBecomeTheUser(); !safe) return refuse(safe.error());
-  const std::string path = request.path;
-  const std::uint64_t id = request.id;
-  Result<HelperChild> helper =
-      StartUserHelper(request.who, options_.as_root, {},
-                      [&](const std::vector<int>&) { return CheckDestinationHere(path, id); });
-  if (!helper) return refuse(helper.error());
-  Task task;
-  task.kind = LauncherKind::kCheckDest;
-  task.req = request.req;
-  task.id = request.id;
-  task.answer = std::move(helper->answer);
-  task.allowed = options_.check_deadline;
-  task.deadline = Clock::now() + task.allowed;
-  tasks_.emplace(helper->pid, std::move(task));
 }
 
 void LauncherServer::StartDeliver(const protocol::DeliverRequest& request,
@@ -339,13 +304,6 @@ void LauncherServer::Answer(pid_t pid, Task& task, const std::optional<Error>& f
       }
       break;
     }
-    case LauncherKind::kCheckDest: {
-      Result<std::string> dest =
-          failure ? Result<std::string>(*failure) : ParseHelperAnswer(task.text);
-      protocol::CheckDestReply reply{task.req, dest ? *dest : "", protocol::ErrorOf(dest)};
-      if (!task.orphaned) Send(Encode(reply));
-      break;
-    }
     case LauncherKind::kDeliver: {
       Result<std::string> done =
           failure ? Result<std::string>(*failure) : ParseHelperAnswer(task.text);
@@ -353,7 +311,6 @@ void LauncherServer::Answer(pid_t pid, Task& task, const std::optional<Error>& f
       break;
     }
     case LauncherKind::kSpawnReply:
-    case LauncherKind::kCheckDestReply:
     case LauncherKind::kDeliverReply:
     case LauncherKind::kChildExited:
     case LauncherKind::kRefused:
@@ -372,9 +329,8 @@ void LauncherServer::ExpireTasks() {
     Task& task = tasks_.at(pid);
     // Not reaped yet, so the pid is still this child's.
     if (!task.reaped) (void)::kill(pid, SIGKILL);
-    const char* what = task.kind == LauncherKind::kSpawn       ? "starting the job"
-                       : task.kind == LauncherKind::kCheckDest ? "checking the output path"
-                                                               : "delivering the output";
+    const char* what =
+        task.kind == LauncherKind::kSpawn ? "starting the job" : "delivering the output";
     LogWarning(std::string(what) + " for job " + std::to_string(task.id) +
                " timed out; its child (pid " + std::to_string(pid) + ") was killed");
     Answer(pid, task,

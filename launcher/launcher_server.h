@@ -1,5 +1,5 @@
 // The launcher's service loop. It takes requests from the executor only
-// (spawn a job, check an output path as a user, deliver output as a user),
+// (spawn a job, deliver output as a user),
 // runs each in a child of its own (a shepherd or a user helper) and answers
 // when that child does, so no request waits behind another. It reaps its
 // children, reports the end of each shepherd to the executor, and handles
@@ -46,7 +46,6 @@ struct LauncherOptions {
   bool as_root = false;
   std::string run_dir;  // STATE/run
   std::chrono::milliseconds exec_deadline{10000};
-  std::chrono::milliseconds check_deadline{10000};
   // A delivery may take this long plus one second per kDeliverBytesPerS.
   std::chrono::milliseconds deliver_base_deadline{60000};
   std::uint64_t deliver_bytes_per_s = 8u << 20;
@@ -56,8 +55,7 @@ struct LauncherOptions {
   bool mask_gpus = false;
   std::string gpu_dev_dir = "/dev";
   std::string gpu_driver_dir = "/proc/driver/nvidia/gpus";
-  // As root, every child that drops to a user (job child, path check,
-  // delivery) is preceded by a read of PROC_ROOT/sys/fs/suid_dumpable
+  // As root, every child that drops to a user (job child, delivery) is preceded by a read of PROC_ROOT/sys/fs/suid_dumpable
   // (launcher/dumpable_check.h).
   std::string proc_root = "/proc";
 };
@@ -110,7 +108,6 @@ class LauncherServer {
   // As root, fs.suid_dumpable must not be 1 (launcher/dumpable_check.h).
   Result<void> MayBecomeTheUser() const;
   void StartSpawn(const protocol::SpawnRequest& request, const protocol::Packet& packet);
-  void StartCheckDest(const protocol::CheckDestRequest& request);
   void StartDeliver(const protocol::DeliverRequest& request, const protocol::Packet& packet);
   void OnAnswerReadable(pid_t pid, Task& task);
   // Sends the reply for `task` from what its child said, or `failure`.

@@ -18,7 +18,6 @@
 
 #include "protocol/base/unique_fd.h"
 #include "protocol/framing.h"
-#include "protocol/host/host_files.h"
 
 namespace hpcb::launcher {
 
@@ -68,11 +67,6 @@ Result<void> CheckIdentityAllowed(const protocol::UserIdentity& who, bool as_roo
     return Error(ErrorCode::kPermissionDenied, "user mode: only the daemon's own uid");
   }
   return Ok();
-}
-
-Result<std::string> CheckDestinationHere(const std::string& path, std::uint64_t id) {
-  HPCB_ASSIGN_OR_RETURN(bool is_dir, host::CheckOutputPlace(path));
-  return ResolveDestination(path, is_dir, id);
 }
 
 namespace {

@@ -1,6 +1,6 @@
 // What the launcher does as a user: the identity drop (fork-safe), and the
-// two file operations a helper child runs after it: checking an output
-// destination and delivering a job's output there. Root never opens a
+// one file operation a helper child runs after it: delivering a job's
+// output. Root never opens a
 // user-chosen path; these run only in a child that has become the user.
 #ifndef HPCB_LAUNCHER_USER_OPS_H_
 #define HPCB_LAUNCHER_USER_OPS_H_
@@ -27,12 +27,6 @@ Error SwitchUserError(const std::string& user, int err);
 
 // The launcher refuses uid 0/gid 0 as root; in user mode only its own uid.
 Result<void> CheckIdentityAllowed(const protocol::UserIdentity& who, bool as_root);
-
-using protocol::ResolveDestination;
-
-// In the current process (already the user): resolve and check that the
-// parent is a directory we can write and search. Returns the destination.
-Result<std::string> CheckDestinationHere(const std::string& path, std::uint64_t id);
 
 // In the current process (already the user): copies all of `buffer_fd`
 // (from offset 0) to `dest`, whole or not at all. The bytes go to a fresh

@@ -42,12 +42,6 @@ Result<void> SpawnRequest::Validate() const {
   return Ok();
 }
 
-Result<void> CheckDestRequest::Validate() const {
-  if (id == 0) return InvalidArgument("job id must be positive");
-  HPCB_TRY(who.Validate());
-  return CheckPath(path, "output path");
-}
-
 Result<void> DeliverRequest::Validate() const {
   if (id == 0) return InvalidArgument("job id must be positive");
   if (max_bytes == 0) return InvalidArgument("max_bytes must be positive");

@@ -35,8 +35,6 @@ inline constexpr const char* kCleanPath = "/usr/local/bin:/usr/bin:/bin";
 enum class LauncherKind {
   kSpawn,
   kSpawnReply,
-  kCheckDest,
-  kCheckDestReply,
   kDeliver,
   kDeliverReply,
   kChildExited,
@@ -45,11 +43,9 @@ enum class LauncherKind {
 
 template <>
 struct EnumNames<LauncherKind> {
-  static constexpr std::array<std::pair<LauncherKind, std::string_view>, 8> kNames{{
+  static constexpr std::array<std::pair<LauncherKind, std::string_view>, 6> kNames{{
       {LauncherKind::kSpawn, "spawn"},
       {LauncherKind::kSpawnReply, "spawn_reply"},
-      {LauncherKind::kCheckDest, "check_dest"},
-      {LauncherKind::kCheckDestReply, "check_dest_reply"},
       {LauncherKind::kDeliver, "deliver"},
       {LauncherKind::kDeliverReply, "deliver_reply"},
       {LauncherKind::kChildExited, "child_exited"},
@@ -122,38 +118,9 @@ struct SpawnReply {
 };
 
 // Where job `id`'s output sent to `path` goes: an existing directory gets
-// DIR/output.<id>.log, anything else is the exact path. Pure; the check as
-// the user (host::CheckOutputPlace) says which `path` is.
+// DIR/output.<id>.log, anything else is the exact path. Pure; the client's
+// check as the user (host::CheckOutputPlace) says which `path` is.
 std::string ResolveDestination(const std::string& path, bool is_dir, std::uint64_t id);
-
-// executor -> launcher: resolve and check an output destination as the
-// user. Reply: CheckDestReply.
-struct CheckDestRequest {
-  static constexpr LauncherKind kKind = LauncherKind::kCheckDest;
-  std::uint64_t req = 0;
-  std::uint64_t id = 0;
-  UserIdentity who;
-  std::string path;
-  template <class F>
-  void Fields(F&& field) {
-    field("id", id);
-    field("who", who);
-    field("path", path);
-  }
-  Result<void> Validate() const;
-};
-
-struct CheckDestReply {
-  static constexpr LauncherKind kKind = LauncherKind::kCheckDestReply;
-  std::uint64_t req = 0;
-  std::string dest;
-  std::optional<WireError> error;
-  template <class F>
-  void Fields(F&& field) {
-    field("dest", dest);
-    field("error", error);
-  }
-};
 
 // executor -> launcher, fds: [buffer, read-only]. Copies at most
 // `max_bytes` of it to `dest` as the user. Reply: DeliverReply.

@@ -117,16 +117,19 @@ struct SubmitRequest {
 struct OutputRequest {
   std::uint64_t id = 0;
   std::optional<std::string> to;  // absolute
+  bool to_is_dir = false;         // as SubmitRequest::output_is_dir
   template <class A>
   void save(A& ar) const {
     Put(ar, "cmd", std::string("output"));
     Put(ar, "id", id);
     Put(ar, "to", to);
+    Put(ar, "to_is_dir", to_is_dir);
   }
   template <class A>
   void load(A& ar) {
     Get(ar, "id", id);
     Get(ar, "to", to);
+    GetIfPresent(ar, "to_is_dir", to_is_dir);
   }
   Result<void> Validate() const;
 };

@@ -37,14 +37,6 @@ inline Result<std::uint64_t> ProcStartTime(int pid, const std::string& proc_root
 // PROC/meminfo has a SwapTotal above 0 (swap is configured right now).
 Result<bool> HostHasSwap(const std::string& proc_root = "/proc");
 
-// Whether the calling process may have output written at `path`: true
-// when it is a directory (the output goes to output.<id>.log in it), false
-// when it names the file; an error names the parent that is missing, not a
-// directory or not writable. Run as the user (the client, or the
-// launcher's helper once it has dropped to the user): root never resolves
-// a user's path.
-Result<bool> CheckOutputPlace(const std::string& path);
-
 // Whole file, bounded by `cap` bytes.
 Result<std::string> ReadSmallFile(const std::string& path, std::size_t cap = 65536);
 

@@ -111,14 +111,14 @@ TEST(RunRecordTest, ARecordFromBeforeThePlacementFieldStillLoads) {
   EXPECT_FALSE(record.Validate()) << "a placement naming no cpu is refused";
 }
 
-TEST(LauncherMessagesTest, DestinationAndDeliverNeedAbsolutePaths) {
-  CheckDestRequest check{.req = 1, .id = 1, .who = {1000, 1000, "a", {}}, .path = "rel"};
-  EXPECT_FALSE(check.Validate());
-  check.path = "/tmp";
-  EXPECT_TRUE(check.Validate());
+TEST(LauncherMessagesTest, DeliverNeedsAnAbsolutePath) {
   DeliverRequest deliver{
       .req = 1, .id = 1, .who = {1000, 1000, "a", {}}, .dest = "", .max_bytes = 1};
   EXPECT_FALSE(deliver.Validate());
+  deliver.dest = "rel";
+  EXPECT_FALSE(deliver.Validate());
+  deliver.dest = "/tmp/out.log";
+  EXPECT_TRUE(deliver.Validate());
   ChildExited exited{.req = 0, .pid = 0, .status = 0};
   EXPECT_FALSE(exited.Validate());
 }

@@ -18,33 +18,6 @@
 namespace hpcb::launcher {
 namespace {
 
-TEST(ResolveDestinationTest, DirectoryGetsOutputIdLog) {
-  EXPECT_EQ(ResolveDestination("/home/a", true, 7), "/home/a/output.7.log");
-  EXPECT_EQ(ResolveDestination("/home/a/", true, 7), "/home/a/output.7.log");
-  EXPECT_EQ(ResolveDestination("/", true, 2), "/output.2.log");
-  EXPECT_EQ(ResolveDestination("/home/a/x.log", false, 7), "/home/a/x.log");
-}
-
-TEST(CheckDestinationTest, ExistingDirAndExactPath) {
-  testing::TempDir dir;
-  auto in_dir = CheckDestinationHere(dir.path(), 5);
-  ASSERT_TRUE(in_dir) << in_dir.error().message();
-  EXPECT_EQ(*in_dir, dir.path() + "/output.5.log");
-  auto exact = CheckDestinationHere(dir.path() + "/mine.log", 5);
-  ASSERT_TRUE(exact);
-  EXPECT_EQ(*exact, dir.path() + "/mine.log");
-}
-
-TEST(CheckDestinationTest, RefusesRelativeMissingAndNonDirectoryParents) {
-  testing::TempDir dir;
-  EXPECT_FALSE(CheckDestinationHere("relative.log", 1));
-  EXPECT_FALSE(CheckDestinationHere(dir.path() + "/missing/x.log", 1));
-  testing::WriteText(dir.path() + "/file", "x");
-  auto not_dir = CheckDestinationHere(dir.path() + "/file/x.log", 1);
-  ASSERT_FALSE(not_dir);
-  EXPECT_NE(not_dir.error().message().find("is not a directory"), std::string::npos);
-}
-
 TEST(DeliverTest, CopiesWholeBufferAndTruncates) {
   testing::TempDir dir;
   testing::WriteText(dir.path() + "/buffer", "hello\nworld\n");

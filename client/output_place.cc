@@ -1,0 +1,30 @@
+#include "client/output_place.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace hpcb::client {
+
+Result<bool> CheckOutputPlace(const std::string& path) {
+  if (path.empty() || path[0] != '/') return InvalidArgument("output path must be absolute");
+  struct stat st {};
+  const bool is_dir = ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  std::string parent = is_dir ? path : path.substr(0, path.rfind('/'));
+  if (parent.empty()) parent = "/";
+  struct stat pst {};
+  if (::stat(parent.c_str(), &pst) != 0) {
+    return Error::FromErrno(errno, "cannot save output there: " + parent);
+  }
+  if (!S_ISDIR(pst.st_mode)) {
+    return InvalidArgument("cannot save output there: " + parent + " is not a directory");
+  }
+  if (::access(parent.c_str(), W_OK | X_OK) != 0) {
+    return Error(ErrorCode::kPermissionDenied,
+                 "cannot save output there: cannot write to " + parent);
+  }
+  return is_dir;
+}
+
+}  // namespace hpcb::client

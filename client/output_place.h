@@ -1,0 +1,21 @@
+// The output check a submission (and `dispatch output --to`) makes before
+// it is sent: run as the user, in the client, so the root side never
+// resolves a user's path. The delivery, as the user, checks again.
+#ifndef HPCB_CLIENT_OUTPUT_PLACE_H_
+#define HPCB_CLIENT_OUTPUT_PLACE_H_
+
+#include <string>
+
+#include "protocol/base/result.h"
+
+namespace hpcb::client {
+
+// Whether the calling process may have output written at `path`: true
+// when it is a directory (the output goes to output.<id>.log in it), false
+// when it names the file; an error names the parent that is missing, not a
+// directory or not writable.
+Result<bool> CheckOutputPlace(const std::string& path);
+
+}  // namespace hpcb::client
+
+#endif  // HPCB_CLIENT_OUTPUT_PLACE_H_

@@ -1,0 +1,41 @@
+#include "client/output_place.h"
+
+#include <gtest/gtest.h>
+
+#include "protocol/launcher_messages.h"
+#include "tests/testing/temp_dir.h"
+
+namespace hpcb::client {
+namespace {
+
+using protocol::ResolveDestination;
+
+TEST(ResolveDestinationTest, DirectoryGetsOutputIdLog) {
+  EXPECT_EQ(ResolveDestination("/home/a", true, 7), "/home/a/output.7.log");
+  EXPECT_EQ(ResolveDestination("/home/a/", true, 7), "/home/a/output.7.log");
+  EXPECT_EQ(ResolveDestination("/", true, 2), "/output.2.log");
+  EXPECT_EQ(ResolveDestination("/home/a/x.log", false, 7), "/home/a/x.log");
+}
+
+TEST(OutputPlaceTest, AnExistingDirectoryOrAFileInOne) {
+  testing::TempDir dir;
+  Result<bool> in_dir = CheckOutputPlace(dir.path());
+  ASSERT_TRUE(in_dir) << in_dir.error().message();
+  EXPECT_TRUE(*in_dir);
+  Result<bool> exact = CheckOutputPlace(dir.path() + "/mine.log");
+  ASSERT_TRUE(exact) << exact.error().message();
+  EXPECT_FALSE(*exact);
+}
+
+TEST(OutputPlaceTest, RefusesRelativeMissingAndNonDirectoryParents) {
+  testing::TempDir dir;
+  EXPECT_FALSE(CheckOutputPlace("relative.log"));
+  EXPECT_FALSE(CheckOutputPlace(dir.path() + "/missing/x.log"));
+  testing::WriteText(dir.path() + "/file", "x");
+  Result<bool> not_dir = CheckOutputPlace(dir.path() + "/file/x.log");
+  ASSERT_FALSE(not_dir);
+  EXPECT_NE(not_dir.error().message().find("is not a directory"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hpcb::client
