@@ -107,12 +107,7 @@ Result<void> BrokerCore::Start(QueueFile loaded) {
       job.state = JobState::kRunning;
       job.start_time = summary.start_time;
       if (summary.placement) {
-        job.placement.cpus = summary.placement->cpus;
-        job.placement.mems = summary.placement->mems;
-        job.placement.gpus = summary.placement->gpus;
-        job.placement.mem_by_node = summary.placement->mem_by_node;
-        job.placement.gpu_link = summary.placement->gpu_link;
-        job.placement.spans_nodes = summary.placement->spans_nodes;
+        static_cast<protocol::PlacementRecord&>(job.placement) = *summary.placement;
         scheduler_.Reserve(job.placement);
         job.holds_placement = true;
       }
@@ -407,12 +402,7 @@ void BrokerCore::Rebuild(const protocol::JobSummary& summary) {
       job.state = JobState::kRunning;
       job.start_time = summary.start_time;
       if (summary.placement) {
-        job.placement.cpus = summary.placement->cpus;
-        job.placement.mems = summary.placement->mems;
-        job.placement.gpus = summary.placement->gpus;
-        job.placement.mem_by_node = summary.placement->mem_by_node;
-        job.placement.gpu_link = summary.placement->gpu_link;
-        job.placement.spans_nodes = summary.placement->spans_nodes;
+        static_cast<protocol::PlacementRecord&>(job.placement) = *summary.placement;
         job.placement.exclusive = job.demand.exclusive;
         scheduler_.Reserve(job.placement);
         job.holds_placement = true;
@@ -839,12 +829,7 @@ protocol::StartJob BrokerCore::StartRequest(const JobRecord& job,
                                             const Placement& placement) const {
   protocol::StartJob request;
   request.id = job.id;
-  request.cpus = placement.cpus;
-  request.mems = placement.mems;
-  request.gpus = placement.gpus;
-  request.mem_by_node = placement.mem_by_node;
-  request.gpu_link = placement.gpu_link;
-  request.spans_nodes = placement.spans_nodes;
+  request.placement = placement;  // the part root is told
   if (job.demand.mem_gib > 0) {
     request.memory_max = static_cast<std::uint64_t>(std::floor(job.demand.mem_gib * 1073741824.0));
   }

@@ -26,6 +26,7 @@
 
 #include "broker/daemon_config.h"
 #include "protocol/base/result.h"
+#include "protocol/executor_messages.h"
 
 namespace hpcb::broker {
 
@@ -82,14 +83,12 @@ struct CpuGrant {
   bool operator==(const CpuGrant&) const = default;
 };
 
-struct Placement {
-  std::vector<int> cpus;
-  int cores = 0;                      // whole cores in `cpus`; 0 if not known
-  std::vector<int> mems;              // cpuset.mems: the charged nodes
-  std::map<int, double> mem_by_node;  // -1 = machine-wide domain
-  std::vector<int> gpus;
-  std::optional<std::string> gpu_link;  // worst pair's raw label
-  bool spans_nodes = false;             // memory charged to > 1 real node
+// What the root side is told and keeps (cpus, mems = the charged nodes,
+// mem_by_node with -1 the machine-wide domain, gpus, the worst pair's raw
+// gpu_link, spans_nodes = memory charged to > 1 real node), plus what only
+// the broker books.
+struct Placement : protocol::PlacementRecord {
+  int cores = 0;  // whole cores in `cpus`; 0 if not known
   bool exclusive = false;
 };
 

@@ -36,13 +36,13 @@ void ExecutorServer::OnStart(std::uint64_t req, const std::string& text) {
 }
 
 Result<void> ExecutorServer::ValidatePlacement(const protocol::StartJob& request) const {
-  HPCB_TRY(CheckSubset(request.cpus, facts_.cpus, "cpus"));
-  HPCB_TRY(CheckSubset(request.mems, facts_.nodes, "mems"));
+  HPCB_TRY(CheckSubset(request.placement.cpus, facts_.cpus, "cpus"));
+  HPCB_TRY(CheckSubset(request.placement.mems, facts_.nodes, "mems"));
   std::set<int> gpu_ids;
   for (int i = 0; i < facts_.gpu_count; ++i)
     gpu_ids.insert(i);
-  HPCB_TRY(CheckSubset(request.gpus, gpu_ids, "gpus"));
-  if (!config_.no_cgroups && request.mems.empty()) {
+  HPCB_TRY(CheckSubset(request.placement.gpus, gpu_ids, "gpus"));
+  if (!config_.no_cgroups && request.placement.mems.empty()) {
     return InvalidArgument("mems must name at least one NUMA node");
   }
   return Ok();
@@ -98,7 +98,7 @@ void ExecutorServer::BeginStart(const protocol::StartJob& request, StartDone don
   in_flight_[id] = JobPhase::kStarting;
   UniqueFd cgroup_dir;
   if (!config_.no_cgroups) {
-    CgroupLimits limits{request.cpus, request.mems, request.memory_max};
+    CgroupLimits limits{request.placement.cpus, request.placement.mems, request.memory_max};
     // Read at each start: swapon can add swap while we run. Unreadable
     // counts as swap present, which only makes memory.swap.max required.
     Result<bool> swap = host::HostHasSwap(facts_.proc_root);
@@ -133,17 +133,16 @@ void ExecutorServer::BeginStart(const protocol::StartJob& request, StartDone don
   spawn.who = spec.who;
   spawn.argv = spec.argv;
   spawn.cwd = spec.cwd;
-  spawn.env = BuildJobEnv(who, spec.env, id, request.gpus, facts_.gpu_count > 0, facts_.lang);
-  spawn.cpus = request.cpus;
-  spawn.gpus = request.gpus;
+  spawn.env =
+      BuildJobEnv(who, spec.env, id, request.placement.gpus, facts_.gpu_count > 0, facts_.lang);
   // Where it will run travels with the spawn: the shepherd writes it into
   // the run record before the job can run, so an executor that stops while
   // the job starts finds it there (job_recovery.cc), and a queued job's spec
   // is rewritten once, when the job runs, not also before. A job registered
   // by this same message has no spec on disk yet: that one is saved now,
   // placement and all, and is on disk before the registration is answered.
-  spec.placement = request.Record();
-  spawn.placement = spec.placement;
+  spec.placement = request.placement;
+  spawn.placement = request.placement;
   if (never_saved_.contains(id)) {
     if (Result<void> saved = Save(spec); !saved) {
       return FailStart(id, "failed to start job: cannot record it: " + saved.error().message(),
@@ -190,7 +189,7 @@ void ExecutorServer::OnSpawned(std::uint64_t id, const protocol::StartJob& reque
   if (reply->error) return FailStart(id, reply->error->message, true, std::move(done));
   LaunchSpec& spec = it->second;
   spec.state = SpecState::kRunning;
-  spec.placement = request.Record();
+  spec.placement = request.placement;
   spec.pid = reply->pid;
   spec.shepherd = reply->shepherd;
   by_shepherd_[spec.shepherd] = id;
@@ -215,7 +214,7 @@ void ExecutorServer::OnSpawned(std::uint64_t id, const protocol::StartJob& reque
   WriteInfo(spec);
   LogInfo("job " + std::to_string(id) + " started (pid " + std::to_string(spec.pid) +
           ", shepherd " + std::to_string(spec.shepherd) + ", cpus " +
-          host::FormatIdList(request.cpus) + ")");
+          host::FormatIdList(request.placement.cpus) + ")");
   protocol::StartReply started;
   started.id = id;
   started.pid = spec.pid;

@@ -91,13 +91,13 @@ Result<PreparedJob> PreparedJob::Build(const protocol::SpawnRequest& request,
   p.gid_ = request.who.gid;
   p.cwd_ = request.cwd;
   int max_cpu = 0;
-  for (int cpu : request.cpus)
+  for (int cpu : request.placement.cpus)
     max_cpu = std::max(max_cpu, cpu);
   p.mask_ = CPU_ALLOC(max_cpu + 1);
   if (p.mask_ == nullptr) return Error(ErrorCode::kResourceExhausted, "CPU_ALLOC");
   p.mask_size_ = CPU_ALLOC_SIZE(max_cpu + 1);
   CPU_ZERO_S(p.mask_size_, p.mask_);
-  for (int cpu : request.cpus)
+  for (int cpu : request.placement.cpus)
     CPU_SET_S(static_cast<size_t>(cpu), p.mask_size_, p.mask_);
   return p;
 }

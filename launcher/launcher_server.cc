@@ -150,7 +150,8 @@ void LauncherServer::OnRequest(const protocol::Packet& packet) {
   }
 }
 
-// Read before every child that drops to a user (a job child, a delivery): an admin may change the setting while the daemon runs.
+// Read before every child that drops to a user (a job child, a delivery): an admin may change the
+// setting while the daemon runs.
 Result<void> LauncherServer::MayBecomeTheUser() const {
   if (!options_.as_root) return Ok();
   return CheckSuidDumpable(options_.proc_root);
@@ -183,7 +184,7 @@ void LauncherServer::StartSpawn(const protocol::SpawnRequest& request,
       return refuse(
           MissingNodesError(options_.gpu_dev_dir, missing).WithContext("failed to start job"));
     }
-    hide = NodesToHide(options_.gpu_dev_dir, present, request.gpus);
+    hide = NodesToHide(options_.gpu_dev_dir, present, request.placement.gpus);
   }
   Result<PreparedJob> job = PreparedJob::Build(request, std::move(hide));
   if (!job) return refuse(job.error().WithContext("failed to start job"));

@@ -55,7 +55,8 @@ struct LauncherOptions {
   bool mask_gpus = false;
   std::string gpu_dev_dir = "/dev";
   std::string gpu_driver_dir = "/proc/driver/nvidia/gpus";
-  // As root, every child that drops to a user (job child, delivery) is preceded by a read of PROC_ROOT/sys/fs/suid_dumpable
+  // As root, every child that drops to a user (job child, delivery) is
+  // preceded by a read of PROC_ROOT/sys/fs/suid_dumpable
   // (launcher/dumpable_check.h).
   std::string proc_root = "/proc";
 };

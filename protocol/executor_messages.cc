@@ -84,12 +84,9 @@ Result<void> RegisterJob::Validate() const {
 
 Result<void> StartJob::Validate() const {
   if (id == 0) return InvalidArgument("job id must be positive");
-  if (cpus.empty()) return InvalidArgument("a job needs at least one cpu");
-  HPCB_TRY(CheckIds(cpus, "cpus"));
-  HPCB_TRY(CheckIds(mems, "mems"));
-  HPCB_TRY(CheckIds(gpus, "gpus"));
+  if (placement.cpus.empty()) return InvalidArgument("a job needs at least one cpu");
   if (memory_max && *memory_max == 0) return InvalidArgument("memory_max must be positive");
-  return Record().Validate();
+  return placement.Validate();
 }
 
 }  // namespace hpcb::protocol

@@ -36,7 +36,8 @@ namespace hpcb::protocol {
 
 // 3: every message carries a req id and a typed kind; errors are coded.
 // 5: a start made with a registration is answered on its own (start.req).
-inline constexpr std::int64_t kProtocolVersion = 6;
+// 7: a start carries its placement as one PlacementRecord.
+inline constexpr std::int64_t kProtocolVersion = 7;
 
 enum class ExecutorKind {
   kHello,
@@ -177,9 +178,10 @@ struct JobRequest {
   }
 };
 
-// The broker's placement of a started job, as it booked it: kept by the
-// executor only so that a broker which lost its books can book it again.
-// The executor acts on cpus/mems/gpus (StartJob); the rest it just keeps.
+// The broker's placement of a job, as it booked it: the one shape a
+// placement has on the wire and on disk (StartJob, SpawnRequest, the launch
+// spec, the run record). Root acts on cpus, mems and gpus; the rest it only
+// keeps, so that a broker which lost its books can book the job again.
 struct PlacementRecord {
   std::vector<int> cpus;
   std::vector<int> mems;
@@ -278,26 +280,14 @@ struct StartJob {
   static constexpr ExecutorKind kKind = ExecutorKind::kStart;
   std::uint64_t req = 0;
   std::uint64_t id = 0;
-  std::vector<int> cpus;
-  std::vector<int> mems;                    // cpuset.mems: charged nodes
+  PlacementRecord placement;
   std::optional<std::uint64_t> memory_max;  // bytes; none = untracked
-  std::vector<int> gpus;
-  // Kept, not acted on (PlacementRecord).
-  std::map<int, double> mem_by_node;
-  std::optional<std::string> gpu_link;
-  bool spans_nodes = false;
   template <class F>
   void Fields(F&& field) {
     field("id", id);
-    field("cpus", cpus);
-    field("mems", mems);
+    field("placement", placement);
     field("memory_max", memory_max);
-    field("gpus", gpus);
-    field("mem_by_node", mem_by_node);
-    field("gpu_link", gpu_link);
-    field("spans_nodes", spans_nodes);
   }
-  PlacementRecord Record() const { return {cpus, mems, gpus, mem_by_node, gpu_link, spans_nodes}; }
   Result<void> Validate() const;
 };
 

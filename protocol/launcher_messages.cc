@@ -30,16 +30,8 @@ Result<void> SpawnRequest::Validate() const {
     bytes += entry.size() + 1;
   }
   if (bytes > kMaxEnvBytes + 4096) return InvalidArgument("environment too large");
-  if (cpus.empty() || cpus.size() > 65536) return InvalidArgument("cpus must list 1..65536 ids");
-  for (int cpu : cpus) {
-    if (cpu < 0 || cpu >= (1 << 20)) return InvalidArgument("cpu id out of range");
-  }
-  if (gpus.size() > 4096) return InvalidArgument("too many gpus");
-  for (int gpu : gpus) {
-    if (gpu < 0 || gpu >= (1 << 20)) return InvalidArgument("gpu id out of range");
-  }
-  if (placement) HPCB_TRY(placement->Validate());
-  return Ok();
+  if (placement.cpus.empty()) return InvalidArgument("a job needs at least one cpu");
+  return placement.Validate();
 }
 
 Result<void> DeliverRequest::Validate() const {

@@ -81,12 +81,11 @@ struct SpawnRequest {
   std::vector<std::string> argv;
   std::string cwd;
   std::vector<std::string> env;  // "K=V", final
-  std::vector<int> cpus;         // affinity (always set explicitly)
-  std::vector<int> gpus;         // allocated; every other card is hidden
-  // The whole placement as the broker booked it, which the launcher does not
-  // act on: the shepherd keeps it in the run record, the one record of the
-  // start until the executor saves the job as running.
-  std::optional<PlacementRecord> placement;
+  // The launcher acts on cpus (the job's affinity, always set) and gpus
+  // (every other card is hidden); the shepherd keeps the whole of it in
+  // the run record, the one record of the start until the executor saves
+  // the job as running.
+  PlacementRecord placement;
   template <class F>
   void Fields(F&& field) {
     field("id", id);
@@ -94,8 +93,6 @@ struct SpawnRequest {
     field("argv", argv);
     field("cwd", cwd);
     field("env", env);
-    field("cpus", cpus);
-    field("gpus", gpus);
     field("placement", placement);
   }
   Result<void> Validate() const;

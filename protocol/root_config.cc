@@ -16,6 +16,10 @@ Result<void> RootConfig::Validate() const {
   }
   if (max_user_state_mib < 1) return InvalidArgument("field 'max_user_state_mib' must be >= 1");
   if (max_output_mib < 1) return InvalidArgument("field 'max_output_mib' must be >= 1");
+  if (launcher_protocol != kLauncherProtocol) {
+    return InvalidArgument("the launcher speaks protocol " + std::to_string(launcher_protocol) +
+                           ", this executor " + std::to_string(kLauncherProtocol));
+  }
   return Ok();
 }
 

@@ -23,6 +23,11 @@ inline constexpr const char* kDefaultSocket = "/run/hpc-batch/hpc-batch.sock";
 // printed the help or the version, exit 0; anything else, exit with it.
 inline constexpr const char* kCheckFlagsArg = "--check-daemon-flags";
 inline constexpr int kFlagsAnswered = 3;
+// The launcher <-> executor protocol (launcher_messages.h) this build
+// speaks. The launcher hands it to the executor it starts, in RootConfig:
+// an executor from another release (installed under a running launcher)
+// refuses to start rather than misread a spawn.
+inline constexpr std::int64_t kLauncherProtocol = 2;
 
 struct RootConfig {
   std::string socket = kDefaultSocket;
@@ -58,6 +63,7 @@ struct RootConfig {
   // statically and never loads an NSS module. Unset in user mode.
   std::optional<std::uint32_t> admin_gid;
   std::optional<std::uint32_t> broker_uid;  // unset: no such user
+  std::int64_t launcher_protocol = kLauncherProtocol;
 
   template <class F>
   void Fields(F&& field) {
@@ -79,8 +85,10 @@ struct RootConfig {
     field("max_output_mib", max_output_mib);
     field("admin_gid", admin_gid);
     field("broker_uid", broker_uid);
+    field("launcher_protocol", launcher_protocol);
   }
-  // Every path absolute, both limits positive.
+  // Every path absolute, both limits positive, this build's launcher
+  // protocol.
   Result<void> Validate() const;
 };
 

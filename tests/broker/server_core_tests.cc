@@ -131,7 +131,7 @@ TEST_F(ServerCoreTest, AJobThatFitsIsStartedByItsRegistration) {
   ASSERT_EQ(executor_.registered.size(), 2u);
   ASSERT_TRUE(executor_.registered[0].start) << "placed at once: one message registers and starts";
   EXPECT_EQ(executor_.registered[0].start->id, 1u);
-  EXPECT_EQ(executor_.registered[0].start->cpus, (std::vector<int>{0, 1}));
+  EXPECT_EQ(executor_.registered[0].start->placement.cpus, (std::vector<int>{0, 1}));
   EXPECT_FALSE(executor_.registered[1].start) << "a job that must wait is only registered";
   EXPECT_EQ(executor_.started.size(), 1u);
 }
@@ -562,7 +562,7 @@ TEST_F(ServerCoreTest, JobsTheQueueFileLostAreRebuiltFromTheRootSide) {
   ASSERT_NE(core_->Find(9), nullptr);
   ASSERT_FALSE(executor_.started.empty()) << "the rebuilt queued job runs on the cpu job 7 left";
   EXPECT_EQ(executor_.started[0].id, 9u);
-  EXPECT_EQ(executor_.started[0].cpus, std::vector<int>{0});
+  EXPECT_EQ(executor_.started[0].placement.cpus, std::vector<int>{0});
   ASSERT_NE(core_->Find(10), nullptr);
   EXPECT_EQ(core_->Find(10)->state, JobState::kDone);
   EXPECT_EQ(core_->Find(10)->exit_code, 1);

@@ -969,8 +969,8 @@ class ForgedBrokerTest : public RootE2eTest {
   std::string StartJson(int id, std::vector<int> cpus, std::vector<int> mems = {}) {
     protocol::StartJob start;
     start.id = static_cast<std::uint64_t>(id);
-    start.cpus = std::move(cpus);
-    start.mems = std::move(mems);
+    start.placement.cpus = std::move(cpus);
+    start.placement.mems = std::move(mems);
     return protocol::Encode(start);
   }
 

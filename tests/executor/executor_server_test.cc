@@ -163,7 +163,7 @@ class ExecutorServerTest : public ::testing::Test {
   // Starts registered job `id` and takes the spawn the launcher is asked
   // for (not answered: the job is starting); its req, or 0.
   std::uint64_t StartAndTakeSpawn(std::uint64_t id) {
-    protocol::StartJob start{.req = 100 + id, .id = id, .cpus = {0}, .mems = {0}};
+    protocol::StartJob start{.req = 100 + id, .id = id, .placement = {.cpus = {0}, .mems = {0}}};
     server_->Handle(Packet{protocol::Encode(start), {}});
     EXPECT_TRUE(server_->EndTurn());
     std::optional<Packet> asked = LauncherRequest(2000);
@@ -202,7 +202,8 @@ class ExecutorServerTest : public ::testing::Test {
     return R"({"req":7,"type":"forget","id":)" + std::to_string(id) + "}";
   }
   static std::string StartText(std::uint64_t id) {
-    return protocol::Encode(protocol::StartJob{.req = 7, .id = id, .cpus = {0}, .mems = {0}});
+    return protocol::Encode(
+        protocol::StartJob{.req = 7, .id = id, .placement = {.cpus = {0}, .mems = {0}}});
   }
   static std::string DeliverText(std::uint64_t id) {
     return protocol::Encode(protocol::DeliverAgain{.req = 7, .id = id});
@@ -222,8 +223,7 @@ bool IsError(const std::string& reply) {
 }
 
 TEST_F(ExecutorServerTest, HelloFirst) {
-  EXPECT_TRUE(IsError(
-      Send(R"({"req":1,"type":"start","id":1,"cpus":[0],"mems":[0],"memory_max":[],"gpus":[]})")));
+  EXPECT_TRUE(IsError(Send(StartText(1))));
   EXPECT_TRUE(IsError(Send(R"({"req":1,"type":"hello","version":99})")));
   std::string hello = Send(protocol::Encode(protocol::Hello{}));
   EXPECT_NE(hello.find("hello_reply"), std::string::npos);
@@ -242,19 +242,20 @@ TEST_F(ExecutorServerTest, AStartMayNameOnlyTheGpusTheHelloCounted) {
   ASSERT_NO_FATAL_FAILURE(Connect(a, b));
   ASSERT_FALSE(IsError(Register(1, a.get(), b.get())));
   const std::string refused = Send(protocol::Encode(
-      protocol::StartJob{.req = 3, .id = 1, .cpus = {0}, .mems = {0}, .gpus = {2}}));
+      protocol::StartJob{.req = 3, .id = 1, .placement = {.cpus = {0}, .mems = {0}, .gpus = {2}}}));
   EXPECT_TRUE(IsError(refused)) << refused;
   EXPECT_NE(refused.find("gpus"), std::string::npos) << refused;
   // Card 1 is the hello's: the start goes as far as the spawn.
-  server_->Handle(Packet{protocol::Encode(protocol::StartJob{
-                             .req = 4, .id = 1, .cpus = {0}, .mems = {0}, .gpus = {1}}),
-                         {}});
+  server_->Handle(
+      Packet{protocol::Encode(protocol::StartJob{
+                 .req = 4, .id = 1, .placement = {.cpus = {0}, .mems = {0}, .gpus = {1}}}),
+             {}});
   EXPECT_TRUE(server_->EndTurn());
   std::optional<Packet> spawn = LauncherRequest(2000);
   ASSERT_TRUE(spawn) << "a start on the hello's card 1 was not spawned";
   Result<protocol::SpawnRequest> request = protocol::Decode<protocol::SpawnRequest>(spawn->bytes);
   ASSERT_TRUE(request) << spawn->bytes;
-  EXPECT_EQ(request->gpus, std::vector<int>{1});
+  EXPECT_EQ(request->placement.gpus, std::vector<int>{1});
 }
 
 TEST_F(ExecutorServerTest, MalformedAndUnknownMessagesAreRefused) {
@@ -346,7 +347,8 @@ TEST_F(ExecutorServerTest, ARegistrationsRefusedStartLeavesTheJobRegisteredAndOn
   UniqueFd a, b;
   ASSERT_NO_FATAL_FAILURE(Connect(a, b));
   protocol::RegisterJob job{.req = 6, .id = 6};
-  job.start = protocol::StartJob{.req = 7, .id = 6, .cpus = {7}, .mems = {0}};  // not a cpu
+  job.start =
+      protocol::StartJob{.req = 7, .id = 6, .placement = {.cpus = {7}, .mems = {0}}};  // not a cpu
   std::string text = Register(6, a.get(), b.get(), protocol::Encode(job));
   auto reply = protocol::Decode<protocol::RegisterReply>(text);
   ASSERT_TRUE(reply) << text;
@@ -459,20 +461,23 @@ TEST_F(ExecutorServerTest, RegistrationsPastTheUsersStateLimitAreRefused) {
 }
 
 TEST_F(ExecutorServerTest, StartChecksPlacementAndOrder) {
+  auto start = [](std::vector<int> cpus, std::vector<int> mems, std::vector<int> gpus = {}) {
+    return protocol::Encode(protocol::StartJob{
+        .req = 1, .id = 9, .placement = {.cpus = cpus, .mems = mems, .gpus = gpus}});
+  };
   Send(protocol::Encode(protocol::Hello{}));
-  EXPECT_TRUE(IsError(
-      Send(R"({"req":1,"type":"start","id":9,"cpus":[0],"mems":[0],"memory_max":[],"gpus":[]})")));
+  const std::string unregistered = Send(start({0}, {0}));
+  EXPECT_TRUE(IsError(unregistered)) << unregistered;
   UniqueFd a, b;
   ASSERT_NO_FATAL_FAILURE(Connect(a, b));
   ASSERT_FALSE(IsError(Register(9, a.get(), b.get())));
-  EXPECT_TRUE(IsError(
-      Send(R"({"req":1,"type":"start","id":9,"cpus":[7],"mems":[0],"memory_max":[],"gpus":[]})")));
-  EXPECT_TRUE(IsError(
-      Send(R"({"req":1,"type":"start","id":9,"cpus":[0],"mems":[3],"memory_max":[],"gpus":[]})")));
-  EXPECT_TRUE(IsError(Send(
-      R"({"req":1,"type":"start","id":9,"cpus":[0,0],"mems":[0],"memory_max":[],"gpus":[]})")));
-  EXPECT_TRUE(IsError(
-      Send(R"({"req":1,"type":"start","id":9,"cpus":[0],"mems":[0],"memory_max":[],"gpus":[0]})")));
+  for (const auto& [text, field] :
+       {std::pair{start({7}, {0}), "cpus"}, std::pair{start({0}, {3}), "mems"},
+        std::pair{start({0, 0}, {0}), "cpus"}, std::pair{start({0}, {0}, {0}), "gpus"}}) {
+    const std::string refused = Send(text);
+    EXPECT_TRUE(IsError(refused)) << text;
+    EXPECT_NE(refused.find(field), std::string::npos) << refused;
+  }
   // Forget a never-started job: everything goes.
   EXPECT_FALSE(IsError(Send(R"({"req":1,"type":"forget","id":9})")));
   EXPECT_NE(::access((config_.state_dir + "/specs/9.json").c_str(), F_OK), 0);
@@ -493,8 +498,8 @@ TEST_F(ExecutorServerTest, AStartsPlacementTravelsWithTheSpawnAndOutlivesARestar
   const std::string spec_path = config_.state_dir + "/specs/4.json";
   const std::string queued = testing::ReadText(spec_path);
 
-  protocol::StartJob start{.req = 5, .id = 4, .cpus = {1}, .mems = {0}};
-  start.mem_by_node = {{0, 1.5}};
+  protocol::StartJob start{.req = 5, .id = 4, .placement = {.cpus = {1}, .mems = {0}}};
+  start.placement.mem_by_node = {{0, 1.5}};
   Packet packet;
   packet.bytes = protocol::Encode(start);
   server_->Handle(packet);
@@ -507,9 +512,8 @@ TEST_F(ExecutorServerTest, AStartsPlacementTravelsWithTheSpawnAndOutlivesARestar
   ASSERT_TRUE(asked);
   Result<protocol::SpawnRequest> spawn = protocol::Decode<protocol::SpawnRequest>(asked->bytes);
   ASSERT_TRUE(spawn) << asked->bytes;
-  ASSERT_TRUE(spawn->placement);
-  EXPECT_EQ(spawn->placement->cpus, std::vector<int>{1});
-  EXPECT_EQ(spawn->placement->mem_by_node, (std::map<int, double>{{0, 1.5}}));
+  EXPECT_EQ(spawn->placement.cpus, std::vector<int>{1});
+  EXPECT_EQ(spawn->placement.mem_by_node, (std::map<int, double>{{0, 1.5}}));
   EXPECT_EQ(testing::ReadText(spec_path), queued) << "the spec was rewritten before the spawn";
 
   // The executor stops here; the shepherd has written its record, and
@@ -557,8 +561,8 @@ TEST_F(ExecutorServerTest, AJobWhoseRunRecordIsUnsettledIsNotStartedAgain) {
   record.id = 8;
   record.shepherd = ::getpid();  // pid 0: it may be starting
   ASSERT_TRUE(host::WriteFileAtomic(host::RunRecordPath(run, 8), protocol::Encode(record), 0600));
-  const std::string start =
-      protocol::Encode(protocol::StartJob{.req = 3, .id = 8, .cpus = {0}, .mems = {0}});
+  const std::string start = protocol::Encode(
+      protocol::StartJob{.req = 3, .id = 8, .placement = {.cpus = {0}, .mems = {0}}});
   const std::string waits = Send(start);
   Result<protocol::StartReply> refused = protocol::Decode<protocol::StartReply>(waits);
   ASSERT_TRUE(refused) << waits;

@@ -15,7 +15,7 @@ TEST(LauncherMessagesTest, SpawnRoundTrip) {
   spawn.argv = {"echo", "hi"};
   spawn.cwd = "/home/alice";
   spawn.env = {"PATH=/bin", "X=1"};
-  spawn.cpus = {0, 1};
+  spawn.placement.cpus = {0, 1};
   auto decoded = Decode<SpawnRequest>(Encode(spawn));
   ASSERT_TRUE(decoded) << decoded.error().message();
   EXPECT_EQ(decoded->who.groups, (std::vector<std::uint32_t>{1000, 27}));
@@ -29,7 +29,7 @@ SpawnRequest MinimalSpawn() {
   spawn.who = {1000, 1000, "alice", {}};
   spawn.argv = {"echo"};
   spawn.cwd = "/";
-  spawn.cpus = {0};
+  spawn.placement.cpus = {0};
   return spawn;
 }
 
@@ -49,10 +49,10 @@ TEST(LauncherMessagesTest, SpawnFieldChecks) {
   bad.env = {"NOEQUALS"};
   EXPECT_FALSE(bad.Validate());
   bad = spawn;
-  bad.cpus = {};
+  bad.placement.cpus = {};
   EXPECT_FALSE(bad.Validate());
   bad = spawn;
-  bad.cpus = {-1};
+  bad.placement.cpus = {-1};
   EXPECT_FALSE(bad.Validate());
   bad = spawn;
   bad.who.user = "";
@@ -82,13 +82,11 @@ TEST(PlacementRecordTest, MemoryIsChargedOnlyToItsOwnNodesAndLinkNamesAreShort) 
 
 TEST(LauncherMessagesTest, ThePlacementRidesTheSpawnIntoTheRunRecord) {
   SpawnRequest spawn = MinimalSpawn();
-  spawn.cpus = {2};
   spawn.placement = PlacementRecord{.cpus = {2}, .mems = {1}, .mem_by_node = {{1, 4.0}}};
   auto decoded = Decode<SpawnRequest>(Encode(spawn));
   ASSERT_TRUE(decoded) << decoded.error().message();
-  ASSERT_TRUE(decoded->placement);
-  EXPECT_EQ(decoded->placement->mems, std::vector<int>{1});
-  EXPECT_EQ(decoded->placement->mem_by_node, (std::map<int, double>{{1, 4.0}}));
+  EXPECT_EQ(decoded->placement.mems, std::vector<int>{1});
+  EXPECT_EQ(decoded->placement.mem_by_node, (std::map<int, double>{{1, 4.0}}));
 }
 
 TEST(RunRecordTest, ARecordFromBeforeThePlacementFieldStillLoads) {
@@ -125,7 +123,7 @@ TEST(LauncherMessagesTest, DeliverNeedsAnAbsolutePath) {
 
 TEST(ExecutorMessagesTest, WrongTypesNameTheField) {
   auto start = Decode<StartJob>(
-      R"({"type":"start","req":1,"id":"x","cpus":[0],"mems":[0],"memory_max":[],"gpus":[],"mem_by_node":[],"gpu_link":[],"spans_nodes":false})");
+      R"({"type":"start","req":1,"id":"x","placement":{"cpus":[0],"mems":[0],"gpus":[],"mem_by_node":[],"gpu_link":[],"spans_nodes":false},"memory_max":[]})");
   ASSERT_FALSE(start);
   EXPECT_NE(start.error().message().find("'id'"), std::string::npos);
   auto reg = Decode<RegisterJob>(R"({"type":"register","req":1,"id":"1"})");
@@ -134,14 +132,16 @@ TEST(ExecutorMessagesTest, WrongTypesNameTheField) {
 }
 
 TEST(ExecutorMessagesTest, StartAndSignalRanges) {
-  EXPECT_FALSE(Decode<StartJob>(
-      R"({"req":1,"id":1,"cpus":[],"mems":[0],"memory_max":[],"gpus":[],"mem_by_node":[],"gpu_link":[],"spans_nodes":false})"));
-  EXPECT_FALSE(Decode<StartJob>(
-      R"({"req":1,"id":1,"cpus":[-3],"mems":[0],"memory_max":[],"gpus":[],"mem_by_node":[],"gpu_link":[],"spans_nodes":false})"));
-  EXPECT_FALSE(Decode<StartJob>(
-      R"({"req":1,"id":1,"cpus":[0],"mems":[0],"memory_max":[0],"gpus":[],"mem_by_node":[],"gpu_link":[],"spans_nodes":false})"));
-  EXPECT_TRUE(Decode<StartJob>(
-      R"({"req":1,"id":1,"cpus":[0],"mems":[0],"memory_max":[5],"gpus":[],"mem_by_node":[],"gpu_link":[],"spans_nodes":false})"));
+  auto start = [](const std::string& cpus, const std::string& memory_max) {
+    return R"({"req":1,"id":1,"placement":{"cpus":)" + cpus +
+           R"(,"mems":[0],"gpus":[],"mem_by_node":[],"gpu_link":[],"spans_nodes":false},)" +
+           R"("memory_max":)" + memory_max + "}";
+  };
+  EXPECT_FALSE(Decode<StartJob>(start("[]", "[]")));
+  EXPECT_FALSE(Decode<StartJob>(start("[-3]", "[]")));
+  EXPECT_FALSE(Decode<StartJob>(start("[0]", "[0]")));
+  const auto good = Decode<StartJob>(start("[0]", "[5]"));
+  EXPECT_TRUE(good) << good.error().message();
   EXPECT_FALSE(Decode<SignalJob>(R"({"req":1,"id":1,"signal":"stop","note":"","limit_s":0})"));
   EXPECT_FALSE(
       Decode<SignalJob>(R"({"req":1,"id":1,"signal":"term","note":"rm -rf","limit_s":0})"));

@@ -45,7 +45,7 @@ class ShepherdTest : public ::testing::Test {
     request.argv = std::move(argv);
     request.cwd = std::move(cwd);
     request.env = {"PATH=/usr/bin:/bin"};
-    request.cpus = {testing::FirstAllowedCpu()};
+    request.placement.cpus = {testing::FirstAllowedCpu()};
     Outcome outcome;
     Result<PreparedJob> job = PreparedJob::Build(request);
     if (!job) {
@@ -219,7 +219,7 @@ TEST(JobHandshakeTest, AChildWhoseShepherdDiesBeforeItsGoByteNeverRuns) {
   request.argv = {"sh", "-c", "touch " + marker};
   request.cwd = "/tmp";
   request.env = {"PATH=/usr/bin:/bin"};
-  request.cpus = {testing::FirstAllowedCpu()};
+  request.placement.cpus = {testing::FirstAllowedCpu()};
   Result<PreparedJob> job = PreparedJob::Build(request);
   ASSERT_TRUE(job) << job.error().message();
   int go[2];

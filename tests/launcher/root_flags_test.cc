@@ -126,6 +126,26 @@ TEST(RootConfigTest, TravelsToTheExecutorAsOneMessage) {
   EXPECT_FALSE(protocol::Decode<protocol::RootConfig>("{\"socket\":\"/s\"}"));
 }
 
+// A launcher of another release (running on after a package upgrade)
+// starting this executor: refused, whether it sends another protocol
+// number or none at all.
+TEST(RootConfigTest, AnotherLauncherProtocolIsRefused) {
+  protocol::RootConfig config;
+  config.launcher_protocol = protocol::kLauncherProtocol - 1;
+  Result<protocol::RootConfig> other =
+      protocol::Decode<protocol::RootConfig>(protocol::Encode(config));
+  ASSERT_FALSE(other);
+  EXPECT_THAT(other.error().message(), ::testing::HasSubstr("the launcher speaks protocol"));
+  std::string older = protocol::Encode(protocol::RootConfig{});
+  const std::string field = ",\"launcher_protocol\":" + std::to_string(protocol::kLauncherProtocol);
+  ASSERT_NE(older.find(field), std::string::npos) << older;
+  older.erase(older.find(field), field.size());
+  Result<protocol::RootConfig> without = protocol::Decode<protocol::RootConfig>(older);
+  ASSERT_FALSE(without);
+  EXPECT_THAT(without.error().message(), ::testing::HasSubstr("launcher_protocol"));
+  EXPECT_TRUE(protocol::Decode<protocol::RootConfig>(protocol::Encode(protocol::RootConfig{})));
+}
+
 UniqueFd OpenPath(const char* path) {
   return UniqueFd(::open(path, O_PATH | O_CLOEXEC));
 }

@@ -159,15 +159,15 @@ TEST(ClientMessagesTest, InfoReplyRoundTripsWithOptionalMemory) {
 }
 
 TEST(ExecutorMessagesTest, StartJobRoundTripsAndValidates) {
-  StartJob start{.id = 7, .cpus = {0, 1}, .mems = {0}, .memory_max = 1 << 30, .gpus = {}};
+  StartJob start{.id = 7, .placement = {.cpus = {0, 1}, .mems = {0}}, .memory_max = 1 << 30};
   auto out = Decode<StartJob>(Encode(start));
   ASSERT_TRUE(out);
-  EXPECT_EQ(out->cpus, (std::vector<int>{0, 1}));
+  EXPECT_EQ(out->placement.cpus, (std::vector<int>{0, 1}));
   EXPECT_EQ(out->memory_max, 1u << 30);
 
-  start.cpus = {-1};
+  start.placement.cpus = {-1};
   EXPECT_FALSE(Decode<StartJob>(Encode(start)));
-  start.cpus = {};
+  start.placement.cpus = {};
   EXPECT_FALSE(Decode<StartJob>(Encode(start)));
 }
 
@@ -245,11 +245,11 @@ TEST(ExecutorMessagesTest, HelloRefusesAnotherVersion) {
 
 TEST(ExecutorMessagesTest, RegisterJobsStartIsAStartJobForTheSameId) {
   RegisterJob r{.id = 5};
-  r.start = StartJob{.req = 8, .id = 5, .cpus = {0}, .mems = {0}};
+  r.start = StartJob{.req = 8, .id = 5, .placement = {.cpus = {0}, .mems = {0}}};
   auto decoded = Decode<RegisterJob>(Encode(r));
   ASSERT_TRUE(decoded) << decoded.error().message();
   ASSERT_TRUE(decoded->start);
-  EXPECT_EQ(decoded->start->cpus, std::vector<int>{0});
+  EXPECT_EQ(decoded->start->placement.cpus, std::vector<int>{0});
   EXPECT_EQ(decoded->start->req, 8u);
   r.start->id = 6;
   auto other = Decode<RegisterJob>(Encode(r));
