@@ -1132,6 +1132,13 @@ TEST_F(ForgedBrokerTest, OutputInADirectoryTheUserCannotWriteNeverLandsThere) {
   EXPECT_FALSE(fs::exists(path));
 }
 
+// A start message written out by hand: `id` and the placement's first
+// fields as given, the rest well formed.
+std::string WithPlacement(const std::string& id, const std::string& placement) {
+  return "{\"type\":\"start\",\"req\":1," + id + ",\"placement\":{" + placement +
+         ",\"mem_by_node\":[],\"gpu_link\":[],\"spans_nodes\":false},\"memory_max\":[]}";
+}
+
 // (f) Placements outside the machine and wrongly typed fields are refused.
 TEST_F(ForgedBrokerTest, BadPlacementsAndTypesAreRefused) {
   Hello();
@@ -1147,15 +1154,9 @@ TEST_F(ForgedBrokerTest, BadPlacementsAndTypesAreRefused) {
       {StartJson(7, {999}), "cpus"},
       {StartJson(7, {0}, {7}), "mems"},
       {StartJson(7, {-1}), "cpus"},
-      {"{\"type\":\"start\",\"req\":1,\"id\":\"7\",\"cpus\":[0],\"mems\":[],\"memory_max\":[],"
-       "\"gpus\":[]}",
-       "id"},
-      {"{\"type\":\"start\",\"req\":1,\"id\":7,\"cpus\":\"0\",\"mems\":[],\"memory_max\":[],"
-       "\"gpus\":[]}",
-       "cpus"},
-      {"{\"type\":\"start\",\"req\":1,\"id\":7,\"cpus\":[0],\"mems\":[],\"memory_max\":[],\"gpus\":"
-       "{\"a\":1}}",
-       "gpus"},
+      {WithPlacement("\"id\":\"7\"", "\"cpus\":[0],\"mems\":[],\"gpus\":[]"), "id"},
+      {WithPlacement("\"id\":7", "\"cpus\":\"0\",\"mems\":[],\"gpus\":[]"), "cpus"},
+      {WithPlacement("\"id\":7", "\"cpus\":[0],\"mems\":[],\"gpus\":{\"a\":1}"), "gpus"},
       {"{\"type\":\"signal\",\"req\":1,\"id\":7,\"signal\":9,\"note\":\"\",\"limit_s\":0}",
        "signal"},
   };
