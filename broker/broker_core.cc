@@ -467,7 +467,8 @@ void BrokerCore::Submit(const Peer& peer, const std::string& text, Respond respo
   // waits for another, or a drained machine, costs no pass over the queue.
   protocol::RegisterJob registration;
   registration.id = id;
-  if (!WaitsForDependencies(stored) && !draining_ && scheduler_.FitsNow(stored.demand)) {
+  if (!request->exec_error && !WaitsForDependencies(stored) && !draining_ &&
+      scheduler_.FitsNow(stored.demand)) {
     if (std::optional<broker::Start> placed = PlaceNewJob(stored)) {
       registration.start = StartRequest(stored, placed->placement);
       stored.placement = std::move(placed->placement);
@@ -526,6 +527,7 @@ void BrokerCore::CompleteSubmit(std::uint64_t id, protocol::SubmitRequest reques
   job.argv = std::move(request.argv);
   job.cwd = std::move(request.cwd);
   job.output_dest = reply->output_dest;
+  if (request.exec_error) return FailUnrunnable(job, *request.exec_error, std::move(respond));
   // Its launch spec is on disk and holds all of it but its dependencies.
   MarkChanged(id, job.after.empty() ? Held::kAlsoOnRootSide : Held::kOnlyHere);
   // The reply is built before the start is applied: a start that failed
@@ -594,6 +596,26 @@ void BrokerCore::CompleteSubmit(std::uint64_t id, protocol::SubmitRequest reques
       (!WaitsForDependencies(kept->second) && scheduler_.FitsNow(kept->second.demand))) {
     Schedule();
   }
+}
+
+void BrokerCore::FailUnrunnable(JobRecord& job, const std::string& why, Respond respond) {
+  // It had to be registered all the same: its id is then the root side's
+  // too, and never handed out again. Nothing else of it stays there.
+  ForgetOnExecutor(job.id);
+  job.output_dest.reset();
+  job.reason = JobReason::kError;
+  job.detail = "failed to start: " + why;
+  protocol::SubmitReply answer;
+  answer.id = job.id;
+  answer.state = JobState::kDone;
+  answer.max_time_s = job.max_time_s;
+  answer.cpu = job.demand.cpu;
+  answer.start_error = why;
+  LogInfo("job " + Id(job.id) + " of uid " + std::to_string(job.uid) + " failed to start: " + why);
+  Finish(job, std::nullopt, clock_.Now());
+  AnswerWhenWritten(std::move(respond), Response{protocol::Encode(answer), std::nullopt});
+  ApplyRetention();
+  Schedule();
 }
 
 Result<std::string> BrokerCore::List(const Peer& peer, const std::string& text,

@@ -168,6 +168,9 @@ class BrokerCore {
   Result<JobRecord*> Lookup(const Peer& peer, std::uint64_t id);
   void AnswerWhenWritten(Respond respond, Response response,
                          std::function<Response(const Error&)> if_lost = nullptr);
+  // A submission whose command dispatch found it cannot execute: ended at
+  // once, as a job that failed to start.
+  void FailUnrunnable(JobRecord& job, const std::string& why, Respond respond);
 
   void Schedule();
   // Queued jobs in id order and the jobs holding a placement, as the

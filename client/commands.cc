@@ -94,6 +94,15 @@ int PrintWhatTheStreamMissed(const std::string& socket, std::uint64_t id, Io io)
   return io.out ? kExitOk : kExitError;
 }
 
+// A submission the daemon recorded as failed to start (its command cannot
+// be executed): said as an error, with the job's id for `list --finished`.
+int ReportStartError(const protocol::SubmitReply& reply, Io io) {
+  io.out.flush();
+  io.err << "job " << reply.id << " failed to start: " << EscapeControl(*reply.start_error) << "\n";
+  io.err.flush();
+  return kExitError;
+}
+
 }  // namespace
 
 int ReportError(const Error& error, Io io) {
@@ -106,6 +115,7 @@ int ReportError(const Error& error, Io io) {
 int RunSubmit(const std::string& socket, const protocol::SubmitRequest& request, Io io) {
   auto reply = Call<protocol::SubmitReply>(socket, request);
   if (!reply) return ReportError(reply.error(), io);
+  if (reply->start_error) return ReportStartError(*reply, io);
   io.out << RenderSubmit(*reply, !request.output.has_value(), request.output);
   return kExitOk;
 }
@@ -113,6 +123,7 @@ int RunSubmit(const std::string& socket, const protocol::SubmitRequest& request,
 int RunSubmitAndWait(const std::string& socket, const protocol::SubmitRequest& request, Io io) {
   auto reply = Call<protocol::SubmitReply>(socket, request);
   if (!reply) return ReportError(reply.error(), io);
+  if (reply->start_error) return ReportStartError(*reply, io);
   // stdout carries the job's output alone, so a script can capture it.
   io.err << RenderSubmit(*reply, !request.output.has_value(), request.output);
   io.err.flush();

@@ -17,12 +17,14 @@
 #include "client/backend_config.h"
 #include "client/command_line.h"
 #include "client/commands.h"
+#include "client/exec_check.h"
 #include "client/output_place.h"
 #include "client/parse_errors.h"
 #include "client/slurm_backend.h"
 #include "client/transport.h"
 #include "client/wait.h"
 #include "common/units.h"
+#include "protocol/base/exec_path.h"
 #include "protocol/root_config.h"
 
 extern char** environ;
@@ -195,6 +197,11 @@ std::optional<int> BuildSubmit(const NewFlags& f, const std::vector<std::string>
     if (!is_dir) return ReportError(is_dir.error(), io);
     request->output_is_dir = *is_dir;
   }
+  // Looked for as the job will look for it: on its PATH, from here, as
+  // the user.
+  auto path = request->env.find("PATH");
+  request->exec_error = WhyNotExecutable(
+      request->argv[0], path != request->env.end() ? path->second : std::string(kCleanPath));
   NameSubmitter(*request);
   return std::nullopt;
 }
@@ -364,6 +371,8 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
                                "backend; use sbatch --dependency or srun"),
                          io);
     }
+    // Not request.exec_error: Slurm runs the command on a node of its
+    // choosing, whose files this machine's need not be.
     if (slurm) return slurm::Submit(*backend, request, PeelAssignments(words).env, io);
     if (new_flags.wait) return RunSubmitAndWait(socket, request, io);
     return RunSubmit(socket, request, io);

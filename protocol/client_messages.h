@@ -56,6 +56,8 @@ struct SubmitReply {
   // when the job started at once, else what an idle machine would give).
   std::int64_t granted_cpus = 0;
   std::int64_t granted_cores = 0;
+  // The job was recorded as failed to start (SubmitRequest::exec_error).
+  std::optional<std::string> start_error;
 
   template <class A>
   void save(A& ar) const {
@@ -69,6 +71,7 @@ struct SubmitReply {
     Put(ar, "output_dest", output_dest);
     Put(ar, "granted_cpus", granted_cpus);
     Put(ar, "granted_cores", granted_cores);
+    Put(ar, "start_error", start_error);
   }
   template <class A>
   void load(A& ar) {
@@ -81,6 +84,7 @@ struct SubmitReply {
     Get(ar, "output_dest", output_dest);
     Get(ar, "granted_cpus", granted_cpus);
     Get(ar, "granted_cores", granted_cores);
+    GetIfPresent(ar, "start_error", start_error);
   }
 };
 

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "protocol/base/exec_path.h"
 #include "protocol/base/result.h"
 #include "protocol/codec.h"
 #include "protocol/envelope.h"
@@ -29,8 +30,7 @@
 
 namespace hpcb::protocol {
 
-// The PATH a job gets when neither it nor its environment names one.
-inline constexpr const char* kCleanPath = "/usr/local/bin:/usr/bin:/bin";
+using hpcb::kCleanPath;
 
 enum class LauncherKind {
   kSpawn,

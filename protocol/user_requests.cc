@@ -95,6 +95,7 @@ Result<void> SubmitRequest::Validate() const {
   if (max_mem_gb && *max_mem_gb < 0.001) {
     return InvalidArgument("--max-mem must be at least 0.001 (GiB)");
   }
+  if (exec_error && exec_error->size() > 8192) return InvalidArgument("exec_error is too long");
   if (after.size() > kMaxDependencies) {
     return InvalidArgument("--after names " + std::to_string(after.size()) + " jobs, limit " +
                            std::to_string(kMaxDependencies));

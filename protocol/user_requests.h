@@ -63,6 +63,10 @@ struct SubmitRequest {
   // they ended when `after_any`.
   std::vector<std::uint64_t> after;
   bool after_any = false;
+  // Why the command cannot be executed, as dispatch found looking for it
+  // as the user (client/exec_check.h): the job is recorded as one that
+  // failed to start, and never runs.
+  std::optional<std::string> exec_error;
 
   template <class A>
   void save(A& ar) const {
@@ -86,6 +90,7 @@ struct SubmitRequest {
     Put(ar, "shell", shell);
     Put(ar, "after", after);
     Put(ar, "after_any", after_any);
+    Put(ar, "exec_error", exec_error);
   }
   template <class A>
   void load(A& ar) {
@@ -108,6 +113,7 @@ struct SubmitRequest {
     GetIfPresent(ar, "shell", shell);
     Get(ar, "after", after);
     Get(ar, "after_any", after_any);
+    GetIfPresent(ar, "exec_error", exec_error);
   }
   Result<void> Validate() const;
 };

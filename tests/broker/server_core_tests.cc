@@ -136,6 +136,32 @@ TEST_F(ServerCoreTest, AJobThatFitsIsStartedByItsRegistration) {
   EXPECT_EQ(executor_.started.size(), 1u);
 }
 
+// dispatch could not find the command: the job is registered (its id is
+// the root side's too), then ended at once and forgotten there; its cpus
+// go to the next job.
+TEST_F(ServerCoreTest, ACommandDispatchCannotExecuteEndsTheJobAtOnce) {
+  StartCore();
+  protocol::SubmitRequest request;
+  request.argv = {"./bench.sh"};
+  request.cwd = "/tmp";
+  request.cpu = 2;
+  request.output = "/tmp";
+  request.exec_error = "cannot execute ./bench.sh: No such file or directory";
+  const std::string frame = Call(1000, protocol::Encode(request));
+  Result<protocol::SubmitReply> reply = protocol::Decode<protocol::SubmitReply>(frame);
+  ASSERT_TRUE(reply) << frame;
+  EXPECT_EQ(reply->id, 1u);
+  EXPECT_EQ(reply->state, JobState::kDone);
+  EXPECT_EQ(reply->start_error, request.exec_error);
+  ASSERT_EQ(executor_.registered.size(), 1u);
+  EXPECT_FALSE(executor_.registered[0].start) << "it must not be started";
+  EXPECT_EQ(executor_.forgotten, std::vector<std::uint64_t>{1});
+  ASSERT_NE(core_->Find(1), nullptr);
+  EXPECT_EQ(core_->Find(1)->reason, protocol::JobReason::kError);
+  EXPECT_EQ(core_->Find(1)->detail, "failed to start: " + *request.exec_error);
+  EXPECT_EQ(Submit(1000, 2).state, JobState::kRunning) << "its cpus were not kept";
+}
+
 TEST_F(ServerCoreTest, AnOlderJobTheSamePassPlacesIsStartedFirst) {
   StartCore();
   EXPECT_EQ(Submit(1000, 2).state, JobState::kRunning);

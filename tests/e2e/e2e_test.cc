@@ -327,13 +327,30 @@ TEST_F(E2eTest, ExitCodesAndSpawnFailuresAreReported) {
   StartOrFail();
 
   ASSERT_EQ(daemon_.Dispatch({"new", "--", "sh", "-c", "exit 7"}).exit_code, 0);
-  daemon_.Dispatch({"new", "--", "/nonexistent/cmd"});
+  // A command dispatch cannot find is answered at once, and leaves nothing.
+  CommandResult missing = daemon_.Dispatch({"new", "--", "/nonexistent/cmd"});
+  EXPECT_EQ(missing.exit_code, 1) << missing.out;
+  EXPECT_EQ(missing.err,
+            "job 2 failed to start: cannot execute /nonexistent/cmd: No such file or directory\n");
+  EXPECT_EQ(missing.out, "");
+  // One that is gone by the time the job starts fails in the launcher.
+  const std::string script = daemon_.work() + "/gone.sh";
+  std::ofstream(script) << "#!/bin/sh\necho ran\n";
+  ASSERT_EQ(::chmod(script.c_str(), 0755), 0);
+  ASSERT_EQ(daemon_.Dispatch({"new", "--", "rm", script}).exit_code, 0);
+  CommandResult gone = daemon_.Dispatch({"new", "--after", "3", "--", "./gone.sh"});
+  ASSERT_EQ(gone.exit_code, 0) << gone.err;
 
-  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return Finished(1) && Finished(2); }, seconds(10)))
+  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return Finished(1) && Finished(4); }, seconds(10)))
       << ListFinished();
   EXPECT_EQ(RowOf(1).substr(RowOf(1).size() - 2), " 7") << RowOf(1);
   EXPECT_NE(RowOf(2).find("error"), std::string::npos) << RowOf(2);
-  EXPECT_TRUE(FileHas("output.2.log", "failed to start job"));
+  EXPECT_FALSE(std::filesystem::exists(daemon_.work() + "/output.2.log"));
+  EXPECT_TRUE(DaemonHarness::WaitFor(
+      [&] { return !std::filesystem::exists(daemon_.state() + "/jobs/2"); }, seconds(10)))
+      << "the refused job's directory is left behind";
+  EXPECT_NE(RowOf(4).find("error"), std::string::npos) << RowOf(4);
+  EXPECT_TRUE(FileHas("output.4.log", "failed to start job"));
 }
 
 TEST_F(E2eTest, FifoStrictHoldsTheQueueBehindABlockedHead) {

@@ -765,7 +765,10 @@ TEST_F(RootE2eTest, ExecutorFilterListsExactlyTheCallsItMakes) {
   EXPECT_TRUE(DaemonHarness::WaitFor([&] { return Running(alice_, stubborn); }, seconds(10)));
   EXPECT_EQ(As(alice_, {"kill", std::to_string(stubborn)}).exit_code, 0);
   wait(stubborn);
-  wait(Submit(alice_, {"--", "/nonexistent/program"}));
+  // A start that fails in the launcher: dispatch finds the script, whose
+  // interpreter then is not there.
+  WriteFile(home + "/no-interpreter", "#!/nonexistent/interpreter\n", 0755, alice_.uid, alice_.gid);
+  wait(Submit(alice_, {"--", home + "/no-interpreter"}));
 
   const std::string locked = home + "/locked";
   MakeUserDir(alice_, 0700);

@@ -2,13 +2,13 @@
 
 #include <gtest/gtest.h>
 
-#include "launcher/exec_path.h"
+#include "protocol/base/exec_path.h"
 #include "protocol/launcher_messages.h"
 
 namespace hpcb::executor {
 namespace {
 
-using launcher::EnvValue;
+using hpcb::EnvValue;
 
 host::PasswdFacts Alice() {
   return {"alice", "/home/alice", "/bin/bash"};

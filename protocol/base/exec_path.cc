@@ -1,9 +1,9 @@
-#include "launcher/exec_path.h"
+#include "protocol/base/exec_path.h"
 
 #include <string_view>
 #include <utility>
 
-namespace hpcb::launcher {
+namespace hpcb {
 
 std::vector<std::string> ExecCandidates(const std::string& argv0, const std::string& path_value) {
   if (argv0.find('/') != std::string::npos) return {argv0};
@@ -34,4 +34,4 @@ std::optional<std::string> EnvValue(const std::vector<std::string>& env, const s
   return std::nullopt;
 }
 
-}  // namespace hpcb::launcher
+}  // namespace hpcb

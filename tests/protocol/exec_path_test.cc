@@ -1,8 +1,8 @@
-#include "launcher/exec_path.h"
+#include "protocol/base/exec_path.h"
 
 #include <gtest/gtest.h>
 
-namespace hpcb::launcher {
+namespace hpcb {
 namespace {
 
 TEST(ExecCandidatesTest, SearchesTheJobsPath) {
@@ -12,4 +12,4 @@ TEST(ExecCandidatesTest, SearchesTheJobsPath) {
 }
 
 }  // namespace
-}  // namespace hpcb::launcher
+}  // namespace hpcb
