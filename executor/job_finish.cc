@@ -37,10 +37,23 @@ struct JobInfo {
     Put(ar, "start_time", spec->start_time);
     Put(ar, "output_dest", spec->output_dest);
     Put(ar, "placement", spec->placement);
+    // The original tool's keys, as it wrote them, which scripts read.
+    Put(ar, "cpus", spec->placement ? spec->placement->cpus : std::vector<int>{});
+    if (std::optional<int> node = NumaNode()) {
+      Put(ar, "numa_node", *node);
+    } else {
+      Put(ar, "numa_node", nullptr);
+    }
     Put(ar, "exit_code", spec->exit_code);
     Put(ar, "end_time", spec->end_time);
     Put(ar, "usage", spec->usage);
     Put(ar, "max_mem_gib", BudgetGiB());
+  }
+  // Where its cpus and memory are, when that is one node.
+  std::optional<int> NumaNode() const {
+    const auto& placement = spec->placement;
+    if (!placement || placement->spans_nodes || placement->mems.size() != 1) return std::nullopt;
+    return placement->mems[0];
   }
   // The placement's budget as one figure, as the job was promised it.
   std::optional<double> BudgetGiB() const {

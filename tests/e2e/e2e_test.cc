@@ -318,6 +318,15 @@ TEST_F(E2eTest, InfoJsonCarriesThePlacement) {
   EXPECT_NE(info.find("\"spans_nodes\":false"), std::string::npos) << info;
   EXPECT_NE(info.find("\"max_mem_gib\":[0.25]"), std::string::npos) << info;
   EXPECT_NE(info.find("\"exit_code\":[0]"), std::string::npos) << info;
+  // The original tool's top-level keys, beside the placement.
+  EXPECT_NE(info.find("\"numa_node\":0,"), std::string::npos) << info;
+  auto list_after = [&info](const std::string& key) {
+    const std::size_t at = info.find(key);
+    return at == std::string::npos ? std::string("<none>")
+                                   : info.substr(at + key.size(), info.find(']', at + key.size()) -
+                                                                      at - key.size() + 1);
+  };
+  EXPECT_EQ(list_after("}],\"cpus\":"), list_after("\"placement\":[{\"cpus\":")) << info;
   // One cpu, as asked: the list holds a single id.
   const std::size_t cpus = info.find("\"cpus\":[") + 8;
   EXPECT_EQ(info.find(',', cpus), info.find(']', cpus) + 1) << info;
