@@ -232,9 +232,7 @@ Result<std::vector<std::uint64_t>> BrokerCore::CheckAfter(
     if (std::find(ids.begin(), ids.end(), id) != ids.end()) continue;
     auto it = jobs_.find(id);
     if (it == jobs_.end() || it->second.phase == JobPhase::kRegistering) {
-      return Error(ErrorCode::kNotFound, "--after: no such job " + Id(id) +
-                                             " (never submitted, or finished and "
-                                             "no longer kept)");
+      return Error(ErrorCode::kNotFound, "--after: no such job " + Id(id));
     }
     if (!options_.list_is_public) {
       Result<void> visible = permissions_.OwnerOrAdmin(peer.uid, it->second);
@@ -543,6 +541,7 @@ void BrokerCore::CompleteSubmit(std::uint64_t id, protocol::SubmitRequest reques
                                job.output_dest,
                                grant.cpus,
                                grant.cores};
+  answer.draining = draining_ && job.queued();
   const std::uint32_t uid = job.uid;
   if (start_ended) {
     ApplyStart(job, *reply->start);

@@ -21,6 +21,17 @@ std::string G(double value) {
   return buffer;
 }
 
+// GiB to at most two decimals, as `dispatch info` rounds them: 21.54, 64.
+std::string F2(double value) {
+  char buffer[64];
+  (void)std::snprintf(buffer, sizeof buffer, "%.2f", value);
+  std::string text = buffer;
+  while (text.back() == '0')
+    text.pop_back();
+  if (text.back() == '.') text.pop_back();
+  return text;
+}
+
 std::string F0(double value) {
   char buffer[64];
   (void)std::snprintf(buffer, sizeof buffer, "%.0f", value);  // truncation is still a string
@@ -287,7 +298,7 @@ Result<void> Pool::Validate(const JobDemand& demand) const {
                            "the budget span nodes, or use --exclusive");
   }
   if (demand.mem_gib > usable + kSlack) {
-    return InvalidArgument("--max-mem " + G(demand.mem_gib) + " exceeds the " + G(usable) +
+    return InvalidArgument("--max-mem " + G(demand.mem_gib) + " exceeds the " + F2(usable) +
                            " GiB available to jobs");
   }
   return Ok();

@@ -14,6 +14,7 @@
 #include "client/info_format.h"
 #include "client/transport.h"
 #include "client/wait.h"
+#include "common/units.h"
 #include "protocol/base/unique_fd.h"
 
 namespace hpcb::client {
@@ -94,6 +95,21 @@ int PrintWhatTheStreamMissed(const std::string& socket, std::uint64_t id, Io io)
   return io.out ? kExitOk : kExitError;
 }
 
+// What the user would not guess from the submit line: a --max-time the
+// daemon cut to its --max-lifetime, a drained machine.
+void SayWhatChanged(const protocol::SubmitRequest& request, const protocol::SubmitReply& reply,
+                    Io io) {
+  if (request.max_time_s && reply.max_time_s < *request.max_time_s) {
+    io.err << "dispatch: --max-time cut to " << FormatDuration(reply.max_time_s)
+           << ", the longest this daemon allows (its --max-lifetime)\n";
+  }
+  if (reply.draining) {
+    io.err << "dispatch: the machine is drained: job " << reply.id
+           << " waits until an admin runs 'dispatch resume'\n";
+  }
+  io.err.flush();
+}
+
 // A submission the daemon recorded as failed to start (its command cannot
 // be executed): said as an error, with the job's id for `list --finished`.
 int ReportStartError(const protocol::SubmitReply& reply, Io io) {
@@ -117,6 +133,8 @@ int RunSubmit(const std::string& socket, const protocol::SubmitRequest& request,
   if (!reply) return ReportError(reply.error(), io);
   if (reply->start_error) return ReportStartError(*reply, io);
   io.out << RenderSubmit(*reply, !request.output.has_value(), request.output);
+  io.out.flush();
+  SayWhatChanged(request, *reply, io);
   return kExitOk;
 }
 
@@ -126,7 +144,7 @@ int RunSubmitAndWait(const std::string& socket, const protocol::SubmitRequest& r
   if (reply->start_error) return ReportStartError(*reply, io);
   // stdout carries the job's output alone, so a script can capture it.
   io.err << RenderSubmit(*reply, !request.output.has_value(), request.output);
-  io.err.flush();
+  SayWhatChanged(request, *reply, io);
   const Attached attached = Attach(socket, reply->id, DeliveredOutput::kLeaveToCaller, io);
   if (attached.code != kExitOk) return attached.code;
   if (!attached.streamed) {
@@ -253,6 +271,22 @@ int RunJobField(const std::string& socket, const protocol::JobFieldRequest& requ
 
 int RunOutput(const std::string& socket, const protocol::OutputRequest& request, Io io) {
   auto reply = Call<protocol::OutputAnswer>(socket, request);
+  if (!reply) {
+    // A delivery that failed leaves the copy kept (its row says why): say
+    // which job, and where else it can go.
+    Result<protocol::ListReply> listed =
+        ListJobs(socket, protocol::ListRequest{false, true, {request.id}});
+    const bool kept = listed && !listed->jobs.empty() && listed->jobs[0].id == request.id &&
+                      listed->jobs[0].output_error.has_value();
+    if (kept) {
+      const std::string id = std::to_string(request.id);
+      return ReportError(Error(reply.error().code(), "job " + id + "'s output was not delivered: " +
+                                                         reply.error().message() +
+                                                         "; it is still kept ('dispatch output " +
+                                                         id + " --to DIR' saves it elsewhere)"),
+                         io);
+    }
+  }
   if (!reply) return ReportError(reply.error(), io);
   io.out << "job " << request.id << "'s output " << (reply->already ? "is" : "is now") << " at "
          << EscapeControl(reply->output_dest) << "\n";

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cerrno>
 #include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -36,9 +37,44 @@ constexpr const char* kUsage =
     "usage: dispatch [-h] [--version] "
     "{new,list,attach,kill,job,output,wait,info,drain,resume} ...\n";
 
+// Each subcommand's usage line, printed above its own mistakes.
+std::string UsageOf(std::string_view command) {
+  static const std::pair<std::string_view, std::string_view> kLines[] = {
+      {"new", "new [options] [NAME=VALUE...] -- CMD [ARGS...]"},
+      {"list", "list [--all] [--finished] [--json] [-l]"},
+      {"attach", "attach ID"},
+      {"kill", "kill ID"},
+      {"job", "job ID max-time get|set|add [DURATION] [--json]"},
+      {"output", "output ID [--to DIR|FILE]"},
+      {"wait", "wait ID [ID...] [--timeout DURATION]"},
+      {"info", "info [--json]"},
+      {"drain", "drain"},
+      {"resume", "resume"},
+  };
+  for (const auto& [name, line] : kLines) {
+    if (name == command) return "usage: dispatch " + std::string(line) + "\n";
+  }
+  return kUsage;
+}
+
+// The subcommand this run is about ("" when none was named), for the
+// usage line of its errors.
+std::string g_command;
+
 int UsageError(const std::string& message, Io io) {
-  io.err << kUsage << "dispatch: error: " << message << "\n";
+  io.err << UsageOf(g_command) << "dispatch: error: " << message << "\n";
   return kExitUsage;
+}
+
+// One job id as typed: digits, not 0 ("-1" is not read as 2^64 - 1).
+Result<std::uint64_t> ParseJobId(const std::string& word) {
+  const bool digits =
+      !word.empty() && word.size() <= 19 &&
+      std::all_of(word.begin(), word.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+  if (!digits || std::stoull(word) == 0) {
+    return InvalidArgument("argument ID: invalid job id: '" + word.substr(0, 40) + "'");
+  }
+  return std::stoull(word);
 }
 
 struct NewFlags {
@@ -149,11 +185,33 @@ std::optional<int> BuildSubmit(const NewFlags& f, const std::vector<std::string>
   if (f.time_opt->count() > 0) {
     auto seconds = ParseDuration(f.max_time);
     if (!seconds) return UsageError("argument --max-time: " + seconds.error().message(), io);
+    if (*seconds == 0) return UsageError("argument --max-time: must be longer than 0", io);
     request->max_time_s = *seconds;
+  }
+  // As typed, for the messages below.
+  auto typed = [](const CLI::Option* option) {
+    return option->count() > 0 ? option->results().back() : std::string();
+  };
+  if (f.cpu_opt->count() > 0 && f.cpu < 1) {
+    return UsageError("argument --cpu: must be 1 or more, not '" + typed(f.cpu_opt) + "'", io);
+  }
+  if (f.gpu_cores < 0) {
+    return UsageError(
+        "argument --gpu-cores: must be 0 or more, not '" + std::to_string(f.gpu_cores) + "'", io);
+  }
+  if (f.mem_opt->count() > 0 && !(std::isfinite(f.max_mem) && f.max_mem > 0)) {
+    return UsageError(
+        "argument --max-mem: must be a positive number of GiB, not '" + typed(f.mem_opt) + "'", io);
+  }
+  if (f.no_output && f.output_opt->count() > 0) {
+    return UsageError("--output and --no-output cannot be combined", io);
+  }
+  if (f.output_opt->count() > 0 && f.output.empty()) {
+    return UsageError("argument --output: expected a directory or a file, not ''", io);
   }
   PeeledCommand peeled = PeelAssignments(words);
   if (peeled.argv.empty()) {
-    return UsageError("no command given; usage: dispatch new [options] -- <command>", io);
+    return UsageError("no command given after --", io);
   }
   std::optional<std::string> cwd = CurrentDirectory();
   if (!cwd) {
@@ -232,6 +290,13 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
   const std::string first = split.options.empty() ? std::string() : split.options[0];
   const std::vector<std::string>& names = SubcommandNames();
   const bool build_all = std::find(names.begin(), names.end(), first) == names.end();
+  g_command = build_all ? "" : first;
+  if (build_all && !first.empty() && first[0] != '-') {
+    return UsageError("argument command: invalid choice: '" + first +
+                          "' (choose from 'new', 'list', 'attach', 'kill', 'job', 'output', "
+                          "'wait', 'info', 'drain', 'resume')",
+                      io);
+  }
   auto wanted = [&](const char* name) { return build_all || first == name; };
   auto parsed = [](const CLI::App* sub) { return sub != nullptr && sub->parsed(); };
 
@@ -240,6 +305,9 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
   if (wanted("new")) {
     new_cmd = app.add_subcommand("new", "submit a job: dispatch new [options] -- CMD [ARGS...]");
     AddNewFlags(new_cmd, &new_flags);
+    new_cmd->footer(
+        "After --: the job's command and its arguments, run without a shell; leading "
+        "NAME=VALUE words set variables of its environment.");
   }
 
   protocol::ListRequest list_request;
@@ -256,14 +324,14 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
                        "add what finished jobs used: wall and cpu time, cpus used, peak memory");
   }
 
-  std::uint64_t attach_id = 0;
+  std::string attach_id;
   CLI::App* attach_cmd = nullptr;
   if (wanted("attach")) {
     attach_cmd = app.add_subcommand("attach", "follow a job's output");
     attach_cmd->add_option("ID", attach_id, "job id")->required();
   }
 
-  std::uint64_t kill_id = 0;
+  std::string kill_id;
   CLI::App* kill_cmd = nullptr;
   if (wanted("kill")) {
     kill_cmd = app.add_subcommand("kill", "kill a running job or remove a queued one");
@@ -271,6 +339,7 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
   }
 
   protocol::JobFieldRequest field_request;
+  std::string field_id;
   std::string field_value;
   bool field_json = false;
   CLI::App* job_cmd = nullptr;
@@ -278,7 +347,7 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
   if (wanted("job")) {
     job_cmd =
         app.add_subcommand("job", "read or change a job: job ID max-time get|set|add [DURATION]");
-    job_cmd->add_option("ID", field_request.id, "job id")->required();
+    job_cmd->add_option("ID", field_id, "job id")->required();
     job_cmd->add_option("FIELD", field_request.field, "max-time")
         ->required()
         ->check(CLI::IsMember({"max-time"}));
@@ -306,7 +375,7 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
     resume_cmd = app.add_subcommand("resume", "start queued jobs again after drain (admins)");
   }
 
-  std::uint64_t output_id = 0;
+  std::string output_id;
   std::string output_to;
   CLI::App* output_cmd = nullptr;
   CLI::Option* output_to_opt = nullptr;
@@ -318,14 +387,14 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
         output_cmd->add_option("--to", output_to, "somewhere new for it (the job's owner only)");
   }
 
-  std::vector<std::uint64_t> wait_ids;
+  std::vector<std::string> wait_words;
   std::string wait_timeout;
   CLI::App* wait_cmd = nullptr;
   CLI::Option* wait_timeout_opt = nullptr;
   if (wanted("wait")) {
     wait_cmd = app.add_subcommand(
         "wait", "wait for jobs to end; exit with the job's code (one job) or 1 if any failed");
-    wait_cmd->add_option("ID", wait_ids, "job ids")->required();
+    wait_cmd->add_option("ID", wait_words, "job ids")->required();
     wait_timeout_opt = wait_cmd->add_option("--timeout", wait_timeout,
                                             "DURATION; give up then with exit code 124");
   }
@@ -360,6 +429,22 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
     return UsageError("unrecognized arguments: " + joined, io);
   }
 
+  // Job ids are read here, not by CLI11, which takes "-1" for 2^64 - 1.
+  std::uint64_t id = 0;
+  for (const std::string* word : {&attach_id, &kill_id, &output_id, &field_id}) {
+    if (word->empty()) continue;
+    Result<std::uint64_t> parsed_id = ParseJobId(*word);
+    if (!parsed_id) return UsageError(parsed_id.error().message(), io);
+    id = *parsed_id;
+  }
+  field_request.id = id;
+  std::vector<std::uint64_t> wait_ids;
+  for (const std::string& word : wait_words) {
+    Result<std::uint64_t> parsed_id = ParseJobId(word);
+    if (!parsed_id) return UsageError(parsed_id.error().message(), io);
+    wait_ids.push_back(*parsed_id);
+  }
+
   const std::string socket = SocketPath();
   if (parsed(new_cmd)) {
     protocol::SubmitRequest request;
@@ -382,12 +467,12 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
     return RunList(socket, list_request, list_json, list_long, io);
   }
   if (parsed(attach_cmd)) {
-    if (slurm) return slurm::Attach(*backend, attach_id, io);
-    return RunAttach(socket, attach_id, io);
+    if (slurm) return slurm::Attach(*backend, id, io);
+    return RunAttach(socket, id, io);
   }
   if (parsed(kill_cmd)) {
-    if (slurm) return slurm::Kill(*backend, kill_id, io);
-    return RunKill(socket, kill_id, io);
+    if (slurm) return slurm::Kill(*backend, id, io);
+    return RunKill(socket, id, io);
   }
   if (parsed(wait_cmd)) {
     WaitOptions options;
@@ -424,7 +509,7 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
                          io);
     }
     protocol::OutputRequest request;
-    request.id = output_id;
+    request.id = id;
     if (output_to_opt->count() > 0) {
       std::optional<std::string> cwd = CurrentDirectory();
       if (!cwd)

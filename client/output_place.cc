@@ -10,7 +10,13 @@ namespace hpcb::client {
 Result<bool> CheckOutputPlace(const std::string& path) {
   if (path.empty() || path[0] != '/') return InvalidArgument("output path must be absolute");
   struct stat st {};
-  const bool is_dir = ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  const bool is_dir = exists && S_ISDIR(st.st_mode);
+  if (exists && !is_dir && !S_ISREG(st.st_mode)) {
+    return InvalidArgument("cannot save output to " + path +
+                           ": it is not a regular file or a directory (--no-output discards "
+                           "the output)");
+  }
   std::string parent = is_dir ? path : path.substr(0, path.rfind('/'));
   if (parent.empty()) parent = "/";
   struct stat pst {};

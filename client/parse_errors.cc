@@ -40,6 +40,9 @@ std::string ArgparseWording(const std::string& kind, const std::string& message,
       std::regex_match(message, m, std::regex("(\\S+): 1 required \\S+ missing"))) {
     return "argument " + m[1].str() + ": expected one argument";
   }
+  if (kind == "RequiredError" && message == "A subcommand is required") {
+    return "the following arguments are required: command";
+  }
   return message;
 }
 

@@ -135,10 +135,7 @@ int RunWait(const std::string& socket, const std::vector<std::uint64_t>& ids,
         auto row = rows->find(id);
         if (row == rows->end()) {
           progress.Clear();
-          return ReportError(
-              Error(ErrorCode::kNotFound, "no such job " + std::to_string(id) +
-                                              " (or not yours, or finished and no longer kept)"),
-              io);
+          return ReportError(Error(ErrorCode::kNotFound, "no such job " + std::to_string(id)), io);
         }
         if (row->second.state != protocol::JobState::kDone) {
           unfinished.push_back(row->second);

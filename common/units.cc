@@ -31,7 +31,7 @@ std::optional<std::int64_t> UnitSeconds(char unit) {
 }
 
 Error BadDuration(std::string_view text) {
-  return InvalidArgument("invalid duration '" + std::string(text) +
+  return InvalidArgument("invalid duration: '" + std::string(text) +
                          "' (use seconds or e.g. 45m, 2h, 1h30m, 1d)");
 }
 

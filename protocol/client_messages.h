@@ -58,6 +58,7 @@ struct SubmitReply {
   std::int64_t granted_cores = 0;
   // The job was recorded as failed to start (SubmitRequest::exec_error).
   std::optional<std::string> start_error;
+  bool draining = false;  // the machine is drained: it waits for resume
 
   template <class A>
   void save(A& ar) const {
@@ -72,6 +73,7 @@ struct SubmitReply {
     Put(ar, "granted_cpus", granted_cpus);
     Put(ar, "granted_cores", granted_cores);
     Put(ar, "start_error", start_error);
+    Put(ar, "draining", draining);
   }
   template <class A>
   void load(A& ar) {
@@ -85,6 +87,7 @@ struct SubmitReply {
     Get(ar, "granted_cpus", granted_cpus);
     Get(ar, "granted_cores", granted_cores);
     GetIfPresent(ar, "start_error", start_error);
+    GetIfPresent(ar, "draining", draining);
   }
 };
 

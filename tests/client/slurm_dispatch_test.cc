@@ -181,8 +181,10 @@ TEST_F(SlurmDispatchTest, UnmappableOptionsAreRefusedBeforeSbatchRuns) {
   EXPECT_TRUE(Calls("sbatch").empty());
 
   run = Dispatch({"new", "--max-time", "0", "--", "true"});
-  EXPECT_EQ(run.code, 1);
-  EXPECT_EQ(run.err, "dispatch: resource requests must be positive\n");
+  EXPECT_EQ(run.code, 2);
+  EXPECT_EQ(run.err,
+            "usage: dispatch new [options] [NAME=VALUE...] -- CMD [ARGS...]\n"
+            "dispatch: error: argument --max-time: must be longer than 0\n");
   EXPECT_TRUE(Calls("sbatch").empty());
 }
 

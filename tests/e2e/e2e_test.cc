@@ -538,6 +538,14 @@ TEST_F(E2eTest, OutputThatCannotBeDeliveredIsKeptAndDeliveredLater) {
   CommandResult attach = daemon_.Dispatch({"attach", "1"});
   EXPECT_EQ(attach.out, "kept-output\n") << attach.err;
   EXPECT_NE(attach.err.find("here is the copy kept for it"), std::string::npos) << attach.err;
+  // Tried again while the place is still closed: which job, and what now.
+  CommandResult retried = daemon_.Dispatch({"output", "1"});
+  EXPECT_EQ(retried.exit_code, 1);
+  EXPECT_TRUE(retried.err.starts_with("dispatch: job 1's output was not delivered: "))
+      << retried.err;
+  EXPECT_TRUE(retried.err.ends_with(
+      "; it is still kept ('dispatch output 1 --to DIR' saves it elsewhere)\n"))
+      << retried.err;
 
   // Never into the state directory: a copy onto the buffer itself would
   // be deleted with it once "delivered".
