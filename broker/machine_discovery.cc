@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
@@ -22,6 +23,7 @@
 #include "broker/gpu_topology.h"
 #include "broker/placement.h"
 #include "common/units.h"
+#include "protocol/base/exec_path.h"
 #include "protocol/base/log.h"
 
 namespace hpcb::broker {
@@ -30,6 +32,24 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int kNvidiaSmiTimeoutS = 15;
+
+// "56 GiB", "23.54 GiB": the log's words for an amount of memory.
+std::string Gib(double gib) {
+  std::string text = FormatGiB(gib);
+  text.pop_back();  // FormatGiB's "G"
+  return text + " GiB";
+}
+
+// `program` as the exec found it: the first executable candidate on our
+// PATH, so a warning names the very file it ran.
+std::string FoundOnPath(const std::string& program) {
+  const char* path = std::getenv("PATH");
+  for (const std::string& candidate :
+       ExecCandidates(program, path != nullptr ? path : kCleanPath)) {
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return program + ", not found on PATH";
+}
 
 std::optional<std::string> ReadFile(const fs::path& path) {
   std::ifstream in(path);
@@ -234,7 +254,7 @@ GpuInfo DiscoverGpus(const std::string& nvidia_smi) {
   if (topo) {
     ParseTopology(*topo, info);
   } else if (info.ids.size() >= 2) {
-    LogWarning("gpu topology unavailable (" + nvidia_smi +
+    LogWarning("gpu topology unavailable (" + FoundOnPath(nvidia_smi) +
                " topo -m); multi-gpu jobs will get the lowest free indices, which can straddle "
                "the interconnect");
   }
@@ -259,8 +279,8 @@ std::string Describe(const Machine& machine, const DaemonConfig& config) {
   (void)std::snprintf(reserved_mem, sizeof reserved_mem, "%g", config.reserve_mem_gib);
   return "resources available to jobs: " + std::to_string(cpus) + " cpus" + unit + " over " +
          std::to_string(machine.nodes.size()) + " NUMA node(s), " +
-         std::to_string(machine.gpus.ids.size()) + " gpu(s), " + FormatGiB(FloorTo2(mem)) +
-         " memory (" + (machine.per_node_memory ? "per-node" : "machine-wide") +
+         std::to_string(machine.gpus.ids.size()) + " gpu(s), " + Gib(FloorTo2(mem)) + " memory (" +
+         (machine.per_node_memory ? "per-node" : "machine-wide") +
          "); reserved for the system: " + std::to_string(config.reserve_cpu) + " cpu, " +
          reserved_mem + " GiB";
 }
