@@ -109,7 +109,7 @@ check_completion() {
     # A dispatch that answers list --json as the daemon would.
     mkdir -p "$tmp/fake"
     printf '#!/bin/sh\necho %s\n' \
-      "'{\"ok\":true,\"jobs\":[{\"user\":\"a\",\"id\":7,\"argv\":[\"x\"]},{\"user\":\"a\",\"id\":12}],\"now\":1}'" \
+      "'{\"ok\":true,\"jobs\":[{\"user\":\"a\",\"id\":7,\"argv\":[\"x\"],\"state\":\"running\"},{\"user\":\"a\",\"id\":12,\"state\":\"done\",\"usage\":[{\"wall_s\":1}]}],\"now\":1}'" \
       > "$tmp/fake/dispatch"
     chmod +x "$tmp/fake/dispatch"
     export HPC_BATCH_CLIENT_CONFIG=/dev/null HPC_BATCH_BACKEND=local
@@ -122,6 +122,8 @@ check_completion() {
     expect_completion "--all --finished --help --json --long" dispatch list --
     expect_completion "12 7" "$tmp/fake/dispatch" kill ""
     expect_completion "7" "$tmp/fake/dispatch" attach 7
+    expect_completion "12" "$tmp/fake/dispatch" output ""
+    expect_completion "12 7" "$tmp/fake/dispatch" new --after ""
     expect_completion "max-time" "$tmp/fake/dispatch" job 12 ""
     expect_completion "add get set" dispatch job 12 max-time ""
     expect_completion "--after --after-any" dispatch new --aft
