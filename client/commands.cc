@@ -276,7 +276,8 @@ int RunOutput(const std::string& socket, const protocol::OutputRequest& request,
     // which job, and where else it can go.
     Result<protocol::ListReply> listed =
         ListJobs(socket, protocol::ListRequest{false, true, {request.id}});
-    const bool kept = listed && !listed->jobs.empty() && listed->jobs[0].id == request.id &&
+    const bool kept = reply.error().code() == ErrorCode::kFailedPrecondition && listed &&
+                      !listed->jobs.empty() && listed->jobs[0].id == request.id &&
                       listed->jobs[0].output_error.has_value();
     if (kept) {
       const std::string id = std::to_string(request.id);

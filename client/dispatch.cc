@@ -256,10 +256,13 @@ std::optional<int> BuildSubmit(const NewFlags& f, const std::vector<std::string>
     request->output_is_dir = *is_dir;
   }
   // Looked for as the job will look for it: on its PATH, from here, as
-  // the user.
-  auto path = request->env.find("PATH");
-  request->exec_error = WhyNotExecutable(
-      request->argv[0], path != request->env.end() ? path->second : std::string(kCleanPath));
+  // the user. Not for a job that waits for others, which may well make
+  // what it runs (`new -- make`, then `new --after 1 -- ./a.out`).
+  if (request->after.empty()) {
+    auto path = request->env.find("PATH");
+    request->exec_error = WhyNotExecutable(
+        request->argv[0], path != request->env.end() ? path->second : std::string(kCleanPath));
+  }
   NameSubmitter(*request);
   return std::nullopt;
 }

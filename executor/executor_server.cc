@@ -126,7 +126,8 @@ void ExecutorServer::Handle(const protocol::Packet& packet) {
       return OnListJobs(req, packet.bytes);
     case ExecutorKind::kRegister:
       // Safe: identity from SO_PEERCRED, what runs from the client's own
-      // frame, the output path checked by the user's own helper.
+      // frame; its output path is checked as the user by dispatch and
+      // again by the delivery.
       return OnRegister(req, packet);
     case ExecutorKind::kStart:
       // Safe: runs only a registered spec, on ids checked against the

@@ -116,7 +116,7 @@ struct SpawnReply {
 
 // Where job `id`'s output sent to `path` goes: an existing directory gets
 // DIR/output.<id>.log, anything else is the exact path. Pure; the client's
-// check as the user (host::CheckOutputPlace) says which `path` is.
+// check as the user (client::CheckOutputPlace) says which `path` is.
 std::string ResolveDestination(const std::string& path, bool is_dir, std::uint64_t id);
 
 // executor -> launcher, fds: [buffer, read-only]. Copies at most
