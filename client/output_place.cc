@@ -12,11 +12,6 @@ Result<bool> CheckOutputPlace(const std::string& path) {
   struct stat st {};
   const bool exists = ::stat(path.c_str(), &st) == 0;
   const bool is_dir = exists && S_ISDIR(st.st_mode);
-  if (exists && !is_dir && !S_ISREG(st.st_mode)) {
-    return InvalidArgument("cannot save output to " + path +
-                           ": it is not a regular file or a directory (--no-output discards "
-                           "the output)");
-  }
   std::string parent = is_dir ? path : path.substr(0, path.rfind('/'));
   if (parent.empty()) parent = "/";
   struct stat pst {};
@@ -27,8 +22,13 @@ Result<bool> CheckOutputPlace(const std::string& path) {
     return InvalidArgument("cannot save output there: " + parent + " is not a directory");
   }
   if (::access(parent.c_str(), W_OK | X_OK) != 0) {
+    // `--output /dev/null` meant "discard it": say how.
+    const std::string hint =
+        exists && !is_dir && !S_ISREG(st.st_mode)
+            ? " (" + path + " is not a regular file; --no-output discards the output)"
+            : "";
     return Error(ErrorCode::kPermissionDenied,
-                 "cannot save output there: cannot write to " + parent);
+                 "cannot save output there: cannot write to " + parent + hint);
   }
   return is_dir;
 }

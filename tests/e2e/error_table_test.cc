@@ -95,8 +95,8 @@ const std::vector<BadCall>& Table() {
       {{"new", "--bogus", "--", "true"}, 2, New("unrecognized arguments: --bogus")},
       {{"new", "--output", "/dev/null", "--", "true"},
        1,
-       Refused("cannot save output to /dev/null: it is not a regular file or a directory "
-               "(--no-output discards the output)")},
+       Refused("cannot save output there: cannot write to /dev (/dev/null is not a regular "
+               "file; --no-output discards the output)")},
       {{"new", "--output", "/nonexistent/dir/x.log", "--", "true"},
        1,
        Refused("cannot save output there: /nonexistent/dir: No such file or directory")},
