@@ -33,13 +33,6 @@ namespace fs = std::filesystem;
 
 constexpr int kNvidiaSmiTimeoutS = 15;
 
-// "56 GiB", "23.54 GiB": the log's words for an amount of memory.
-std::string Gib(double gib) {
-  std::string text = FormatGiB(gib);
-  text.pop_back();  // FormatGiB's "G"
-  return text + " GiB";
-}
-
 // `program` as the exec found it: the first executable candidate on our
 // PATH, so a warning names the very file it ran.
 std::string FoundOnPath(const std::string& program) {
@@ -279,8 +272,8 @@ std::string Describe(const Machine& machine, const DaemonConfig& config) {
   (void)std::snprintf(reserved_mem, sizeof reserved_mem, "%g", config.reserve_mem_gib);
   return "resources available to jobs: " + std::to_string(cpus) + " cpus" + unit + " over " +
          std::to_string(machine.nodes.size()) + " NUMA node(s), " +
-         std::to_string(machine.gpus.ids.size()) + " gpu(s), " + Gib(FloorTo2(mem)) + " memory (" +
-         (machine.per_node_memory ? "per-node" : "machine-wide") +
+         std::to_string(machine.gpus.ids.size()) + " gpu(s), " + GiBWords(FloorTo2(mem)) +
+         " memory (" + (machine.per_node_memory ? "per-node" : "machine-wide") +
          "); reserved for the system: " + std::to_string(config.reserve_cpu) + " cpu, " +
          reserved_mem + " GiB";
 }

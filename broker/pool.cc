@@ -21,17 +21,6 @@ std::string G(double value) {
   return buffer;
 }
 
-// GiB to at most two decimals, as `dispatch info` rounds them: 21.54, 64.
-std::string F2(double value) {
-  char buffer[64];
-  (void)std::snprintf(buffer, sizeof buffer, "%.2f", value);
-  std::string text = buffer;
-  while (text.back() == '0')
-    text.pop_back();
-  if (text.back() == '.') text.pop_back();
-  return text;
-}
-
 std::string F0(double value) {
   char buffer[64];
   (void)std::snprintf(buffer, sizeof buffer, "%.0f", value);  // truncation is still a string
@@ -298,8 +287,8 @@ Result<void> Pool::Validate(const JobDemand& demand) const {
                            "the budget span nodes, or use --exclusive");
   }
   if (demand.mem_gib > usable + kSlack) {
-    return InvalidArgument("--max-mem " + G(demand.mem_gib) + " exceeds the " + F2(usable) +
-                           " GiB available to jobs");
+    return InvalidArgument("--max-mem " + G(demand.mem_gib) + " exceeds the " + GiBWords(usable) +
+                           " available to jobs");
   }
   return Ok();
 }

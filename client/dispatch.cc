@@ -67,14 +67,18 @@ int UsageError(const std::string& message, Io io) {
 }
 
 // One job id as typed: digits, not 0 ("-1" is not read as 2^64 - 1).
-Result<std::uint64_t> ParseJobId(const std::string& word) {
+std::optional<std::uint64_t> JobIdOf(const std::string& word) {
   const bool digits =
       !word.empty() && word.size() <= 19 &&
       std::all_of(word.begin(), word.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
-  if (!digits || std::stoull(word) == 0) {
-    return InvalidArgument("argument ID: invalid job id: '" + word.substr(0, 40) + "'");
-  }
+  if (!digits || std::stoull(word) == 0) return std::nullopt;
   return std::stoull(word);
+}
+
+Result<std::uint64_t> ParseJobId(const std::string& word) {
+  std::optional<std::uint64_t> id = JobIdOf(word);
+  if (!id) return InvalidArgument("argument ID: invalid job id: '" + word.substr(0, 40) + "'");
+  return *id;
 }
 
 struct NewFlags {
@@ -126,16 +130,12 @@ Result<std::vector<std::uint64_t>> ParseIdList(const std::string& text, const ch
     std::size_t comma = text.find(',', start);
     if (comma == std::string::npos) comma = text.size();
     const std::string word = text.substr(start, comma - start);
-    std::uint64_t id = 0;
-    const bool digits =
-        !word.empty() && word.size() <= 19 &&
-        std::all_of(word.begin(), word.end(), [](unsigned char c) { return std::isdigit(c); });
-    if (digits) id = std::stoull(word);
-    if (!digits || id == 0) {
+    std::optional<std::uint64_t> id = JobIdOf(word);
+    if (!id) {
       return InvalidArgument(std::string("argument ") + flag + ": '" + word.substr(0, 40) +
                              "' is not a job id (expected ID[,ID...])");
     }
-    ids.push_back(id);
+    ids.push_back(*id);
     start = comma + 1;
   }
   return ids;

@@ -141,6 +141,16 @@ std::string FormatGiB(std::optional<double> gib) {
   return buffer;
 }
 
+std::string GiBWords(double gib) {
+  char buffer[64];
+  (void)std::snprintf(buffer, sizeof buffer, "%.2f", gib);  // %.2f of a GiB figure fits
+  std::string text = buffer;
+  while (text.back() == '0')
+    text.pop_back();
+  if (text.back() == '.') text.pop_back();
+  return text + " GiB";
+}
+
 double FloorTo2(double value) {
   // The epsilon keeps 2.08 (stored as 2.0799999...) from flooring to 2.07.
   return std::floor(value * 100.0 + 1e-6) / 100.0;

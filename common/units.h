@@ -31,6 +31,10 @@ Result<double> ParseMemoryGiB(std::string_view raw);
 // "%g" of the GiB figure followed by "G": 16 -> "16G", 2.08 -> "2.08G".
 std::string FormatGiB(std::optional<double> gib);
 
+// A GiB figure in words, to at most two decimals: 21.5403 -> "21.54 GiB",
+// 64 -> "64 GiB" (log lines and refusals; tables use FormatGiB).
+std::string GiBWords(double gib);
+
 // Rounds down to two decimals (the budget shown to users).
 double FloorTo2(double value);
 

@@ -39,6 +39,12 @@ void ExecutorServer::OnDeliverAgain(std::uint64_t req, const protocol::Packet& p
     if (error) reply.error = WireError::From(*error);
     SendToBroker(Encode(reply));
   };
+  auto deliver_to = [this, id, answer](const std::string& dest) {
+    Redeliver(id, dest, [answer, dest](std::optional<std::string> error) {
+      if (error) return answer(std::nullopt, Error(ErrorCode::kFailedPrecondition, *error));
+      answer(dest, std::nullopt);
+    });
+  };
   if (Result<void> allowed = CheckPhase(JobOperation::kDeliverAgain, PhaseOf(id), id); !allowed) {
     LogWarning("refused deliver_again: " + allowed.error().message());
     return answer(std::nullopt, allowed.error());
@@ -52,12 +58,7 @@ void ExecutorServer::OnDeliverAgain(std::uint64_t req, const protocol::Packet& p
       return answer(std::nullopt, Error(ErrorCode::kFailedPrecondition,
                                         "the job ran with --no-output; nothing was kept"));
     }
-    return Redeliver(id, *spec.output_dest,
-                     [answer, dest = *spec.output_dest](std::optional<std::string> error) {
-                       if (error)
-                         return answer(std::nullopt, Error(ErrorCode::kFailedPrecondition, *error));
-                       answer(dest, std::nullopt);
-                     });
+    return deliver_to(*spec.output_dest);
   }
   // A new place: only from the job's owner, in their own words.
   Result<struct ucred> peer = CheckClientConnection(packet.fds[0].get(), config_.socket);
@@ -84,11 +85,7 @@ void ExecutorServer::OnDeliverAgain(std::uint64_t req, const protocol::Packet& p
   }
   // The owner checked the place as themselves (dispatch); the delivery,
   // run as the owner, checks it again.
-  const std::string dest = protocol::ResolveDestination(to, asked->to_is_dir, id);
-  Redeliver(id, dest, [answer, dest](std::optional<std::string> error) {
-    if (error) return answer(std::nullopt, Error(ErrorCode::kFailedPrecondition, *error));
-    answer(dest, std::nullopt);
-  });
+  deliver_to(protocol::ResolveDestination(to, asked->to_is_dir, id));
 }
 
 void ExecutorServer::Redeliver(std::uint64_t id, std::string dest,

@@ -65,6 +65,14 @@ TEST(FormatGiBTest, UsesShortestForm) {
   EXPECT_EQ(FormatGiB(1234567.0), "1.23457e+06G");
 }
 
+TEST(GiBWordsTest, TwoDecimalsAtMostAndNoExponent) {
+  EXPECT_EQ(GiBWords(21.5403), "21.54 GiB");
+  EXPECT_EQ(GiBWords(21.5), "21.5 GiB");
+  EXPECT_EQ(GiBWords(64.0), "64 GiB");
+  EXPECT_EQ(GiBWords(0.0), "0 GiB");
+  EXPECT_EQ(GiBWords(1234567.0), "1234567 GiB");
+}
+
 TEST(FloorTo2Test, RoundsDown) {
   EXPECT_DOUBLE_EQ(FloorTo2(2.0899), 2.08);
   EXPECT_DOUBLE_EQ(FloorTo2(2.08), 2.08);
