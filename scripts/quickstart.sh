@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
 scripts/install-deps.sh --build-only
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 ninja -C build hpc-batchd hpc-batch-executor hpc-batch-broker dispatch >/dev/null
 
 scratch=$(mktemp -d /tmp/hpc-batch-quickstart.XXXXXX)

@@ -47,7 +47,7 @@ fi
 
 dispatch_bin="$repo/build/bin/dispatch"
 if [ ! -x "$dispatch_bin" ]; then
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
   ninja -C build dispatch
 fi
 

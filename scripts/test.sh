@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The whole test suite: installs build dependencies, builds, checks format
-# and clang-tidy, runs every test through ctest, checks the root side's line
-# budget (scripts/root-size.sh), the real-kernel checks in a qemu guest
-# (scripts/vm-test.sh), then the unit and end-to-end tests again under ASan
-# and UBSan, and each libFuzzer target for a bounded time (FUZZ_SECONDS,
-# default 15).
+# The whole test suite: installs build dependencies, builds, checks format,
+# runs every test through ctest while clang-tidy and the sanitizer build run
+# beside it at idle priority, checks the root side's line budget
+# (scripts/root-size.sh) and the Slurm backend, the real-kernel checks in a
+# qemu guest (scripts/vm-test.sh), then the unit and end-to-end tests again
+# under ASan and UBSan, and each libFuzzer target for a bounded time
+# (FUZZ_SECONDS, default 15).
 #
 #   scripts/test.sh          the whole suite (CI runs this)
 #   scripts/test.sh --fast   build, format, clang-tidy on the sources changed
@@ -27,11 +28,58 @@ if [ "${1:-}" = --fast ]; then
   echo "test.sh --fast: ok in $((SECONDS - start)) s"
   exit 0
 fi
-scripts/lint.sh  # clang-format and clang-tidy (.clang-format, .clang-tidy), ~3 min
+scripts/lint.sh format
+
+# clang-tidy and the sanitizer build need only CPU, and the test tiers below
+# leave much of it unused: most of their time is spent waiting on daemons,
+# kills and restarts. So both run beside the tests at idle priority
+# (SCHED_IDLE, idle I/O class), each in a session of its own with its own
+# log, and take only what the tests leave. Their results are waited for
+# before the qemu guest, which wants the whole machine.
+side_logs=$(mktemp -d)
+side_jobs=()
+stop_side_jobs() {
+  local pid
+  for pid in "${side_jobs[@]}"; do kill -- "-$pid" 2>/dev/null || true; done
+  rm -rf "$side_logs"
+}
+trap stop_side_jobs EXIT
+beside_tests() {  # NAME COMMAND...: runs COMMAND at idle priority in the background
+  local name=$1
+  shift
+  setsid chrt --idle 0 ionice -c 3 "$@" >"$side_logs/$name.log" 2>&1 &
+  side_jobs+=($!)
+}
+wait_beside() {  # NAME PID: its log, and its failure is the suite's
+  local rc=0
+  wait "$2" || rc=$?
+  cat "$side_logs/$1.log"
+  if ((rc != 0)); then
+    echo "test.sh: $1 FAILED (exit $rc)" >&2
+    exit "$rc"
+  fi
+}
+
+# The sanitizer build (clang, ASan + UBSan, any finding aborts): the unit
+# tests and the user-mode end-to-end suite run again there, then each
+# libFuzzer target for FUZZ_SECONDS. The root, fault and hostile suites are
+# left to the main build (and are not built there): their deadlines are set
+# for uninstrumented code, and their seccomp checks for the filters that
+# kill (see protocol/host/unlisted_call_action.h).
+CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DHPCB_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug \
+    -DCMAKE_CXX_FLAGS_DEBUG=-gline-tables-only >/dev/null
+beside_tests tidy env LINT_JOBS=2 scripts/lint.sh tidy  # clang-tidy (.clang-tidy)
+tidy_pid=$!
+beside_tests sanitizer-build ninja -j2 -C build-fuzz
+sanitizer_build_pid=$!
+
 ctest --test-dir build --output-on-failure --timeout 300 -j2
 # After the tests, so that an overrun does not hide their results.
 scripts/root-size.sh build  # the root side's code lines against scripts/root-budget
 scripts/slurm-test.sh  # dispatch's Slurm backend against a one-node cluster it starts (skips unless root with apt)
+wait_beside tidy "$tidy_pid"
+wait_beside sanitizer-build "$sanitizer_build_pid"
+side_jobs=()
 
 # Real-kernel checks (cgroup v2 limits, NUMA placement, systemd unit) in a
 # qemu guest, ~5 min under TCG, bounded by VM_TIMEOUT (600 s). As root with
@@ -39,15 +87,6 @@ scripts/slurm-test.sh  # dispatch's Slurm backend against a one-node cluster it 
 if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then export VM_REQUIRED=${VM_REQUIRED:-1}; fi
 scripts/vm-test.sh
 
-# The sanitizer build (clang, ASan + UBSan, any finding aborts): the unit
-# tests and the user-mode end-to-end suite run again there, then each
-# libFuzzer target for FUZZ_SECONDS. The root, fault and hostile suites are
-# left to the main build: their deadlines are set for uninstrumented code,
-# and their seccomp checks for the filters that kill (see
-# protocol/host/unlisted_call_action.h).
-CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DHPCB_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug \
-    -DCMAKE_CXX_FLAGS_DEBUG=-gline-tables-only >/dev/null
-ninja -C build-fuzz
 ctest --test-dir build-fuzz --output-on-failure --timeout 300 -j2 -L 'unit|e2e' -E slurm
 seconds="${FUZZ_SECONDS:-15}"
 for fuzzer in decode text state; do
