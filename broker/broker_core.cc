@@ -624,6 +624,16 @@ Result<std::string> BrokerCore::List(const Peer& peer, const std::string& text,
   if (request.all && !options_.list_is_public) {
     HPCB_TRY(permissions_.RequireAdmin(peer.uid, "list --all"));
   }
+  // A job asked for by id that is another user's is named as theirs, as
+  // kill and attach name it (wait asks this way), unless every list is
+  // public anyway.
+  if (!request.all && !options_.list_is_public) {
+    for (std::uint64_t id : request.ids) {
+      auto job = jobs_.find(id);
+      if (job == jobs_.end() || job->second.phase == JobPhase::kRegistering) continue;
+      HPCB_TRY(permissions_.OwnerOrAdmin(peer.uid, job->second));
+    }
+  }
   ListCursor cursor{std::move(request), peer.uid, 0, 0};
   bool more = false;
   std::string page = ListPage(cursor, &more);

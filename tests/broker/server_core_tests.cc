@@ -787,11 +787,21 @@ TEST_F(ServerCoreTest, ListCanBeNarrowedToSomeIds) {
   ASSERT_EQ(some->jobs.size(), 2u);
   EXPECT_EQ(some->jobs[0].id, 2u);
   EXPECT_EQ(some->jobs[1].id, 3u);
+  // An admin asking without --all gets only their own (wait then asks
+  // again with --all).
   request.all = false;
+  Result<protocol::ListReply> admin_own =
+      protocol::Decode<protocol::ListReply>(Call(1001, protocol::Encode(request)));
+  ASSERT_TRUE(admin_own);
+  EXPECT_TRUE(admin_own->jobs.empty());
+  // Ids never widen what a user may see: another user's is refused by name.
+  request.all = false;
+  EXPECT_EQ(ErrorOf(Call(1000, protocol::Encode(request))), "job 3 belongs to carol");
+  request.ids = {2, 9};
   Result<protocol::ListReply> own =
       protocol::Decode<protocol::ListReply>(Call(1000, protocol::Encode(request)));
   ASSERT_TRUE(own);
-  ASSERT_EQ(own->jobs.size(), 1u) << "ids never widen what a user may see";
+  ASSERT_EQ(own->jobs.size(), 1u);
   EXPECT_EQ(own->jobs[0].id, 2u);
 }
 
