@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Side-by-side benchmark: hpc-batch beside task-spooler (`tsp`), nq, the
-# original Python tool (a checkout at $BENCH_UPSTREAM; skipped when unset)
+# original Python tool, https://github.com/Yiannis128/hpc-batch (a checkout
+# at $BENCH_UPSTREAM; skipped when unset)
 # and two floors: a bare fork+exec of the job's command from the same shell
 # (beside submit-to-exec), and a client that does nothing (/bin/true) run
 # by the same client loops (beside the submission rate and latency).

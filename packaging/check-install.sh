@@ -17,12 +17,37 @@ expected_files() {
     "$DAEMONDIR/hpc-batchd" "$DAEMONDIR/hpc-batch-executor" "$DAEMONDIR/hpc-batch-broker" \
     "$UNITDIR/hpc-batch.service" "$SYSUSERSDIR/hpc-batch.conf" "$TMPFILESDIR/hpc-batch.conf" \
     "$BASHCOMPDIR/dispatch" "$MANDIR/man1/dispatch.1.gz" "$MANDIR/man8/hpc-batchd.8.gz" \
-    "$DOCDIR/README.md" "$DOCDIR/SECURITY.md" "$DOCDIR/slurm-migration.md" \
-    "$DOCDIR/design.md" "$DOCDIR/user-guide.md" "$DOCDIR/admin-guide.md" \
-    "$DOCDIR/security/README.md" "$DOCDIR/security/confinement.md" \
-    "$DOCDIR/security/open-issues.md" "$DOCDIR/security/operations.md" \
-    "$DOCDIR/security/root-size.md" \
-    "$DOCDIR/security/threat-model.md" | sort
+    "$DOCDIR/README.md" "$DOCDIR/SECURITY.md" "$DOCDIR/copyright" "$DOCDIR/changelog.gz" \
+    "$DOCDIR/docs/slurm-migration.md" "$DOCDIR/docs/scheduling.md" \
+    "$DOCDIR/docs/design.md" "$DOCDIR/docs/user-guide.md" "$DOCDIR/docs/admin-guide.md" \
+    "$DOCDIR/docs/security/README.md" "$DOCDIR/docs/security/confinement.md" \
+    "$DOCDIR/docs/security/open-issues.md" "$DOCDIR/docs/security/operations.md" \
+    "$DOCDIR/docs/security/root-size.md" \
+    "$DOCDIR/docs/security/threat-model.md" "share/lintian/overrides/hpc-batch" | sort
+}
+
+# check_doc_links DOCDIR: every relative link in the installed Markdown
+# names a file that is installed.
+check_doc_links() {
+  local broken
+  broken=$(python3 - "$1" <<'PY'
+import os, re, sys
+root = sys.argv[1]
+for here, _, files in os.walk(root):
+    for name in files:
+        if not name.endswith(".md"):
+            continue
+        path = os.path.join(here, name)
+        text = re.sub(r"```.*?```", "", open(path, encoding="utf-8").read(), flags=re.S)
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target) or target.startswith("#"):
+                continue
+            if not os.path.exists(os.path.join(here, target.split("#")[0])):
+                print(f"{os.path.relpath(path, root)}: {target}")
+PY
+  )
+  [ -z "$broken" ] || fail "broken links in the installed docs:
+$broken"
 }
 
 # check_tree ROOT PREFIX: ROOT is where PREFIX's files are (differs under DESTDIR).
@@ -52,6 +77,7 @@ $(diff <(expected_files) <(echo "$got"))"
   case $(readlink "$root/$SBINDIR/hpc-batchd") in /*) fail "$SBINDIR/hpc-batchd links to an absolute path";; esac
   check "the installed roles are executable" test -x "$root/$DAEMONDIR/hpc-batch-executor" -a -x "$root/$DAEMONDIR/hpc-batch-broker"
   check "the unit is not executable" test ! -x "$unit"
+  check_doc_links "$root/$DOCDIR"
 }
 
 # Every subcommand and every flag `--help` shows must be in the man page
@@ -109,7 +135,7 @@ check_completion() {
     # A dispatch that answers list --json as the daemon would.
     mkdir -p "$tmp/fake"
     printf '#!/bin/sh\necho %s\n' \
-      "'{\"ok\":true,\"jobs\":[{\"user\":\"a\",\"id\":7,\"argv\":[\"x\"],\"state\":\"running\"},{\"user\":\"a\",\"id\":12,\"state\":\"done\",\"usage\":[{\"wall_s\":1}]}],\"now\":1}'" \
+      "'{\"ok\":true,\"jobs\":[{\"user\":\"a\",\"id\":7,\"argv\":[\"x\"],\"state\":\"running\"},{\"user\":\"a\",\"id\":12,\"state\":\"done\",\"usage\":[{\"wall_s\":1}]},{\"user\":\"a\",\"id\":15,\"argv\":[\"sh\",\"-c\",\"f(){ :; }\"],\"state\":\"done\"}],\"now\":1}'" \
       > "$tmp/fake/dispatch"
     chmod +x "$tmp/fake/dispatch"
     export HPC_BATCH_CLIENT_CONFIG=/dev/null HPC_BATCH_BACKEND=local
@@ -120,14 +146,14 @@ check_completion() {
     expect_completion "NODE NV PHB PIX PXB" dispatch new --gpu-link ""
     expect_completion "" dispatch new --max-time ""
     expect_completion "--all --finished --help --json --long" dispatch list --
-    expect_completion "12 7" "$tmp/fake/dispatch" kill ""
+    expect_completion "12 15 7" "$tmp/fake/dispatch" kill ""
     expect_completion "7" "$tmp/fake/dispatch" attach 7
-    expect_completion "12" "$tmp/fake/dispatch" output ""
-    expect_completion "12 7" "$tmp/fake/dispatch" new --after ""
+    expect_completion "12 15" "$tmp/fake/dispatch" output ""
+    expect_completion "12 15 7" "$tmp/fake/dispatch" new --after ""
     expect_completion "max-time" "$tmp/fake/dispatch" job 12 ""
     expect_completion "add get set" dispatch job 12 max-time ""
     expect_completion "--after --after-any" dispatch new --aft
-    expect_completion "12 7" "$tmp/fake/dispatch" new --after ""
+    expect_completion "12 15 7" "$tmp/fake/dispatch" new --after ""
     expect_completion "--timeout" dispatch wait 7 --t
     expect_completion "--help --json" dispatch info --
     HPC_BATCH_BACKEND=slurm expect_completion "attach drain info job kill list new output resume wait" dispatch ""
@@ -159,6 +185,9 @@ case $what in
     for dep in libseccomp2 libc6 systemd-sysusers systemd-tmpfiles; do
       grep -qE "(^|, )$dep( |,|$)" <<< "$depends" || fail "Depends lacks $dep: $depends"
     done
+    [ "$(dpkg-deb -f "$deb" Recommends)" = bash-completion ] || fail "Recommends is not bash-completion"
+    maintainer=$(dpkg-deb -f "$deb" Maintainer)
+    case $maintainer in *@localhost* | "") fail "no real Maintainer: '$maintainer'";; esac
     mkdir "$tmp/control"
     dpkg-deb -e "$deb" "$tmp/control"
     for s in postinst prerm postrm; do
@@ -177,6 +206,17 @@ case $what in
     [ "$owners" = root/root ] || fail "files not owned by root/root: $owners"
     check "the packaged binaries are stripped" \
       sh -c "! file -L '$tmp/root/usr/$DAEMONDIR/hpc-batchd' | grep -q 'not stripped'"
+    # Debian's own package checks: no error and no warning (the overrides,
+    # each with its reason, are in packaging/debian/lintian-overrides).
+    if command -v lintian >/dev/null; then
+      lintian --fail-on error,warning --tag-display-limit 0 "$deb" > "$tmp/lintian" 2>&1 ||
+        fail "lintian:
+$(grep -v 'running with root privileges' "$tmp/lintian")"
+    elif [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+      fail "no lintian (scripts/install-deps.sh installs it)"
+    else
+      echo "no lintian: its check skipped"
+    fi
     ;;
 esac
 exit $failed

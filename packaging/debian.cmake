@@ -20,12 +20,11 @@ set(CPACK_INSTALL_PREFIX /usr)
 set(CPACK_SET_DESTDIR ON)
 set(CPACK_STRIP_FILES ON)
 
-set(HPCB_PACKAGE_MAINTAINER "hpc-batch maintainers <root@localhost>" CACHE STRING
-    "Maintainer field of the .deb")
 set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${HPCB_PACKAGE_MAINTAINER}")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS bash-completion)
 # Library dependencies come from dpkg-shlibdeps where it exists (dpkg-dev);
 # without it they are spelled out (Debian 12 names; dispatch carries its
 # own libstdc++; a release build's executor carries libcap-ng and libc

@@ -1,8 +1,11 @@
 # hpcb_purge_state: removes what hpc-batch leaves outside its installed
 # files: the job cgroups (their processes are killed first: nothing would
 # account for them any more), the state directory (job history,
-# queued jobs, undelivered output), the socket directory and the /dev
-# entries. The broker's user stays: its uid may still own files elsewhere.
+# queued jobs, undelivered output) and the socket directory. The broker's
+# user stays: its uid may still own files elsewhere. /dev/hpc-batch is left
+# alone (Debian's maintainer scripts do not remove from /dev): it holds only
+# symlinks, each removed when its job ends, and is on the /dev tmpfs, gone
+# at the next boot.
 # Shared by the .deb's postrm (purge) and scripts/hpc-batch-install --purge;
 # POSIX sh, since postrm runs under /bin/sh.
 hpcb_purge_state() {
@@ -16,5 +19,5 @@ hpcb_purge_state() {
     done
   done
   rmdir /sys/fs/cgroup/hpc-batch 2>/dev/null || true
-  rm -rf /var/lib/hpc-batch /run/hpc-batch /dev/hpc-batch
+  rm -rf /var/lib/hpc-batch /run/hpc-batch
 }

@@ -5,7 +5,7 @@ set -euo pipefail
 # dpkg-dev and file: cpack -G DEB works out the .deb's library dependencies
 # with dpkg-shlibdeps, and CPack finds the ELF files to give it with `file`.
 # strace: a root test traces the executor to hold its seccomp list exact.
-# clang-format and clang-tidy: scripts/lint.sh.
+# clang-format and clang-tidy: scripts/lint.sh. lintian: the .deb's check.
 #
 #   scripts/install-deps.sh [--build-only]
 #
@@ -13,7 +13,7 @@ set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config libseccomp-dev libcap-ng-dev libcereal-dev
           libcli11-dev libgtest-dev libgmock-dev passwd util-linux)
 if [ "${1:-}" != --build-only ]; then
-  packages+=(clang dpkg-dev file strace clang-format clang-tidy)
+  packages+=(clang dpkg-dev file strace clang-format clang-tidy lintian)
 fi
 missing=()
 for p in "${packages[@]}"; do
