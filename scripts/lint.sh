@@ -22,9 +22,11 @@ build_dir=${build_dir%/}
 check_format() {
   local start=$SECONDS files=() bad=()
   mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.cc' '*.h')
-  for f in "${files[@]}"; do
-    clang-format --dry-run --Werror "$f" >/dev/null 2>&1 || bad+=("$f")
-  done
+  # Eight files per clang-format run, one run per core.
+  mapfile -t bad < <(printf '%s\0' "${files[@]}" |
+    xargs -0 -n 8 -P "$(nproc)" sh -c \
+      'for f; do clang-format --dry-run --Werror "$f" >/dev/null 2>&1 || echo "$f"; done' sh |
+    sort)
   if ((${#bad[@]})); then
     printf '  %s\n' "${bad[@]}"
     echo "format: FAILED: ${#bad[@]} of ${#files[@]} files differ from clang-format; run scripts/format.sh ($((SECONDS - start)) s)"
