@@ -254,7 +254,7 @@ GpuInfo DiscoverGpus(const std::string& nvidia_smi) {
   return info;
 }
 
-std::string Describe(const Machine& machine, const DaemonConfig& config) {
+std::string Describe(const Machine& machine) {
   int cpus = 0;
   int cores = 0;
   for (const NumaNode& node : machine.nodes) {
@@ -267,15 +267,24 @@ std::string Describe(const Machine& machine, const DaemonConfig& config) {
     for (const NumaNode& node : machine.nodes)
       mem += node.mem_gib;
   }
-  std::string unit = cores == cpus ? "" : " in " + std::to_string(cores) + " whole cores";
-  char reserved_mem[32];
-  (void)std::snprintf(reserved_mem, sizeof reserved_mem, "%g", config.reserve_mem_gib);
-  return "resources available to jobs: " + std::to_string(cpus) + " cpus" + unit + " over " +
+  // What was held back, which rounding to whole cores and the per-node
+  // limits can make differ from the flags (--reserve-cpu, --reserve-mem).
+  int reserved_cpus = 0;
+  double reserved_mem = machine.machine_reserved_mem_gib;
+  for (const NumaNode& node : machine.nodes) {
+    reserved_cpus += node.reserved_cpus;
+    if (machine.per_node_memory) reserved_mem += node.reserved_mem_gib;
+  }
+  const auto count = [](int n, const std::string& what) {
+    return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+  };
+  std::string unit = cores == cpus ? "" : " in " + count(cores, "whole core");
+  return "resources available to jobs: " + count(cpus, "cpu") + unit + " over " +
          std::to_string(machine.nodes.size()) + " NUMA node(s), " +
          std::to_string(machine.gpus.ids.size()) + " gpu(s), " + GiBWords(FloorTo2(mem)) +
          " memory (" + (machine.per_node_memory ? "per-node" : "machine-wide") +
-         "); reserved for the system: " + std::to_string(config.reserve_cpu) + " cpu, " +
-         reserved_mem + " GiB";
+         "); reserved for the system: " + count(reserved_cpus, "cpu") + ", " +
+         GiBWords(reserved_mem);
 }
 
 }  // namespace
@@ -319,7 +328,8 @@ Result<Machine> DiscoverMachine(const DaemonConfig& config, bool confine_memory)
   std::int64_t held = ReserveCpus(machine.nodes, config.reserve_cpu);
   if (held != config.reserve_cpu) {
     LogInfo("--reserve-cpu " + std::to_string(config.reserve_cpu) + " holds back " +
-            std::to_string(held) + " cpus (whole cores, and every node keeps one)");
+            std::to_string(held) + (held == 1 ? " cpu" : " cpus") +
+            " (whole cores, and every node keeps one)");
   }
   if (per_node_data) {
     std::vector<double*> domains;
@@ -337,7 +347,7 @@ Result<Machine> DiscoverMachine(const DaemonConfig& config, bool confine_memory)
                   config.reserve_mem_gib);
   }
   machine.gpus = DiscoverGpus(config.nvidia_smi);
-  LogInfo(Describe(machine, config));
+  LogInfo(Describe(machine));
   return machine;
 }
 

@@ -231,6 +231,21 @@ TEST_F(DiscoveryTest, ResourcesLineNamesTheReserve) {
   EXPECT_NE(log.find("; reserved for the system: 1 cpu, 2 GiB"), std::string::npos) << log;
 }
 
+// The line says what was held back, not what was asked: a node keeps one
+// core, and no more than half of a node's memory is reserved.
+TEST_F(DiscoveryTest, ResourcesLineNamesWhatWasHeldBack) {
+  AddNode(0, "0-1", 8);
+  config_.reserve_cpu = 2;
+  config_.reserve_mem_gib = 6;
+  ::testing::internal::CaptureStderr();
+  Discover();
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("--reserve-cpu 2 holds back 1 cpu (whole cores"), std::string::npos) << log;
+  EXPECT_NE(log.find("resources available to jobs: 1 cpu over 1 NUMA node(s)"), std::string::npos)
+      << log;
+  EXPECT_NE(log.find("; reserved for the system: 1 cpu, 4 GiB"), std::string::npos) << log;
+}
+
 // Adjacent siblings, as AMD parts and qemu number them.
 TEST_F(DiscoveryTest, TwoWaySiblingsBecomeCores) {
   AddNode(0, "0-7", 32);
