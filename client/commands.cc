@@ -74,18 +74,13 @@ Attached Attach(const std::string& socket, std::uint64_t id, DeliveredOutput del
 // row says where it went. Only a job that ran is read back: one that never
 // started (a failed start, a dependency, a kill while queued) has a
 // destination it never wrote (a failed start's is delivered after the job
-// is marked done), so its reason is said instead. A file that cannot be
+// is marked done), and the wait that follows says why. A file that cannot be
 // printed is said on stderr; the job's status still decides the exit.
 int PrintWhatTheStreamMissed(const std::string& socket, std::uint64_t id, Io io) {
   Result<protocol::ListReply> listed = ListJobs(socket, protocol::ListRequest{false, true, {id}});
   if (!listed) return kExitOk;  // the wait that follows says what is wrong
   for (const protocol::JobRow& row : listed->jobs) {
-    if (row.id != id || row.state != protocol::JobState::kDone) continue;
-    if (!row.start_time) {
-      if (row.detail)
-        io.err << "job " << id << " did not run: " << EscapeControl(*row.detail) << "\n";
-      continue;
-    }
+    if (row.id != id || row.state != protocol::JobState::kDone || !row.start_time) continue;
     if (!row.output_dest || row.output_error) continue;
     if (Result<void> printed = PrintDeliveredFile(*row.output_dest, io); !printed) {
       io.err << "dispatch: " << EscapeControl(printed.error().message()) << "\n";
@@ -152,9 +147,7 @@ int RunSubmitAndWait(const std::string& socket, const protocol::SubmitRequest& r
       return printed;
     }
   }
-  WaitOptions options;
-  options.announce = false;
-  return RunWait(socket, {reply->id}, options, io);
+  return RunWait(socket, {reply->id}, WaitOptions{}, io);
 }
 
 int RunInfo(const std::string& socket, bool json, Io io) {

@@ -21,6 +21,11 @@ Result<bool> CheckOutputPlace(const std::string& path) {
   if (!S_ISDIR(pst.st_mode)) {
     return InvalidArgument("cannot save output there: " + parent + " is not a directory");
   }
+  // Delivery opens the folder for reading before it writes into it, so a
+  // folder that may be written but not read (0311) is refused here too.
+  if (::access(parent.c_str(), R_OK) != 0) {
+    return Error(ErrorCode::kPermissionDenied, "cannot save output there: cannot read " + parent);
+  }
   if (::access(parent.c_str(), W_OK | X_OK) != 0) {
     // `--output /dev/null` meant "discard it": say how.
     const std::string hint =

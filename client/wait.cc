@@ -73,7 +73,15 @@ std::string ProgressLine(const std::vector<protocol::JobRow>& unfinished, double
 }
 
 std::string EndedLine(const protocol::JobRow& row) {
-  return "job " + std::to_string(row.id) +
+  const std::string job = "job " + std::to_string(row.id);
+  if (!row.start_time) {
+    // Killed while queued has no detail of its own.
+    std::string why = row.detail                                   ? EscapeControl(*row.detail)
+                      : row.reason == protocol::JobReason::kKilled ? "killed while queued"
+                                                                   : ExitCell(row);
+    return job + " did not run: " + why + "\n";
+  }
+  return job +
          " finished: " + (row.reason || !row.exit_code ? ExitCell(row) : "exit " + ExitCell(row)) +
          "\n";
 }
@@ -142,7 +150,7 @@ int RunWait(const std::string& socket, const std::vector<std::uint64_t>& ids,
           continue;
         }
         progress.Clear();
-        if (options.announce) io.err << EndedLine(row->second);
+        io.err << EndedLine(row->second);
         ended[id] = row->second;
         pending.erase(id);
       }

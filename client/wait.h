@@ -31,12 +31,12 @@ int WaitExitCode(const std::vector<protocol::JobRow>& ended);
 // "waiting for job 5 (running 1m03s), job 6 (queued)", for a terminal.
 std::string ProgressLine(const std::vector<protocol::JobRow>& unfinished, double now);
 
-// "job 5 finished: exit 0" / "job 6 finished: killed".
+// "job 5 finished: exit 0" / "job 6 finished: killed"; for a job that
+// never started, "job 7 did not run: killed while queued" (or its detail).
 std::string EndedLine(const protocol::JobRow& row);
 
 struct WaitOptions {
   std::optional<double> timeout_s;
-  bool announce = true;  // EndedLine on stderr as each job ends
 };
 
 int RunWait(const std::string& socket, const std::vector<std::uint64_t>& ids,

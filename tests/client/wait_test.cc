@@ -12,6 +12,7 @@ protocol::JobRow Ended(std::uint64_t id, std::optional<std::int64_t> exit_code,
   row.state = protocol::JobState::kDone;
   row.exit_code = exit_code;
   row.reason = reason;
+  if (exit_code) row.start_time = 1000;  // it ran
   return row;
 }
 
@@ -39,8 +40,16 @@ TEST(WaitProgressTest, NamesEachUnfinishedJobAndHowLongItRan) {
   EXPECT_EQ(ProgressLine({running, queued}, 1063),
             "waiting for job 5 (running 1m03s), job 6 (queued)");
   EXPECT_EQ(EndedLine(Ended(5, 2)), "job 5 finished: exit 2\n");
+  // Never started: said as such, with the job's detail where it has one.
   EXPECT_EQ(EndedLine(Ended(6, std::nullopt, protocol::JobReason::kDependency)),
-            "job 6 finished: dependency\n");
+            "job 6 did not run: dependency\n");
+  protocol::JobRow killed = Ended(7, std::nullopt, protocol::JobReason::kKilled);
+  EXPECT_EQ(EndedLine(killed), "job 7 did not run: killed while queued\n");
+  killed.start_time = 1000;
+  EXPECT_EQ(EndedLine(killed), "job 7 finished: killed\n");
+  protocol::JobRow failed = Ended(8, std::nullopt, protocol::JobReason::kError);
+  failed.detail = "failed to start: cannot execute x";
+  EXPECT_EQ(EndedLine(failed), "job 8 did not run: failed to start: cannot execute x\n");
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 // the subcommand it was made in) and 1 for a refusal by the daemon.
 #include <grp.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <regex>
 #include <string>
@@ -191,6 +193,19 @@ TEST_F(ErrorTableTest, EveryMistakeIsNamedWithItsExitStatus) {
   }
   const std::string listed = daemon_.Dispatch({"list", "--finished", "--json"}).out;
   EXPECT_NE(listed.find("\"jobs\":[]"), std::string::npos) << "a refused call submitted a job";
+}
+
+// Delivery opens the folder for reading: one its owner may write into but
+// not read (0311) is refused at submission, not after the job ran.
+TEST_F(ErrorTableTest, AFolderItsOwnerCannotReadIsRefusedAtSubmission) {
+  ASSERT_TRUE(daemon_.Start()) << daemon_.log();
+  const std::string locked = daemon_.work() + "/locked";
+  ASSERT_EQ(::mkdir(locked.c_str(), 0700), 0);
+  ASSERT_EQ(::chown(locked.c_str(), daemon_.client_uid(), daemon_.client_gid()), 0);
+  ASSERT_EQ(::chmod(locked.c_str(), 0311), 0);
+  CommandResult refused = daemon_.Dispatch({"new", "--output", locked, "--", "true"});
+  EXPECT_EQ(refused.exit_code, 1) << refused.err;
+  EXPECT_EQ(refused.err, "dispatch: cannot save output there: cannot read " + locked + "\n");
 }
 
 // Said, though the call succeeds: a --max-time cut to the daemon's

@@ -77,6 +77,7 @@ TEST_F(WorkflowE2eTest, NewWaitStreamsTheOutputAndExitsWithTheJobsStatus) {
   EXPECT_EQ(run.exit_code, 4) << run.err << daemon_.log();
   EXPECT_EQ(run.out, "from-the-job\n") << "stdout holds the job's output alone";
   EXPECT_NE(run.err.find("job 1 "), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("job 1 finished: exit 4\n"), std::string::npos) << run.err;
   EXPECT_EQ(
       daemon_.Dispatch({"new", "--max-mem", "0.25", "--wait", "--", "true"}, seconds(30)).exit_code,
       0);
