@@ -161,6 +161,25 @@ check_completion() {
   ) || failed=1
 }
 
+# The broker account check (packaging/broker-account.sh) against a fake
+# getent and login.defs.
+check_broker_account() {
+  (
+    . "$src/packaging/broker-account.sh"
+    printf 'SYS_UID_MAX\t999\n' > "$tmp/login.defs"
+    export HPCB_LOGIN_DEFS=$tmp/login.defs
+    getent() { [ -n "$account" ] && echo "$account"; }
+    account="" got=$(hpcb_broker_account_problem)
+    [ -z "$got" ] || fail "no account: '$got'"
+    account="hpc-batch:x:998:998::/var/lib/hpc-batch/broker:/usr/sbin/nologin" got=$(hpcb_broker_account_problem)
+    [ -z "$got" ] || fail "a system account: '$got'"
+    account="hpc-batch:x:1001:1001:Hpc Batch:/home/hpc-batch:/bin/bash" got=$(hpcb_broker_account_problem)
+    case $got in *"ordinary account 'hpc-batch' (uid 1001, above SYS_UID_MAX 999)"*) ;;
+      *) fail "an ordinary account: '$got'";; esac
+    exit $failed
+  ) || failed=1
+}
+
 case $what in
   tree)
     "$cmake" --install "$build" --prefix "$tmp/prefix" > "$tmp/log" || { cat "$tmp/log"; fail "cmake --install --prefix"; exit 1; }
@@ -170,6 +189,7 @@ case $what in
     check_tree "$tmp/stage/usr" /usr
     check_docs
     check_completion
+    check_broker_account
     ;;
   deb)
     command -v dpkg-deb >/dev/null || { echo "no dpkg-deb: skipped"; exit 77; }

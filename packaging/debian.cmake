@@ -43,6 +43,7 @@ else()
 endif()
 
 file(READ ${CMAKE_CURRENT_SOURCE_DIR}/purge-state.sh HPCB_PURGE_STATE)
+file(READ ${CMAKE_CURRENT_SOURCE_DIR}/broker-account.sh HPCB_BROKER_ACCOUNT)
 set(hpcb_scripts)
 foreach(script postinst prerm postrm)
   configure_file(debian/${script}.in ${CMAKE_CURRENT_BINARY_DIR}/debian/${script} @ONLY)
