@@ -218,6 +218,15 @@ Result<void> Pool::Validate(const JobDemand& demand) const {
   int largest = 0;
   for (const NodeBooks& node : nodes_)
     largest = std::max(largest, node.total_cpus);
+  // The node's size first: on a machine of several nodes it is the limit
+  // that matters to a job kept on one, however many cpus it asked for.
+  if (MaxNodes(demand) == 1 && nodes_.size() > 1 && demand.cpu > largest) {
+    return InvalidArgument("--cpu " + std::to_string(demand.cpu) +
+                           " exceeds the largest NUMA node (" + std::to_string(largest) +
+                           " cpus); " +
+                           (demand.exclusive ? "--numa-local keeps this exclusive job on one node"
+                                             : "jobs are always confined to a single node"));
+  }
   if (demand.cpu > total) {
     int cores = TotalCores();
     std::string available =
@@ -225,11 +234,6 @@ Result<void> Pool::Validate(const JobDemand& demand) const {
                        : std::to_string(total) + " cpus (" + std::to_string(cores) + " cores)";
     return InvalidArgument("--cpu " + std::to_string(demand.cpu) + " exceeds the " + available +
                            " available to jobs");
-  }
-  if (MaxNodes(demand) == 1 && demand.cpu > largest) {
-    return InvalidArgument("--cpu " + std::to_string(demand.cpu) +
-                           " exceeds the largest NUMA node (" + std::to_string(largest) +
-                           " cpus); jobs are always confined to a single node");
   }
   const GpuInfo& gpus = machine_->gpus;
   std::string count = std::to_string(demand.gpus);

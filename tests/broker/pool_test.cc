@@ -67,6 +67,10 @@ TEST(PoolTest, ValidationMessages) {
             "--cpu 5 exceeds the largest NUMA node (4 cpus); jobs are always confined to a "
             "single node");
   EXPECT_EQ(Refusal(pool, Cpu(4)), "ok");
+  // More than the whole machine: still the node is the limit that matters.
+  EXPECT_EQ(Refusal(pool, Cpu(9)),
+            "--cpu 9 exceeds the largest NUMA node (4 cpus); jobs are always confined to a "
+            "single node");
   JobDemand exclusive = Cpu(8);
   exclusive.exclusive = true;
   EXPECT_EQ(Refusal(pool, exclusive), "ok");
@@ -74,7 +78,9 @@ TEST(PoolTest, ValidationMessages) {
   EXPECT_EQ(Refusal(pool, exclusive), "--cpu 9 exceeds the 8 cores available to jobs");
   exclusive.cpu = 8;
   exclusive.numa_local_mem = true;
-  EXPECT_THAT(Refusal(pool, exclusive), HasSubstr("exceeds the largest NUMA node (4 cpus)"));
+  EXPECT_EQ(Refusal(pool, exclusive),
+            "--cpu 8 exceeds the largest NUMA node (4 cpus); --numa-local keeps this exclusive "
+            "job on one node");
   EXPECT_EQ(Refusal(pool, Gpu(5)), "--gpu-cores 5 exceeds the 4 gpus on this machine");
   EXPECT_EQ(Refusal(pool, Cpu(1, 48)), "ok");
   EXPECT_EQ(Refusal(pool, Cpu(1, 64)), "ok");
