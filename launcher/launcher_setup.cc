@@ -129,8 +129,6 @@ Result<void> RunStartupChecks(protocol::RootConfig& config, bool as_root) {
     return Refusal("running as a normal user (user mode) needs --no-cgroups" +
                    std::string(kCgroupHint));
   }
-  HPCB_TRY(PrepareDirs(config, as_root));
-  HPCB_TRY(CheckCgroups(config, as_root));
   if (as_root) {
     Result<gid_t> admin = host::ResolveAdminGroup(config.admin_group);
     if (!admin) return Refusal(admin.error().message());
@@ -160,7 +158,9 @@ Result<void> RunStartupChecks(protocol::RootConfig& config, bool as_root) {
     // they are, each start is refused with this message.
     if (!missing.empty()) LogWarning(MissingNodesError(config.gpu_dev_dir, missing).message());
   }
-  return Ok();
+  // Last, so that a refused start leaves no directory behind.
+  HPCB_TRY(CheckCgroups(config, as_root));
+  return PrepareDirs(config, as_root);
 }
 
 Result<UniqueFd> ListenClientSocket(const std::string& path) {

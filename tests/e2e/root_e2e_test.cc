@@ -571,6 +571,9 @@ TEST_F(RootE2eTest, SuidDumpableOneRefusesTheDaemonAndEachChildThatBecomesAUser)
   (void)daemon_->StartNoProbe({"--admin-group", kAdminGroup, "--proc-root", proc});
   EXPECT_EQ(daemon_->WaitForExit(seconds(30)), 78) << daemon_->log();
   EXPECT_NE(daemon_->log().find("fs.suid_dumpable is 1"), std::string::npos) << daemon_->log();
+  // A refused start leaves nothing behind.
+  EXPECT_FALSE(fs::exists(daemon_->state())) << daemon_->state();
+  EXPECT_FALSE(fs::exists(daemon_->dir() + "/dev")) << daemon_->dir();
 
   MakeHarness();
   const std::string live_proc = daemon_->dir() + "/fake-proc";
