@@ -610,6 +610,15 @@ class DamagedStateTest : public FaultE2eTest {
     std::smatch match;
     EXPECT_TRUE(std::regex_search(r.out, match, std::regex("job ([0-9]+) "))) << r.out << r.err;
     jobs.running = std::stoull(match[1]);
+    // Running as the executor knows it: its spec says so (the executor
+    // logs the start after saving it). Before that, the run record is the
+    // only sign the job exec'd, and a test that deletes it would be
+    // deleting the evidence, not damaging a running job's records.
+    const std::regex started("job " + std::to_string(jobs.running) +
+                             " started \\(pid [0-9]+, shepherd");
+    EXPECT_TRUE(DaemonHarness::WaitFor([&] { return std::regex_search(daemon_.log(), started); },
+                                       seconds(20)))
+        << daemon_.log();
     for (int n = 1001; n <= 1002; ++n)
       jobs.queued.push_back(SubmitOne(n));
     return jobs;
