@@ -20,6 +20,7 @@
 #include "broker/scheduler.h"
 #include "common/units.h"
 #include "protocol/base/log.h"
+#include "protocol/host/accounts.h"
 
 namespace hpcb::broker {
 namespace {
@@ -93,12 +94,13 @@ int RunBroker(const DaemonConfig& config) {
   std::unique_ptr<Policy> policy = MakePolicy(config.schedule);
   if (!policy) return Refuse(InvalidArgument("unknown --schedule '" + config.schedule + "'"));
 
+  // As the launcher words it as root (its suggestions, sorted), so user
+  // mode is told the same.
+  if (Result<gid_t> admin = host::ResolveAdminGroup(config.admin_group); !admin) {
+    return Refuse(InvalidArgument(admin.error().message()));
+  }
   SystemUserDb users;
   const std::string admin_group = ResolveAdminGroup(config.admin_group, users);
-  if (admin_group.empty() || !users.GroupExists(admin_group)) {
-    return Refuse(
-        InvalidArgument("--admin-group '" + admin_group + "' does not exist on this system"));
-  }
 
   // One membership lookup before the filter loads every NSS module the
   // group database uses, so none is first dlopen()ed under seccomp.

@@ -351,11 +351,11 @@ Result<JobRecord> BrokerCore::RecordFor(std::uint64_t id,
   JobRecord job;
   job.id = id;
   job.demand.exclusive = request.exclusive;
-  job.demand.cpu = request.cpu ? static_cast<int>(*request.cpu)
-                               : (request.exclusive ? scheduler_.TotalCpus() : 1);
   job.demand.gpus = static_cast<int>(request.gpu_cores);
   job.demand.numa_local_mem = request.numa_local_mem;
   job.demand.numa_local_gpu = request.numa_local_gpu;
+  job.demand.cpu = request.cpu ? static_cast<int>(*request.cpu)
+                               : (request.exclusive ? scheduler_.ExclusiveCpus(job.demand) : 1);
   job.demand.min_gpu_link = request.min_gpu_link;
   if (request.max_mem_gb) {
     job.max_mem_gb = request.max_mem_gb;

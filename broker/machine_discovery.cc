@@ -271,9 +271,11 @@ std::string Describe(const Machine& machine) {
   // limits can make differ from the flags (--reserve-cpu, --reserve-mem).
   int reserved_cpus = 0;
   double reserved_mem = machine.machine_reserved_mem_gib;
+  // Memory is held back per node wherever nodes report theirs, whether
+  // or not jobs are held to them; only one of the two kinds is ever set.
   for (const NumaNode& node : machine.nodes) {
     reserved_cpus += node.reserved_cpus;
-    if (machine.per_node_memory) reserved_mem += node.reserved_mem_gib;
+    reserved_mem += node.reserved_mem_gib;
   }
   const auto count = [](int n, const std::string& what) {
     return std::to_string(n) + " " + what + (n == 1 ? "" : "s");

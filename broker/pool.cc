@@ -13,6 +13,13 @@
 namespace hpcb::broker {
 namespace {
 
+// The flag that keeps an exclusive job on one node, as it was likely given
+// (--numa-local sets both of the others).
+std::string NumaLocalFlag(const JobDemand& demand) {
+  if (demand.numa_local_mem && demand.numa_local_gpu) return "--numa-local";
+  return demand.numa_local_mem ? "--numa-local-mem" : "--numa-local-gpu";
+}
+
 constexpr double kSlack = 1e-9;
 
 std::string G(double value) {
@@ -101,6 +108,14 @@ int Pool::TotalCpus() const {
   for (const NodeBooks& node : nodes_)
     total += node.total_cpus;
   return total;
+}
+
+int Pool::ExclusiveCpus(const JobDemand& demand) const {
+  if (MaxNodes(demand) > 1) return TotalCpus();
+  int largest = 0;
+  for (const NodeBooks& node : nodes_)
+    largest = std::max(largest, node.total_cpus);
+  return largest;
 }
 
 int Pool::TotalCores() const {
@@ -221,11 +236,11 @@ Result<void> Pool::Validate(const JobDemand& demand) const {
   // The node's size first: on a machine of several nodes it is the limit
   // that matters to a job kept on one, however many cpus it asked for.
   if (MaxNodes(demand) == 1 && nodes_.size() > 1 && demand.cpu > largest) {
-    return InvalidArgument("--cpu " + std::to_string(demand.cpu) +
-                           " exceeds the largest NUMA node (" + std::to_string(largest) +
-                           " cpus); " +
-                           (demand.exclusive ? "--numa-local keeps this exclusive job on one node"
-                                             : "jobs are always confined to a single node"));
+    return InvalidArgument(
+        "--cpu " + std::to_string(demand.cpu) + " exceeds the largest NUMA node (" +
+        std::to_string(largest) + " cpus); " +
+        (demand.exclusive ? NumaLocalFlag(demand) + " keeps this exclusive job on one node"
+                          : "jobs are always confined to a single node"));
   }
   if (demand.cpu > total) {
     int cores = TotalCores();

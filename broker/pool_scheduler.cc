@@ -14,8 +14,8 @@ CpuGrant PoolScheduler::Grant(const JobDemand& demand) const {
   return pool_.Grant(demand);
 }
 
-int PoolScheduler::TotalCpus() const {
-  return pool_.TotalCpus();
+int PoolScheduler::ExclusiveCpus(const JobDemand& demand) const {
+  return pool_.ExclusiveCpus(demand);
 }
 
 std::vector<Start> PoolScheduler::Schedule(const std::vector<QueuedJob>& queue,

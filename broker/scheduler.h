@@ -20,7 +20,8 @@ class Scheduler {
   virtual std::optional<double> DefaultBudget(int cpu, bool exclusive) const = 0;
   // The cpus and whole cores `demand` is given (Pool::Grant).
   virtual CpuGrant Grant(const JobDemand& demand) const = 0;
-  virtual int TotalCpus() const = 0;
+  // What an exclusive job without --cpu asks for (Pool::ExclusiveCpus).
+  virtual int ExclusiveCpus(const JobDemand& demand) const = 0;
   // What discovery found, after the reserve (`dispatch info`).
   virtual const Machine& machine() const = 0;
   // Placements returned are already reserved.
@@ -45,7 +46,7 @@ class PoolScheduler : public Scheduler {
   Result<void> Validate(const JobDemand& demand) const override;
   std::optional<double> DefaultBudget(int cpu, bool exclusive) const override;
   CpuGrant Grant(const JobDemand& demand) const override;
-  int TotalCpus() const override;
+  int ExclusiveCpus(const JobDemand& demand) const override;
   const Machine& machine() const override { return machine_; }
   std::vector<Start> Schedule(const std::vector<QueuedJob>& queue,
                               const std::vector<RunningJob>& running, double now) override;

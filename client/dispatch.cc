@@ -168,8 +168,9 @@ void NameSubmitter(protocol::SubmitRequest& request) {
 }
 
 // Fills `request` from parsed flags; returns an exit code on failure.
+// `delivered_by_daemon`: the local backend (not Slurm) delivers the output.
 std::optional<int> BuildSubmit(const NewFlags& f, const std::vector<std::string>& words,
-                               protocol::SubmitRequest* request, Io io) {
+                               bool delivered_by_daemon, protocol::SubmitRequest* request, Io io) {
   if (f.link_opt->count() > 0) {
     std::string link = f.gpu_link;
     std::transform(link.begin(), link.end(), link.begin(),
@@ -251,7 +252,7 @@ std::optional<int> BuildSubmit(const NewFlags& f, const std::vector<std::string>
     request->output = MakeAbsolute(f.output_opt->count() > 0 ? f.output : ".", *cwd);
     // Checked here, as the user: the root side never resolves a user's
     // path, and the delivery checks again as the user when the job ends.
-    Result<bool> is_dir = CheckOutputPlace(*request->output);
+    Result<bool> is_dir = CheckOutputPlace(*request->output, delivered_by_daemon);
     if (!is_dir) return ReportError(is_dir.error(), io);
     request->output_is_dir = *is_dir;
   }
@@ -452,7 +453,7 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
   if (parsed(new_cmd)) {
     protocol::SubmitRequest request;
     std::vector<std::string> words = split.command.value_or(std::vector<std::string>{});
-    if (auto code = BuildSubmit(new_flags, words, &request, io)) return *code;
+    if (auto code = BuildSubmit(new_flags, words, !slurm, &request, io)) return *code;
     if (slurm && (!request.after.empty() || new_flags.wait)) {
       return ReportError(Error(ErrorCode::kFailedPrecondition,
                                "--after, --after-any and --wait are not available with the Slurm "
@@ -520,7 +521,7 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
       request.to = MakeAbsolute(output_to, *cwd);
       // As for `new --output`: checked here, as the user, and again by the
       // delivery, which runs as the user too.
-      Result<bool> is_dir = CheckOutputPlace(*request.to);
+      Result<bool> is_dir = CheckOutputPlace(*request.to, /*delivered_by_daemon=*/true);
       if (!is_dir) return ReportError(is_dir.error(), io);
       request.to_is_dir = *is_dir;
     }

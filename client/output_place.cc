@@ -7,7 +7,7 @@
 
 namespace hpcb::client {
 
-Result<bool> CheckOutputPlace(const std::string& path) {
+Result<bool> CheckOutputPlace(const std::string& path, bool delivered_by_daemon) {
   if (path.empty() || path[0] != '/') return InvalidArgument("output path must be absolute");
   struct stat st {};
   const bool exists = ::stat(path.c_str(), &st) == 0;
@@ -21,9 +21,10 @@ Result<bool> CheckOutputPlace(const std::string& path) {
   if (!S_ISDIR(pst.st_mode)) {
     return InvalidArgument("cannot save output there: " + parent + " is not a directory");
   }
-  // Delivery opens the folder for reading before it writes into it, so a
-  // folder that may be written but not read (0311) is refused here too.
-  if (::access(parent.c_str(), R_OK) != 0) {
+  // The daemon's delivery opens the folder for reading before it writes
+  // into it, so a folder that may be written but not read (0311) is
+  // refused here too.
+  if (delivered_by_daemon && ::access(parent.c_str(), R_OK) != 0) {
     return Error(ErrorCode::kPermissionDenied, "cannot save output there: cannot read " + parent);
   }
   if (::access(parent.c_str(), W_OK | X_OK) != 0) {

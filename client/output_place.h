@@ -13,8 +13,10 @@ namespace hpcb::client {
 // Whether the calling process may have output written at `path`: true
 // when it is a directory (the output goes to output.<id>.log in it), false
 // when it names the file; an error names the parent that is missing, not a
-// directory or not writable.
-Result<bool> CheckOutputPlace(const std::string& path);
+// directory, or not writable. The daemon's delivery also opens the folder
+// for reading (`delivered_by_daemon`); Slurm writes by path, and a folder
+// that may only be written into (a drop box) serves it.
+Result<bool> CheckOutputPlace(const std::string& path, bool delivered_by_daemon);
 
 }  // namespace hpcb::client
 

@@ -74,7 +74,9 @@ std::string ProgressLine(const std::vector<protocol::JobRow>& unfinished, double
 
 std::string EndedLine(const protocol::JobRow& row) {
   const std::string job = "job " + std::to_string(row.id);
-  if (!row.start_time) {
+  // A row without a start time but with an exit code ran (recovery can
+  // learn of an exit before it learns of the start).
+  if (!row.start_time && !row.exit_code) {
     // Killed while queued has no detail of its own.
     std::string why = row.detail                                   ? EscapeControl(*row.detail)
                       : row.reason == protocol::JobReason::kKilled ? "killed while queued"

@@ -45,7 +45,7 @@ for here, _, files in os.walk(root):
             if not os.path.exists(os.path.join(here, target.split("#")[0])):
                 print(f"{os.path.relpath(path, root)}: {target}")
 PY
-  )
+  ) || { fail "the link check did not run"; return; }
   [ -z "$broken" ] || fail "broken links in the installed docs:
 $broken"
 }
@@ -176,6 +176,8 @@ check_broker_account() {
     account="hpc-batch:x:1001:1001:Hpc Batch:/home/hpc-batch:/bin/bash" got=$(hpcb_broker_account_problem)
     case $got in *"ordinary account 'hpc-batch' (uid 1001, above SYS_UID_MAX 999)"*) ;;
       *) fail "an ordinary account: '$got'";; esac
+    HPCB_LOGIN_DEFS=$tmp/missing got=$(hpcb_broker_account_problem) || fail "no login.defs: it failed"
+    case $got in *"(uid 1001, above SYS_UID_MAX 999)"*) ;; *) fail "no login.defs: '$got'";; esac
     exit $failed
   ) || failed=1
 }

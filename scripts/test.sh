@@ -38,27 +38,34 @@ ctest --test-dir build --output-on-failure --timeout 300 -L scale
 # clang-tidy and the sanitizer build need only CPU, and the test tiers below
 # leave much of it unused: most of their time is spent waiting on daemons,
 # kills and restarts. So both run beside the tests at idle priority
-# (SCHED_IDLE, idle I/O class), each in a session of its own with its own
-# log, and take only what the tests leave. Their results are waited for
+# (SCHED_IDLE, and the idle I/O class where the disk's scheduler has one),
+# each in a session of its own with its own log, and take only what the
+# tests leave. Their results are waited for
 # before the qemu guest, which wants the whole machine.
 side_logs=$(mktemp -d)
 side_jobs=()
-stop_side_jobs() {
-  local pid
+stop_side_jobs() {  # on exit: stops what still runs, shows its log on a failure
+  local rc=$? pid log
   for pid in "${side_jobs[@]}"; do kill -- "-$pid" 2>/dev/null || true; done
+  if ((rc != 0)); then
+    for log in "$side_logs"/*.log; do
+      [ -f "$log" ] && { echo "--- $(basename "$log" .log), stopped:"; tail -n 40 "$log"; }
+    done
+  fi
   rm -rf "$side_logs"
 }
 trap stop_side_jobs EXIT
 beside_tests() {  # NAME COMMAND...: runs COMMAND at idle priority in the background
   local name=$1
   shift
-  setsid chrt --idle 0 ionice -c 3 "$@" >"$side_logs/$name.log" 2>&1 &
+  setsid -w chrt --idle 0 ionice -c 3 "$@" >"$side_logs/$name.log" 2>&1 &
   side_jobs+=($!)
 }
 wait_beside() {  # NAME PID: its log, and its failure is the suite's
   local rc=0
   wait "$2" || rc=$?
   cat "$side_logs/$1.log"
+  rm -f "$side_logs/$1.log"
   if ((rc != 0)); then
     echo "test.sh: $1 FAILED (exit $rc)" >&2
     exit "$rc"
@@ -71,6 +78,14 @@ wait_beside() {  # NAME PID: its log, and its failure is the suite's
 # left to the main build (and are not built there): their deadlines are set
 # for uninstrumented code, and their seccomp checks for the filters that
 # kill (see protocol/host/unlisted_call_action.h).
+# Its tree (1.1 GB) is kept in memory where /dev/shm allows: on ext4 an
+# fsync waits for every other file's dirty data, so the build's writes
+# made the daemons' durable acknowledgments take seconds beside it (a
+# hostile test's `new` went 5 s unanswered), where SCHED_IDLE keeps only
+# its CPU use out of the way. build-fuzz is then a link to that directory.
+if [ ! -d build-fuzz ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then
+  ln -sfn "$(mktemp -d /dev/shm/hpcb-build-fuzz.XXXXXX)" build-fuzz
+fi
 CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DHPCB_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug \
     -DCMAKE_CXX_FLAGS_DEBUG=-gline-tables-only >/dev/null
 beside_tests tidy env LINT_JOBS=2 scripts/lint.sh tidy  # clang-tidy (.clang-tidy)

@@ -3,6 +3,7 @@
 #include <grp.h>
 #include <pwd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <vector>
 
@@ -21,16 +22,18 @@ Result<gid_t> ResolveAdminGroup(const std::string& name) {
       if (struct group* g = ::getgrnam(candidate.c_str())) return g->gr_gid;
     }
   }
-  std::string existing;
+  std::vector<std::string> existing;
   for (const auto& candidate : AdminGroupCandidates()) {
-    if (::getgrnam(candidate.c_str()) != nullptr) {
-      existing += (existing.empty() ? "" : ", ") + candidate;
-    }
+    if (::getgrnam(candidate.c_str()) != nullptr) existing.push_back(candidate);
   }
-  std::string message = name.empty()
-                            ? std::string("none of the default admin groups exists on this system")
-                            : "--admin-group '" + name + "' does not exist on this system";
-  if (!existing.empty()) message += "; try one of: " + existing;
+  std::sort(existing.begin(), existing.end());
+  std::string message =
+      name.empty() ? std::string(
+                         "none of the default admin groups (wheel, sudo, adm, staff) exists "
+                         "on this system; pass --admin-group GROUP")
+                   : "--admin-group '" + name + "' does not exist on this system";
+  for (std::size_t i = 0; i < existing.size(); ++i)
+    message += (i == 0 ? "; try one of: " : ", ") + existing[i];
   return Error(ErrorCode::kNotFound, message);
 }
 

@@ -244,6 +244,12 @@ TEST_F(DiscoveryTest, ResourcesLineNamesWhatWasHeldBack) {
   EXPECT_NE(log.find("resources available to jobs: 1 cpu over 1 NUMA node(s)"), std::string::npos)
       << log;
   EXPECT_NE(log.find("; reserved for the system: 1 cpu, 4 GiB"), std::string::npos) << log;
+  // Jobs not held to nodes (--no-cgroups): the memory was held back all the same.
+  ::testing::internal::CaptureStderr();
+  Discover(/*confine=*/false);
+  const std::string unconfined = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(unconfined.find("; reserved for the system: 1 cpu, 4 GiB"), std::string::npos)
+      << unconfined;
 }
 
 // Adjacent siblings, as AMD parts and qemu number them.

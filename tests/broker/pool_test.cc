@@ -79,8 +79,12 @@ TEST(PoolTest, ValidationMessages) {
   exclusive.cpu = 8;
   exclusive.numa_local_mem = true;
   EXPECT_EQ(Refusal(pool, exclusive),
-            "--cpu 8 exceeds the largest NUMA node (4 cpus); --numa-local keeps this exclusive "
-            "job on one node");
+            "--cpu 8 exceeds the largest NUMA node (4 cpus); --numa-local-mem keeps this "
+            "exclusive job on one node");
+  // Without --cpu it asks for what it may have: the largest node.
+  EXPECT_EQ(pool.ExclusiveCpus(exclusive), 4);
+  exclusive.numa_local_mem = false;
+  EXPECT_EQ(pool.ExclusiveCpus(exclusive), 8);
   EXPECT_EQ(Refusal(pool, Gpu(5)), "--gpu-cores 5 exceeds the 4 gpus on this machine");
   EXPECT_EQ(Refusal(pool, Cpu(1, 48)), "ok");
   EXPECT_EQ(Refusal(pool, Cpu(1, 64)), "ok");

@@ -238,7 +238,7 @@ class FakeScheduler : public Scheduler {
   CpuGrant Grant(const JobDemand& demand) const override {
     return {demand.cpu * threads_per_core, demand.cpu};
   }
-  int TotalCpus() const override { return total_; }
+  int ExclusiveCpus(const JobDemand& /*demand*/) const override { return total_; }
   bool FitsNow(const JobDemand& demand) const override {
     return static_cast<int>(free_.size()) >= demand.cpu;
   }

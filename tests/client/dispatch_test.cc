@@ -355,9 +355,9 @@ TEST(DispatchTest, NewWaitPrintsTheDeliveredFileOfAJobTheStreamMissed) {
     protocol::JobRow row;
     row.id = 5;
     row.state = protocol::JobState::kDone;
-    row.exit_code = 4;
     row.output_dest = std::move(dest);
     if (ran) row.start_time = 1000;
+    if (ran) row.exit_code = 4;
     if (!ran) {
       row.reason = protocol::JobReason::kError;
       row.detail = "failed to start job: cannot execute nosuchcmd";

@@ -19,20 +19,20 @@ TEST(ResolveDestinationTest, DirectoryGetsOutputIdLog) {
 
 TEST(OutputPlaceTest, AnExistingDirectoryOrAFileInOne) {
   testing::TempDir dir;
-  Result<bool> in_dir = CheckOutputPlace(dir.path());
+  Result<bool> in_dir = CheckOutputPlace(dir.path(), true);
   ASSERT_TRUE(in_dir) << in_dir.error().message();
   EXPECT_TRUE(*in_dir);
-  Result<bool> exact = CheckOutputPlace(dir.path() + "/mine.log");
+  Result<bool> exact = CheckOutputPlace(dir.path() + "/mine.log", true);
   ASSERT_TRUE(exact) << exact.error().message();
   EXPECT_FALSE(*exact);
 }
 
 TEST(OutputPlaceTest, RefusesRelativeMissingAndNonDirectoryParents) {
   testing::TempDir dir;
-  EXPECT_FALSE(CheckOutputPlace("relative.log"));
-  EXPECT_FALSE(CheckOutputPlace(dir.path() + "/missing/x.log"));
+  EXPECT_FALSE(CheckOutputPlace("relative.log", true));
+  EXPECT_FALSE(CheckOutputPlace(dir.path() + "/missing/x.log", true));
   testing::WriteText(dir.path() + "/file", "x");
-  Result<bool> not_dir = CheckOutputPlace(dir.path() + "/file/x.log");
+  Result<bool> not_dir = CheckOutputPlace(dir.path() + "/file/x.log", true);
   ASSERT_FALSE(not_dir);
   EXPECT_NE(not_dir.error().message().find("is not a directory"), std::string::npos);
 }

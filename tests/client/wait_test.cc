@@ -12,7 +12,6 @@ protocol::JobRow Ended(std::uint64_t id, std::optional<std::int64_t> exit_code,
   row.state = protocol::JobState::kDone;
   row.exit_code = exit_code;
   row.reason = reason;
-  if (exit_code) row.start_time = 1000;  // it ran
   return row;
 }
 
@@ -47,6 +46,8 @@ TEST(WaitProgressTest, NamesEachUnfinishedJobAndHowLongItRan) {
   EXPECT_EQ(EndedLine(killed), "job 7 did not run: killed while queued\n");
   killed.start_time = 1000;
   EXPECT_EQ(EndedLine(killed), "job 7 finished: killed\n");
+  // An exit learned before the start (recovery): it ran.
+  EXPECT_EQ(EndedLine(Ended(9, 3)), "job 9 finished: exit 3\n");
   protocol::JobRow failed = Ended(8, std::nullopt, protocol::JobReason::kError);
   failed.detail = "failed to start: cannot execute x";
   EXPECT_EQ(EndedLine(failed), "job 8 did not run: failed to start: cannot execute x\n");

@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <regex>
 #include <string>
 #include <vector>
@@ -206,6 +208,22 @@ TEST_F(ErrorTableTest, AFolderItsOwnerCannotReadIsRefusedAtSubmission) {
   CommandResult refused = daemon_.Dispatch({"new", "--output", locked, "--", "true"});
   EXPECT_EQ(refused.exit_code, 1) << refused.err;
   EXPECT_EQ(refused.err, "dispatch: cannot save output there: cannot read " + locked + "\n");
+}
+
+// A daemon refused for its --admin-group names the default groups that do
+// exist, sorted, in user mode as as root.
+TEST_F(ErrorTableTest, AMissingAdminGroupIsRefusedWithTheGroupsThatExistSorted) {
+  std::vector<std::string> existing;
+  for (const char* group : {"wheel", "sudo", "adm", "staff"}) {
+    if (::getgrnam(group) != nullptr) existing.emplace_back(group);
+  }
+  std::sort(existing.begin(), existing.end());
+  std::string want = "--admin-group 'hpcb-no-such-group' does not exist on this system";
+  for (std::size_t i = 0; i < existing.size(); ++i)
+    want += (i == 0 ? "; try one of: " : ", ") + existing[i];
+  (void)daemon_.StartNoProbe({"--admin-group", "hpcb-no-such-group"});
+  EXPECT_EQ(daemon_.WaitForExit(std::chrono::seconds(20)), 78) << daemon_.log();
+  EXPECT_NE(daemon_.log().find(want + "\n"), std::string::npos) << want << "\n" << daemon_.log();
 }
 
 // Said, though the call succeeds: a --max-time cut to the daemon's
