@@ -33,6 +33,11 @@ namespace fs = std::filesystem;
 
 constexpr int kNvidiaSmiTimeoutS = 15;
 
+// "1 cpu", "2 cpus".
+std::string Count(std::int64_t n, const std::string& what) {
+  return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+}
+
 // `program` as the exec found it: the first executable candidate on our
 // PATH, so a warning names the very file it ran.
 std::string FoundOnPath(const std::string& program) {
@@ -277,15 +282,12 @@ std::string Describe(const Machine& machine) {
     reserved_cpus += node.reserved_cpus;
     reserved_mem += node.reserved_mem_gib;
   }
-  const auto count = [](int n, const std::string& what) {
-    return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
-  };
-  std::string unit = cores == cpus ? "" : " in " + count(cores, "whole core");
-  return "resources available to jobs: " + count(cpus, "cpu") + unit + " over " +
+  std::string unit = cores == cpus ? "" : " in " + Count(cores, "whole core");
+  return "resources available to jobs: " + Count(cpus, "cpu") + unit + " over " +
          std::to_string(machine.nodes.size()) + " NUMA node(s), " +
          std::to_string(machine.gpus.ids.size()) + " gpu(s), " + GiBWords(FloorTo2(mem)) +
          " memory (" + (machine.per_node_memory ? "per-node" : "machine-wide") +
-         "); reserved for the system: " + count(reserved_cpus, "cpu") + ", " +
+         "); reserved for the system: " + Count(reserved_cpus, "cpu") + ", " +
          GiBWords(reserved_mem);
 }
 
@@ -330,8 +332,7 @@ Result<Machine> DiscoverMachine(const DaemonConfig& config, bool confine_memory)
   std::int64_t held = ReserveCpus(machine.nodes, config.reserve_cpu);
   if (held != config.reserve_cpu) {
     LogInfo("--reserve-cpu " + std::to_string(config.reserve_cpu) + " holds back " +
-            std::to_string(held) + (held == 1 ? " cpu" : " cpus") +
-            " (whole cores, and every node keeps one)");
+            Count(held, "cpu") + " (whole cores, and every node keeps one)");
   }
   if (per_node_data) {
     std::vector<double*> domains;

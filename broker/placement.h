@@ -111,6 +111,7 @@ class Pool {
   CpuGrant Grant(const JobDemand& demand) const;
 
   int TotalCpus() const;
+  int LargestNodeCpus() const;
   // The cpus an exclusive job without --cpu is given: the machine's, or
   // the largest node's when a --numa-local flag keeps it on one.
   int ExclusiveCpus(const JobDemand& demand) const;

@@ -110,12 +110,15 @@ int Pool::TotalCpus() const {
   return total;
 }
 
-int Pool::ExclusiveCpus(const JobDemand& demand) const {
-  if (MaxNodes(demand) > 1) return TotalCpus();
+int Pool::LargestNodeCpus() const {
   int largest = 0;
   for (const NodeBooks& node : nodes_)
     largest = std::max(largest, node.total_cpus);
   return largest;
+}
+
+int Pool::ExclusiveCpus(const JobDemand& demand) const {
+  return MaxNodes(demand) > 1 ? TotalCpus() : LargestNodeCpus();
 }
 
 int Pool::TotalCores() const {
@@ -230,9 +233,7 @@ Result<void> Pool::Validate(const JobDemand& demand) const {
   if (demand.cpu < 1) return InvalidArgument("--cpu must be at least 1");
   if (demand.gpus < 0) return InvalidArgument("--gpu-cores must not be negative");
   int total = TotalCpus();
-  int largest = 0;
-  for (const NodeBooks& node : nodes_)
-    largest = std::max(largest, node.total_cpus);
+  const int largest = LargestNodeCpus();
   // The node's size first: on a machine of several nodes it is the limit
   // that matters to a job kept on one, however many cpus it asked for.
   if (MaxNodes(demand) == 1 && nodes_.size() > 1 && demand.cpu > largest) {

@@ -77,6 +77,12 @@ class DiscoveryTest : public ::testing::Test {
     EXPECT_TRUE(machine.has_value());
     return machine ? *machine : Machine{};
   }
+  // What discovery logs.
+  std::string LogOfDiscover(bool confine = true) {
+    ::testing::internal::CaptureStderr();
+    Discover(confine);
+    return ::testing::internal::GetCapturedStderr();
+  }
 
   fs::path root_;
   DaemonConfig config_;
@@ -222,9 +228,7 @@ TEST_F(DiscoveryTest, ResourcesLineNamesTheReserve) {
   AddNode(1, "4-7", 32);
   config_.reserve_cpu = 1;
   config_.reserve_mem_gib = 2;
-  ::testing::internal::CaptureStderr();
-  Discover();
-  const std::string log = ::testing::internal::GetCapturedStderr();
+  const std::string log = LogOfDiscover();
   EXPECT_NE(log.find("resources available to jobs: 7 cpus over 2 NUMA node(s), 0 gpu(s)"),
             std::string::npos)
       << log;
@@ -237,17 +241,13 @@ TEST_F(DiscoveryTest, ResourcesLineNamesWhatWasHeldBack) {
   AddNode(0, "0-1", 8);
   config_.reserve_cpu = 2;
   config_.reserve_mem_gib = 6;
-  ::testing::internal::CaptureStderr();
-  Discover();
-  const std::string log = ::testing::internal::GetCapturedStderr();
+  const std::string log = LogOfDiscover();
   EXPECT_NE(log.find("--reserve-cpu 2 holds back 1 cpu (whole cores"), std::string::npos) << log;
   EXPECT_NE(log.find("resources available to jobs: 1 cpu over 1 NUMA node(s)"), std::string::npos)
       << log;
   EXPECT_NE(log.find("; reserved for the system: 1 cpu, 4 GiB"), std::string::npos) << log;
   // Jobs not held to nodes (--no-cgroups): the memory was held back all the same.
-  ::testing::internal::CaptureStderr();
-  Discover(/*confine=*/false);
-  const std::string unconfined = ::testing::internal::GetCapturedStderr();
+  const std::string unconfined = LogOfDiscover(/*confine=*/false);
   EXPECT_NE(unconfined.find("; reserved for the system: 1 cpu, 4 GiB"), std::string::npos)
       << unconfined;
 }
