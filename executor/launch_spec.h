@@ -46,55 +46,29 @@ struct LaunchSpec {
   double end_time = 0;
   std::optional<std::string> output_error;
   std::optional<protocol::JobUsage> usage;
-  template <class A>
-  void save(A& ar) const {
-    using protocol::Put;
-    Put(ar, "id", id);
-    Put(ar, "who", who);
-    Put(ar, "home", home);
-    Put(ar, "shell", shell);
-    Put(ar, "argv", argv);
-    Put(ar, "cwd", cwd);
-    Put(ar, "env", env);
-    Put(ar, "output_dest", output_dest);
-    Put(ar, "request", request);
-    Put(ar, "placement", placement);
-    Put(ar, "state", state);
-    Put(ar, "pid", pid);
-    Put(ar, "proc_start", proc_start);
-    Put(ar, "shepherd", shepherd);
-    Put(ar, "shepherd_start", shepherd_start);
-    Put(ar, "start_time", start_time);
-    Put(ar, "exit_code", exit_code);
-    Put(ar, "oom", oom);
-    Put(ar, "end_time", end_time);
-    Put(ar, "output_error", output_error);
-    Put(ar, "usage", usage);
-  }
-  template <class A>
-  void load(A& ar) {
-    using protocol::Get;
-    Get(ar, "id", id);
-    Get(ar, "who", who);
-    Get(ar, "home", home);
-    Get(ar, "shell", shell);
-    Get(ar, "argv", argv);
-    Get(ar, "cwd", cwd);
-    Get(ar, "env", env);
-    Get(ar, "output_dest", output_dest);
-    Get(ar, "request", request);
-    Get(ar, "placement", placement);
-    Get(ar, "state", state);
-    Get(ar, "pid", pid);
-    Get(ar, "proc_start", proc_start);
-    Get(ar, "shepherd", shepherd);
-    Get(ar, "shepherd_start", shepherd_start);
-    Get(ar, "start_time", start_time);
-    Get(ar, "exit_code", exit_code);
-    Get(ar, "oom", oom);
-    Get(ar, "end_time", end_time);
-    Get(ar, "output_error", output_error);
-    protocol::GetIfPresent(ar, "usage", usage);  // specs written before accounting
+  template <class F>
+  void Fields(F&& field) {
+    field("id", id);
+    field("who", who);
+    field("home", home);
+    field("shell", shell);
+    field("argv", argv);
+    field("cwd", cwd);
+    field("env", env);
+    field("output_dest", output_dest);
+    field("request", request);
+    field("placement", placement);
+    field("state", state);
+    field("pid", pid);
+    field("proc_start", proc_start);
+    field("shepherd", shepherd);
+    field("shepherd_start", shepherd_start);
+    field("start_time", start_time);
+    field("exit_code", exit_code);
+    field("oom", oom);
+    field("end_time", end_time);
+    field("output_error", output_error);
+    field("usage", usage, protocol::kMayBeMissing);  // specs written before accounting
   }
   Result<void> Validate() const;
 };

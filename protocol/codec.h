@@ -182,7 +182,8 @@ void Get(Archive& ar, const char* name, T& value) {
 
 // For a field added to a state file after files without it were written:
 // such a file loads with `value` left as it was. Only for state files; a
-// message must carry every field.
+// message must carry every field. In a field list:
+//   field("usage", usage, kMayBeMissing);
 template <class Archive, class T>
 void GetIfPresent(Archive& ar, const char* name, T& value) {
   try {
@@ -191,6 +192,9 @@ void GetIfPresent(Archive& ar, const char* name, T& value) {
     if (std::string(failure.what()) != std::string("field '") + name + "' is missing") throw;
   }
 }
+
+inline constexpr struct MayBeMissing {
+} kMayBeMissing;
 
 template <class Archive, WireEnum E>
 void Put(Archive& ar, const char* name, const E& value) {
@@ -244,22 +248,30 @@ concept HasOwnSave = requires(const T& message, cereal::JSONOutputArchive& ar) {
 // its own).
 template <class T>
 concept FieldListed = !HasOwnSave<T> && requires(T & message) {
-  message.Fields([](const char*, auto&) {});
+  message.Fields([](const char*, auto&, auto...) {});
 };
 
 // Found by cereal through ADL for every field-listed type, nested ones too.
 template <class A, FieldListed T>
 void save(A& ar, const T& message) {
   if constexpr (requires { T::kKind; }) PutHeader(ar, T::kKind, message.req);
+  // A user request's "cmd" (user_requests.h), read by the broker's dispatch.
+  if constexpr (requires { T::kCmd; }) Put(ar, "cmd", std::string(T::kCmd));
   // Fields only reads through the saving visitor.
   const_cast<T&>(message).Fields(
-      [&ar](const char* name, const auto& value) { Put(ar, name, value); });
+      [&ar](const char* name, const auto& value, auto...) { Put(ar, name, value); });
 }
 
 template <class A, FieldListed T>
 void load(A& ar, T& message) {
   if constexpr (requires { T::kKind; }) Get(ar, "req", message.req);
-  message.Fields([&ar](const char* name, auto& value) { Get(ar, name, value); });
+  message.Fields([&ar](const char* name, auto& value, auto... may_be_missing) {
+    if constexpr (sizeof...(may_be_missing) > 0) {
+      GetIfPresent(ar, name, value);
+    } else {
+      Get(ar, name, value);
+    }
+  });
 }
 
 template <class A, class T>

@@ -446,29 +446,16 @@ struct JobExited {
   // processes are gone, so its cpus and memory may go to others; it stays
   // running to its owner until the event without this flag.
   bool delivering = false;
-  template <class A>
-  void save(A& ar) const {
-    PutHeader(ar, kKind, req);
-    Put(ar, "id", id);
-    Put(ar, "exit_code", exit_code);
-    Put(ar, "oom", oom);
-    Put(ar, "end_time", end_time);
-    Put(ar, "output_error", output_error);
-    Put(ar, "note", note);
-    Put(ar, "usage", usage);
-    Put(ar, "delivering", delivering);
-  }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "req", req);
-    Get(ar, "id", id);
-    Get(ar, "exit_code", exit_code);
-    Get(ar, "oom", oom);
-    Get(ar, "end_time", end_time);
-    Get(ar, "output_error", output_error);
-    Get(ar, "note", note);
-    Get(ar, "usage", usage);
-    GetIfPresent(ar, "delivering", delivering);
+  template <class F>
+  void Fields(F&& field) {
+    field("id", id);
+    field("exit_code", exit_code);
+    field("oom", oom);
+    field("end_time", end_time);
+    field("output_error", output_error);
+    field("note", note);
+    field("usage", usage);
+    field("delivering", delivering, kMayBeMissing);
   }
   Result<void> Validate() const { return usage ? usage->Validate() : Ok(); }
 };

@@ -68,52 +68,29 @@ struct SubmitRequest {
   // failed to start, and never runs.
   std::optional<std::string> exec_error;
 
-  template <class A>
-  void save(A& ar) const {
-    Put(ar, "cmd", std::string("new"));
-    Put(ar, "argv", argv);
-    Put(ar, "cwd", cwd);
-    Put(ar, "cpu", cpu);
-    Put(ar, "gpu_cores", gpu_cores);
-    Put(ar, "max_mem_gb", max_mem_gb);
-    Put(ar, "max_time_s", max_time_s);
-    Put(ar, "exclusive", exclusive);
-    Put(ar, "numa_local_mem", numa_local_mem);
-    Put(ar, "numa_local_gpu", numa_local_gpu);
-    Put(ar, "min_gpu_link", min_gpu_link);
-    Put(ar, "forward_env", forward_env);
-    Put(ar, "env", env);
-    Put(ar, "output", output);
-    Put(ar, "output_is_dir", output_is_dir);
-    Put(ar, "user", user);
-    Put(ar, "home", home);
-    Put(ar, "shell", shell);
-    Put(ar, "after", after);
-    Put(ar, "after_any", after_any);
-    Put(ar, "exec_error", exec_error);
-  }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "argv", argv);
-    Get(ar, "cwd", cwd);
-    Get(ar, "cpu", cpu);
-    Get(ar, "gpu_cores", gpu_cores);
-    Get(ar, "max_mem_gb", max_mem_gb);
-    Get(ar, "max_time_s", max_time_s);
-    Get(ar, "exclusive", exclusive);
-    Get(ar, "numa_local_mem", numa_local_mem);
-    Get(ar, "numa_local_gpu", numa_local_gpu);
-    Get(ar, "min_gpu_link", min_gpu_link);
-    Get(ar, "forward_env", forward_env);
-    Get(ar, "env", env);
-    Get(ar, "output", output);
-    GetIfPresent(ar, "output_is_dir", output_is_dir);
-    GetIfPresent(ar, "user", user);
-    GetIfPresent(ar, "home", home);
-    GetIfPresent(ar, "shell", shell);
-    Get(ar, "after", after);
-    Get(ar, "after_any", after_any);
-    GetIfPresent(ar, "exec_error", exec_error);
+  static constexpr std::string_view kCmd = "new";
+  template <class F>
+  void Fields(F&& field) {
+    field("argv", argv);
+    field("cwd", cwd);
+    field("cpu", cpu);
+    field("gpu_cores", gpu_cores);
+    field("max_mem_gb", max_mem_gb);
+    field("max_time_s", max_time_s);
+    field("exclusive", exclusive);
+    field("numa_local_mem", numa_local_mem);
+    field("numa_local_gpu", numa_local_gpu);
+    field("min_gpu_link", min_gpu_link);
+    field("forward_env", forward_env);
+    field("env", env);
+    field("output", output);
+    field("output_is_dir", output_is_dir, kMayBeMissing);
+    field("user", user, kMayBeMissing);
+    field("home", home, kMayBeMissing);
+    field("shell", shell, kMayBeMissing);
+    field("after", after);
+    field("after_any", after_any);
+    field("exec_error", exec_error, kMayBeMissing);
   }
   Result<void> Validate() const;
 };
@@ -124,18 +101,12 @@ struct OutputRequest {
   std::uint64_t id = 0;
   std::optional<std::string> to;  // absolute
   bool to_is_dir = false;         // as SubmitRequest::output_is_dir
-  template <class A>
-  void save(A& ar) const {
-    Put(ar, "cmd", std::string("output"));
-    Put(ar, "id", id);
-    Put(ar, "to", to);
-    Put(ar, "to_is_dir", to_is_dir);
-  }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "id", id);
-    Get(ar, "to", to);
-    GetIfPresent(ar, "to_is_dir", to_is_dir);
+  static constexpr std::string_view kCmd = "output";
+  template <class F>
+  void Fields(F&& field) {
+    field("id", id);
+    field("to", to);
+    field("to_is_dir", to_is_dir, kMayBeMissing);
   }
   Result<void> Validate() const;
 };

@@ -56,36 +56,20 @@ struct RunRecord {
   // in between books the job from here.
   std::optional<protocol::PlacementRecord> placement;
 
-  template <class A>
-  void save(A& ar) const {
-    using protocol::Put;
-    Put(ar, "id", id);
-    Put(ar, "pid", pid);
-    Put(ar, "shepherd", shepherd);
-    Put(ar, "shepherd_start", shepherd_start);
-    Put(ar, "start_time", start_time);
-    Put(ar, "status", status);
-    Put(ar, "end_time", end_time);
-    Put(ar, "user_s", user_s);
-    Put(ar, "system_s", system_s);
-    Put(ar, "max_rss_kib", max_rss_kib);
-    Put(ar, "placement", placement);
-  }
-  template <class A>
-  void load(A& ar) {
-    using protocol::Get;
-    Get(ar, "id", id);
-    Get(ar, "pid", pid);
-    Get(ar, "shepherd", shepherd);
-    protocol::GetIfPresent(ar, "shepherd_start", shepherd_start);  // records of older releases
-    Get(ar, "start_time", start_time);
-    Get(ar, "status", status);
-    Get(ar, "end_time", end_time);
-    Get(ar, "user_s", user_s);
-    Get(ar, "system_s", system_s);
-    Get(ar, "max_rss_kib", max_rss_kib);
+  template <class F>
+  void Fields(F&& field) {
+    field("id", id);
+    field("pid", pid);
+    field("shepherd", shepherd);
+    field("shepherd_start", shepherd_start, protocol::kMayBeMissing);  // records of older releases
+    field("start_time", start_time);
+    field("status", status);
+    field("end_time", end_time);
+    field("user_s", user_s);
+    field("system_s", system_s);
+    field("max_rss_kib", max_rss_kib);
     // Records written before the field (jobs kept running across an upgrade).
-    protocol::GetIfPresent(ar, "placement", placement);
+    field("placement", placement, protocol::kMayBeMissing);
   }
   Result<void> Validate() const;
 };

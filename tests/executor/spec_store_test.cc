@@ -45,6 +45,27 @@ TEST_F(SpecStoreTest, ASaveIsItsFileAtOnceAndAsksTheTurnForACommit) {
   EXPECT_FALSE(store.commit_pending());
 }
 
+// A spec saved by a release from before accounting has no "usage"; one
+// without a field that was always there is refused, naming it.
+TEST_F(SpecStoreTest, ASpecFromBeforeAccountingLoadsAndOneWithoutItsArgvDoesNot) {
+  LaunchSpec spec = Spec(4);
+  std::string text = protocol::Encode(spec);
+  const std::string usage = ",\"usage\":[]";
+  ASSERT_NE(text.find(usage), std::string::npos) << text;
+  testing::WriteText(Path("4.json"), text.replace(text.find(usage), usage.size(), ""));
+  Result<LaunchSpec> loaded = LoadSpec(dir_.path(), 4);
+  ASSERT_TRUE(loaded) << loaded.error().message();
+  EXPECT_EQ(loaded->argv, spec.argv);
+
+  text = protocol::Encode(Spec(5));
+  const std::string argv = "\"argv\":[\"echo\",\"job 5\"],";
+  ASSERT_NE(text.find(argv), std::string::npos) << text;
+  testing::WriteText(Path("5.json"), text.replace(text.find(argv), argv.size(), ""));
+  Result<LaunchSpec> refused = LoadSpec(dir_.path(), 5);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().message(), "field 'argv' is missing");
+}
+
 TEST_F(SpecStoreTest, APlainEndAsksForNoCommitOfItsOwn) {
   SpecStore store(dir_.path());
   LaunchSpec spec = Spec(1);

@@ -58,6 +58,25 @@ TEST(CodecTest, MissingFieldIsNamed) {
   EXPECT_EQ(out.error().message(), "field 'cwd' is missing");
 }
 
+// Fields a dispatch older than them does not send: decoded as absent.
+TEST(CodecTest, AFieldThatMayBeMissingLoadsWithoutIt) {
+  SubmitRequest in = ValidSubmit();
+  in.exec_error = "cannot execute x";
+  std::string text = Replace(Encode(in), "\"exec_error\":[\"cannot execute x\"]", "\"pad\":0");
+  text = Replace(text, "\"user\":\"\",", "");
+
+  auto out = Decode<SubmitRequest>(text);
+
+  ASSERT_TRUE(out) << out.error().message();
+  EXPECT_FALSE(out->exec_error.has_value());
+  EXPECT_EQ(out->user, "");
+}
+
+TEST(CodecTest, AUserRequestIsWrittenWithItsCommand) {
+  EXPECT_EQ(Encode(ValidSubmit()).rfind("{\"cmd\":\"new\",", 0), 0u) << Encode(ValidSubmit());
+  EXPECT_EQ(Encode(OutputRequest{.id = 3}).rfind("{\"cmd\":\"output\",", 0), 0u);
+}
+
 TEST(CodecTest, BadOptionalIsNamed) {
   std::string text = Replace(Encode(ValidSubmit()), "\"cpu\":[2]", "\"cpu\":[2,3]");
 
