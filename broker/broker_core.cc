@@ -138,7 +138,7 @@ Result<void> BrokerCore::Start(QueueFile loaded) {
 }
 
 void BrokerCore::Handle(const Peer& peer, const std::string& text, Respond respond) {
-  Result<std::string> tag = protocol::PeekTag(text, "cmd");
+  Result<std::string> tag = protocol::PeekCommand(text);
   if (!tag) return respond(Response{});
   auto answer = [&](const Result<std::string>& frame) {
     respond(Response{frame ? *frame : ErrorFrame(frame.error()), std::nullopt});

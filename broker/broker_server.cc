@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "protocol/base/log.h"
+#include "protocol/client_framing.h"
 #include "protocol/client_messages.h"
 #include "protocol/codec.h"
 #include "protocol/queued_frame.h"

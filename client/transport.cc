@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "protocol/client_framing.h"
 #include "protocol/framing.h"
 #include "protocol/queued_frame.h"
 #include "protocol/root_config.h"

@@ -184,7 +184,7 @@ class ExecutorServer {
   // The spec saved (spec_store.h), then the user's usage (usage_book.h)
   // brought up to date. Durable before any answer of this turn goes out
   // (the turn's end commits first), unless saved with kSoon: a plain end,
-  // which the job's run record also holds.
+  // which the job's run record also holds. A failure is logged here.
   Result<void> Save(LaunchSpec& spec, SpecStore::Flush flush = SpecStore::Flush::kBeforeAnswers);
   // What `spec` holds on disk: its record, plus a kept buffer once exited.
   std::uint64_t BytesHeld(const LaunchSpec& spec, std::uint64_t spec_bytes) const;

@@ -87,11 +87,12 @@ std::optional<std::uint64_t> SingleNumber(const std::string& path) {
 
 }  // namespace
 
-Result<CgroupUsage> ReadJobCgroupUsage(const std::string& cgroup_root, std::uint64_t id) {
+Result<protocol::JobUsage> ReadJobCgroupUsage(const std::string& cgroup_root, std::uint64_t id) {
   const std::string dir = JobCgroupPath(cgroup_root, id);
   auto stat = host::ReadSmallFile(dir + "/cpu.stat");
   if (!stat) return stat.error().WithContext("job " + std::to_string(id) + "'s cpu usage");
-  CgroupUsage usage;
+  protocol::JobUsage usage;
+  usage.source = protocol::UsageSource::kCgroup;
   std::istringstream in(*stat);
   std::string key;
   std::uint64_t value = 0;

@@ -12,6 +12,7 @@
 
 #include "protocol/base/result.h"
 #include "protocol/base/unique_fd.h"
+#include "protocol/job_usage.h"
 
 namespace hpcb::executor {
 
@@ -42,15 +43,8 @@ bool JobWasOomKilled(const std::string& cgroup_root, std::uint64_t id);
 // What the job's cgroup counted, read when it ends (before removal):
 // cpu.stat user_usec/system_usec, memory.peak, memory.events oom_kill and
 // pids.peak. A file the kernel lacks (memory.peak before 5.19, pids.peak)
-// leaves its figure unset; cpu.stat missing is an error.
-struct CgroupUsage {
-  double user_s = 0;
-  double system_s = 0;
-  std::optional<std::uint64_t> peak_memory_bytes;
-  std::uint64_t oom_kills = 0;
-  std::optional<std::uint64_t> peak_pids;
-};
-Result<CgroupUsage> ReadJobCgroupUsage(const std::string& cgroup_root, std::uint64_t id);
+// leaves its figure unset; cpu.stat missing is an error. wall_s is left 0.
+Result<protocol::JobUsage> ReadJobCgroupUsage(const std::string& cgroup_root, std::uint64_t id);
 
 // cgroup.events says "populated 1". Missing/garbled -> false.
 bool JobCgroupPopulated(const std::string& cgroup_root, std::uint64_t id);

@@ -250,10 +250,7 @@ void ExecutorServer::Finish(std::uint64_t id) {
     const bool plain = !event.oom && !event.note && !output_error;
     const SpecStore::Flush flush =
         plain ? SpecStore::Flush::kSoon : SpecStore::Flush::kBeforeAnswers;
-    if (Result<void> saved = Save(done_spec, flush); !saved) {
-      LogWarning("cannot save the spec of job " + std::to_string(id) + ": " +
-                 saved.error().message());
-    }
+    (void)Save(done_spec, flush);
     WriteInfo(done_spec);
     if (output_error) ScheduleRetry(id, *output_error);
     event.output_error = std::move(output_error);
@@ -289,15 +286,10 @@ std::optional<protocol::JobUsage> ExecutorServer::MeasureUsage(const LaunchSpec&
   const double start = record && record->start_time > 0 ? record->start_time : spec.start_time;
   usage.wall_s = std::max(0.0, end_time - start);
   if (!config_.no_cgroups) {
-    Result<CgroupUsage> counted = ReadJobCgroupUsage(config_.cgroup_root, spec.id);
+    Result<protocol::JobUsage> counted = ReadJobCgroupUsage(config_.cgroup_root, spec.id);
     if (counted) {
-      usage.source = protocol::UsageSource::kCgroup;
-      usage.user_s = counted->user_s;
-      usage.system_s = counted->system_s;
-      usage.peak_memory_bytes = counted->peak_memory_bytes;
-      usage.oom_kills = counted->oom_kills;
-      usage.peak_pids = counted->peak_pids;
-      return usage;
+      counted->wall_s = usage.wall_s;
+      return *counted;
     }
     LogWarning(counted.error().message() + "; reporting what wait4 saw instead");
   }
@@ -312,9 +304,14 @@ std::optional<protocol::JobUsage> ExecutorServer::MeasureUsage(const LaunchSpec&
 }
 
 Result<void> ExecutorServer::Save(LaunchSpec& spec, SpecStore::Flush flush) {
-  HPCB_ASSIGN_OR_RETURN(std::uint64_t bytes, store_.Save(spec, flush));
+  Result<std::uint64_t> bytes = store_.Save(spec, flush);
+  if (!bytes) {
+    LogWarning("cannot save the spec of job " + std::to_string(spec.id) + ": " +
+               bytes.error().message());
+    return bytes.error();
+  }
   never_saved_.erase(spec.id);
-  usage_.Set(spec.id, spec.who.uid, BytesHeld(spec, bytes));
+  usage_.Set(spec.id, spec.who.uid, BytesHeld(spec, *bytes));
   return Ok();
 }
 

@@ -117,10 +117,7 @@ void ExecutorServer::Redeliver(std::uint64_t id, std::string dest,
       spec.output_error.reset();
       LogInfo("job " + std::to_string(id) + ": output delivered to " + dest);
     }
-    if (Result<void> saved = Save(spec); !saved) {
-      LogWarning("cannot save the spec of job " + std::to_string(id) + ": " +
-                 saved.error().message());
-    }
+    (void)Save(spec);
     WriteInfo(spec);
     done(error);
   });

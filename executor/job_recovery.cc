@@ -174,23 +174,16 @@ void ExecutorServer::LoadSpecs() {
       spec.shepherd = record->shepherd;
       spec.start_time = record->start_time;
       spec.env.clear();
-      Result<std::uint64_t> job_start =
-          host::ProcStartTime(static_cast<int>(spec.pid), facts_.proc_root);
-      spec.proc_start = job_start ? *job_start : 0;
+      spec.proc_start =
+          host::ProcStartTime(static_cast<int>(spec.pid), facts_.proc_root).value_or(0);
       // The record's own start time where it has one: a process that took
       // the shepherd's pid since (a power cut) is not taken for it.
       spec.shepherd_start = record->shepherd_start;
       if (spec.shepherd_start == 0) {
-        Result<std::uint64_t> shepherd_start =
-            host::ProcStartTime(static_cast<int>(spec.shepherd), facts_.proc_root);
-        spec.shepherd_start = shepherd_start ? *shepherd_start : 0;
+        spec.shepherd_start =
+            host::ProcStartTime(static_cast<int>(spec.shepherd), facts_.proc_root).value_or(0);
       }
-      if (Result<void> saved = Save(spec); !saved) {
-        LogWarning("cannot save the spec of job " + std::to_string(id) + ": " +
-                   saved.error().message());
-      } else {
-        saved_now = true;  // its usage booked with the new size
-      }
+      saved_now = Save(spec).has_value();  // if so, its usage booked with the new size
     }
     if (spec.state == SpecState::kRunning) {
       const bool ended = record && record->status;

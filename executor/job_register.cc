@@ -55,7 +55,7 @@ void ExecutorServer::OnRegister(std::uint64_t req, const protocol::Packet& packe
   // compromised broker can do").
   Result<std::string> frame = protocol::TakeQueuedFrame(packet.fds[0].get());
   if (!frame) return fail(frame.error().WithContext("reading the submission"));
-  Result<std::string> cmd = protocol::PeekTag(*frame, "cmd");
+  Result<std::string> cmd = protocol::PeekCommand(*frame);
   if (!cmd || *cmd != "new") {
     return fail(InvalidArgument("the connection does not carry a submission"));
   }
@@ -166,8 +166,6 @@ void ExecutorServer::FinishRegister(protocol::RegisterJob request, LaunchSpec sp
         if (Result<void> synced = Save(it->second); !synced) {
           // Not on disk, so not accepted: a reply without an error would
           // have the user told of a job a restart cannot find.
-          LogWarning("cannot save the spec of job " + std::to_string(registered.id) + ": " +
-                     synced.error().message());
           (void)RemoveJobDir(job_dir(registered.id), OwnerOf(it->second));
           never_saved_.erase(registered.id);
           jobs_.erase(it);

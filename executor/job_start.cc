@@ -195,12 +195,9 @@ void ExecutorServer::OnSpawned(std::uint64_t id, const protocol::StartJob& reque
   by_shepherd_[spec.shepherd] = id;
   spec.start_time = host::EpochNow();
   spec.env.clear();  // forwarded secrets are gone once the job runs
-  Result<std::uint64_t> job_start =
-      host::ProcStartTime(static_cast<int>(spec.pid), facts_.proc_root);
-  spec.proc_start = job_start ? *job_start : 0;
-  Result<std::uint64_t> shepherd_start =
-      host::ProcStartTime(static_cast<int>(spec.shepherd), facts_.proc_root);
-  spec.shepherd_start = shepherd_start ? *shepherd_start : 0;
+  spec.proc_start = host::ProcStartTime(static_cast<int>(spec.pid), facts_.proc_root).value_or(0);
+  spec.shepherd_start =
+      host::ProcStartTime(static_cast<int>(spec.shepherd), facts_.proc_root).value_or(0);
   if (Result<void> saved = Save(spec); !saved) {
     // Running but unrecorded: after a restart nobody could find, limit or
     // account for it, so it does not run at all.
@@ -231,10 +228,7 @@ void ExecutorServer::FailStart(std::uint64_t id, const std::string& message, boo
   AppendLine(spec, "hpc-batch: " + message);
   spec.state = SpecState::kExited;
   spec.env.clear();
-  if (Result<void> saved = Save(spec); !saved) {
-    LogWarning("cannot save the spec of job " + std::to_string(id) + ": " +
-               saved.error().message());
-  }
+  (void)Save(spec);
   if (!config_.no_cgroups && remove_cgroup) (void)RemoveJobCgroup(config_.cgroup_root, id);
   // The inspection link is for registered and running jobs, as Finish and
   // a restart (PruneLeftovers) leave it.
@@ -250,10 +244,7 @@ void ExecutorServer::FailStart(std::uint64_t id, const std::string& message, boo
     if (it == jobs_.end()) return;
     it->second.output_error = output_error;
     it->second.end_time = host::EpochNow();
-    if (Result<void> saved = Save(it->second); !saved) {
-      LogWarning("cannot save the spec of job " + std::to_string(id) + ": " +
-                 saved.error().message());
-    }
+    (void)Save(it->second);
     WriteInfo(it->second);
     if (!output_error) return;
     ScheduleRetry(id, *output_error);

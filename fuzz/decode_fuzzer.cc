@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "protocol/client_framing.h"
 #include "protocol/client_messages.h"
 #include "protocol/codec.h"
 #include "protocol/executor_messages.h"
@@ -137,10 +138,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       Try<ChildExited>(text);
       break;
     case 30:
-      (void)PeekTag(text, "type");
+      (void)PeekEnvelope(text);
       break;
     case 31:
-      (void)PeekTag(text, "cmd");
+      (void)PeekCommand(text);
       break;
     case 32:
       QueuedFrame(text);

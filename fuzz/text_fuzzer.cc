@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "common/units.h"
+#include "protocol/client_framing.h"
 #include "protocol/framing.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -92,9 +92,7 @@ ShepherdReport AwaitExec(pid_t job, int exec_pipe, std::chrono::milliseconds dea
   record.shepherd = ::getpid();
   // With its start time a restart tells this shepherd from a process that
   // got its pid after a power cut.
-  if (Result<std::uint64_t> started = host::ProcStartTime(::getpid()); started) {
-    record.shepherd_start = *started;
-  }
+  record.shepherd_start = host::ProcStartTime(::getpid()).value_or(0);
   record.placement = request.placement;
   auto give_up = [&](int err) {
     ::unlink(host::RunRecordPath(options.run_dir, record.id).c_str());

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -34,29 +35,22 @@ enum Stage : int {
   kGpuMask,
 };
 
+// Indexed by Stage.
+constexpr std::array<const char*, 10> kStageNames = {
+    "unknown stage",
+    "setsid",
+    "cannot join the job cgroup",
+    "cannot set cpu affinity",
+    "cannot reset oom_score_adj",
+    "cannot switch to the job's user",
+    "cannot enter the working directory",
+    "cannot set up stdio",
+    "cannot execute",
+    "cannot hide the GPUs it was not given",
+};
+
 const char* StageName(int stage) {
-  switch (stage) {
-    case kSetsid:
-      return "setsid";
-    case kCgroup:
-      return "cannot join the job cgroup";
-    case kAffinity:
-      return "cannot set cpu affinity";
-    case kOomScore:
-      return "cannot reset oom_score_adj";
-    case kIdentity:
-      return "cannot switch to the job's user";
-    case kChdir:
-      return "cannot enter the working directory";
-    case kStdio:
-      return "cannot set up stdio";
-    case kExec:
-      return "cannot execute";
-    case kGpuMask:
-      return "cannot hide the GPUs it was not given";
-    default:
-      return "unknown stage";
-  }
+  return stage > 0 && stage <= kGpuMask ? kStageNames[stage] : kStageNames[0];
 }
 
 [[noreturn]] void Fail(int pipe_fd, int stage, int err) {

@@ -380,20 +380,29 @@ void LauncherServer::StopRoles() {
   StopRole(executor_);
 }
 
-bool LauncherServer::PollChildren(int wait_ms) {
-  std::vector<struct pollfd> fds;
+std::vector<pid_t> LauncherServer::WatchAnswers(std::vector<struct pollfd>& fds) const {
   std::vector<pid_t> owners;
-  for (auto& [pid, task] : tasks_) {
+  for (const auto& [pid, task] : tasks_) {
     if (!task.answer.valid()) continue;
     fds.push_back({task.answer.get(), POLLIN, 0});
     owners.push_back(pid);
   }
-  if (::poll(fds.data(), fds.size(), wait_ms) < 0 && errno != EINTR) return true;
-  for (std::size_t i = 0; i < fds.size(); ++i) {
+  return owners;
+}
+
+void LauncherServer::ReadAnswers(const struct pollfd* fds, const std::vector<pid_t>& owners) {
+  for (std::size_t i = 0; i < owners.size(); ++i) {
     if (fds[i].revents == 0) continue;
     auto it = tasks_.find(owners[i]);
     if (it != tasks_.end() && !it->second.answered) OnAnswerReadable(owners[i], it->second);
   }
+}
+
+bool LauncherServer::PollChildren(int wait_ms) {
+  std::vector<struct pollfd> fds;
+  const std::vector<pid_t> owners = WatchAnswers(fds);
+  if (::poll(fds.data(), fds.size(), wait_ms) < 0 && errno != EINTR) return true;
+  ReadAnswers(fds.data(), owners);
   ExpireTasks();
   return ReapChildren();
 }
@@ -406,13 +415,10 @@ LauncherServer::Outcome LauncherServer::Run() {
                                                      (to_executor_.wants_write() ? POLLOUT : 0));
     std::vector<struct pollfd> fds{{signal_fd_, POLLIN, 0},
                                    {executor_fd_.get(), executor_events, 0}};
-    std::vector<pid_t> owners;
+    const std::vector<pid_t> owners = WatchAnswers(fds);
     auto wake = Clock::now() + std::chrono::milliseconds(kMaxPollMs);
-    for (auto& [pid, task] : tasks_) {
+    for (const auto& [pid, task] : tasks_) {
       if (!task.answered) wake = std::min(wake, task.deadline);
-      if (!task.answer.valid()) continue;
-      fds.push_back({task.answer.get(), POLLIN, 0});
-      owners.push_back(pid);
     }
     const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(wake - Clock::now());
     const int ready =
@@ -442,11 +448,7 @@ LauncherServer::Outcome LauncherServer::Run() {
       }
     }
     // Children first: an answer read now goes out before a later request.
-    for (std::size_t i = 2; i < fds.size(); ++i) {
-      if (fds[i].revents == 0) continue;
-      auto it = tasks_.find(owners[i - 2]);
-      if (it != tasks_.end() && !it->second.answered) OnAnswerReadable(owners[i - 2], it->second);
-    }
+    ReadAnswers(fds.data() + 2, owners);
     if ((fds[1].revents & (POLLOUT | POLLHUP | POLLERR)) && to_executor_.wants_write()) {
       if (Result<void> flushed = to_executor_.Flush(); !flushed) {
         LogError("cannot answer the executor: " + flushed.error().message());

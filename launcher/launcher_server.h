@@ -20,6 +20,7 @@
 #ifndef HPCB_LAUNCHER_LAUNCHER_SERVER_H_
 #define HPCB_LAUNCHER_LAUNCHER_SERVER_H_
 
+#include <poll.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -111,6 +112,10 @@ class LauncherServer {
   void StartSpawn(const protocol::SpawnRequest& request, const protocol::Packet& packet);
   void StartDeliver(const protocol::DeliverRequest& request, const protocol::Packet& packet);
   void OnAnswerReadable(pid_t pid, Task& task);
+  // The children's answer pipes, added to `fds`; returns whose each is.
+  std::vector<pid_t> WatchAnswers(std::vector<struct pollfd>& fds) const;
+  // Reads the answers `fds` (one per owner, as WatchAnswers made them) have.
+  void ReadAnswers(const struct pollfd* fds, const std::vector<pid_t>& owners);
   // Sends the reply for `task` from what its child said, or `failure`.
   void Answer(pid_t pid, Task& task, const std::optional<Error>& failure);
   void ExpireTasks();

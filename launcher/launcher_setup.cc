@@ -4,7 +4,6 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,7 +11,9 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 
+#include "launcher/child_fds.h"
 #include "launcher/child_reap.h"
 #include "launcher/dumpable_check.h"
 #include "launcher/gpu_mask.h"
@@ -86,24 +87,18 @@ Result<void> CheckCgroups(const protocol::RootConfig& config, bool as_root) {
 }
 
 Result<void> PrepareDirs(const protocol::RootConfig& config, bool as_root) {
-  auto state = MakeDirs(config.state_dir + "/jobs", 0755);
-  if (!state)
-    return Refusal("cannot use the state directory " + config.state_dir + ": " +
-                   state.error().message());
-  auto specs = MakeDirs(config.state_dir + "/specs", 0700);
-  if (!specs)
-    return Refusal("cannot use the state directory " + config.state_dir + ": " +
-                   specs.error().message());
-  if (::access(config.state_dir.c_str(), W_OK | X_OK) != 0) {
+  if (::access(config.state_dir.c_str(), F_OK) == 0 &&
+      ::access(config.state_dir.c_str(), W_OK | X_OK) != 0) {
     return Refusal("the state directory " + config.state_dir + " is not writable");
   }
-  auto run = MakeDirs(config.state_dir + "/run", 0700);
-  if (!run)
-    return Refusal("cannot use the state directory " + config.state_dir + ": " +
-                   run.error().message());
-  for (const char* root_only : {"/specs", "/run"}) {
-    if (as_root && ::chown((config.state_dir + root_only).c_str(), 0, 0) != 0) {
-      return Refusal("cannot chown " + config.state_dir + root_only);
+  // jobs/ holds the users' job dirs; specs/ and run/ are root's alone.
+  for (const auto& [sub, mode] : {std::pair{"/jobs", 0755}, {"/specs", 0700}, {"/run", 0700}}) {
+    if (auto made = MakeDirs(config.state_dir + sub, static_cast<mode_t>(mode)); !made) {
+      return Refusal("cannot use the state directory " + config.state_dir + ": " +
+                     made.error().message());
+    }
+    if (as_root && mode == 0700 && ::chown((config.state_dir + sub).c_str(), 0, 0) != 0) {
+      return Refusal("cannot chown " + config.state_dir + sub);
     }
   }
   std::string socket_dir = std::filesystem::path(config.socket).parent_path();
@@ -196,14 +191,11 @@ Result<Role> StartRole(const std::string& binary, int fd3, int fd4,
   for (auto& a : args)
     argv.push_back(a.data());
   argv.push_back(nullptr);
+  std::vector<int> channels{fd3, fd4};
   pid_t pid = ::fork();
   if (pid < 0) return Error::FromErrno(errno, "fork");
   if (pid == 0) {
-    // Move the two channels to 3 and 4 without clobbering either.
-    int a = ::fcntl(fd3, F_DUPFD_CLOEXEC, 10);
-    int b = ::fcntl(fd4, F_DUPFD_CLOEXEC, 10);
-    if (a < 0 || b < 0 || ::dup2(a, 3) < 0 || ::dup2(b, 4) < 0) ::_exit(126);
-    ::syscall(SYS_close_range, 5u, ~0u, 0u);
+    if (!KeepOnlyFds(channels)) ::_exit(126);
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);

@@ -74,30 +74,18 @@ std::string CompactJson(std::string_view text) {
 }
 
 namespace {
-struct TagOnly {
-  const char* tag = "type";
-  std::string value;
-  template <class A>
-  void load(A& ar) {
-    Get(ar, tag, value);
+struct CommandOnly {
+  std::string cmd;
+  template <class F>
+  void Fields(F&& field) {
+    field("cmd", cmd);
   }
 };
 }  // namespace
 
-Result<std::string> PeekTag(std::string_view text, const char* tag) {
-  if (Result<void> scanned = PrescanJson(text); !scanned) return scanned.error();
-  TagOnly only;
-  only.tag = tag;
-  try {
-    std::istringstream in{std::string(text)};
-    cereal::JSONInputArchive ar(in);
-    only.load(ar);
-  } catch (const FieldError& failure) {
-    return InvalidArgument(failure.what());
-  } catch (const std::exception& failure) {
-    return InvalidArgument(std::string("message is not a JSON object: ") + failure.what());
-  }
-  return only.value;
+Result<std::string> PeekCommand(std::string_view text) {
+  HPCB_ASSIGN_OR_RETURN(CommandOnly only, Decode<CommandOnly>(text));
+  return only.cmd;
 }
 
 }  // namespace hpcb::protocol

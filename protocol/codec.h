@@ -340,8 +340,9 @@ Result<T> Decode(std::string_view text) {
   return message;
 }
 
-// Reads just the "type" (or other tag) string of a message, for dispatch.
-Result<std::string> PeekTag(std::string_view text, const char* tag);
+// Reads just the "cmd" of a user's request, for dispatch (a channel
+// message's "type" is read by PeekEnvelope, envelope.h).
+Result<std::string> PeekCommand(std::string_view text);
 
 }  // namespace hpcb::protocol
 

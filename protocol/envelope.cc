@@ -1,19 +1,6 @@
 #include "protocol/envelope.h"
 
 namespace hpcb::protocol {
-namespace {
-
-struct EnvelopeOnly {
-  Envelope envelope;
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "type", envelope.type);
-    Get(ar, "req", envelope.req);
-  }
-};
-
-}  // namespace
-
 Result<void> WireError::Validate() const {
   if (code < static_cast<std::uint8_t>(ErrorCode::kInvalidArgument) ||
       code > static_cast<std::uint8_t>(ErrorCode::kInternal)) {
@@ -28,8 +15,7 @@ Error WireError::ToError() const {
 }
 
 Result<Envelope> PeekEnvelope(std::string_view text) {
-  HPCB_ASSIGN_OR_RETURN(EnvelopeOnly only, Decode<EnvelopeOnly>(text));
-  return only.envelope;
+  return Decode<Envelope>(text);
 }
 
 }  // namespace hpcb::protocol

@@ -56,6 +56,11 @@ std::optional<WireError> ErrorOf(const Result<T>& result) {
 struct Envelope {
   std::string type;
   std::uint64_t req = 0;
+  template <class F>
+  void Fields(F&& field) {
+    field("type", type);
+    field("req", req);
+  }
 };
 Result<Envelope> PeekEnvelope(std::string_view text);
 

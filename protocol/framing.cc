@@ -15,20 +15,6 @@ constexpr std::size_t kPacketPayload = std::size_t{64} * 1024;
 constexpr char kMore = '+';
 constexpr char kLast = '.';
 
-// Reads exactly `want` bytes. Returns the count read before EOF (== want
-// on success).
-Result<std::size_t> ReadExact(int fd, char* out, std::size_t want) {
-  std::size_t done = 0;
-  while (done < want) {
-    ssize_t got = ::read(fd, out + done, want - done);
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return Error::FromErrno(errno, "read frame");
-    if (got == 0) break;
-    done += static_cast<std::size_t>(got);
-  }
-  return done;
-}
-
 }  // namespace
 
 std::uint32_t FrameLength(const char* bytes) {
@@ -40,39 +26,6 @@ std::uint32_t FrameLength(const char* bytes) {
 Error FrameTooLarge(std::size_t size, std::size_t cap) {
   return InvalidArgument("frame of " + std::to_string(size) + " bytes exceeds the " +
                          std::to_string(cap) + "-byte limit");
-}
-
-std::string EncodeFrame(std::string_view payload) {
-  std::string out(4, '\0');
-  auto size = static_cast<std::uint32_t>(payload.size());
-  for (int i = 0; i < 4; ++i)
-    out[i] = static_cast<char>((size >> (8 * i)) & 0xff);
-  out.append(payload);
-  return out;
-}
-
-Result<std::optional<std::string>> FrameDecoder::Next() {
-  if (buffer_.size() < 4) return std::optional<std::string>();
-  std::uint32_t size = FrameLength(buffer_.data());
-  if (size > cap_) return FrameTooLarge(size, cap_);
-  if (buffer_.size() < 4 + static_cast<std::size_t>(size)) {
-    return std::optional<std::string>();
-  }
-  std::string frame = buffer_.substr(4, size);
-  buffer_.erase(0, 4 + static_cast<std::size_t>(size));
-  return std::optional<std::string>(std::move(frame));
-}
-
-Result<void> WriteAll(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    ssize_t put = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-    // A pipe or a file handed to the socket writer still works, slower.
-    if (put < 0 && errno == ENOTSOCK) return WriteAllToFile(fd, bytes);
-    if (put < 0 && errno == EINTR) continue;
-    if (put < 0) return Error::FromErrno(errno, "write");
-    bytes.remove_prefix(static_cast<std::size_t>(put));
-  }
-  return Ok();
 }
 
 Result<void> WriteAllToFile(int fd, std::string_view bytes) {
@@ -104,24 +57,6 @@ Result<void> SyncDirectory(const std::string& dir) {
   if (!fd.valid()) return Error::FromErrno(errno, "open " + dir);
   if (::fsync(fd.get()) != 0) return Error::FromErrno(errno, "fsync " + dir);
   return Ok();
-}
-
-Result<void> WriteFrame(int fd, std::string_view payload) {
-  if (payload.size() > UINT32_MAX) return FrameTooLarge(payload.size(), UINT32_MAX);
-  return WriteAll(fd, EncodeFrame(payload));
-}
-
-Result<std::optional<std::string>> ReadFrame(int fd, std::size_t cap) {
-  char header[4];
-  HPCB_ASSIGN_OR_RETURN(std::size_t got, ReadExact(fd, header, 4));
-  if (got == 0) return std::optional<std::string>();
-  if (got < 4) return Error(ErrorCode::kUnavailable, "connection closed mid-frame");
-  std::uint32_t size = FrameLength(header);
-  if (size > cap) return FrameTooLarge(size, cap);
-  std::string body(size, '\0');
-  HPCB_ASSIGN_OR_RETURN(std::size_t body_got, ReadExact(fd, body.data(), size));
-  if (body_got < size) return Error(ErrorCode::kUnavailable, "connection closed mid-frame");
-  return std::optional<std::string>(std::move(body));
 }
 
 std::vector<std::string> SplitIntoPackets(std::string_view payload) {
@@ -156,17 +91,6 @@ int SendPacket(int fd, std::string_view packet, const std::vector<int>& fds, int
     if (::sendmsg(fd, &msg, MSG_NOSIGNAL | flags) >= 0) return 0;
     if (errno != EINTR) return errno;
   }
-}
-
-Result<void> SendMessage(int fd, std::string_view payload, const std::vector<int>& fds) {
-  if (fds.size() > kMaxPassedFds) return InvalidArgument("too many descriptors to pass");
-  bool first = true;
-  for (const std::string& packet : SplitIntoPackets(payload)) {
-    const int failed = SendPacket(fd, packet, first ? fds : std::vector<int>{}, 0);
-    if (failed != 0) return Error::FromErrno(failed, "send message");
-    first = false;
-  }
-  return Ok();
 }
 
 Result<Packet> ReceiveMessage(int fd, std::size_t cap) {
@@ -221,15 +145,6 @@ Result<Packet> ReceiveMessage(int fd, std::size_t cap) {
     return InvalidArgument("malformed packet (bad flag, truncation or unexpected control data)");
   }
   return message;
-}
-
-Result<struct ucred> PeerCredentials(int fd) {
-  struct ucred cred = {};
-  socklen_t size = sizeof cred;
-  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &size) != 0) {
-    return Error::FromErrno(errno, "read SO_PEERCRED");
-  }
-  return cred;
 }
 
 }  // namespace hpcb::protocol

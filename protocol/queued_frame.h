@@ -3,7 +3,8 @@
 // The bargain behind "No path from the broker" (docs/design.md): what a
 // job runs (argv, cwd, env, output) must reach the root executor from the
 // user, not from the broker. So the
-// broker only peeks at a submission (MSG_PEEK leaves it queued), decides
+// broker only peeks at a submission (MSG_PEEK leaves it queued;
+// PeekQueuedFrame, client_framing.h), decides
 // whether to queue it, and passes the connection itself; the executor then
 // takes the very same bytes from the socket. That only works if a whole
 // request fits in the socket's queue at once: a unix stream socket holds
@@ -11,6 +12,8 @@
 // client checks before sending.
 #ifndef HPCB_PROTOCOL_QUEUED_FRAME_H_
 #define HPCB_PROTOCOL_QUEUED_FRAME_H_
+
+#include <sys/types.h>
 
 #include <cstddef>
 #include <optional>
@@ -22,21 +25,13 @@ namespace hpcb::protocol {
 
 inline constexpr std::size_t kMaxRequestFrame = std::size_t{128} * 1024;
 
-// The payload of the first frame queued on `fd`, left in the queue.
-// nullopt while it has not fully arrived; kUnavailable once the client
-// closed without one; kInvalidArgument when its length exceeds `cap`.
-// Never blocks.
-Result<std::optional<std::string>> PeekQueuedFrame(int fd, std::size_t cap = kMaxRequestFrame);
+// recv without blocking; -1 with errno on failure (EINTR retried).
+ssize_t RecvNow(int fd, char* into, std::size_t want, int flags);
 
 // Reads and returns the first frame, which must already be queued whole:
 // never blocks, so a connection with nothing (or half a frame) on it is an
 // error (kFailedPrecondition), not a wait.
 Result<std::string> TakeQueuedFrame(int fd, std::size_t cap = kMaxRequestFrame);
-
-// Throws away up to `limit` queued bytes without blocking. Closing a unix
-// socket with unread data makes the peer's next read fail with ECONNRESET,
-// which would hide the reply we just wrote.
-void DiscardQueued(int fd, std::size_t limit);
 
 }  // namespace hpcb::protocol
 

@@ -69,6 +69,7 @@ class [[nodiscard]] Result {
   const T& value() const& { return std::get<0>(state_); }
   T&& value() && { return std::move(Get()); }
   const Error& error() const& { return std::get<1>(state_); }
+  T value_or(T fallback) const& { return has_value() ? std::get<0>(state_) : fallback; }
 
   T& operator*() & { return Get(); }
   const T& operator*() const& { return std::get<0>(state_); }

@@ -17,6 +17,7 @@
 
 #include "client/transport.h"
 #include "protocol/base/unique_fd.h"
+#include "protocol/client_framing.h"
 #include "protocol/client_messages.h"
 #include "protocol/codec.h"
 #include "protocol/framing.h"
@@ -117,7 +118,7 @@ TEST(DispatchTest, NewSendsRequestAndPrintsReply) {
             "output will be saved to /tmp/results/output.4.log\n");
   auto sent = protocol::Decode<protocol::SubmitRequest>(broker.request());
   ASSERT_TRUE(sent) << broker.request();
-  EXPECT_EQ(*protocol::PeekTag(broker.request(), "cmd"), "new");
+  EXPECT_EQ(*protocol::PeekCommand(broker.request()), "new");
   EXPECT_EQ(sent->argv, (std::vector<std::string>{"./bench", "--iterations", "10", "X=1"}));
   EXPECT_EQ(sent->env, (std::map<std::string, std::string>{{"EXPR", "a=b"}, {"FOO", "bar"}}));
   EXPECT_EQ(sent->cpu, 2);

@@ -41,8 +41,10 @@
 
 #include "broker/daemon_config.h"
 #include "protocol/base/unique_fd.h"
+#include "protocol/client_framing.h"
 #include "protocol/client_messages.h"
 #include "protocol/codec.h"
+#include "protocol/envelope.h"
 #include "protocol/framing.h"
 #include "protocol/queued_frame.h"
 
@@ -91,8 +93,8 @@ std::string AwaitReply() {
     auto packet = protocol::ReceiveMessage(kExecutorFd);
     if (!packet) return "ERROR receive: " + packet.error().message();
     Record(packet->bytes);
-    auto type = protocol::PeekTag(packet->bytes, "type");
-    if (type && *type == "exited") {
+    auto envelope = protocol::PeekEnvelope(packet->bytes);
+    if (envelope && envelope->type == "exited") {
       g_events.push_back(packet->bytes);
       continue;
     }
@@ -108,8 +110,8 @@ std::string AwaitEvent() {
     auto packet = protocol::ReceiveMessage(kExecutorFd);
     if (!packet) return "ERROR receive: " + packet.error().message();
     Record(packet->bytes);
-    auto type = protocol::PeekTag(packet->bytes, "type");
-    if (type && *type == "exited") g_events.push_back(packet->bytes);
+    auto envelope = protocol::PeekEnvelope(packet->bytes);
+    if (envelope && envelope->type == "exited") g_events.push_back(packet->bytes);
   }
   if (g_events.empty()) return "ERROR no event within 20 s";
   std::string event = g_events.front();

@@ -20,6 +20,7 @@
 #include <set>
 #include <sstream>
 
+#include "protocol/client_framing.h"
 #include "protocol/client_messages.h"
 #include "protocol/codec.h"
 #include "protocol/framing.h"

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "protocol/base/unique_fd.h"
+#include "protocol/client_framing.h"
 #include "protocol/client_messages.h"
 #include "protocol/codec.h"
 #include "protocol/executor_messages.h"
@@ -904,8 +905,8 @@ class ForgedBrokerTest : public RootE2eTest {
 
   void Hello() {
     std::string reply = Ask("send " + protocol::Encode(protocol::Hello{}));
-    auto type = protocol::PeekTag(reply, "type");
-    ASSERT_TRUE(type && *type == "hello_reply") << reply << daemon_->log();
+    auto envelope = protocol::PeekEnvelope(reply);
+    ASSERT_TRUE(envelope && envelope->type == "hello_reply") << reply << daemon_->log();
   }
 
   bool ExecutorAlive() {

@@ -14,6 +14,7 @@
 #include <filesystem>
 
 #include "executor/sysfacts.h"
+#include "protocol/client_framing.h"
 #include "protocol/client_messages.h"
 #include "protocol/host/accounts.h"
 #include "protocol/host/host_files.h"

@@ -116,8 +116,9 @@ TEST(JobCgroupTest, UsageComesFromTheGroupsOwnCounters) {
   testing::WriteText(dir + "/memory.peak", "209715200\n");
   testing::WriteText(dir + "/memory.events", "low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n");
   testing::WriteText(dir + "/pids.peak", "3\n");
-  Result<CgroupUsage> usage = ReadJobCgroupUsage(root.path(), 5);
+  Result<protocol::JobUsage> usage = ReadJobCgroupUsage(root.path(), 5);
   ASSERT_TRUE(usage) << usage.error().message();
+  EXPECT_EQ(usage->source, protocol::UsageSource::kCgroup);
   EXPECT_DOUBLE_EQ(usage->user_s, 3.6);
   EXPECT_DOUBLE_EQ(usage->system_s, 0.5);
   EXPECT_EQ(usage->peak_memory_bytes, 209715200u);
@@ -129,7 +130,7 @@ TEST(JobCgroupTest, UsageLeavesOutWhatAnOlderKernelLacks) {
   testing::TempDir root;
   const std::string dir = JobCgroupPath(root.path(), 6);
   testing::WriteText(dir + "/cpu.stat", "usage_usec 10\nuser_usec 6\nsystem_usec 4\n");
-  Result<CgroupUsage> usage = ReadJobCgroupUsage(root.path(), 6);
+  Result<protocol::JobUsage> usage = ReadJobCgroupUsage(root.path(), 6);
   ASSERT_TRUE(usage) << usage.error().message();
   EXPECT_FALSE(usage->peak_memory_bytes);
   EXPECT_FALSE(usage->peak_pids);

@@ -130,10 +130,10 @@ TEST(CodecTest, ValidateRunsAfterDecode) {
   EXPECT_EQ(out.error().message(), "resource requests must be positive");
 }
 
-TEST(CodecTest, PeekTagReadsTheCommand) {
-  EXPECT_EQ(*PeekTag(Encode(ValidSubmit()), "cmd"), "new");
-  EXPECT_FALSE(PeekTag("{\"cmd\":3}", "cmd"));
-  EXPECT_EQ(PeekTag("{}", "cmd").error().message(), "field 'cmd' is missing");
+TEST(CodecTest, PeekCommandReadsTheCommand) {
+  EXPECT_EQ(*PeekCommand(Encode(ValidSubmit())), "new");
+  EXPECT_FALSE(PeekCommand("{\"cmd\":3}"));
+  EXPECT_EQ(PeekCommand("{}").error().message(), "field 'cmd' is missing");
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 
 #include <thread>
 
+#include "protocol/client_framing.h"
+
 namespace hpcb::protocol {
 namespace {
 

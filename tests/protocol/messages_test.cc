@@ -122,7 +122,7 @@ TEST(ClientMessagesTest, DependenciesTravelInTheSubmission) {
 TEST(ClientMessagesTest, InfoDrainAndResumeAreBareRequests) {
   for (ClientCommand cmd : {ClientCommand::kInfo, ClientCommand::kDrain, ClientCommand::kResume}) {
     const std::string text = Encode(BareRequest{cmd});
-    EXPECT_EQ(PeekTag(text, "cmd").value(), NameOf(cmd));
+    EXPECT_EQ(PeekCommand(text).value(), NameOf(cmd));
     Result<BareRequest> back = Decode<BareRequest>(text);
     ASSERT_TRUE(back);
     EXPECT_EQ(back->cmd, cmd);
@@ -240,7 +240,7 @@ TEST(ExecutorMessagesTest, RegisterJobCarriesNothingToRun) {
 TEST(ExecutorMessagesTest, HelloRefusesAnotherVersion) {
   Hello hello{.version = 99};
   EXPECT_FALSE(Decode<Hello>(Encode(hello)));
-  EXPECT_EQ(*PeekTag(Encode(Hello{}), "type"), "hello");
+  EXPECT_EQ(PeekEnvelope(Encode(Hello{}))->type, "hello");
 }
 
 TEST(ExecutorMessagesTest, RegisterJobsStartIsAStartJobForTheSameId) {

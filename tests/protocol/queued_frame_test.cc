@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 
 #include "protocol/base/unique_fd.h"
+#include "protocol/client_framing.h"
 #include "protocol/framing.h"
 
 namespace hpcb::protocol {
