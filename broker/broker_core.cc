@@ -128,6 +128,12 @@ Result<void> BrokerCore::Start(QueueFile loaded) {
     if (it == jobs_.end()) ForgetOnExecutor(id);
   }
   LogInfo("restored " + std::to_string(restored) + " queued job(s)");
+  // Kept outputs are tried again soon after a restart (the place may be
+  // back), then on the usual back-off.
+  constexpr double kRetryAfterRestartS = 5;
+  for (const auto& [id, job] : jobs_) {
+    if (job.done()) RetryLater(job, kRetryAfterRestartS);
+  }
   unfinished_from_ = 0;  // rebuilt jobs may lie below any mark
   touched_.All();
   ApplyRetention();
@@ -790,6 +796,7 @@ void BrokerCore::Output(const Peer& peer, const std::string& text, Respond respo
             it->second.output_error.reset();
             MarkChanged(job_id);
           }
+          output_retries_.Drop(job_id);
           AnswerWhenWritten(
               std::move(respond),
               Response{protocol::Encode(protocol::OutputAnswer{*reply->output_dest, false}),
@@ -799,26 +806,49 @@ void BrokerCore::Output(const Peer& peer, const std::string& text, Respond respo
         if (it != jobs_.end() && reply && reply->error) {
           it->second.output_error = reply->error->message;
           MarkChanged(job_id);
+          RetryLater(it->second);
         }
         respond(Response{ErrorFrame(failure), std::nullopt});
       });
 }
 
-void BrokerCore::OnOutputUpdate(const protocol::OutputUpdate& update) {
-  auto it = jobs_.find(update.id);
-  if (it == jobs_.end() || !it->second.done()) return;
-  JobRecord& job = it->second;
-  if (!update.output_error) {
-    LogInfo("job " + Id(update.id) + ": its kept output was delivered to " +
-            update.output_dest.value_or("?") + " on a later try");
+void BrokerCore::RetryLater(const JobRecord& job, double first_s) {
+  if (!job.output_error || !job.output_dest) return;
+  output_retries_.Failed(job.id, *job.output_error, clock_.Now(), first_s);
+}
+
+void BrokerCore::RetryDeliveries() {
+  for (std::uint64_t id : output_retries_.TakeDue(clock_.Now())) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end() || !it->second.done() || !it->second.output_error) {
+      output_retries_.Drop(id);
+      continue;
+    }
+    executor_.DeliverAgain(
+        id, -1, [this, id](Result<protocol::OutputReply> reply) { OnRedelivered(id, reply); });
   }
-  job.output_dest = update.output_dest;
-  job.output_error = update.output_error;
+}
+
+void BrokerCore::OnRedelivered(std::uint64_t id, const Result<protocol::OutputReply>& reply) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || !it->second.done()) return output_retries_.Drop(id);
+  JobRecord& job = it->second;
+  if (!reply || reply->error || !reply->output_dest) {
+    if (reply && reply->error) job.output_error = reply->error->message;
+    output_retries_.Failed(id, job.output_error.value_or(""), clock_.Now());
+    MarkChanged(id);
+    return;
+  }
+  LogInfo("job " + Id(id) + ": its kept output was delivered to " + *reply->output_dest +
+          " on a later try");
+  output_retries_.Drop(id);
+  job.output_dest = reply->output_dest;
+  job.output_error.reset();
   // Synced: start-up does not re-read a finished job from the root side,
   // so a lost update would leave it undelivered on record for good.
-  MarkChanged(update.id);
+  MarkChanged(id);
   // Delivered at last: it may now make way under --keep-finished.
-  if (!job.output_error) ApplyRetention();
+  ApplyRetention();
 }
 
 void BrokerCore::CollectForScheduler(std::vector<QueuedJob>& queue,
@@ -943,6 +973,7 @@ void BrokerCore::ApplyStart(JobRecord& job, const Result<protocol::StartReply>& 
     job.detail = reply->error->message;
     job.output_error = reply->output_error;
     Finish(job, std::nullopt, now);
+    RetryLater(job);
     ApplyRetention();
     return;
   }
@@ -993,6 +1024,7 @@ void BrokerCore::ReconcileStart(std::uint64_t id, const Error& why) {
     job.reason = JobReason::kError;
     if (*summary) job.output_error = (*summary)->output_error;
     Finish(job, *summary ? (*summary)->exit_code : std::nullopt, now);
+    RetryLater(job);
     ApplyRetention();
   });
 }
@@ -1119,6 +1151,7 @@ void BrokerCore::OnExited(const protocol::JobExited& event) {
       // A job that failed to start: its output's delivery ended after.
       it->second.output_error = event.output_error;
       MarkChanged(event.id);
+      RetryLater(it->second);
       return;
     }
     LogWarning("exit event for job " + Id(event.id) + ", which is not running here");
@@ -1133,6 +1166,7 @@ void BrokerCore::OnExited(const protocol::JobExited& event) {
   // an end with one waits for the sync.
   Finish(job, event.exit_code, event.end_time > 0 ? event.end_time : clock_.Now(),
          event.note ? Held::kOnlyHere : Held::kAlsoOnRootSide);
+  RetryLater(job);
   ApplyRetention();
 }
 
@@ -1148,8 +1182,7 @@ void BrokerCore::ApplyRetention() {
 void BrokerCore::Tick() {
   for (const protocol::JobExited& event : executor_.TakeEvents())
     OnExited(event);
-  for (const protocol::OutputUpdate& update : executor_.TakeOutputUpdates())
-    OnOutputUpdate(update);
+  RetryDeliveries();
   CheckTimers();
   Schedule();
 }

@@ -33,6 +33,7 @@
 #include "broker/daemon_config.h"
 #include "broker/executor_channel.h"
 #include "broker/job_record.h"
+#include "broker/output_retries.h"
 #include "broker/permissions.h"
 #include "broker/queue_store.h"
 #include "broker/scheduler.h"
@@ -101,8 +102,6 @@ class BrokerCore {
   // Executor events, timers and scheduling; call at least once a second.
   void Tick();
   void OnExited(const protocol::JobExited& event);
-  // A kept output was delivered on a later try (or failed again).
-  void OnOutputUpdate(const protocol::OutputUpdate& update);
   // Persists what changed since the last call, then sends the answers that
   // waited for it (or, if the write failed, what each says instead).
   void Flush();
@@ -129,6 +128,13 @@ class BrokerCore {
   bool executor_lost() const { return executor_lost_; }
 
  private:
+  // A kept output (output_error) is tried again after a back-off
+  // (output_retries.h); `first_s` is the first wait.
+  void RetryLater(const JobRecord& job, double first_s = OutputRetries::kFirstRetryS);
+  // Asks the executor to deliver the kept outputs whose retry is due.
+  void RetryDeliveries();
+  void OnRedelivered(std::uint64_t id, const Result<protocol::OutputReply>& reply);
+
   // An answer that may only go out once the change it acknowledges is on
   // disk; `if_lost` builds the answer (and undoes what it must) when the
   // write failed.
@@ -267,6 +273,7 @@ class BrokerCore {
   const Permissions& permissions_;
   QueueStore* store_;
   std::map<std::uint64_t, JobRecord> jobs_;
+  OutputRetries output_retries_;
   std::uint64_t next_id_ = 1;
   // Every job below this id is done (or gone). Done is final and new ids
   // only grow, so it only moves up; the scans for queued and running jobs

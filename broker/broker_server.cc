@@ -372,9 +372,6 @@ Result<void> BrokerServer::Run(const volatile std::sig_atomic_t* stop) {
     std::vector<protocol::JobExited> events = executor_.TakeEvents();
     for (const protocol::JobExited& event : events)
       core_.OnExited(event);
-    for (const protocol::OutputUpdate& update : executor_.TakeOutputUpdates()) {
-      core_.OnOutputUpdate(update);
-    }
     if (!events.empty() || now - last_tick >= 1.0 || now < last_tick) {
       core_.Tick();
       last_tick = now;

@@ -189,14 +189,6 @@ Result<void> SocketExecutorChannel::Pump() {
   if (envelope->req == 0) {
     if (envelope->type == protocol::NameOf(ExecutorKind::kExited)) {
       OnEvent(packet);
-    } else if (envelope->type == protocol::NameOf(ExecutorKind::kOutputUpdate)) {
-      Result<protocol::OutputUpdate> update =
-          protocol::Decode<protocol::OutputUpdate>(packet.bytes);
-      if (update) {
-        output_updates_.push_back(std::move(*update));
-      } else {
-        LogWarning("dropped a malformed output update: " + update.error().message());
-      }
     } else {
       LogWarning("dropped an executor message of type '" + envelope->type + "' without a req");
     }
@@ -212,12 +204,6 @@ Result<void> SocketExecutorChannel::Pump() {
 
 Result<void> SocketExecutorChannel::SendQueued() {
   return outbox_.Flush();
-}
-
-std::vector<protocol::OutputUpdate> SocketExecutorChannel::TakeOutputUpdates() {
-  std::vector<protocol::OutputUpdate> out;
-  out.swap(output_updates_);
-  return out;
 }
 
 std::vector<protocol::JobExited> SocketExecutorChannel::TakeEvents() {

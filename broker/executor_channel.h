@@ -69,7 +69,6 @@ class ExecutorChannel {
   virtual void Expire() = 0;
   virtual std::optional<std::chrono::steady_clock::time_point> NextDeadline() const = 0;
   virtual std::vector<protocol::JobExited> TakeEvents() = 0;
-  virtual std::vector<protocol::OutputUpdate> TakeOutputUpdates() = 0;
   // For poll(); -1 when there is nothing to poll.
   virtual int fd() const = 0;
 };
@@ -103,7 +102,6 @@ class SocketExecutorChannel : public ExecutorChannel {
     return calls_.NextDeadline();
   }
   std::vector<protocol::JobExited> TakeEvents() override;
-  std::vector<protocol::OutputUpdate> TakeOutputUpdates() override;
   int fd() const override { return fd_.get(); }
 
  private:
@@ -121,7 +119,6 @@ class SocketExecutorChannel : public ExecutorChannel {
   protocol::Outbox outbox_{fd_.get()};
   protocol::PendingCalls calls_;
   std::deque<protocol::JobExited> events_;
-  std::vector<protocol::OutputUpdate> output_updates_;
 };
 
 }  // namespace hpcb::broker

@@ -150,7 +150,6 @@ void ExecutorServer::Handle(const protocol::Packet& packet) {
     case ExecutorKind::kHelloReply:
     case ExecutorKind::kListJobsReply:
     case ExecutorKind::kOutputReply:
-    case ExecutorKind::kOutputUpdate:
     case ExecutorKind::kRegisterReply:
     case ExecutorKind::kStartReply:
     case ExecutorKind::kAck:
@@ -264,7 +263,6 @@ void ExecutorServer::OnForget(std::uint64_t req, const std::string& text) {
   if (!config_.no_dev_dir) ::unlink((config_.dev_dir + "/jobs/" + std::to_string(id)).c_str());
   ::unlink(host::RunRecordPath(run_dir(), id).c_str());
   usage_.Remove(id);
-  retries_.erase(id);
   never_saved_.erase(id);
   jobs_.erase(it);
   SendToBroker(Encode(protocol::Ack{req, id, std::nullopt}));
@@ -336,7 +334,6 @@ void ExecutorServer::Tick() {
   launcher_calls_.ExpireOverdue();
   RetryCgroupRemovals();
   if (!greeted_) return;
-  RetryDeliveries();
   ReleaseSlowDeliveries();
   std::vector<protocol::Packet> held;
   held.swap(launcher_events_);

@@ -145,16 +145,11 @@ class ExecutorServer {
   // JobExited then carries the delivery's error, if any).
   void FailStart(std::uint64_t id, const std::string& message, bool remove_cgroup, StartDone done);
 
-  // job_output.cc: delivering a kept output again, on request and on a
-  // back-off.
+  // job_output.cc: delivering a kept output again, on the broker's request.
   void OnDeliverAgain(std::uint64_t req, const protocol::Packet& packet);
   // Delivers `spec`'s kept buffer to `dest`; on success the spec records it.
   void Redeliver(std::uint64_t id, std::string dest,
                  std::function<void(std::optional<std::string> error)> done);
-  // A delivery failed: tried again later (10 s, doubling, at most hourly),
-  // unless it can never work (the output is over the delivery limit).
-  void ScheduleRetry(std::uint64_t id, const std::string& error);
-  void RetryDeliveries();
 
   // job_finish.cc
   void OnChildExited(const protocol::ChildExited& event);
@@ -247,11 +242,6 @@ class ExecutorServer {
   std::set<std::uint64_t> foreign_;  // running, shepherd not our launcher's child
   std::vector<std::uint64_t> dead_on_arrival_;
   std::vector<protocol::Packet> launcher_events_;  // held until the broker says hello
-  struct Retry {
-    std::chrono::steady_clock::time_point due;
-    std::chrono::seconds backoff{30};
-  };
-  std::map<std::uint64_t, Retry> retries_;  // kept outputs to deliver again
   // Job cgroups whose rmdir failed in Finish (EBUSY): retried from Tick
   // until removed or past the deadline.
   std::map<std::uint64_t, std::chrono::steady_clock::time_point> cgroups_to_remove_;

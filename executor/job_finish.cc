@@ -252,7 +252,6 @@ void ExecutorServer::Finish(std::uint64_t id) {
         plain ? SpecStore::Flush::kSoon : SpecStore::Flush::kBeforeAnswers;
     (void)Save(done_spec, flush);
     WriteInfo(done_spec);
-    if (output_error) ScheduleRetry(id, *output_error);
     event.output_error = std::move(output_error);
     LogInfo("job " + std::to_string(id) + " finished (exit=" +
             (event.exit_code ? std::to_string(*event.exit_code) : std::string("unknown")) + ")");

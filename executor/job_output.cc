@@ -1,5 +1,6 @@
-// A kept output delivered again: on the broker's request (`dispatch output
-// ID [--to DIR]`), and on its own after a back-off. Nothing is ever written
+// A kept output delivered again, on the broker's request: the owner's
+// `dispatch output ID [--to DIR]`, or the broker's retry after a back-off
+// (broker/output_retries.h). Nothing is ever written
 // to a path but by a helper that has become the job's owner, and a new path
 // only ever comes from the owner's own frame on their own connection.
 #include <fcntl.h>
@@ -20,9 +21,6 @@ namespace {
 using protocol::Decode;
 using protocol::Encode;
 using protocol::WireError;
-
-constexpr std::chrono::seconds kFirstRetry{10};
-constexpr std::chrono::seconds kLongestRetry{3600};
 
 }  // namespace
 
@@ -90,7 +88,6 @@ void ExecutorServer::OnDeliverAgain(std::uint64_t req, const protocol::Packet& p
 
 void ExecutorServer::Redeliver(std::uint64_t id, std::string dest,
                                std::function<void(std::optional<std::string>)> done) {
-  // On request and from the retry timer alike.
   if (Result<void> allowed = CheckPhase(JobOperation::kDeliverAgain, PhaseOf(id), id); !allowed) {
     return done(allowed.error().message());
   }
@@ -102,7 +99,6 @@ void ExecutorServer::Redeliver(std::uint64_t id, std::string dest,
   LaunchSpec target = it->second;
   target.output_dest = dest;
   in_flight_[id] = JobPhase::kFinishing;
-  retries_.erase(id);
   DeliverOutput(target, [this, id, dest = std::move(dest),
                          done = std::move(done)](std::optional<std::string> error) {
     in_flight_.erase(id);
@@ -111,7 +107,6 @@ void ExecutorServer::Redeliver(std::uint64_t id, std::string dest,
     LaunchSpec& spec = found->second;
     if (error) {
       spec.output_error = error;
-      ScheduleRetry(id, *error);
     } else {
       spec.output_dest = dest;
       spec.output_error.reset();
@@ -121,46 +116,6 @@ void ExecutorServer::Redeliver(std::uint64_t id, std::string dest,
     WriteInfo(spec);
     done(error);
   });
-}
-
-void ExecutorServer::ScheduleRetry(std::uint64_t id, const std::string& error) {
-  // Retrying cannot make it smaller.
-  if (error.find("over the delivery limit") != std::string::npos) return;
-  auto [it, added] = retries_.try_emplace(id, Retry{{}, kFirstRetry});
-  if (!added) it->second.backoff = std::min(it->second.backoff * 2, kLongestRetry);
-  it->second.due = std::chrono::steady_clock::now() + it->second.backoff;
-}
-
-void ExecutorServer::RetryDeliveries() {
-  const auto now = std::chrono::steady_clock::now();
-  std::vector<std::uint64_t> due;
-  for (const auto& [id, retry] : retries_) {
-    if (retry.due <= now && !Busy(id)) due.push_back(id);
-  }
-  for (std::uint64_t id : due) {
-    auto it = jobs_.find(id);
-    if (it == jobs_.end() || !it->second.output_dest || !it->second.output_error) {
-      retries_.erase(id);
-      continue;
-    }
-    const Retry kept = retries_[id];
-    const std::string dest = *it->second.output_dest;
-    Redeliver(id, dest, [this, id, dest, kept](const std::optional<std::string>& error) {
-      if (error) {
-        // Redeliver scheduled the next try; it keeps doubling from here.
-        auto retry = retries_.find(id);
-        if (retry != retries_.end()) {
-          retry->second.backoff = std::min(kept.backoff * 2, kLongestRetry);
-          retry->second.due = std::chrono::steady_clock::now() + retry->second.backoff;
-        }
-      }
-      protocol::OutputUpdate update;
-      update.id = id;
-      update.output_dest = dest;
-      update.output_error = error;
-      SendToBroker(Encode(update));
-    });
-  }
 }
 
 }  // namespace hpcb::executor

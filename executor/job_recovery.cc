@@ -208,11 +208,6 @@ void ExecutorServer::LoadSpecs() {
       usage_.Set(id, spec.who.uid,
                  BytesHeld(spec, sized ? static_cast<std::uint64_t>(st.st_size) : 0));
     }
-    // A kept output is tried again soon after every start: its cause may
-    // have been fixed while we were down.
-    if (spec.state == SpecState::kExited && spec.output_error && spec.output_dest) {
-      retries_[id] = Retry{std::chrono::steady_clock::now() + std::chrono::seconds(5)};
-    }
     jobs_[id] = std::move(spec);
   }
   PruneLeftovers();

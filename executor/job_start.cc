@@ -247,7 +247,6 @@ void ExecutorServer::FailStart(std::uint64_t id, const std::string& message, boo
     (void)Save(it->second);
     WriteInfo(it->second);
     if (!output_error) return;
-    ScheduleRetry(id, *output_error);
     // The broker has it as finished; this only adds why its output is not
     // where it should be.
     protocol::JobExited event;

@@ -37,7 +37,8 @@ namespace hpcb::protocol {
 // 3: every message carries a req id and a typed kind; errors are coded.
 // 5: a start made with a registration is answered on its own (start.req).
 // 7: a start carries its placement as one PlacementRecord.
-inline constexpr std::int64_t kProtocolVersion = 7;
+// 8: no output_update event: the broker asks for a kept output's retries.
+inline constexpr std::int64_t kProtocolVersion = 8;
 
 enum class ExecutorKind {
   kHello,
@@ -55,12 +56,11 @@ enum class ExecutorKind {
   kExited,
   kDeliverAgain,
   kOutputReply,
-  kOutputUpdate,
 };
 
 template <>
 struct EnumNames<ExecutorKind> {
-  static constexpr std::array<std::pair<ExecutorKind, std::string_view>, 16> kNames{{
+  static constexpr std::array<std::pair<ExecutorKind, std::string_view>, 15> kNames{{
       {ExecutorKind::kHello, "hello"},
       {ExecutorKind::kHelloReply, "hello_reply"},
       {ExecutorKind::kListJobs, "list_jobs"},
@@ -76,7 +76,6 @@ struct EnumNames<ExecutorKind> {
       {ExecutorKind::kExited, "exited"},
       {ExecutorKind::kDeliverAgain, "deliver_again"},
       {ExecutorKind::kOutputReply, "output_reply"},
-      {ExecutorKind::kOutputUpdate, "output_update"},
   }};
 };
 
@@ -486,23 +485,6 @@ struct OutputReply {
     field("id", id);
     field("output_dest", output_dest);
     field("error", error);
-  }
-};
-
-// executor -> broker, an event (req 0): a kept output's delivery was tried
-// again on its own (after a back-off, or at start): delivered (no
-// output_error) or failed again.
-struct OutputUpdate {
-  static constexpr ExecutorKind kKind = ExecutorKind::kOutputUpdate;
-  std::uint64_t req = 0;
-  std::uint64_t id = 0;
-  std::optional<std::string> output_dest;
-  std::optional<std::string> output_error;
-  template <class F>
-  void Fields(F&& field) {
-    field("id", id);
-    field("output_dest", output_dest);
-    field("output_error", output_error);
   }
 };
 

@@ -476,6 +476,47 @@ TEST_F(ServerCoreTest, OomExitIsReported) {
   EXPECT_EQ(core_->Find(1)->output_error, "could not save");
 }
 
+// The broker keeps a kept output's retries (output_retries.h): 10 s after
+// the failed delivery, then twice as long each time, until it is delivered.
+TEST_F(ServerCoreTest, AKeptOutputIsAskedForAgainAfterABackOffUntilDelivered) {
+  StartCore();
+  Submit(1000);
+  executor_.events.push_back({0, 1, 0, false, 0, std::string("could not save output")});
+  TickNow();
+  EXPECT_EQ(core_->Find(1)->output_error, "could not save output");
+  executor_.deliver_again_error = "still closed";
+  clock_.Advance(9);
+  TickNow();
+  EXPECT_TRUE(executor_.delivered_again.empty());
+  clock_.Advance(1);
+  TickNow();
+  ASSERT_EQ(executor_.delivered_again.size(), 1u);
+  EXPECT_EQ(core_->Find(1)->output_error, "still closed");
+  clock_.Advance(19);
+  TickNow();
+  EXPECT_EQ(executor_.delivered_again.size(), 1u) << "the second wait is 20 s";
+  executor_.deliver_again_error.reset();
+  clock_.Advance(1);
+  TickNow();
+  ASSERT_EQ(executor_.delivered_again.size(), 2u);
+  EXPECT_FALSE(core_->Find(1)->output_error);
+  EXPECT_EQ(core_->Find(1)->output_dest, "/tmp/output.1.log");
+  clock_.Advance(3600);
+  TickNow();
+  EXPECT_EQ(executor_.delivered_again.size(), 2u) << "delivered: no more tries";
+}
+
+TEST_F(ServerCoreTest, AnOutputOverTheDeliveryLimitIsNotAskedForAgain) {
+  StartCore();
+  Submit(1000);
+  executor_.events.push_back(
+      {0, 1, 0, false, 0, std::string("the output is over the delivery limit (1 MiB)")});
+  TickNow();
+  clock_.Advance(3600);
+  TickNow();
+  EXPECT_TRUE(executor_.delivered_again.empty());
+}
+
 TEST_F(ServerCoreTest, JobAddressedRequestsCheckOwnership) {
   StartCore();
   Submit(1000);

@@ -45,6 +45,8 @@ class FakeExecutor : public ExecutorChannel {
   uid_t peer_uid = 1000;
   std::optional<std::string> register_error;
   std::optional<std::string> output_dir = "/tmp";
+  // What a deliver_again fails with; none: it is delivered.
+  std::optional<std::string> deliver_again_error;
   std::optional<std::string> start_error;
   // A start made with a registration ends before the spawn (refused, or
   // failed setting up) and is answered with it, not on its own.
@@ -165,14 +167,13 @@ class FakeExecutor : public ExecutorChannel {
     delivered_again.push_back(id);
     protocol::OutputReply reply;
     reply.id = id;
-    reply.output_dest = *output_dir + "/output." + std::to_string(id) + ".log";
+    if (deliver_again_error) {
+      reply.error = protocol::WireError{static_cast<std::uint8_t>(ErrorCode::kFailedPrecondition),
+                                        *deliver_again_error};
+    } else {
+      reply.output_dest = *output_dir + "/output." + std::to_string(id) + ".log";
+    }
     pending.push_back([done = std::move(done), reply] { done(reply); });
-  }
-  std::vector<protocol::OutputUpdate> output_updates;
-  std::vector<protocol::OutputUpdate> TakeOutputUpdates() override {
-    std::vector<protocol::OutputUpdate> out;
-    out.swap(output_updates);
-    return out;
   }
   void Query(std::uint64_t id, Done<std::optional<protocol::JobSummary>> done) override {
     Result<protocol::ListJobsReply> page = ListJobs(id - 1, 1);

@@ -1,0 +1,43 @@
+#include "broker/output_retries.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace hpcb::broker {
+namespace {
+
+using Ids = std::vector<std::uint64_t>;
+
+TEST(OutputRetriesTest, TheWaitDoublesFromTenSecondsToAnHour) {
+  OutputRetries retries;
+  retries.Failed(4, "closed", 0);
+  EXPECT_EQ(retries.TakeDue(9.9), Ids{});
+  double now = 10;
+  double wait = 10;
+  for (int tries = 0; tries < 12; ++tries) {
+    ASSERT_EQ(retries.TakeDue(now), Ids{4}) << "try " << tries << " at " << now;
+    EXPECT_EQ(retries.TakeDue(now + 1e6), Ids{}) << "not due again while it is being tried";
+    retries.Failed(4, "closed", now);
+    wait = std::min(wait * 2, OutputRetries::kLongestRetryS);
+    EXPECT_EQ(retries.TakeDue(now + wait - 0.5), Ids{});
+    now += wait;
+  }
+  EXPECT_EQ(wait, 3600);
+}
+
+TEST(OutputRetriesTest, DeliveredOrTooLargeIsNotTriedAgain) {
+  OutputRetries retries;
+  retries.Failed(1, "closed", 0);
+  retries.Failed(2, "closed", 0, 5);
+  retries.Failed(3, "the output is over the delivery limit (64 MiB)", 0);
+  EXPECT_FALSE(retries.Scheduled(3));
+  EXPECT_EQ(retries.TakeDue(5), Ids{2});
+  retries.Drop(1);
+  EXPECT_EQ(retries.TakeDue(1e6), Ids{});
+}
+
+}  // namespace
+}  // namespace hpcb::broker
