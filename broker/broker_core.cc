@@ -382,9 +382,9 @@ void BrokerCore::Rebuild(const protocol::JobSummary& summary) {
   Result<JobRecord> made = RecordFor(id, summary.request);
   JobRecord job = made ? std::move(*made) : JobRecord{};
   job.id = id;
-  job.uid = summary.uid;
-  job.gid = summary.gid;
-  job.user = permissions_.NameOf(summary.uid);
+  job.uid = summary.who.uid;
+  job.gid = summary.who.gid;
+  job.user = permissions_.NameOf(summary.who.uid);
   job.argv = summary.argv;
   job.cwd = summary.cwd;
   job.output_dest = summary.output_dest;
@@ -451,7 +451,7 @@ void BrokerCore::Submit(const Peer& peer, const std::string& text, Respond respo
   }
   Result<std::vector<std::uint64_t>> after = CheckAfter(peer, request->after);
   if (!after) return refuse(after.error());
-  Result<JobRecord> made = RecordFor(next_id_, protocol::JobRequest::From(*request, clock_.Now()));
+  Result<JobRecord> made = RecordFor(next_id_, protocol::JobRequest{*request, clock_.Now()});
   if (!made) return refuse(made.error());
   JobRecord job = std::move(*made);
   job.after = std::move(*after);

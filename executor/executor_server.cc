@@ -186,24 +186,7 @@ void ExecutorServer::OnListJobs(std::uint64_t req, const std::string& text) {
     // A job that ended while we were away is listed as running until its
     // Finish (after hello) has read its exit and sent JobExited: listed as
     // exited now, it would reach the broker without its exit code.
-    const SpecState state = it->second.state;
-    const LaunchSpec& spec = it->second;
-    protocol::JobSummary summary;
-    summary.id = it->first;
-    summary.state = state;
-    summary.uid = spec.who.uid;
-    summary.gid = spec.who.gid;
-    summary.output_dest = spec.output_dest;
-    summary.argv = spec.argv;
-    summary.cwd = spec.cwd;
-    summary.request = spec.request;
-    summary.placement = spec.placement;
-    summary.start_time = spec.start_time;
-    summary.exit_code = spec.exit_code;
-    summary.oom = spec.oom;
-    summary.end_time = spec.end_time;
-    summary.output_error = spec.output_error;
-    summary.usage = spec.usage;
+    protocol::JobSummary summary = it->second;  // never the rest of the spec
     bytes += protocol::Encode(summary).size();
     reply.jobs.push_back(std::move(summary));
   }

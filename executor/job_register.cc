@@ -77,9 +77,9 @@ void ExecutorServer::OnRegister(std::uint64_t req, const protocol::Packet& packe
   spec.argv = std::move(submitted->argv);
   spec.cwd = std::move(submitted->cwd);
   spec.env = std::move(submitted->env);
-  spec.request = protocol::JobRequest::From(
+  spec.request = protocol::JobRequest{
       *submitted,
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()};
   // Who runs it the kernel says: the uid and gid of the connection, and
   // the groups its process had when it connected. The name, home and shell
   // the client read of its own account go only into its job's environment.

@@ -23,52 +23,25 @@ namespace hpcb::executor {
 
 using host::Sync;
 
-struct LaunchSpec {
-  std::uint64_t id = 0;
-  protocol::UserIdentity who;
+// The broker may see the JobSummary part (list_jobs), never the rest.
+struct LaunchSpec : protocol::JobSummary {
   std::string home;
   std::string shell;
-  std::vector<std::string> argv;
-  std::string cwd;
   std::map<std::string, std::string> env;  // dropped once started
-  std::optional<std::string> output_dest;
-  protocol::JobRequest request;                        // what the submission asked for
-  std::optional<protocol::PlacementRecord> placement;  // once started
-  protocol::SpecState state = protocol::SpecState::kRegistered;
-  std::int64_t pid = 0;          // the job, its process group leader
-  std::uint64_t proc_start = 0;  // its /proc start time (a pid reuse guard)
-  std::int64_t shepherd = 0;     // its parent (launcher/job_shepherd.h)
+  std::int64_t pid = 0;                    // the job, its process group leader
+  std::uint64_t proc_start = 0;            // its /proc start time (a pid reuse guard)
+  std::int64_t shepherd = 0;               // its parent (launcher/job_shepherd.h)
   std::uint64_t shepherd_start = 0;
-  double start_time = 0;
-  // Once exited: as JobExited said it.
-  std::optional<std::int64_t> exit_code;
-  bool oom = false;
-  double end_time = 0;
-  std::optional<std::string> output_error;
-  std::optional<protocol::JobUsage> usage;
   template <class F>
   void Fields(F&& field) {
-    field("id", id);
-    field("who", who);
+    JobSummary::Fields(field);
     field("home", home);
     field("shell", shell);
-    field("argv", argv);
-    field("cwd", cwd);
     field("env", env);
-    field("output_dest", output_dest);
-    field("request", request);
-    field("placement", placement);
-    field("state", state);
     field("pid", pid);
     field("proc_start", proc_start);
     field("shepherd", shepherd);
     field("shepherd_start", shepherd_start);
-    field("start_time", start_time);
-    field("exit_code", exit_code);
-    field("oom", oom);
-    field("end_time", end_time);
-    field("output_error", output_error);
-    field("usage", usage, protocol::kMayBeMissing);  // specs written before accounting
   }
   Result<void> Validate() const;
 };

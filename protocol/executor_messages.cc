@@ -5,51 +5,6 @@
 #include "protocol/user_requests.h"
 
 namespace hpcb::protocol {
-namespace {
-constexpr std::size_t kMaxPlacementIds = 1 << 16;
-constexpr std::size_t kMaxGpuLinkName = 64;  // nvidia-smi's names are a few letters
-
-Result<void> CheckIds(const std::vector<int>& ids, const char* what) {
-  if (ids.size() > kMaxPlacementIds)
-    return InvalidArgument(std::string(what) + " lists too many ids");
-  for (int id : ids) {
-    if (id < 0 || id >= (1 << 20))
-      return InvalidArgument(std::string(what) + " holds an out-of-range id");
-  }
-  return Ok();
-}
-}  // namespace
-
-JobRequest JobRequest::From(const SubmitRequest& request, double submit_time) {
-  JobRequest out;
-  out.cpu = request.cpu;
-  out.gpu_cores = request.gpu_cores;
-  out.max_mem_gb = request.max_mem_gb;
-  out.max_time_s = request.max_time_s;
-  out.exclusive = request.exclusive;
-  out.numa_local_mem = request.numa_local_mem;
-  out.numa_local_gpu = request.numa_local_gpu;
-  out.min_gpu_link = request.min_gpu_link;
-  out.submit_time = submit_time;
-  return out;
-}
-
-Result<void> PlacementRecord::Validate() const {
-  HPCB_TRY(CheckIds(cpus, "cpus"));
-  HPCB_TRY(CheckIds(mems, "mems"));
-  HPCB_TRY(CheckIds(gpus, "gpus"));
-  // Bounded by the machine once cpus, mems and gpus are checked against it:
-  // the run record that keeps this must stay small enough to be read back.
-  for (const auto& [node, gib] : mem_by_node) {
-    if (node != -1 && std::find(mems.begin(), mems.end(), node) == mems.end()) {
-      return InvalidArgument("mem_by_node names a node that is not in mems");
-    }
-    if (!(gib >= 0 && gib <= 1e9)) return InvalidArgument("mem_by_node holds a bad amount");
-  }
-  if (gpu_link && gpu_link->size() > kMaxGpuLinkName)
-    return InvalidArgument("gpu_link is too long");
-  return Ok();
-}
 
 Result<void> Hello::Validate() const {
   if (version != kProtocolVersion) {

@@ -29,6 +29,7 @@
 #include "protocol/base/result.h"
 #include "protocol/codec.h"
 #include "protocol/envelope.h"
+#include "protocol/job_types.h"
 #include "protocol/job_usage.h"
 #include "protocol/user_requests.h"
 
@@ -147,65 +148,12 @@ struct HelloReply {
   }
 };
 
-// What a submission asked for, as the executor read it from the client's
-// own frame, kept in the launch spec. The root side's records are the one
-// source of truth for what was accepted: from these the broker rebuilds a
-// job it lost, with exactly the demand it accepted.
-struct JobRequest {
-  std::optional<std::int64_t> cpu;
-  std::int64_t gpu_cores = 0;
-  std::optional<double> max_mem_gb;
-  std::optional<std::int64_t> max_time_s;
-  bool exclusive = false;
-  bool numa_local_mem = false;
-  bool numa_local_gpu = false;
-  std::optional<std::string> min_gpu_link;
-  double submit_time = 0;  // epoch seconds
-
-  static JobRequest From(const SubmitRequest& request, double submit_time);
-  template <class F>
-  void Fields(F&& field) {
-    field("cpu", cpu);
-    field("gpu_cores", gpu_cores);
-    field("max_mem_gb", max_mem_gb);
-    field("max_time_s", max_time_s);
-    field("exclusive", exclusive);
-    field("numa_local_mem", numa_local_mem);
-    field("numa_local_gpu", numa_local_gpu);
-    field("min_gpu_link", min_gpu_link);
-    field("submit_time", submit_time);
-  }
-};
-
-// The broker's placement of a job, as it booked it: the one shape a
-// placement has on the wire and on disk (StartJob, SpawnRequest, the launch
-// spec, the run record). Root acts on cpus, mems and gpus; the rest it only
-// keeps, so that a broker which lost its books can book the job again.
-struct PlacementRecord {
-  std::vector<int> cpus;
-  std::vector<int> mems;
-  std::vector<int> gpus;
-  std::map<int, double> mem_by_node;  // GiB per NUMA node; -1 machine-wide
-  std::optional<std::string> gpu_link;
-  bool spans_nodes = false;
-  template <class F>
-  void Fields(F&& field) {
-    field("cpus", cpus);
-    field("mems", mems);
-    field("gpus", gpus);
-    field("mem_by_node", mem_by_node);
-    field("gpu_link", gpu_link);
-    field("spans_nodes", spans_nodes);
-  }
-  Result<void> Validate() const;
-};
-
-// One job the root side holds, as the broker needs it to reconcile.
+// One job the root side holds, as the broker needs it to reconcile: the
+// part of its launch spec (executor/launch_spec.h) the broker may see.
 struct JobSummary {
   std::uint64_t id = 0;
   SpecState state = SpecState::kRegistered;
-  std::uint32_t uid = 0;
-  std::uint32_t gid = 0;
+  UserIdentity who;
   std::optional<std::string> output_dest;
   std::vector<std::string> argv;
   std::string cwd;
@@ -223,8 +171,7 @@ struct JobSummary {
   void Fields(F&& field) {
     field("id", id);
     field("state", state);
-    field("uid", uid);
-    field("gid", gid);
+    field("who", who);
     field("output_dest", output_dest);
     field("argv", argv);
     field("cwd", cwd);
@@ -235,7 +182,7 @@ struct JobSummary {
     field("oom", oom);
     field("end_time", end_time);
     field("output_error", output_error);
-    field("usage", usage);
+    field("usage", usage, kMayBeMissing);  // specs written before accounting
   }
 };
 

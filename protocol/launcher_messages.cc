@@ -3,18 +3,6 @@
 #include "protocol/user_requests.h"
 
 namespace hpcb::protocol {
-namespace {
-constexpr std::size_t kMaxGroups = 65536;
-constexpr std::size_t kMaxUserName = 256;
-}  // namespace
-
-Result<void> UserIdentity::Validate() const {
-  if (user.empty() || user.size() > kMaxUserName) {
-    return InvalidArgument("user name is empty or too long");
-  }
-  if (groups.size() > kMaxGroups) return InvalidArgument("too many groups");
-  return Ok();
-}
 
 Result<void> SpawnRequest::Validate() const {
   if (id == 0) return InvalidArgument("job id must be positive");

@@ -26,7 +26,7 @@
 #include "protocol/base/result.h"
 #include "protocol/codec.h"
 #include "protocol/envelope.h"
-#include "protocol/executor_messages.h"
+#include "protocol/job_types.h"
 
 namespace hpcb::protocol {
 
@@ -51,22 +51,6 @@ struct EnumNames<LauncherKind> {
       {LauncherKind::kChildExited, "child_exited"},
       {LauncherKind::kRefused, "refused"},
   }};
-};
-
-// The identity a launcher child takes before doing anything for a user.
-struct UserIdentity {
-  std::uint32_t uid = 0;
-  std::uint32_t gid = 0;
-  std::string user;
-  std::vector<std::uint32_t> groups;  // supplementary, from getgrouplist
-  template <class F>
-  void Fields(F&& field) {
-    field("uid", uid);
-    field("gid", gid);
-    field("user", user);
-    field("groups", groups);
-  }
-  Result<void> Validate() const;
 };
 
 // executor -> launcher. fds: [buffer (O_WRONLY|O_APPEND)] or, with

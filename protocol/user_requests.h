@@ -37,9 +37,9 @@ Result<void> CheckPath(const std::string& path, const char* what);
 // side's log lines, where anything else could pass for something else.
 bool PlausibleUserName(std::string_view name);
 
-struct SubmitRequest {
-  std::vector<std::string> argv;
-  std::string cwd;
+// What a job asks of the machine: the part of a submission the broker
+// books and the root side keeps with the job (JobRequest, job_types.h).
+struct JobDemand {
   std::optional<std::int64_t> cpu;
   std::int64_t gpu_cores = 0;
   std::optional<double> max_mem_gb;
@@ -48,10 +48,26 @@ struct SubmitRequest {
   bool numa_local_mem = false;
   bool numa_local_gpu = false;
   std::optional<std::string> min_gpu_link;  // NV, PIX, PXB, PHB or NODE
-  bool forward_env = false;                 // --env
-  std::map<std::string, std::string> env;   // forwarded + leading NAME=VALUE
-  std::optional<std::string> output;        // absolute; none = --no-output
-  bool output_is_dir = false;               // `output` is a directory, as the client found it
+  template <class F>
+  void Fields(F&& field) {
+    field("cpu", cpu);
+    field("gpu_cores", gpu_cores);
+    field("max_mem_gb", max_mem_gb);
+    field("max_time_s", max_time_s);
+    field("exclusive", exclusive);
+    field("numa_local_mem", numa_local_mem);
+    field("numa_local_gpu", numa_local_gpu);
+    field("min_gpu_link", min_gpu_link);
+  }
+};
+
+struct SubmitRequest : JobDemand {
+  std::vector<std::string> argv;
+  std::string cwd;
+  bool forward_env = false;                // --env
+  std::map<std::string, std::string> env;  // forwarded + leading NAME=VALUE
+  std::optional<std::string> output;       // absolute; none = --no-output
+  bool output_is_dir = false;              // `output` is a directory, as the client found it
   // What the submitting session's environment says of its account (USER,
   // HOME, SHELL): only its job's USER, LOGNAME, HOME and SHELL come from here. Who
   // the job runs as (uid, gid, groups) the kernel says, on the connection.
@@ -73,14 +89,7 @@ struct SubmitRequest {
   void Fields(F&& field) {
     field("argv", argv);
     field("cwd", cwd);
-    field("cpu", cpu);
-    field("gpu_cores", gpu_cores);
-    field("max_mem_gb", max_mem_gb);
-    field("max_time_s", max_time_s);
-    field("exclusive", exclusive);
-    field("numa_local_mem", numa_local_mem);
-    field("numa_local_gpu", numa_local_gpu);
-    field("min_gpu_link", min_gpu_link);
+    JobDemand::Fields(field);
     field("forward_env", forward_env);
     field("env", env);
     field("output", output);

@@ -594,8 +594,8 @@ TEST_F(ServerCoreTest, JobsTheQueueFileLostAreRebuiltFromTheRootSide) {
   auto summary = [](std::uint64_t id, std::vector<std::string> argv) {
     protocol::JobSummary s;
     s.id = id;
-    s.uid = 1000;
-    s.gid = 1000;
+    s.who.uid = 1000;
+    s.who.gid = 1000;
     s.argv = std::move(argv);
     s.cwd = "/home/alice";
     s.output_dest = "/home/alice/output." + std::to_string(id) + ".log";

@@ -402,6 +402,26 @@ TEST_F(ExecutorServerTest, RegisterWithoutAQueuedSubmissionIsRefusedWithoutWaiti
   EXPECT_NE(::access((config_.state_dir + "/specs/4.json").c_str(), F_OK), 0);
 }
 
+// list_jobs sends the spec's JobSummary part: the job as the broker knows
+// it, never its environment, home, shell or pids.
+TEST_F(ExecutorServerTest, AListedJobCarriesNothingOfTheSpecBeyondItsSummary) {
+  Send(protocol::Encode(protocol::Hello{}));
+  UniqueFd a, b;
+  ASSERT_NO_FATAL_FAILURE(Connect(a, b));
+  ASSERT_FALSE(IsError(Register(5, a.get(), b.get())));
+  ASSERT_NE(SpecFile(5).find("SECRET"), std::string::npos) << "the spec keeps the environment";
+  const std::string listed = Send(protocol::Encode(protocol::ListJobs{.req = 9}));
+  Result<protocol::ListJobsReply> reply = protocol::Decode<protocol::ListJobsReply>(listed);
+  ASSERT_TRUE(reply) << listed;
+  ASSERT_EQ(reply->jobs.size(), 1u) << listed;
+  EXPECT_EQ(reply->jobs[0].id, 5u);
+  EXPECT_EQ(reply->jobs[0].who.uid, ::getuid());
+  for (const char* hidden :
+       {"SECRET", "\"env\"", "\"home\"", "\"shell\"", "\"pid\"", "\"shepherd\""}) {
+    EXPECT_EQ(listed.find(hidden), std::string::npos) << hidden << " in " << listed;
+  }
+}
+
 TEST_F(ExecutorServerTest, RegisterStoresRootOnlySpecAndRefusesDuplicates) {
   Send(protocol::Encode(protocol::Hello{}));
   UniqueFd a, b;

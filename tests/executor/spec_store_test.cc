@@ -66,6 +66,29 @@ TEST_F(SpecStoreTest, ASpecFromBeforeAccountingLoadsAndOneWithoutItsArgvDoesNot)
   EXPECT_EQ(refused.error().message(), "field 'argv' is missing");
 }
 
+// Fields are read by name: a spec the previous release wrote, in its order
+// (who, home and shell before argv; state after the placement), loads.
+TEST_F(SpecStoreTest, ASpecInThePreviousReleasesFieldOrderLoads) {
+  testing::WriteText(
+      Path("4.json"),
+      R"({"id":4,"who":{"uid":1000,"gid":1000,"user":"alice","groups":[1000]},"home":"/home/a",)"
+      R"("shell":"/bin/sh","argv":["echo","hi"],"cwd":"/tmp","env":[{"key":"A","value":"b"}],)"
+      R"("output_dest":["/tmp/output.4.log"],"request":{"cpu":[2],"gpu_cores":0,"max_mem_gb":[],)"
+      R"("max_time_s":[],"exclusive":false,"numa_local_mem":false,"numa_local_gpu":false,)"
+      R"("min_gpu_link":[],"submit_time":1.5},"placement":[],"state":"registered","pid":0,)"
+      R"("proc_start":0,"shepherd":0,"shepherd_start":0,"start_time":0.0,"exit_code":[],)"
+      R"("oom":false,"end_time":0.0,"output_error":[],"usage":[]})");
+  Result<LaunchSpec> loaded = LoadSpec(dir_.path(), 4);
+  ASSERT_TRUE(loaded) << loaded.error().message();
+  EXPECT_EQ(loaded->who.user, "alice");
+  EXPECT_EQ(loaded->home, "/home/a");
+  EXPECT_EQ(loaded->env.at("A"), "b");
+  EXPECT_EQ(loaded->request.cpu, 2);
+  EXPECT_EQ(loaded->request.submit_time, 1.5);
+  EXPECT_EQ(loaded->output_dest, "/tmp/output.4.log");
+  EXPECT_EQ(loaded->state, protocol::SpecState::kRegistered);
+}
+
 TEST_F(SpecStoreTest, APlainEndAsksForNoCommitOfItsOwn) {
   SpecStore store(dir_.path());
   LaunchSpec spec = Spec(1);
