@@ -824,8 +824,9 @@ void BrokerCore::RetryDeliveries() {
       output_retries_.Drop(id);
       continue;
     }
-    executor_.DeliverAgain(
-        id, -1, [this, id](Result<protocol::OutputReply> reply) { OnRedelivered(id, reply); });
+    executor_.DeliverAgain(id, -1, [this, id](const Result<protocol::OutputReply>& reply) {
+      OnRedelivered(id, reply);
+    });
   }
 }
 

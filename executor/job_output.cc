@@ -100,7 +100,7 @@ void ExecutorServer::Redeliver(std::uint64_t id, std::string dest,
   target.output_dest = dest;
   in_flight_[id] = JobPhase::kFinishing;
   DeliverOutput(target, [this, id, dest = std::move(dest),
-                         done = std::move(done)](std::optional<std::string> error) {
+                         done = std::move(done)](const std::optional<std::string>& error) {
     in_flight_.erase(id);
     auto found = jobs_.find(id);
     if (found == jobs_.end()) return done(error);

@@ -238,7 +238,7 @@ void ExecutorServer::FailStart(std::uint64_t id, const std::string& message, boo
   failed.error = WireError::From(Error(ErrorCode::kFailedPrecondition, message));
   done(std::move(failed));
   in_flight_[id] = JobPhase::kFinishing;
-  DeliverOutput(spec, [this, id](std::optional<std::string> output_error) {
+  DeliverOutput(spec, [this, id](const std::optional<std::string>& output_error) {
     in_flight_.erase(id);
     auto it = jobs_.find(id);
     if (it == jobs_.end()) return;

@@ -60,34 +60,20 @@ struct SubmitReply {
   std::optional<std::string> start_error;
   bool draining = false;  // the machine is drained: it waits for resume
 
-  template <class A>
-  void save(A& ar) const {
-    Put(ar, "ok", true);
-    Put(ar, "id", id);
-    Put(ar, "state", state);
-    Put(ar, "max_time_s", max_time_s);
-    Put(ar, "cpu", cpu);
-    Put(ar, "max_mem_gb", max_mem_gb);
-    Put(ar, "mem_defaulted", mem_defaulted);
-    Put(ar, "output_dest", output_dest);
-    Put(ar, "granted_cpus", granted_cpus);
-    Put(ar, "granted_cores", granted_cores);
-    Put(ar, "start_error", start_error);
-    Put(ar, "draining", draining);
-  }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "id", id);
-    Get(ar, "state", state);
-    Get(ar, "max_time_s", max_time_s);
-    Get(ar, "cpu", cpu);
-    Get(ar, "max_mem_gb", max_mem_gb);
-    Get(ar, "mem_defaulted", mem_defaulted);
-    Get(ar, "output_dest", output_dest);
-    Get(ar, "granted_cpus", granted_cpus);
-    Get(ar, "granted_cores", granted_cores);
-    GetIfPresent(ar, "start_error", start_error);
-    GetIfPresent(ar, "draining", draining);
+  static constexpr bool kOk = true;
+  template <class F>
+  void Fields(F&& field) {
+    field("id", id);
+    field("state", state);
+    field("max_time_s", max_time_s);
+    field("cpu", cpu);
+    field("max_mem_gb", max_mem_gb);
+    field("mem_defaulted", mem_defaulted);
+    field("output_dest", output_dest);
+    field("granted_cpus", granted_cpus);
+    field("granted_cores", granted_cores);
+    field("start_error", start_error, kMayBeMissing);
+    field("draining", draining, kMayBeMissing);
   }
 };
 
@@ -99,18 +85,12 @@ struct ListRequest {
   // Only these jobs (`dispatch wait` polls just its own); empty: every job
   // `all` and `finished` let through.
   std::vector<std::uint64_t> ids;
-  template <class A>
-  void save(A& ar) const {
-    Put(ar, "cmd", std::string("list"));
-    Put(ar, "all", all);
-    Put(ar, "finished", finished);
-    Put(ar, "ids", ids);
-  }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "all", all);
-    Get(ar, "finished", finished);
-    Get(ar, "ids", ids);
+  static constexpr std::string_view kCmd = "list";
+  template <class F>
+  void Fields(F&& field) {
+    field("all", all);
+    field("finished", finished);
+    field("ids", ids);
   }
   Result<void> Validate() const;
 };
@@ -140,51 +120,33 @@ struct JobRow {
   std::vector<std::uint64_t> after;  // dependencies not yet met (queued only)
   bool after_any = false;
 
-  // One field list for both directions (A::is_saving picks Put or Get).
-  template <class A>
-  void Fields(A& ar);
-  template <class A>
-  void save(A& ar) const {
-    const_cast<JobRow*>(this)->Fields(ar);
-  }
-  template <class A>
-  void load(A& ar) {
-    Fields(ar);
+  template <class F>
+  void Fields(F&& field) {
+    field("user", user);
+    field("id", id);
+    field("argv", argv);
+    field("start_time", start_time);
+    field("uptime_s", uptime_s);
+    field("max_time_s", max_time_s);
+    field("exclusive", exclusive);
+    field("max_mem_gb", max_mem_gb);
+    field("mem_defaulted", mem_defaulted);
+    field("mem_spans_nodes", mem_spans_nodes);
+    field("cpu", cpu);
+    field("gpus", gpus);
+    field("gpu_link", gpu_link);
+    field("state", state);
+    field("exit_code", exit_code);
+    field("reason", reason);
+    field("detail", detail);
+    field("output_dest", output_dest);
+    field("output_error", output_error);
+    field("usage", usage);
+    field("after", after);
+    field("after_any", after_any);
   }
 };
 
-template <class A>
-void JobRow::Fields(A& ar) {
-  auto field = [&](const char* name, auto& value) {
-    if constexpr (A::is_saving::value) {
-      Put(ar, name, value);
-    } else {
-      Get(ar, name, value);
-    }
-  };
-  field("user", user);
-  field("id", id);
-  field("argv", argv);
-  field("start_time", start_time);
-  field("uptime_s", uptime_s);
-  field("max_time_s", max_time_s);
-  field("exclusive", exclusive);
-  field("max_mem_gb", max_mem_gb);
-  field("mem_defaulted", mem_defaulted);
-  field("mem_spans_nodes", mem_spans_nodes);
-  field("cpu", cpu);
-  field("gpus", gpus);
-  field("gpu_link", gpu_link);
-  field("state", state);
-  field("exit_code", exit_code);
-  field("reason", reason);
-  field("detail", detail);
-  field("output_dest", output_dest);
-  field("output_error", output_error);
-  field("usage", usage);
-  field("after", after);
-  field("after_any", after_any);
-}
 
 // A list comes in pages, each a frame of its own of about 1 MiB of rows at
 // most, built only once the one before it was written (so a client that
@@ -225,14 +187,10 @@ struct JobIdRequest {
 
 struct KillReply {
   KillOutcome state = KillOutcome::kRemoved;
-  template <class A>
-  void save(A& ar) const {
-    Put(ar, "ok", true);
-    Put(ar, "state", state);
-  }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "state", state);
+  static constexpr bool kOk = true;
+  template <class F>
+  void Fields(F&& field) {
+    field("state", state);
   }
 };
 
@@ -240,18 +198,12 @@ struct AttachReply {
   JobState state = JobState::kQueued;
   std::optional<std::string> output_dest;
   std::optional<std::string> output_error;
-  template <class A>
-  void save(A& ar) const {
-    Put(ar, "ok", true);
-    Put(ar, "state", state);
-    Put(ar, "output_dest", output_dest);
-    Put(ar, "output_error", output_error);
-  }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "state", state);
-    Get(ar, "output_dest", output_dest);
-    Get(ar, "output_error", output_error);
+  static constexpr bool kOk = true;
+  template <class F>
+  void Fields(F&& field) {
+    field("state", state);
+    field("output_dest", output_dest);
+    field("output_error", output_error);
   }
 };
 
@@ -261,52 +213,35 @@ struct JobFieldRequest {
   std::string field;   // "max-time"
   std::string action;  // get, set, add
   std::optional<std::int64_t> value;
-  template <class A>
-  void save(A& ar) const {
-    Put(ar, "cmd", std::string("job"));
-    Put(ar, "id", id);
-    Put(ar, "field", field);
-    Put(ar, "action", action);
-    Put(ar, "value", value);
-  }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "id", id);
-    Get(ar, "field", field);
-    Get(ar, "action", action);
-    Get(ar, "value", value);
+  static constexpr std::string_view kCmd = "job";
+  template <class F>
+  void Fields(F&& visit) {  // `field` is a member here
+    visit("id", id);
+    visit("field", field);
+    visit("action", action);
+    visit("value", value);
   }
 };
 
 struct JobFieldReply {
   std::int64_t value = 0;
   std::optional<std::int64_t> before;
-  template <class A>
-  void save(A& ar) const {
-    Put(ar, "ok", true);
-    Put(ar, "value", value);
-    Put(ar, "before", before);
-  }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "value", value);
-    Get(ar, "before", before);
+  static constexpr bool kOk = true;
+  template <class F>
+  void Fields(F&& field) {
+    field("value", value);
+    field("before", before);
   }
 };
 
 struct OutputAnswer {
   std::string output_dest;  // where the output now is
   bool already = false;     // it had been delivered before this request
-  template <class A>
-  void save(A& ar) const {
-    Put(ar, "ok", true);
-    Put(ar, "output_dest", output_dest);
-    Put(ar, "already", already);
-  }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "output_dest", output_dest);
-    Get(ar, "already", already);
+  static constexpr bool kOk = true;
+  template <class F>
+  void Fields(F&& field) {
+    field("output_dest", output_dest);
+    field("already", already);
   }
 };
 
@@ -361,26 +296,16 @@ struct InfoReply {
   std::int64_t running = 0;
   std::vector<NodeInfo> nodes;
   std::optional<Amounts<double>> mem_gib;  // machine-wide memory, if booked so
-  template <class A>
-  void save(A& ar) const {
-    Put(ar, "ok", true);
-    Put(ar, "policy", policy);
-    Put(ar, "draining", draining);
-    Put(ar, "queued", queued);
-    Put(ar, "waiting", waiting);
-    Put(ar, "running", running);
-    Put(ar, "nodes", nodes);
-    Put(ar, "mem_gib", mem_gib);
-  }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "policy", policy);
-    Get(ar, "draining", draining);
-    Get(ar, "queued", queued);
-    Get(ar, "waiting", waiting);
-    Get(ar, "running", running);
-    Get(ar, "nodes", nodes);
-    Get(ar, "mem_gib", mem_gib);
+  static constexpr bool kOk = true;
+  template <class F>
+  void Fields(F&& field) {
+    field("policy", policy);
+    field("draining", draining);
+    field("queued", queued);
+    field("waiting", waiting);
+    field("running", running);
+    field("nodes", nodes);
+    field("mem_gib", mem_gib);
   }
 };
 
@@ -388,16 +313,11 @@ struct InfoReply {
 struct DrainReply {
   bool draining = false;
   bool changed = false;  // false: it already was so
-  template <class A>
-  void save(A& ar) const {
-    Put(ar, "ok", true);
-    Put(ar, "draining", draining);
-    Put(ar, "changed", changed);
-  }
-  template <class A>
-  void load(A& ar) {
-    Get(ar, "draining", draining);
-    Get(ar, "changed", changed);
+  static constexpr bool kOk = true;
+  template <class F>
+  void Fields(F&& field) {
+    field("draining", draining);
+    field("changed", changed);
   }
 };
 

@@ -255,8 +255,10 @@ concept FieldListed = !HasOwnSave<T> && requires(T & message) {
 template <class A, FieldListed T>
 void save(A& ar, const T& message) {
   if constexpr (requires { T::kKind; }) PutHeader(ar, T::kKind, message.req);
-  // A user request's "cmd" (user_requests.h), read by the broker's dispatch.
+  // A user request's "cmd" (user_requests.h), read by the broker's dispatch,
+  // and a reply's "ok" (client_messages.h), which tells it from an error.
   if constexpr (requires { T::kCmd; }) Put(ar, "cmd", std::string(T::kCmd));
+  if constexpr (requires { T::kOk; }) Put(ar, "ok", true);
   // Fields only reads through the saving visitor.
   const_cast<T&>(message).Fields(
       [&ar](const char* name, const auto& value, auto...) { Put(ar, name, value); });
