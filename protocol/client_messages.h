@@ -147,7 +147,6 @@ struct JobRow {
   }
 };
 
-
 // A list comes in pages, each a frame of its own of about 1 MiB of rows at
 // most, built only once the one before it was written (so a client that
 // does not read holds one page of the daemon's memory); `more` says
