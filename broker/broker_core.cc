@@ -163,11 +163,17 @@ void BrokerCore::Handle(const Peer& peer, const std::string& text, Respond respo
       return respond(std::move(response));
     }
     case protocol::ClientCommand::kKill:
-    case protocol::ClientCommand::kAttach: {
+    case protocol::ClientCommand::kAttach:
+    case protocol::ClientCommand::kHold:
+    case protocol::ClientCommand::kRelease: {
       Result<protocol::JobIdRequest> request = protocol::Decode<protocol::JobIdRequest>(text);
       if (!request) return answer(request.error());
       if (*command == protocol::ClientCommand::kKill) {
         return Kill(peer, request->id, std::move(respond));
+      }
+      if (*command != protocol::ClientCommand::kAttach) {
+        return Hold(peer, request->id, *command == protocol::ClientCommand::kHold,
+                    std::move(respond));
       }
       Response response;
       Result<std::string> frame = Attach(peer, request->id, response);
@@ -700,6 +706,30 @@ Result<std::string> BrokerCore::Attach(const Peer& peer, std::uint64_t id, Respo
   return protocol::Encode(reply);
 }
 
+void BrokerCore::Hold(const Peer& peer, std::uint64_t id, bool on, Respond respond) {
+  Result<JobRecord*> found = Lookup(peer, id);
+  if (!found) return respond(Response{ErrorFrame(found.error()), std::nullopt});
+  JobRecord& job = **found;
+  if (!job.queued() || job.phase != JobPhase::kIdle) {
+    const std::string now = job.done()     ? "has finished"
+                            : job.queued() ? "is starting"
+                                           : "is running";
+    return respond(Response{ErrorFrame(Error(ErrorCode::kFailedPrecondition,
+                                             "job " + Id(id) + " " + now +
+                                                 "; only a queued job can be held or released")),
+                            std::nullopt});
+  }
+  const bool changed = job.held != on;
+  if (changed) {
+    job.held = on;
+    MarkChanged(id);
+    LogInfo("job " + Id(id) + (on ? " held" : " released") + " by uid " + std::to_string(peer.uid));
+    if (!on) Schedule();
+  }
+  AnswerWhenWritten(std::move(respond),
+                    Response{protocol::Encode(protocol::HoldReply{on, changed}), std::nullopt});
+}
+
 void BrokerCore::Kill(const Peer& peer, std::uint64_t id, Respond respond) {
   Result<JobRecord*> found = Lookup(peer, id);
   if (!found) return respond(Response{ErrorFrame(found.error()), std::nullopt});
@@ -862,7 +892,7 @@ void BrokerCore::CollectForScheduler(std::vector<QueuedJob>& queue,
       // Running, or placed and starting: its resources are taken.
       const double start = job.start_time.value_or(now);
       running.push_back({id, job.placement, start + static_cast<double>(job.max_time_s)});
-    } else if (job.queued() && !draining_ && job.start_retry_at <= now &&
+    } else if (job.queued() && !job.held && !draining_ && job.start_retry_at <= now &&
                CheckDependencies(job, jobs_).state == DependencyState::kMet) {
       queue.push_back({id, job.demand, job.max_time_s});
     }

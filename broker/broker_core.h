@@ -158,6 +158,9 @@ class BrokerCore {
   Result<std::string> List(const Peer& peer, const std::string& text, Response& response);
 
   void Kill(const Peer& peer, std::uint64_t id, Respond respond);
+  // `dispatch hold` (on) and `release`: the owner's or an admin's, for a
+  // queued job.
+  void Hold(const Peer& peer, std::uint64_t id, bool on, Respond respond);
   Result<std::string> Attach(const Peer& peer, std::uint64_t id, Response& response);
   void Field(const Peer& peer, const std::string& text, Respond respond);
   void Output(const Peer& peer, const std::string& text, Respond respond);

@@ -69,6 +69,10 @@ struct JobRecord {
   // theirs, so a restart knows why a `dependency` job never ran.
   std::vector<std::uint64_t> after;
   bool after_any = false;  // any ending will do, not only exit 0
+  // `dispatch hold`: queued, keeping its place, skipped by every policy
+  // until released. Kept in the queue file (a job rebuilt from the root
+  // side's records after the file was lost comes back released).
+  bool held = false;
 
   bool queued() const { return state == JobState::kQueued; }
   bool running() const { return state == JobState::kRunning; }
@@ -157,11 +161,13 @@ void JobRecord::Fields(A& ar) {
     protocol::Put(ar, "usage", usage);
     protocol::Put(ar, "after", after);
     protocol::Put(ar, "after_any", after_any);
+    protocol::Put(ar, "held", held);
   } else {
     protocol::GetIfPresent(ar, "usage", usage);  // files written before accounting
     // Files written before dependencies.
     protocol::GetIfPresent(ar, "after", after);
     protocol::GetIfPresent(ar, "after_any", after_any);
+    protocol::GetIfPresent(ar, "held", held);  // files written before holds
   }
   if constexpr (!A::is_saving::value) {
     demand.cpu = static_cast<int>(cpu);

@@ -39,6 +39,7 @@ protocol::JobRow BuildRow(const JobRecord& job, double now) {
   row.detail = job.detail;
   row.after = job.after;
   row.after_any = job.after_any;
+  row.held = job.held && job.queued();
   row.output_dest = job.output_dest;
   row.output_error = job.output_error;
   row.usage = job.usage;

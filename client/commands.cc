@@ -249,6 +249,21 @@ int RunKill(const std::string& socket, std::uint64_t id, Io io) {
   return kExitOk;
 }
 
+int RunHold(const std::string& socket, const std::vector<std::uint64_t>& ids, bool hold, Io io) {
+  const protocol::ClientCommand command =
+      hold ? protocol::ClientCommand::kHold : protocol::ClientCommand::kRelease;
+  int code = kExitOk;
+  for (std::uint64_t id : ids) {
+    auto reply = Call<protocol::HoldReply>(socket, protocol::JobIdRequest{command, id});
+    if (!reply) {
+      code = ReportError(reply.error(), io);
+      continue;
+    }
+    io.out << RenderHold(id, *reply);
+  }
+  return code;
+}
+
 int RunJobField(const std::string& socket, const protocol::JobFieldRequest& request, bool json,
                 Io io) {
   auto fd = Connect(socket);

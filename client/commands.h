@@ -24,6 +24,9 @@ int RunList(const std::string& socket, const protocol::ListRequest& request, boo
             bool long_format, Io io);
 int RunAttach(const std::string& socket, std::uint64_t id, Io io);
 int RunKill(const std::string& socket, std::uint64_t id, Io io);
+// `dispatch hold` (hold) and `release`: each job in turn; 1 if any was
+// refused (each refusal is reported), else 0.
+int RunHold(const std::string& socket, const std::vector<std::uint64_t>& ids, bool hold, Io io);
 int RunJobField(const std::string& socket, const protocol::JobFieldRequest& request, bool json,
                 Io io);
 int RunOutput(const std::string& socket, const protocol::OutputRequest& request, Io io);

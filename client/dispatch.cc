@@ -35,7 +35,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: dispatch [-h] [--version] "
-    "{new,list,attach,kill,job,output,wait,info,drain,resume} ...\n";
+    "{new,list,attach,kill,job,output,wait,hold,release,info,drain,resume} ...\n";
 
 // Each subcommand's usage line, printed above its own mistakes.
 std::string UsageOf(std::string_view command) {
@@ -47,6 +47,8 @@ std::string UsageOf(std::string_view command) {
       {"job", "job ID max-time get|set|add [DURATION] [--json]"},
       {"output", "output ID [--to DIR|FILE]"},
       {"wait", "wait ID [ID...] [--timeout DURATION]"},
+      {"hold", "hold ID [ID...]"},
+      {"release", "release ID [ID...]"},
       {"info", "info [--json]"},
       {"drain", "drain"},
       {"resume", "resume"},
@@ -271,8 +273,9 @@ std::optional<int> BuildSubmit(const NewFlags& f, const std::vector<std::string>
 }  // namespace
 
 const std::vector<std::string>& SubcommandNames() {
-  static const std::vector<std::string> names = {"new",  "list",  "attach", "kill",   "job",
-                                                 "info", "drain", "resume", "output", "wait"};
+  static const std::vector<std::string> names = {"new",    "list", "attach", "kill",
+                                                 "job",    "info", "drain",  "resume",
+                                                 "output", "wait", "hold",   "release"};
   return names;
 }
 
@@ -298,7 +301,7 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
   if (build_all && !first.empty() && first[0] != '-') {
     return UsageError("argument command: invalid choice: '" + first +
                           "' (choose from 'new', 'list', 'attach', 'kill', 'job', 'output', "
-                          "'wait', 'info', 'drain', 'resume')",
+                          "'wait', 'hold', 'release', 'info', 'drain', 'resume')",
                       io);
   }
   auto wanted = [&](const char* name) { return build_all || first == name; };
@@ -403,6 +406,20 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
                                             "DURATION; give up then with exit code 124");
   }
 
+  // hold and release share their words: only one of them is ever parsed.
+  std::vector<std::string> hold_words;
+  CLI::App* hold_cmd = nullptr;
+  CLI::App* release_cmd = nullptr;
+  if (wanted("hold")) {
+    hold_cmd = app.add_subcommand(
+        "hold", "keep queued jobs from starting; they keep their place in the queue");
+    hold_cmd->add_option("ID", hold_words, "job ids")->required();
+  }
+  if (wanted("release")) {
+    release_cmd = app.add_subcommand("release", "let held jobs start again");
+    release_cmd->add_option("ID", hold_words, "job ids")->required();
+  }
+
   std::vector<const char*> argv = {"dispatch"};
   for (const std::string& word : split.options)
     argv.push_back(word.c_str());
@@ -447,6 +464,12 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
     Result<std::uint64_t> parsed_id = ParseJobId(word);
     if (!parsed_id) return UsageError(parsed_id.error().message(), io);
     wait_ids.push_back(*parsed_id);
+  }
+  std::vector<std::uint64_t> hold_ids;
+  for (const std::string& word : hold_words) {
+    Result<std::uint64_t> parsed_id = ParseJobId(word);
+    if (!parsed_id) return UsageError(parsed_id.error().message(), io);
+    hold_ids.push_back(*parsed_id);
   }
 
   const std::string socket = SocketPath();
@@ -494,6 +517,10 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
       return slurm::Wait(*backend, wait_ids, io);
     }
     return RunWait(socket, wait_ids, options, io);
+  }
+  if (parsed(hold_cmd) || parsed(release_cmd)) {
+    if (slurm) return slurm::Hold(*backend, hold_ids, parsed(hold_cmd), io);
+    return RunHold(socket, hold_ids, parsed(hold_cmd), io);
   }
   if (parsed(info_cmd) || parsed(drain_cmd) || parsed(resume_cmd)) {
     if (slurm) {

@@ -184,7 +184,7 @@ std::string FormatStartTime(std::optional<double> start, double now) {
 }
 
 std::string UptimeCell(const protocol::JobRow& row) {
-  if (row.state == protocol::JobState::kQueued) return "queued";
+  if (row.state == protocol::JobState::kQueued) return row.held ? "held" : "queued";
   if (!row.start_time) return "-";
   return FormatDuration(WholeSeconds(row.uptime_s));
 }
@@ -386,6 +386,12 @@ std::string RenderKill(std::uint64_t id, const protocol::KillReply& reply) {
   if (reply.state == protocol::KillOutcome::kRemoved)
     return "job " + std::to_string(id) + " removed from the queue\n";
   return "job " + std::to_string(id) + ": kill signal sent\n";
+}
+
+std::string RenderHold(std::uint64_t id, const protocol::HoldReply& reply) {
+  const std::string job = "job " + std::to_string(id);
+  if (reply.held) return job + (reply.changed ? " held\n" : " was already held\n");
+  return job + (reply.changed ? " released\n" : " was not held\n");
 }
 
 std::string RenderJobField(std::uint64_t id, std::string_view field, std::string_view action,

@@ -68,6 +68,8 @@ std::string RenderSubmit(const protocol::SubmitReply& reply, bool no_output,
 std::string RenderAttachNotice(std::uint64_t id, const protocol::AttachReply& reply);
 
 std::string RenderKill(std::uint64_t id, const protocol::KillReply& reply);
+// "job N held", "job N released", or that nothing changed.
+std::string RenderHold(std::uint64_t id, const protocol::HoldReply& reply);
 
 std::string RenderJobField(std::uint64_t id, std::string_view field, std::string_view action,
                            const protocol::JobFieldReply& reply);

@@ -418,6 +418,47 @@ int Kill(const BackendConfig& config, std::uint64_t id, Io io) {
   return kExitOk;
 }
 
+int Hold(const BackendConfig& config, const std::vector<std::uint64_t>& ids, bool hold, Io io) {
+  const char* verb = hold ? "hold" : "release";
+  int code = kExitOk;
+  for (std::uint64_t id : ids) {
+    auto job = ShowJob(config, id);
+    if (!job) {
+      code = ReportError(job.error(), io);
+      continue;
+    }
+    const std::string state = Field(*job, "JobState");
+    if (MapJobState(state).state != protocol::JobState::kQueued) {
+      code = ReportError(Error(ErrorCode::kFailedPrecondition,
+                               "job " + IdText(id) + " " +
+                                   (IsTerminalState(state) ? "has finished" : "is running") +
+                                   "; only a queued job can be held or released"),
+                         io);
+      continue;
+    }
+    const std::string reason = Field(*job, "Reason");
+    const bool was_held = reason == "JobHeldUser" || reason == "JobHeldAdmin";
+    if (was_held == hold) {
+      io.out << "job " << id << (hold ? " was already held\n" : " was not held\n");
+      continue;
+    }
+    auto outcome = RunTool(config, "scontrol", {verb, IdText(id)});
+    if (!outcome) {
+      code = ReportError(outcome.error(), io);
+      continue;
+    }
+    if (!outcome->succeeded() || !Trimmed(outcome->err).empty()) {
+      code = ReportError(
+          Error(ErrorCode::kFailedPrecondition, "Slurm refused to " + std::string(verb) + " job " +
+                                                    IdText(id) + ": " + Complaint(*outcome)),
+          io);
+      continue;
+    }
+    io.out << "job " << id << (hold ? " held\n" : " released\n");
+  }
+  return code;
+}
+
 int JobField(const BackendConfig& config, const protocol::JobFieldRequest& request, Io io) {
   const std::uint64_t id = request.id;
   auto job = ShowJob(config, id);

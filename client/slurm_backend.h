@@ -26,6 +26,9 @@ int Submit(const BackendConfig& config, const protocol::SubmitRequest& request,
 int List(const BackendConfig& config, const protocol::ListRequest& request, bool json, Io io);
 int Attach(const BackendConfig& config, std::uint64_t id, Io io);
 int Kill(const BackendConfig& config, std::uint64_t id, Io io);
+// `scontrol hold` / `scontrol release`, job by job, said as the local
+// backend says it.
+int Hold(const BackendConfig& config, const std::vector<std::uint64_t>& ids, bool hold, Io io);
 int JobField(const BackendConfig& config, const protocol::JobFieldRequest& request, Io io);
 // Waits for every job to end; exits with the first failing job's code
 // (128 + signal for a signal), else 0.

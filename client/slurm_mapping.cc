@@ -556,6 +556,8 @@ std::vector<SlurmJob> ParseSqueue(std::string_view text) {
       row.output_dest = ExpandOutputPattern(f[kSqStdout], row.id, row.user, f[kSqName]);
     }
     row.argv = ArgvFromName(f[kSqName]);
+    row.held = row.state == protocol::JobState::kQueued &&
+               (f[kSqReason] == "JobHeldUser" || f[kSqReason] == "JobHeldAdmin");
     std::string pending =
         row.state == protocol::JobState::kQueued && f[kSqReason] != "None" ? f[kSqReason] : "";
     rows.push_back({std::move(row), std::move(pending)});

@@ -140,13 +140,14 @@ check_completion() {
     chmod +x "$tmp/fake/dispatch"
     export HPC_BATCH_CLIENT_CONFIG=/dev/null HPC_BATCH_BACKEND=local
     . "$src/packaging/bash-completion/dispatch"
-    expect_completion "attach drain info job kill list new output resume wait" dispatch ""
+    expect_completion "attach drain hold info job kill list new output release resume wait" dispatch ""
     expect_completion "--help --version" dispatch --
     expect_completion "--numa-local --numa-local-gpu --numa-local-mem" dispatch new --cpu 2 --nu
     expect_completion "NODE NV PHB PIX PXB" dispatch new --gpu-link ""
     expect_completion "" dispatch new --max-time ""
     expect_completion "--all --finished --help --json --long" dispatch list --
     expect_completion "12 15 7" "$tmp/fake/dispatch" kill ""
+    expect_completion "12 15 7" "$tmp/fake/dispatch" release 12 ""
     expect_completion "7" "$tmp/fake/dispatch" attach 7
     expect_completion "12 15" "$tmp/fake/dispatch" output ""
     expect_completion "12 15 7" "$tmp/fake/dispatch" new --after ""
@@ -156,7 +157,7 @@ check_completion() {
     expect_completion "12 15 7" "$tmp/fake/dispatch" new --after ""
     expect_completion "--timeout" dispatch wait 7 --t
     expect_completion "--help --json" dispatch info --
-    HPC_BATCH_BACKEND=slurm expect_completion "attach drain info job kill list new output resume wait" dispatch ""
+    HPC_BATCH_BACKEND=slurm expect_completion "attach drain hold info job kill list new output release resume wait" dispatch ""
     exit $failed
   ) || failed=1
 }

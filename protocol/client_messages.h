@@ -27,11 +27,23 @@
 namespace hpcb::protocol {
 
 // The "cmd" of a request: a wire enum, dispatched by one switch.
-enum class ClientCommand { kNew, kList, kKill, kAttach, kJob, kOutput, kInfo, kDrain, kResume };
+enum class ClientCommand {
+  kNew,
+  kList,
+  kKill,
+  kAttach,
+  kJob,
+  kOutput,
+  kInfo,
+  kDrain,
+  kResume,
+  kHold,
+  kRelease,
+};
 
 template <>
 struct EnumNames<ClientCommand> {
-  static constexpr std::array<std::pair<ClientCommand, std::string_view>, 9> kNames{{
+  static constexpr std::array<std::pair<ClientCommand, std::string_view>, 11> kNames{{
       {ClientCommand::kNew, "new"},
       {ClientCommand::kList, "list"},
       {ClientCommand::kKill, "kill"},
@@ -41,6 +53,8 @@ struct EnumNames<ClientCommand> {
       {ClientCommand::kInfo, "info"},
       {ClientCommand::kDrain, "drain"},
       {ClientCommand::kResume, "resume"},
+      {ClientCommand::kHold, "hold"},
+      {ClientCommand::kRelease, "release"},
   }};
 };
 
@@ -119,6 +133,7 @@ struct JobRow {
   std::optional<JobUsage> usage;     // once done, if it ran
   std::vector<std::uint64_t> after;  // dependencies not yet met (queued only)
   bool after_any = false;
+  bool held = false;  // queued, skipped until released (`dispatch hold`)
 
   template <class F>
   void Fields(F&& field) {
@@ -144,6 +159,7 @@ struct JobRow {
     field("usage", usage);
     field("after", after);
     field("after_any", after_any);
+    field("held", held, kMayBeMissing);
   }
 };
 
@@ -173,14 +189,28 @@ struct ListReply {
   }
 };
 
-// kill and attach address one job.
+// kill, attach, hold and release address one job.
 struct JobIdRequest {
-  ClientCommand cmd = ClientCommand::kKill;  // kill or attach
+  ClientCommand cmd = ClientCommand::kKill;  // kill, attach, hold or release
   std::uint64_t id = 0;
   template <class F>
   void Fields(F&& field) {
     field("cmd", cmd);
     field("id", id);
+  }
+};
+
+// hold and release: whether the job is held now, and whether this request
+// changed that (holding a held job, or releasing one that is not, is not an
+// error).
+struct HoldReply {
+  bool held = false;
+  bool changed = false;
+  static constexpr bool kOk = true;
+  template <class F>
+  void Fields(F&& field) {
+    field("held", held);
+    field("changed", changed);
   }
 };
 

@@ -315,6 +315,21 @@ run mt4 env -i PATH=/usr/bin:/bin SLURM_CONF="$SLURM_CONF" HPC_BATCH_CLIENT_CONF
 [ "$(rc_of mt4)" = 0 ] && [ "$(out_of mt4)" = "job $id4 max-time 3m -> 1h3m" ] &&
   ok "max-time add as root, backend chosen by a config file" || bad "max-time add as root"
 
+# 5b. hold and release: scontrol hold/release of a pending job, as locally.
+run hold1 dispatch hold "$id5"
+[ "$(rc_of hold1)" = 0 ] && [ "$(out_of hold1)" = "job $id5 held" ] &&
+  ok "hold holds a pending job (scontrol hold)" || bad "hold"
+run hold2 dispatch list
+grep -q "^$user  *$id5  *true  *-  *held" "$scratch/hold2.out" &&
+  ok "list shows the held job as held" || bad "list of a held job"
+run hold3 dispatch hold "$id5" "$id4"
+[ "$(rc_of hold3)" = 1 ] && [ "$(out_of hold3)" = "job $id5 was already held" ] &&
+  [ "$(err_of hold3)" = "dispatch: job $id4 is running; only a queued job can be held or released" ] &&
+  ok "hold of a held and of a running job" || bad "hold held/running"
+run hold4 dispatch release "$id5"
+[ "$(rc_of hold4)" = 0 ] && [ "$(out_of hold4)" = "job $id5 released" ] &&
+  ok "release releases it (scontrol release)" || bad "release"
+
 # 6. kill: a queued job is removed, a running one signalled; wait says so.
 run kill1 dispatch kill "$id5"
 [ "$(out_of kill1)" = "job $id5 removed from the queue" ] && ok "kill removes a queued job" || bad "kill queued"

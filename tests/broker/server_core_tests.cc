@@ -517,6 +517,44 @@ TEST_F(ServerCoreTest, AnOutputOverTheDeliveryLimitIsNotAskedForAgain) {
   EXPECT_TRUE(executor_.delivered_again.empty());
 }
 
+TEST_F(ServerCoreTest, AHeldJobIsPassedByUntilReleasedAndOnlyItsOwnerOrAnAdminHoldsIt) {
+  StartCore();
+  Submit(1000, 2);  // runs, on both cpus
+  Submit(1000, 1);
+  Submit(1002, 1);
+  auto ask = [&](uid_t uid, std::uint64_t id, protocol::ClientCommand command) {
+    return Call(uid, protocol::Encode(protocol::JobIdRequest{command, id}));
+  };
+  const auto kHold = protocol::ClientCommand::kHold;
+  const auto kRelease = protocol::ClientCommand::kRelease;
+  EXPECT_EQ(ErrorOf(ask(1002, 2, kHold)), "job 2 belongs to alice");
+  Result<protocol::HoldReply> held = protocol::Decode<protocol::HoldReply>(ask(1000, 2, kHold));
+  ASSERT_TRUE(held);
+  EXPECT_TRUE(held->held && held->changed);
+  held = protocol::Decode<protocol::HoldReply>(ask(1001, 3, kHold));  // an admin's
+  ASSERT_TRUE(held);
+  EXPECT_TRUE(held->held && held->changed);
+  EXPECT_EQ(ErrorOf(ask(1000, 1, kHold)),
+            "job 1 is running; only a queued job can be held or released");
+  Exit(1, 0);
+  EXPECT_EQ(core_->Find(2)->state, JobState::kQueued);
+  EXPECT_EQ(core_->Find(3)->state, JobState::kQueued);
+  protocol::ListReply listed = List(1000, false, false);
+  ASSERT_EQ(listed.jobs.size(), 1u);
+  EXPECT_TRUE(listed.jobs[0].held);
+
+  Result<protocol::HoldReply> released =
+      protocol::Decode<protocol::HoldReply>(ask(1000, 2, kRelease));
+  ASSERT_TRUE(released);
+  EXPECT_FALSE(released->held);
+  EXPECT_TRUE(released->changed);
+  TickNow();
+  EXPECT_EQ(core_->Find(2)->state, JobState::kRunning);
+  EXPECT_EQ(core_->Find(3)->state, JobState::kQueued) << "still held";
+  EXPECT_EQ(ErrorOf(ask(1000, 2, kRelease)),
+            "job 2 is running; only a queued job can be held or released");
+}
+
 TEST_F(ServerCoreTest, JobAddressedRequestsCheckOwnership) {
   StartCore();
   Submit(1000);

@@ -27,8 +27,8 @@ struct BadCall {
 };
 
 const std::string kTop =
-    "usage: dispatch [-h] [--version] {new,list,attach,kill,job,output,wait,info,drain,resume} "
-    "...\n";
+    "usage: dispatch [-h] [--version] "
+    "{new,list,attach,kill,job,output,wait,hold,release,info,drain,resume} ...\n";
 const std::string kNew = "usage: dispatch new [options] [NAME=VALUE...] -- CMD [ARGS...]\n";
 const std::string kDuration = " (use seconds or e.g. 45m, 2h, 1h30m, 1d)";
 
@@ -50,7 +50,7 @@ const std::vector<BadCall>& Table() {
        2,
        Usage(kTop,
              "argument command: invalid choice: 'lsit' (choose from 'new', 'list', 'attach', "
-             "'kill', 'job', 'output', 'wait', 'info', 'drain', 'resume')")},
+             "'kill', 'job', 'output', 'wait', 'hold', 'release', 'info', 'drain', 'resume')")},
       {{"new"}, 2, New("no command given after --")},
       {{"new", "--"}, 2, New("no command given after --")},
       {{"new", "--cpu", "0", "--", "true"}, 2, New("argument --cpu: must be 1 or more, not '0'")},
@@ -130,6 +130,14 @@ const std::vector<BadCall>& Table() {
       {{"kill", "-1"}, 2, Usage("usage: dispatch kill ID\n", "argument ID: invalid job id: '-1'")},
       {{"kill", "0"}, 2, Usage("usage: dispatch kill ID\n", "argument ID: invalid job id: '0'")},
       {{"kill", "999"}, 1, Refused("no such job 999")},
+      {{"hold"},
+       2,
+       Usage("usage: dispatch hold ID [ID...]\n", "the following arguments are required: ID")},
+      {{"hold", "x"},
+       2,
+       Usage("usage: dispatch hold ID [ID...]\n", "argument ID: invalid job id: 'x'")},
+      {{"hold", "999"}, 1, Refused("no such job 999")},
+      {{"release", "999", "998"}, 1, Refused("no such job 999") + Refused("no such job 998")},
       {{"wait"},
        2,
        Usage("usage: dispatch wait ID [ID...] [--timeout DURATION]\n",

@@ -210,6 +210,50 @@ TEST_F(WorkflowE2eTest, DrainHoldsTheQueueAcrossAReloadUntilResume) {
   EXPECT_EQ(daemon_.Dispatch({"info"}).out.find("draining"), std::string::npos);
 }
 
+// `dispatch hold`: a held job keeps its place but every policy passes it
+// by, across a reload, until it is released; only a queued job is held.
+TEST_F(WorkflowE2eTest, AHeldJobIsPassedByAcrossAReloadAndRunsOnceReleased) {
+  StartOrFail({"--schedule", "fifo-strict"});
+  const int blocker = New({"--exclusive", "--", "sleep", "3"});
+  const int held = New({"--", "echo", "first"});
+  const int next = New({"--", "echo", "second"});
+  const std::string held_id = std::to_string(held);
+
+  CommandResult hold = daemon_.Dispatch({"hold", held_id});
+  EXPECT_EQ(hold.exit_code, 0) << hold.err;
+  EXPECT_EQ(hold.out, "job " + held_id + " held\n");
+  EXPECT_EQ(daemon_.Dispatch({"hold", held_id}).out, "job " + held_id + " was already held\n");
+  CommandResult running = daemon_.Dispatch({"hold", std::to_string(blocker)});
+  EXPECT_EQ(running.exit_code, 1);
+  EXPECT_EQ(running.err, "dispatch: job " + std::to_string(blocker) +
+                             " is running; only a queued job can be held or released\n");
+  EXPECT_NE(DaemonHarness::RowOfJob(daemon_.Dispatch({"list"}).out, held).find(" held "),
+            std::string::npos)
+      << daemon_.Dispatch({"list"}).out;
+  EXPECT_NE(daemon_.Dispatch({"list", "--json"}).out.find("\"held\":true"), std::string::npos);
+
+  // Under fifo-strict the next job would wait behind the first; held, the
+  // first is passed by.
+  EXPECT_EQ(Wait({std::to_string(next)}).exit_code, 0) << daemon_.log();
+  daemon_.Reload();
+  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return daemon_.Dispatch({"list"}).exit_code == 0; },
+                                     seconds(10)))
+      << daemon_.log();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_NE(DaemonHarness::RowOfJob(daemon_.Dispatch({"list"}).out, held).find(" held "),
+            std::string::npos)
+      << "still held after the reload\n"
+      << daemon_.Dispatch({"list"}).out;
+
+  CommandResult release = daemon_.Dispatch({"release", held_id});
+  EXPECT_EQ(release.out, "job " + held_id + " released\n") << release.err;
+  EXPECT_EQ(Wait({held_id}).exit_code, 0) << daemon_.log();
+  CommandResult again = daemon_.Dispatch({"release", held_id});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_EQ(again.err, "dispatch: job " + held_id +
+                           " has finished; only a queued job can be held or released\n");
+}
+
 TEST_F(WorkflowE2eTest, InfoAndEveryReadCommandSpeakJson) {
   StartOrFail({"--schedule", "easy-backfill"});
   const int job = New({"--max-time", "10m", "--", "sleep", "20"});
