@@ -129,10 +129,12 @@ Result<void> BrokerCore::Start(QueueFile loaded) {
   }
   LogInfo("restored " + std::to_string(restored) + " queued job(s)");
   // Kept outputs are tried again soon after a restart (the place may be
-  // back), then on the usual back-off.
+  // back, or the size limit raised), then on the usual back-off.
   constexpr double kRetryAfterRestartS = 5;
   for (const auto& [id, job] : jobs_) {
-    if (job.done()) RetryLater(job, kRetryAfterRestartS);
+    if (job.done() && job.output_error && job.output_dest) {
+      output_retries_.AfterStart(id, clock_.Now(), kRetryAfterRestartS);
+    }
   }
   unfinished_from_ = 0;  // rebuilt jobs may lie below any mark
   touched_.All();
@@ -861,23 +863,39 @@ void BrokerCore::RetryDeliveries() {
 }
 
 void BrokerCore::OnRedelivered(std::uint64_t id, const Result<protocol::OutputReply>& reply) {
+  if (reply && !reply->error && reply->output_dest) {
+    return AdoptDelivery(id, reply->output_dest, std::nullopt);
+  }
+  // Refused, failed, or not answered in time: the executor's record says
+  // how it stands (a delivery that outlived the call may have ended since,
+  // and a copy that is no longer kept is not asked for again).
+  executor_.Query(id, [this, id](const Result<std::optional<protocol::JobSummary>>& summary) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end() || !it->second.done()) return output_retries_.Drop(id);
+    if (!summary) {
+      output_retries_.Landed(id);
+      return output_retries_.Failed(id, it->second.output_error.value_or(""), clock_.Now());
+    }
+    if (!*summary) return output_retries_.Drop(id);  // the root side holds no copy
+    AdoptDelivery(id, (*summary)->output_dest, (*summary)->output_error);
+  });
+}
+
+void BrokerCore::AdoptDelivery(std::uint64_t id, const std::optional<std::string>& dest,
+                               const std::optional<std::string>& error) {
   auto it = jobs_.find(id);
   if (it == jobs_.end() || !it->second.done()) return output_retries_.Drop(id);
+  output_retries_.Landed(id);
   JobRecord& job = it->second;
-  if (!reply || reply->error || !reply->output_dest) {
-    if (reply && reply->error) job.output_error = reply->error->message;
-    output_retries_.Failed(id, job.output_error.value_or(""), clock_.Now());
-    MarkChanged(id);
-    return;
-  }
-  LogInfo("job " + Id(id) + ": its kept output was delivered to " + *reply->output_dest +
-          " on a later try");
-  output_retries_.Drop(id);
-  job.output_dest = reply->output_dest;
-  job.output_error.reset();
+  job.output_dest = dest;
+  job.output_error = error;
   // Synced: start-up does not re-read a finished job from the root side,
   // so a lost update would leave it undelivered on record for good.
   MarkChanged(id);
+  if (error) return output_retries_.Failed(id, *error, clock_.Now());
+  LogInfo("job " + Id(id) + ": its kept output was delivered to " + dest.value_or("?") +
+          " on a later try");
+  output_retries_.Drop(id);
   // Delivered at last: it may now make way under --keep-finished.
   ApplyRetention();
 }

@@ -134,6 +134,9 @@ class BrokerCore {
   // Asks the executor to deliver the kept outputs whose retry is due.
   void RetryDeliveries();
   void OnRedelivered(std::uint64_t id, const Result<protocol::OutputReply>& reply);
+  // Where a kept output now is: delivered (no error) or still kept.
+  void AdoptDelivery(std::uint64_t id, const std::optional<std::string>& dest,
+                     const std::optional<std::string>& error);
 
   // An answer that may only go out once the change it acknowledges is on
   // disk; `if_lost` builds the answer (and undoes what it must) when the

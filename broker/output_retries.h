@@ -22,13 +22,19 @@ class OutputRetries {
   // A delivery of `id` failed with `error`: its next try is due `first_s`
   // from now, or, if it was tried before, after twice the last wait. Not
   // for an output over the delivery limit: retrying cannot shrink it.
+  // One already being tried keeps waiting for that try's outcome.
   void Failed(std::uint64_t id, const std::string& error, double now,
               double first_s = kFirstRetryS);
+  // After a start: tried once `first_s` from now whatever the error (an
+  // admin may have raised the delivery limit), then as Failed says.
+  void AfterStart(std::uint64_t id, double now, double first_s);
   // Delivered, or no longer kept (forgotten, sent elsewhere).
   void Drop(std::uint64_t id) { retries_.erase(id); }
-  // The ids due at `now`; each waits for its outcome (Failed or Drop)
-  // before it is due again.
+  // The ids due at `now`; each waits for its outcome (Landed, then Failed
+  // or Drop) before it is due again.
   std::vector<std::uint64_t> TakeDue(double now);
+  // The try TakeDue handed out has its outcome.
+  void Landed(std::uint64_t id);
   bool Scheduled(std::uint64_t id) const { return retries_.contains(id); }
 
  private:

@@ -187,6 +187,7 @@ void ExecutorServer::OnListJobs(std::uint64_t req, const std::string& text) {
     // Finish (after hello) has read its exit and sent JobExited: listed as
     // exited now, it would reach the broker without its exit code.
     protocol::JobSummary summary = it->second;  // never the rest of the spec
+    summary.who.groups.clear();  // the broker has no use for them; a page stays small
     bytes += protocol::Encode(summary).size();
     reply.jobs.push_back(std::move(summary));
   }

@@ -180,9 +180,9 @@ void Get(Archive& ar, const char* name, T& value) {
   }
 }
 
-// For a field added to a state file after files without it were written:
-// such a file loads with `value` left as it was. Only for state files; a
-// message must carry every field. In a field list:
+// For a field an older peer or file may lack (one added after they were
+// written): such input loads with `value` left as it was. Every other
+// field must be there. In a field list:
 //   field("usage", usage, kMayBeMissing);
 template <class Archive, class T>
 void GetIfPresent(Archive& ar, const char* name, T& value) {

@@ -182,7 +182,7 @@ struct JobSummary {
     field("oom", oom);
     field("end_time", end_time);
     field("output_error", output_error);
-    field("usage", usage, kMayBeMissing);  // specs written before accounting
+    field("usage", usage, kMayBeMissing);  // specs and executors from before accounting
   }
 };
 

@@ -37,11 +37,11 @@ struct UserIdentity {
 // own frame, kept in the launch spec. The root side's records are the one
 // source of truth for what was accepted: from these the broker rebuilds a
 // job it lost, with exactly the demand it accepted.
-struct JobRequest : JobDemand {
+struct JobRequest : ResourceRequest {
   double submit_time = 0;  // epoch seconds
   template <class F>
   void Fields(F&& field) {
-    JobDemand::Fields(field);
+    ResourceRequest::Fields(field);
     field("submit_time", submit_time);
   }
 };

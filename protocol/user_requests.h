@@ -39,7 +39,7 @@ bool PlausibleUserName(std::string_view name);
 
 // What a job asks of the machine: the part of a submission the broker
 // books and the root side keeps with the job (JobRequest, job_types.h).
-struct JobDemand {
+struct ResourceRequest {
   std::optional<std::int64_t> cpu;
   std::int64_t gpu_cores = 0;
   std::optional<double> max_mem_gb;
@@ -61,7 +61,7 @@ struct JobDemand {
   }
 };
 
-struct SubmitRequest : JobDemand {
+struct SubmitRequest : ResourceRequest {
   std::vector<std::string> argv;
   std::string cwd;
   bool forward_env = false;                // --env
@@ -89,7 +89,7 @@ struct SubmitRequest : JobDemand {
   void Fields(F&& field) {
     field("argv", argv);
     field("cwd", cwd);
-    JobDemand::Fields(field);
+    ResourceRequest::Fields(field);
     field("forward_env", forward_env);
     field("env", env);
     field("output", output);

@@ -484,6 +484,10 @@ TEST_F(ServerCoreTest, AKeptOutputIsAskedForAgainAfterABackOffUntilDelivered) {
   executor_.events.push_back({0, 1, 0, false, 0, std::string("could not save output")});
   TickNow();
   EXPECT_EQ(core_->Find(1)->output_error, "could not save output");
+  // A failed try is followed by a look at the executor's record.
+  executor_.hello.exited = {1};
+  executor_.summaries[1].output_dest = "/tmp/output.1.log";
+  executor_.summaries[1].output_error = "still closed";
   executor_.deliver_again_error = "still closed";
   clock_.Advance(9);
   TickNow();
@@ -504,6 +508,26 @@ TEST_F(ServerCoreTest, AKeptOutputIsAskedForAgainAfterABackOffUntilDelivered) {
   clock_.Advance(3600);
   TickNow();
   EXPECT_EQ(executor_.delivered_again.size(), 2u) << "delivered: no more tries";
+}
+
+// A try that failed, or was not answered in time, while the executor
+// delivered the copy after all: its record says so, and no more is asked.
+TEST_F(ServerCoreTest, ARetryThatFindsTheOutputDeliveredStopsAsking) {
+  StartCore();
+  Submit(1000);
+  executor_.events.push_back({0, 1, 0, false, 0, std::string("could not save output")});
+  TickNow();
+  executor_.hello.exited = {1};
+  executor_.summaries[1].output_dest = "/tmp/elsewhere.log";
+  executor_.deliver_again_error = "no output is kept for this job";
+  clock_.Advance(10);
+  TickNow();
+  ASSERT_EQ(executor_.delivered_again.size(), 1u);
+  EXPECT_FALSE(core_->Find(1)->output_error);
+  EXPECT_EQ(core_->Find(1)->output_dest, "/tmp/elsewhere.log");
+  clock_.Advance(3600);
+  TickNow();
+  EXPECT_EQ(executor_.delivered_again.size(), 1u);
 }
 
 TEST_F(ServerCoreTest, AnOutputOverTheDeliveryLimitIsNotAskedForAgain) {

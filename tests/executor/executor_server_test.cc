@@ -403,7 +403,8 @@ TEST_F(ExecutorServerTest, RegisterWithoutAQueuedSubmissionIsRefusedWithoutWaiti
 }
 
 // list_jobs sends the spec's JobSummary part: the job as the broker knows
-// it, never its environment, home, shell or pids.
+// it, never its environment, home, shell, pids or groups. This catches a
+// root-only field moved into JobSummary, or a copy that is not the slice.
 TEST_F(ExecutorServerTest, AListedJobCarriesNothingOfTheSpecBeyondItsSummary) {
   Send(protocol::Encode(protocol::Hello{}));
   UniqueFd a, b;
@@ -416,6 +417,7 @@ TEST_F(ExecutorServerTest, AListedJobCarriesNothingOfTheSpecBeyondItsSummary) {
   ASSERT_EQ(reply->jobs.size(), 1u) << listed;
   EXPECT_EQ(reply->jobs[0].id, 5u);
   EXPECT_EQ(reply->jobs[0].who.uid, ::getuid());
+  EXPECT_TRUE(reply->jobs[0].who.groups.empty()) << listed;
   for (const char* hidden :
        {"SECRET", "\"env\"", "\"home\"", "\"shell\"", "\"pid\"", "\"shepherd\""}) {
     EXPECT_EQ(listed.find(hidden), std::string::npos) << hidden << " in " << listed;
