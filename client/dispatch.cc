@@ -394,30 +394,29 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
         output_cmd->add_option("--to", output_to, "somewhere new for it (the job's owner only)");
   }
 
-  std::vector<std::string> wait_words;
+  // The ids of wait, hold and release: only one subcommand is ever parsed.
+  std::vector<std::string> id_words;
   std::string wait_timeout;
   CLI::App* wait_cmd = nullptr;
   CLI::Option* wait_timeout_opt = nullptr;
   if (wanted("wait")) {
     wait_cmd = app.add_subcommand(
         "wait", "wait for jobs to end; exit with the job's code (one job) or 1 if any failed");
-    wait_cmd->add_option("ID", wait_words, "job ids")->required();
+    wait_cmd->add_option("ID", id_words, "job ids")->required();
     wait_timeout_opt = wait_cmd->add_option("--timeout", wait_timeout,
                                             "DURATION; give up then with exit code 124");
   }
 
-  // hold and release share their words: only one of them is ever parsed.
-  std::vector<std::string> hold_words;
   CLI::App* hold_cmd = nullptr;
   CLI::App* release_cmd = nullptr;
   if (wanted("hold")) {
     hold_cmd = app.add_subcommand(
         "hold", "keep queued jobs from starting; they keep their place in the queue");
-    hold_cmd->add_option("ID", hold_words, "job ids")->required();
+    hold_cmd->add_option("ID", id_words, "job ids")->required();
   }
   if (wanted("release")) {
     release_cmd = app.add_subcommand("release", "let held jobs start again");
-    release_cmd->add_option("ID", hold_words, "job ids")->required();
+    release_cmd->add_option("ID", id_words, "job ids")->required();
   }
 
   std::vector<const char*> argv = {"dispatch"};
@@ -459,17 +458,11 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
     id = *parsed_id;
   }
   field_request.id = id;
-  std::vector<std::uint64_t> wait_ids;
-  for (const std::string& word : wait_words) {
+  std::vector<std::uint64_t> ids;
+  for (const std::string& word : id_words) {
     Result<std::uint64_t> parsed_id = ParseJobId(word);
     if (!parsed_id) return UsageError(parsed_id.error().message(), io);
-    wait_ids.push_back(*parsed_id);
-  }
-  std::vector<std::uint64_t> hold_ids;
-  for (const std::string& word : hold_words) {
-    Result<std::uint64_t> parsed_id = ParseJobId(word);
-    if (!parsed_id) return UsageError(parsed_id.error().message(), io);
-    hold_ids.push_back(*parsed_id);
+    ids.push_back(*parsed_id);
   }
 
   const std::string socket = SocketPath();
@@ -514,13 +507,13 @@ int RunDispatch(const std::vector<std::string>& args, Io io) {
                                  "wait --timeout is not available with the Slurm backend"),
                            io);
       }
-      return slurm::Wait(*backend, wait_ids, io);
+      return slurm::Wait(*backend, ids, io);
     }
-    return RunWait(socket, wait_ids, options, io);
+    return RunWait(socket, ids, options, io);
   }
   if (parsed(hold_cmd) || parsed(release_cmd)) {
-    if (slurm) return slurm::Hold(*backend, hold_ids, parsed(hold_cmd), io);
-    return RunHold(socket, hold_ids, parsed(hold_cmd), io);
+    if (slurm) return slurm::Hold(*backend, ids, parsed(hold_cmd), io);
+    return RunHold(socket, ids, parsed(hold_cmd), io);
   }
   if (parsed(info_cmd) || parsed(drain_cmd) || parsed(resume_cmd)) {
     if (slurm) {

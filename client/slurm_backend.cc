@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "client/commands.h"
+#include "client/format.h"
 #include "client/subprocess.h"
 #include "common/units.h"
 #include "protocol/base/unique_fd.h"
@@ -439,7 +440,7 @@ int Hold(const BackendConfig& config, const std::vector<std::uint64_t>& ids, boo
     const std::string reason = Field(*job, "Reason");
     const bool was_held = reason == "JobHeldUser" || reason == "JobHeldAdmin";
     if (was_held == hold) {
-      io.out << "job " << id << (hold ? " was already held\n" : " was not held\n");
+      io.out << RenderHold(id, protocol::HoldReply{hold, false});
       continue;
     }
     auto outcome = RunTool(config, "scontrol", {verb, IdText(id)});
@@ -454,7 +455,7 @@ int Hold(const BackendConfig& config, const std::vector<std::uint64_t>& ids, boo
           io);
       continue;
     }
-    io.out << "job " << id << (hold ? " held\n" : " released\n");
+    io.out << RenderHold(id, protocol::HoldReply{hold, true});
   }
   return code;
 }

@@ -6,9 +6,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <chrono>
-
 #include "executor/executor_server.h"
 #include "executor/sysfacts.h"
 #include "protocol/base/log.h"
