@@ -22,9 +22,9 @@ std::string_view Trim(std::string_view text) {
   return text.substr(first, last - first + 1);
 }
 
-Result<Backend> ParseBackend(std::string_view value, const std::string& where) {
-  if (value == "local") return Backend::kLocal;
-  if (value == "slurm") return Backend::kSlurm;
+Result<BackendKind> ParseBackend(std::string_view value, const std::string& where) {
+  if (value == "local") return BackendKind::kLocal;
+  if (value == "slurm") return BackendKind::kSlurm;
   return InvalidArgument(where + "unknown backend '" + std::string(value) +
                          "' (choose local or slurm)");
 }

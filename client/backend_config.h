@@ -23,12 +23,12 @@
 
 namespace hpcb::client {
 
-enum class Backend { kLocal, kSlurm };
+enum class BackendKind { kLocal, kSlurm };
 
 inline constexpr const char* kDefaultClientConfig = "/etc/hpc-batch/client.conf";
 
 struct BackendConfig {
-  Backend backend = Backend::kLocal;
+  BackendKind backend = BackendKind::kLocal;
   std::string slurm_bin;
   std::chrono::milliseconds slurm_timeout{30'000};
   // How often attach and wait ask Slurm about a job. Not a file key: each

@@ -1,6 +1,20 @@
 #include "client/command_line.h"
 
+#include <algorithm>
+#include <cctype>
+
 namespace hpcb::client {
+namespace {
+
+std::optional<std::uint64_t> JobIdOf(const std::string& word) {
+  const bool digits =
+      !word.empty() && word.size() <= 19 &&
+      std::all_of(word.begin(), word.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+  if (!digits || std::stoull(word) == 0) return std::nullopt;
+  return std::stoull(word);
+}
+
+}  // namespace
 
 SplitArgs SplitAtDoubleDash(const std::vector<std::string>& args) {
   SplitArgs split;
@@ -61,6 +75,30 @@ std::string MakeAbsolute(const std::string& path, const std::string& cwd) {
   for (const std::string& part : parts)
     out += "/" + part;
   return out.empty() ? "/" : out;
+}
+
+Result<std::uint64_t> ParseJobId(const std::string& word) {
+  std::optional<std::uint64_t> id = JobIdOf(word);
+  if (!id) return InvalidArgument("argument ID: invalid job id: '" + word.substr(0, 40) + "'");
+  return *id;
+}
+
+Result<std::vector<std::uint64_t>> ParseIdList(const std::string& text, const char* flag) {
+  std::vector<std::uint64_t> ids;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string word = text.substr(start, comma - start);
+    std::optional<std::uint64_t> id = JobIdOf(word);
+    if (!id) {
+      return InvalidArgument(std::string("argument ") + flag + ": '" + word.substr(0, 40) +
+                             "' is not a job id (expected ID[,ID...])");
+    }
+    ids.push_back(*id);
+    start = comma + 1;
+  }
+  return ids;
 }
 
 }  // namespace hpcb::client

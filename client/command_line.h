@@ -1,13 +1,17 @@
-// Pure argv pre-parsing for `dispatch`: splitting `new ... -- CMD` and
-// peeling leading NAME=VALUE words off the job command.
+// Pure argv pre-parsing for `dispatch`: splitting `new ... -- CMD`,
+// peeling leading NAME=VALUE words off the job command, and reading job
+// ids as typed.
 #ifndef HPCB_CLIENT_COMMAND_LINE_H_
 #define HPCB_CLIENT_COMMAND_LINE_H_
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "protocol/base/result.h"
 
 namespace hpcb::client {
 
@@ -36,6 +40,14 @@ PeeledCommand PeelAssignments(const std::vector<std::string>& words);
 
 // `path` made absolute against `cwd` (lexically; no symlink resolution).
 std::string MakeAbsolute(const std::string& path, const std::string& cwd);
+
+// One job id as typed: digits, not 0. Read here, not by CLI11, which takes
+// "-1" for 2^64 - 1. The error is "argument ID: invalid job id: '...'".
+Result<std::uint64_t> ParseJobId(const std::string& word);
+
+// "3,4,7" -> {3, 4, 7}, for `flag` (--after, --after-any); an error names
+// the word that is not a job id.
+Result<std::vector<std::uint64_t>> ParseIdList(const std::string& text, const char* flag);
 
 }  // namespace hpcb::client
 

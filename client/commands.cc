@@ -116,13 +116,6 @@ int ReportStartError(const protocol::SubmitReply& reply, Io io) {
 
 }  // namespace
 
-int ReportError(const Error& error, Io io) {
-  io.out.flush();
-  io.err << "dispatch: " << EscapeControl(error.message()) << "\n";
-  io.err.flush();
-  return kExitError;
-}
-
 int RunSubmit(const std::string& socket, const protocol::SubmitRequest& request, Io io) {
   auto reply = Call<protocol::SubmitReply>(socket, request);
   if (!reply) return ReportError(reply.error(), io);

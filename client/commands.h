@@ -6,8 +6,9 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
-#include "client/dispatch.h"
+#include "client/io.h"
 #include "protocol/client_messages.h"
 
 namespace hpcb::client {
@@ -30,9 +31,6 @@ int RunHold(const std::string& socket, const std::vector<std::uint64_t>& ids, bo
 int RunJobField(const std::string& socket, const protocol::JobFieldRequest& request, bool json,
                 Io io);
 int RunOutput(const std::string& socket, const protocol::OutputRequest& request, Io io);
-
-// "dispatch: MESSAGE" on stderr; returns kExitError.
-int ReportError(const Error& error, Io io);
 
 }  // namespace hpcb::client
 

@@ -3,21 +3,12 @@
 #ifndef HPCB_CLIENT_DISPATCH_H_
 #define HPCB_CLIENT_DISPATCH_H_
 
-#include <ostream>
 #include <string>
 #include <vector>
 
+#include "client/io.h"
+
 namespace hpcb::client {
-
-struct Io {
-  std::ostream& out;
-  std::ostream& err;
-  bool err_is_tty = false;  // attach may show a "still waiting" notice
-};
-
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitError = 1;
-inline constexpr int kExitUsage = 2;
 
 // `args` excludes the program name. Returns the exit code.
 int RunDispatch(const std::vector<std::string>& args, Io io);

@@ -4,8 +4,17 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
+#include <cstring>
 
 namespace hpcb::client {
+
+std::optional<std::string> CurrentDirectory() {
+  std::string buffer(PATH_MAX, '\0');
+  if (::getcwd(buffer.data(), buffer.size()) == nullptr) return std::nullopt;
+  buffer.resize(std::strlen(buffer.c_str()));
+  return buffer;
+}
 
 Result<bool> CheckOutputPlace(const std::string& path, bool delivered_by_daemon) {
   if (path.empty() || path[0] != '/') return InvalidArgument("output path must be absolute");

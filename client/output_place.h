@@ -4,6 +4,7 @@
 #ifndef HPCB_CLIENT_OUTPUT_PLACE_H_
 #define HPCB_CLIENT_OUTPUT_PLACE_H_
 
+#include <optional>
 #include <string>
 
 #include "protocol/base/result.h"
@@ -17,6 +18,10 @@ namespace hpcb::client {
 // for reading (`delivered_by_daemon`); Slurm writes by path, and a folder
 // that may only be written into (a drop box) serves it.
 Result<bool> CheckOutputPlace(const std::string& path, bool delivered_by_daemon);
+
+// getcwd(3), which relative output places (and a job's cwd) are made
+// absolute against; nullopt with errno set when it fails.
+std::optional<std::string> CurrentDirectory();
 
 }  // namespace hpcb::client
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "client/dispatch.h"
+#include "client/io.h"
 #include "protocol/client_messages.h"
 
 namespace hpcb::client {

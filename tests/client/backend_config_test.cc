@@ -29,7 +29,7 @@ struct Fixture {
 TEST(BackendConfigTest, DefaultsToTheLocalDaemonWithoutFileOrEnvironment) {
   auto config = Fixture{}.Resolve();
   ASSERT_TRUE(config) << config.error().message();
-  EXPECT_EQ(config->backend, Backend::kLocal);
+  EXPECT_EQ(config->backend, BackendKind::kLocal);
   EXPECT_EQ(config->slurm_bin, "");
   EXPECT_EQ(config->slurm_timeout, std::chrono::seconds(30));
 }
@@ -44,7 +44,7 @@ TEST(BackendConfigTest, ReadsTheDefaultFile) {
                   "slurm_timeout = 1m\n");
   auto config = f.Resolve();
   ASSERT_TRUE(config) << config.error().message();
-  EXPECT_EQ(config->backend, Backend::kSlurm);
+  EXPECT_EQ(config->backend, BackendKind::kSlurm);
   EXPECT_EQ(config->slurm_bin, "/opt/slurm/bin");
   EXPECT_EQ(config->slurm_timeout, std::chrono::seconds(60));
 }
@@ -57,7 +57,7 @@ TEST(BackendConfigTest, EnvironmentOverridesTheFile) {
            {"HPC_BATCH_SLURM_BIN", "/usr/local/slurm/bin"}};
   auto config = f.Resolve();
   ASSERT_TRUE(config) << config.error().message();
-  EXPECT_EQ(config->backend, Backend::kLocal);
+  EXPECT_EQ(config->backend, BackendKind::kLocal);
   EXPECT_EQ(config->slurm_bin, "/usr/local/slurm/bin");
 }
 
@@ -66,7 +66,7 @@ TEST(BackendConfigTest, EnvironmentAloneSelectsSlurm) {
   f.env = {{"HPC_BATCH_BACKEND", "slurm"}};
   auto config = f.Resolve();
   ASSERT_TRUE(config);
-  EXPECT_EQ(config->backend, Backend::kSlurm);
+  EXPECT_EQ(config->backend, BackendKind::kSlurm);
 }
 
 TEST(BackendConfigTest, ANamedFileThatIsMissingIsAnError) {

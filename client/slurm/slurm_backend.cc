@@ -1,4 +1,4 @@
-#include "client/slurm_backend.h"
+#include "client/slurm/slurm_backend.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -12,9 +12,8 @@
 #include <set>
 #include <thread>
 
-#include "client/commands.h"
 #include "client/format.h"
-#include "client/subprocess.h"
+#include "client/slurm/slurm_tools.h"
 #include "common/units.h"
 #include "protocol/base/unique_fd.h"
 #include "protocol/codec.h"
@@ -26,80 +25,10 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kQuietNotice = std::chrono::seconds(10);
 constexpr const char* kFinishedWindow = "now-7days";
 
-std::string IdText(std::uint64_t id) {
-  return std::to_string(id);
-}
-
-std::string Trimmed(std::string text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
-    text.pop_back();
-  std::size_t first = 0;
-  while (first < text.size() && std::isspace(static_cast<unsigned char>(text[first])))
-    ++first;
-  return text.substr(first);
-}
-
-// What a failed Slurm command said, for a message of ours.
-std::string Complaint(const ProcessOutcome& outcome) {
-  std::string text = Trimmed(outcome.err);
-  if (text.empty()) text = Trimmed(outcome.out);
-  if (!text.empty()) return text;
-  if (outcome.signal != 0) return "killed by signal " + std::to_string(outcome.signal);
-  return "exited with status " + std::to_string(outcome.exit_code);
-}
-
-Result<ProcessOutcome> RunTool(const BackendConfig& config, const std::string& tool,
-                               std::vector<std::string> args, std::string input = {}) {
-  ProcessSpec spec;
-  spec.program = config.slurm_bin.empty() ? tool : config.slurm_bin + "/" + tool;
-  spec.args = std::move(args);
-  spec.stdin_text = std::move(input);
-  spec.timeout = config.slurm_timeout;
-  auto outcome = RunProcess(spec);
-  if (!outcome && outcome.error().code() == ErrorCode::kNotFound) {
-    return Error(ErrorCode::kNotFound,
-                 outcome.error().message() +
-                     " (the Slurm backend runs Slurm's own commands: install Slurm's client, "
-                     "or set slurm_bin in the client configuration or HPC_BATCH_SLURM_BIN to "
-                     "the directory holding them)");
-  }
-  return outcome;
-}
-
-// Runs `tool` and insists on its success; `doing` starts the message.
-Result<std::string> ToolOutput(const BackendConfig& config, const std::string& tool,
-                               std::vector<std::string> args, const std::string& doing) {
-  HPCB_ASSIGN_OR_RETURN(ProcessOutcome outcome, RunTool(config, tool, std::move(args)));
-  if (!outcome.succeeded()) {
-    return Error(ErrorCode::kFailedPrecondition, doing + ": " + Complaint(outcome));
-  }
-  return std::move(outcome.out);
-}
-
-// The password database is read through getent, not getpwuid_r: dispatch
-// is linked statically because it starts once per submission, and a static
-// glibc can only reach NSS by loading modules that must match the libc it
-// was built with. This backend runs a command per call anyway.
-Result<Submitter> CurrentUser(const BackendConfig& config) {
-  const std::string uid = std::to_string(::getuid());
-  // Where Debian and most systems keep it; elsewhere, along PATH.
-  ProcessSpec spec;
-  spec.program = "getent";
-  for (const char* path : {"/usr/bin/getent", "/bin/getent"}) {
-    if (::access(path, X_OK) == 0) {
-      spec.program = path;
-      break;
-    }
-  }
-  spec.args = {"passwd", uid};
-  spec.timeout = config.slurm_timeout;
-  HPCB_ASSIGN_OR_RETURN(ProcessOutcome outcome, RunProcess(spec));
-  if (!outcome.succeeded()) {
-    return Error(ErrorCode::kNotFound, "uid " + uid + " is not in the password database (" +
-                                           spec.program + " passwd " + uid + ": " +
-                                           Complaint(outcome) + ")");
-  }
-  return ParsePasswdEntry(outcome.out, ::getuid());
+Error InfoUnavailable() {
+  return Error(ErrorCode::kFailedPrecondition,
+               "info, drain and resume are not available with the Slurm backend; "
+               "use sinfo and scontrol");
 }
 
 std::string SubmitSummary(std::uint64_t id, const protocol::SubmitRequest& request) {
@@ -124,46 +53,6 @@ std::string SubmitSummary(std::uint64_t id, const protocol::SubmitRequest& reque
   return text + ")\n";
 }
 
-bool SaysInvalidJobId(const ProcessOutcome& outcome) {
-  return outcome.err.find("Invalid job id") != std::string::npos;
-}
-
-Error NoSuchJob(std::uint64_t id) {
-  return Error(ErrorCode::kNotFound,
-               "no such job " + IdText(id) +
-                   " (Slurm does not know it: it never existed, or ended long enough ago "
-                   "that slurmctld has forgotten it)");
-}
-
-// `scontrol show job ID`, read into KEY -> VALUE.
-Result<std::map<std::string, std::string>> ShowJob(const BackendConfig& config, std::uint64_t id) {
-  HPCB_ASSIGN_OR_RETURN(ProcessOutcome outcome,
-                        RunTool(config, "scontrol", {"show", "job", IdText(id)}));
-  if (!outcome.succeeded()) {
-    if (SaysInvalidJobId(outcome)) return NoSuchJob(id);
-    return Error(ErrorCode::kFailedPrecondition,
-                 "cannot read job " + IdText(id) + ": " + Complaint(outcome));
-  }
-  auto fields = ParseScontrolJob(outcome.out);
-  if (fields.count("JobState") == 0) {
-    return Error(ErrorCode::kInternal, "scontrol show job " + IdText(id) +
-                                           " printed no JobState: " + Trimmed(outcome.out));
-  }
-  return fields;
-}
-
-std::vector<std::string> SacctArgs(std::vector<std::string> selection) {
-  std::vector<std::string> args = {"--noheader", "--parsable2",
-                                   std::string("--delimiter=") + kFieldSeparator, "--allocations",
-                                   "--format=" + SacctFormat()};
-  args.insert(args.end(), selection.begin(), selection.end());
-  return args;
-}
-
-bool SaysNoAccounting(const ProcessOutcome& outcome) {
-  return outcome.err.find("accounting storage is disabled") != std::string::npos;
-}
-
 // Slurm sizes are in MiB: 100M would show as 0.0976562G.
 std::optional<double> ShownGiB(std::optional<double> gib) {
   if (!gib) return gib;
@@ -181,11 +70,6 @@ Result<std::optional<std::int64_t>> TimeLimitOf(const std::map<std::string, std:
     return Error(ErrorCode::kInternal, "scontrol shows no TimeLimit for job " + IdText(id));
   }
   return ParseSlurmDuration(it->second);
-}
-
-std::string Field(const std::map<std::string, std::string>& job, const char* key) {
-  auto it = job.find(key);
-  return it == job.end() ? std::string() : it->second;
 }
 
 // Copies what is new in the output file to `io.out`; opens it once it
@@ -247,19 +131,29 @@ Result<std::optional<Ending>> EndingOf(const BackendConfig& config, std::uint64_
 
 }  // namespace
 
-int Submit(const BackendConfig& config, const protocol::SubmitRequest& request,
-           const std::map<std::string, std::string>& command_env, Io io) {
+SlurmBackend::SlurmBackend(BackendConfig config) : config_(std::move(config)) {}
+
+int SlurmBackend::Submit(const protocol::SubmitRequest& request,
+                         const std::map<std::string, std::string>& command_env, bool wait, Io io) {
+  if (!request.after.empty() || wait) {
+    return ReportError(Error(ErrorCode::kFailedPrecondition,
+                             "--after, --after-any and --wait are not available with the Slurm "
+                             "backend; use sbatch --dependency or srun"),
+                       io);
+  }
+  // Not request.exec_error: Slurm runs the command on a node of its
+  // choosing, whose files this machine's need not be.
   protocol::SubmitRequest checked = request;
   checked.env = command_env;
   if (auto valid = checked.Validate(); !valid) return ReportError(valid.error(), io);
-  auto who = CurrentUser(config);
+  auto who = CurrentUser(config_);
   if (!who) return ReportError(who.error(), io);
   // The output place was checked as the user when the request was built
   // (CheckOutputPlace, as for the local backend): Slurm itself would
   // only fail the job once it starts.
   auto job = MapSubmit(checked, command_env, *who, checked.output_is_dir);
   if (!job) return ReportError(job.error(), io);
-  auto outcome = RunTool(config, "sbatch", job->args, job->script);
+  auto outcome = RunTool(config_, "sbatch", job->args, job->script);
   if (!outcome) return ReportError(outcome.error(), io);
   if (!outcome->succeeded()) {
     return ReportError(
@@ -279,23 +173,25 @@ int Submit(const BackendConfig& config, const protocol::SubmitRequest& request,
   return kExitOk;
 }
 
-int List(const BackendConfig& config, const protocol::ListRequest& request, bool json, Io io) {
+// Slurm keeps no usage columns to show: `long_format` changes nothing.
+int SlurmBackend::List(const protocol::ListRequest& request, bool json, bool /*long_format*/,
+                       Io io) {
   std::string user;
   if (!request.all) {
-    auto who = CurrentUser(config);
+    auto who = CurrentUser(config_);
     if (!who) return ReportError(who.error(), io);
     user = who->user;
   }
   std::vector<std::string> squeue_args = {"--noheader", "--Format=" + SqueueFormat()};
   if (!request.all) squeue_args.push_back("--user=" + user);
-  auto active = ToolOutput(config, "squeue", squeue_args, "cannot list jobs (squeue)");
+  auto active = ToolOutput(config_, "squeue", squeue_args, "cannot list jobs (squeue)");
   if (!active) return ReportError(active.error(), io);
   std::vector<SlurmJob> jobs = ParseSqueue(*active);
 
   if (request.finished) {
     std::vector<std::string> selection = {std::string("--starttime=") + kFinishedWindow};
     selection.push_back(request.all ? "--allusers" : "--user=" + user);
-    auto outcome = RunTool(config, "sacct", SacctArgs(selection));
+    auto outcome = RunTool(config_, "sacct", SacctArgs(selection));
     if (!outcome) return ReportError(outcome.error(), io);
     if (!outcome->succeeded()) {
       if (SaysNoAccounting(*outcome)) {
@@ -339,8 +235,8 @@ int List(const BackendConfig& config, const protocol::ListRequest& request, bool
   return kExitOk;
 }
 
-int Attach(const BackendConfig& config, std::uint64_t id, Io io) {
-  auto job = ShowJob(config, id);
+int SlurmBackend::Attach(std::uint64_t id, Io io) {
+  auto job = ShowJob(config_, id);
   if (!job) return ReportError(job.error(), io);
   std::string state = Field(*job, "JobState");
   const std::string path = Field(*job, "StdOut");
@@ -375,7 +271,7 @@ int Attach(const BackendConfig& config, std::uint64_t id, Io io) {
       }
       return kExitOk;
     }
-    std::this_thread::sleep_for(config.poll_interval);
+    std::this_thread::sleep_for(config_.poll_interval);
     auto now = Clock::now();
     if (io.err_is_tty && now - last_output >= kQuietNotice && now - last_notice >= kQuietNotice) {
       auto quiet = std::chrono::duration_cast<std::chrono::seconds>(now - last_output);
@@ -383,7 +279,7 @@ int Attach(const BackendConfig& config, std::uint64_t id, Io io) {
       io.err.flush();
       last_notice = now;
     }
-    auto fresh = ShowJob(config, id);
+    auto fresh = ShowJob(config_, id);
     if (!fresh) {
       // Forgotten by slurmctld between two polls: it ended.
       if (fresh.error().code() != ErrorCode::kNotFound) return ReportError(fresh.error(), io);
@@ -394,15 +290,15 @@ int Attach(const BackendConfig& config, std::uint64_t id, Io io) {
   }
 }
 
-int Kill(const BackendConfig& config, std::uint64_t id, Io io) {
-  auto job = ShowJob(config, id);
+int SlurmBackend::Kill(std::uint64_t id, Io io) {
+  auto job = ShowJob(config_, id);
   if (!job) return ReportError(job.error(), io);
   const std::string state = Field(*job, "JobState");
   if (IsTerminalState(state)) {
     return ReportError(
         Error(ErrorCode::kFailedPrecondition, "job " + IdText(id) + " already finished"), io);
   }
-  auto outcome = RunTool(config, "scancel", {IdText(id)});
+  auto outcome = RunTool(config_, "scancel", {IdText(id)});
   if (!outcome) return ReportError(outcome.error(), io);
   // scancel says "error:" (or "denied") yet may exit 0.
   if (!outcome->succeeded() || !Trimmed(outcome->err).empty()) {
@@ -419,11 +315,11 @@ int Kill(const BackendConfig& config, std::uint64_t id, Io io) {
   return kExitOk;
 }
 
-int Hold(const BackendConfig& config, const std::vector<std::uint64_t>& ids, bool hold, Io io) {
+int SlurmBackend::Hold(const std::vector<std::uint64_t>& ids, bool hold, Io io) {
   const char* verb = hold ? "hold" : "release";
   int code = kExitOk;
   for (std::uint64_t id : ids) {
-    auto job = ShowJob(config, id);
+    auto job = ShowJob(config_, id);
     if (!job) {
       code = ReportError(job.error(), io);
       continue;
@@ -443,7 +339,7 @@ int Hold(const BackendConfig& config, const std::vector<std::uint64_t>& ids, boo
       io.out << RenderHold(id, protocol::HoldReply{hold, false});
       continue;
     }
-    auto outcome = RunTool(config, "scontrol", {verb, IdText(id)});
+    auto outcome = RunTool(config_, "scontrol", {verb, IdText(id)});
     if (!outcome) {
       code = ReportError(outcome.error(), io);
       continue;
@@ -460,9 +356,10 @@ int Hold(const BackendConfig& config, const std::vector<std::uint64_t>& ids, boo
   return code;
 }
 
-int JobField(const BackendConfig& config, const protocol::JobFieldRequest& request, Io io) {
+// Plain text even with --json: there is no daemon reply to print.
+int SlurmBackend::JobField(const protocol::JobFieldRequest& request, bool /*json*/, Io io) {
   const std::uint64_t id = request.id;
-  auto job = ShowJob(config, id);
+  auto job = ShowJob(config_, id);
   if (!job) return ReportError(job.error(), io);
   auto before = TimeLimitOf(*job, id);
   if (!before) return ReportError(before.error(), io);
@@ -487,7 +384,7 @@ int JobField(const BackendConfig& config, const protocol::JobFieldRequest& reque
   }
   const std::int64_t minutes = MinutesRoundedUp(*request.value);
   const std::string limit = "TimeLimit=" + std::string(add ? "+" : "") + std::to_string(minutes);
-  auto outcome = RunTool(config, "scontrol", {"update", "JobId=" + IdText(id), limit});
+  auto outcome = RunTool(config_, "scontrol", {"update", "JobId=" + IdText(id), limit});
   if (!outcome) return ReportError(outcome.error(), io);
   if (!outcome->succeeded()) {
     return ReportError(Error(ErrorCode::kPermissionDenied,
@@ -497,7 +394,7 @@ int JobField(const BackendConfig& config, const protocol::JobFieldRequest& reque
                                  "takes a Slurm operator or administrator)"),
                        io);
   }
-  auto updated = ShowJob(config, id);
+  auto updated = ShowJob(config_, id);
   if (!updated) return ReportError(updated.error(), io);
   auto after = TimeLimitOf(*updated, id);
   if (!after) return ReportError(after.error(), io);
@@ -509,7 +406,12 @@ int JobField(const BackendConfig& config, const protocol::JobFieldRequest& reque
   return kExitOk;
 }
 
-int Wait(const BackendConfig& config, const std::vector<std::uint64_t>& ids, Io io) {
+int SlurmBackend::Wait(const std::vector<std::uint64_t>& ids, const WaitOptions& options, Io io) {
+  if (options.timeout_s) {
+    return ReportError(Error(ErrorCode::kFailedPrecondition,
+                             "wait --timeout is not available with the Slurm backend"),
+                       io);
+  }
   std::vector<std::uint64_t> left;
   for (std::uint64_t id : ids) {
     if (std::find(left.begin(), left.end(), id) == left.end()) left.push_back(id);
@@ -518,7 +420,7 @@ int Wait(const BackendConfig& config, const std::vector<std::uint64_t>& ids, Io 
   while (true) {
     std::vector<std::uint64_t> still;
     for (std::uint64_t id : left) {
-      auto ending = EndingOf(config, id);
+      auto ending = EndingOf(config_, id);
       if (!ending) return ReportError(ending.error(), io);
       if (!ending->has_value()) {
         still.push_back(id);
@@ -537,12 +439,27 @@ int Wait(const BackendConfig& config, const std::vector<std::uint64_t>& ids, Io 
     }
     left = std::move(still);
     if (left.empty()) break;
-    std::this_thread::sleep_for(config.poll_interval);
+    std::this_thread::sleep_for(config_.poll_interval);
   }
   for (std::uint64_t id : ids) {
     if (codes[id] != 0) return codes[id];
   }
   return kExitOk;
+}
+
+int SlurmBackend::Info(bool /*json*/, Io io) {
+  return ReportError(InfoUnavailable(), io);
+}
+
+int SlurmBackend::Drain(bool /*on*/, Io io) {
+  return ReportError(InfoUnavailable(), io);
+}
+
+int SlurmBackend::Output(std::uint64_t /*id*/, const std::optional<std::string>& /*to*/, Io io) {
+  return ReportError(Error(ErrorCode::kFailedPrecondition,
+                           "dispatch output is not available with the Slurm backend: Slurm "
+                           "writes the output file itself, so there is no kept copy"),
+                     io);
 }
 
 Rendered RenderList(const std::vector<SlurmJob>& jobs, bool finished, double now) {

@@ -1,4 +1,4 @@
-#include "client/slurm_mapping.h"
+#include "client/slurm/slurm_mapping.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "client/format.h"
-#include "client/slurm_backend.h"
+#include "client/slurm/slurm_backend.h"
 #include "client/subprocess.h"
 
 namespace hpcb::client::slurm {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "client/dispatch.h"
-#include "client/slurm_mapping.h"
+#include "client/slurm/slurm_mapping.h"
 #include "protocol/client_messages.h"
 #include "protocol/codec.h"
 

@@ -1,8 +1,8 @@
 // The pure half of dispatch's Slurm backend: what `dispatch new` becomes
 // for sbatch, and how the output of squeue, sacct and scontrol is read back
 // into hpc-batch's JobRow. Nothing here runs a program or reads a file.
-#ifndef HPCB_CLIENT_SLURM_MAPPING_H_
-#define HPCB_CLIENT_SLURM_MAPPING_H_
+#ifndef HPCB_CLIENT_SLURM_SLURM_MAPPING_H_
+#define HPCB_CLIENT_SLURM_SLURM_MAPPING_H_
 
 #include <cstdint>
 #include <map>
@@ -128,4 +128,4 @@ std::optional<std::string> ExpandOutputPattern(std::string_view pattern, std::ui
 
 }  // namespace hpcb::client::slurm
 
-#endif  // HPCB_CLIENT_SLURM_MAPPING_H_
+#endif  // HPCB_CLIENT_SLURM_SLURM_MAPPING_H_

@@ -1,4 +1,4 @@
-#include "client/slurm_mapping.h"
+#include "client/slurm/slurm_mapping.h"
 
 #include <algorithm>
 #include <cctype>

@@ -1,0 +1,62 @@
+// The one seam between `dispatch`'s command line and what carries out a
+// subcommand: the local hpc-batch daemon (LocalBackend) or a Slurm cluster
+// (SlurmBackend). RunDispatch picks one per run from the client
+// configuration; the subcommands parse and check their arguments the same
+// way for both, then call it. Each method renders its result on `io` and
+// returns the exit code.
+#ifndef HPCB_CLIENT_BACKEND_H_
+#define HPCB_CLIENT_BACKEND_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "client/backend_config.h"
+#include "client/io.h"
+#include "client/wait.h"
+#include "protocol/client_messages.h"
+
+namespace hpcb::client {
+
+class Backend {
+ public:
+  Backend() = default;
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+  Backend(Backend&&) = delete;
+  Backend& operator=(Backend&&) = delete;
+  virtual ~Backend() = default;
+
+  // Whether the daemon delivers a job's output (and so needs to read the
+  // output folder too); see CheckOutputPlace.
+  virtual bool DaemonDeliversOutput() const = 0;
+
+  // `request` as `dispatch new` built it; `command_env` the leading
+  // NAME=VALUE words of the command alone; `wait`: `new --wait`.
+  virtual int Submit(const protocol::SubmitRequest& request,
+                     const std::map<std::string, std::string>& command_env, bool wait, Io io) = 0;
+  // `long_format`: the usage columns (what finished jobs used).
+  virtual int List(const protocol::ListRequest& request, bool json, bool long_format, Io io) = 0;
+  virtual int Attach(std::uint64_t id, Io io) = 0;
+  virtual int Kill(std::uint64_t id, Io io) = 0;
+  // `hold` (true) or `release`, job by job; 1 if any was refused.
+  virtual int Hold(const std::vector<std::uint64_t>& ids, bool hold, Io io) = 0;
+  // `request.value` is set for set and add.
+  virtual int JobField(const protocol::JobFieldRequest& request, bool json, Io io) = 0;
+  virtual int Wait(const std::vector<std::uint64_t>& ids, const WaitOptions& options, Io io) = 0;
+  virtual int Info(bool json, Io io) = 0;
+  // `drain` (on) or `resume` (off).
+  virtual int Drain(bool on, Io io) = 0;
+  // `to`: `output --to` as typed, made absolute and checked here.
+  virtual int Output(std::uint64_t id, const std::optional<std::string>& to, Io io) = 0;
+};
+
+// The backend `config` names.
+std::unique_ptr<Backend> MakeBackend(const BackendConfig& config);
+
+}  // namespace hpcb::client
+
+#endif  // HPCB_CLIENT_BACKEND_H_

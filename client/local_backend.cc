@@ -1,0 +1,69 @@
+#include "client/local_backend.h"
+
+#include <cerrno>
+
+#include "client/command_line.h"
+#include "client/commands.h"
+#include "client/output_place.h"
+
+namespace hpcb::client {
+
+// request.env already holds the command's NAME=VALUE words.
+int LocalBackend::Submit(const protocol::SubmitRequest& request,
+                         const std::map<std::string, std::string>& /*command_env*/, bool wait,
+                         Io io) {
+  if (wait) return RunSubmitAndWait(socket_, request, io);
+  return RunSubmit(socket_, request, io);
+}
+
+int LocalBackend::List(const protocol::ListRequest& request, bool json, bool long_format, Io io) {
+  return RunList(socket_, request, json, long_format, io);
+}
+
+int LocalBackend::Attach(std::uint64_t id, Io io) {
+  return RunAttach(socket_, id, io);
+}
+
+int LocalBackend::Kill(std::uint64_t id, Io io) {
+  return RunKill(socket_, id, io);
+}
+
+int LocalBackend::Hold(const std::vector<std::uint64_t>& ids, bool hold, Io io) {
+  return RunHold(socket_, ids, hold, io);
+}
+
+int LocalBackend::JobField(const protocol::JobFieldRequest& request, bool json, Io io) {
+  return RunJobField(socket_, request, json, io);
+}
+
+int LocalBackend::Wait(const std::vector<std::uint64_t>& ids, const WaitOptions& options, Io io) {
+  return RunWait(socket_, ids, options, io);
+}
+
+int LocalBackend::Info(bool json, Io io) {
+  return RunInfo(socket_, json, io);
+}
+
+int LocalBackend::Drain(bool on, Io io) {
+  return RunDrain(socket_, on, io);
+}
+
+int LocalBackend::Output(std::uint64_t id, const std::optional<std::string>& to, Io io) {
+  protocol::OutputRequest request;
+  request.id = id;
+  if (to) {
+    std::optional<std::string> cwd = CurrentDirectory();
+    if (!cwd) {
+      return ReportError(Error::FromErrno(errno, "cannot determine the current directory"), io);
+    }
+    request.to = MakeAbsolute(*to, *cwd);
+    // As for `new --output`: checked here, as the user, and again by the
+    // delivery, which runs as the user too.
+    Result<bool> is_dir = CheckOutputPlace(*request.to, /*delivered_by_daemon=*/true);
+    if (!is_dir) return ReportError(is_dir.error(), io);
+    request.to_is_dir = *is_dir;
+  }
+  return RunOutput(socket_, request, io);
+}
+
+}  // namespace hpcb::client

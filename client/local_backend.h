@@ -1,0 +1,36 @@
+// The backend that talks to the local hpc-batch daemon over its socket
+// (commands.h, wait.h): one request per subcommand.
+#ifndef HPCB_CLIENT_LOCAL_BACKEND_H_
+#define HPCB_CLIENT_LOCAL_BACKEND_H_
+
+#include <string>
+#include <utility>
+
+#include "client/backend.h"
+
+namespace hpcb::client {
+
+class LocalBackend final : public Backend {
+ public:
+  explicit LocalBackend(std::string socket) : socket_(std::move(socket)) {}
+
+  bool DaemonDeliversOutput() const override { return true; }
+  int Submit(const protocol::SubmitRequest& request,
+             const std::map<std::string, std::string>& command_env, bool wait, Io io) override;
+  int List(const protocol::ListRequest& request, bool json, bool long_format, Io io) override;
+  int Attach(std::uint64_t id, Io io) override;
+  int Kill(std::uint64_t id, Io io) override;
+  int Hold(const std::vector<std::uint64_t>& ids, bool hold, Io io) override;
+  int JobField(const protocol::JobFieldRequest& request, bool json, Io io) override;
+  int Wait(const std::vector<std::uint64_t>& ids, const WaitOptions& options, Io io) override;
+  int Info(bool json, Io io) override;
+  int Drain(bool on, Io io) override;
+  int Output(std::uint64_t id, const std::optional<std::string>& to, Io io) override;
+
+ private:
+  std::string socket_;
+};
+
+}  // namespace hpcb::client
+
+#endif  // HPCB_CLIENT_LOCAL_BACKEND_H_

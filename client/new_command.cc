@@ -1,0 +1,192 @@
+// `dispatch new`: its flags, the checks on them, and the SubmitRequest
+// they become.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <optional>
+#include <tuple>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "client/command_line.h"
+#include "client/exec_check.h"
+#include "client/output_place.h"
+#include "client/subcommand.h"
+#include "common/units.h"
+#include "protocol/base/exec_path.h"
+
+extern char** environ;
+
+namespace hpcb::client {
+namespace {
+
+// What the submitting session calls its user, home and shell, for its
+// job's USER, LOGNAME, HOME and SHELL. From the environment, as a command
+// the user ran itself would see them: dispatch is linked statically and
+// never calls NSS (CMakeLists.txt), and who the job runs as is the
+// kernel's answer on the connection, not this.
+void NameSubmitter(protocol::SubmitRequest& request) {
+  auto absolute = [](const char* name) -> std::string {
+    const char* value = std::getenv(name);
+    return value != nullptr && value[0] == '/' ? value : "";
+  };
+  const char* user = std::getenv("USER");
+  if (user == nullptr || !protocol::PlausibleUserName(user)) user = std::getenv("LOGNAME");
+  request.user = user != nullptr && protocol::PlausibleUserName(user)
+                     ? user
+                     : "uid" + std::to_string(::getuid());
+  request.home = absolute("HOME");
+  request.shell = absolute("SHELL");
+}
+
+// Fills `request` from parsed flags; returns an exit code on failure.
+// `delivered_by_daemon`: see Backend::DaemonDeliversOutput.
+std::optional<int> BuildSubmit(const NewFlags& f, const std::vector<std::string>& words,
+                               bool delivered_by_daemon, protocol::SubmitRequest* request,
+                               const Invocation& call) {
+  auto usage_error = [&call](const std::string& message) {
+    return UsageError(call.usage, message, call.io);
+  };
+  if (f.link_opt->count() > 0) {
+    std::string link = f.gpu_link;
+    std::transform(link.begin(), link.end(), link.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+    const std::vector<std::string> choices = {"NV", "PIX", "PXB", "PHB", "NODE"};
+    if (std::find(choices.begin(), choices.end(), link) == choices.end()) {
+      return usage_error("argument --gpu-link: invalid choice: '" + f.gpu_link +
+                         "' (choose from 'NV', 'PIX', 'PXB', 'PHB', 'NODE')");
+    }
+    request->min_gpu_link = link;
+  }
+  if (f.time_opt->count() > 0) {
+    auto seconds = ParseDuration(f.max_time);
+    if (!seconds) return usage_error("argument --max-time: " + seconds.error().message());
+    if (*seconds == 0) return usage_error("argument --max-time: must be longer than 0");
+    request->max_time_s = *seconds;
+  }
+  // As typed, for the messages below.
+  auto typed = [](const CLI::Option* option) {
+    return option->count() > 0 ? option->results().back() : std::string();
+  };
+  if (f.cpu_opt->count() > 0 && f.cpu < 1) {
+    return usage_error("argument --cpu: must be 1 or more, not '" + typed(f.cpu_opt) + "'");
+  }
+  if (f.gpu_cores < 0) {
+    return usage_error("argument --gpu-cores: must be 0 or more, not '" +
+                       std::to_string(f.gpu_cores) + "'");
+  }
+  if (f.mem_opt->count() > 0 && !(std::isfinite(f.max_mem) && f.max_mem > 0)) {
+    return usage_error("argument --max-mem: must be a positive number of GiB, not '" +
+                       typed(f.mem_opt) + "'");
+  }
+  if (f.no_output && f.output_opt->count() > 0) {
+    return usage_error("--output and --no-output cannot be combined");
+  }
+  if (f.output_opt->count() > 0 && f.output.empty()) {
+    return usage_error("argument --output: expected a directory or a file, not ''");
+  }
+  PeeledCommand peeled = PeelAssignments(words);
+  if (peeled.argv.empty()) {
+    return usage_error("no command given after --");
+  }
+  std::optional<std::string> cwd = CurrentDirectory();
+  if (!cwd) {
+    return ReportError(Error::FromErrno(errno, "cannot determine the current directory"), call.io);
+  }
+  request->argv = peeled.argv;
+  request->cwd = *cwd;
+  if (f.cpu_opt->count() > 0) request->cpu = f.cpu;
+  request->gpu_cores = f.gpu_cores;
+  if (f.mem_opt->count() > 0) request->max_mem_gb = f.max_mem;
+  request->exclusive = f.exclusive;
+  request->numa_local_mem = f.numa_local || f.numa_local_mem;
+  request->numa_local_gpu = f.numa_local || f.numa_local_gpu;
+  request->forward_env = f.env;
+  if (f.env) {
+    for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+      std::string_view text(*entry);
+      std::size_t eq = text.find('=');
+      if (eq == std::string_view::npos || eq == 0) continue;
+      request->env[std::string(text.substr(0, eq))] = std::string(text.substr(eq + 1));
+    }
+  }
+  for (const auto& [name, value] : peeled.env)
+    request->env[name] = value;
+  if (f.after_opt->count() > 0 && f.after_any_opt->count() > 0) {
+    return usage_error("--after and --after-any cannot be combined in one job");
+  }
+  for (const auto& [opt, text, name] : {std::tuple{f.after_opt, &f.after, "--after"},
+                                        std::tuple{f.after_any_opt, &f.after_any, "--after-any"}}) {
+    if (opt->count() == 0) continue;
+    auto ids = ParseIdList(*text, name);
+    if (!ids) return usage_error(ids.error().message());
+    request->after = *ids;
+    request->after_any = opt == f.after_any_opt;
+  }
+  if (!f.no_output) {
+    request->output = MakeAbsolute(f.output_opt->count() > 0 ? f.output : ".", *cwd);
+    // Checked here, as the user: the root side never resolves a user's
+    // path, and the delivery checks again as the user when the job ends.
+    Result<bool> is_dir = CheckOutputPlace(*request->output, delivered_by_daemon);
+    if (!is_dir) return ReportError(is_dir.error(), call.io);
+    request->output_is_dir = *is_dir;
+  }
+  // Looked for as the job will look for it: on its PATH, from here, as
+  // the user. Not for a job that waits for others, which may well make
+  // what it runs (`new -- make`, then `new --after 1 -- ./a.out`).
+  if (request->after.empty()) {
+    auto path = request->env.find("PATH");
+    request->exec_error = WhyNotExecutable(
+        request->argv[0], path != request->env.end() ? path->second : std::string(kCleanPath));
+  }
+  NameSubmitter(*request);
+  return std::nullopt;
+}
+
+}  // namespace
+
+void AddNewFlags(CLI::App* sub, Flags* flags) {
+  NewFlags* f = &flags->new_job;
+  f->cpu_opt = sub->add_option(
+      "--cpu", f->cpu,
+      "logical cpus, rounded up to whole cores (default 1, or all with --exclusive)");
+  sub->add_option("--gpu-cores", f->gpu_cores, "GPUs to allocate (default 0)");
+  f->mem_opt = sub->add_option("--max-mem", f->max_mem, "memory budget in GiB (plain number)");
+  sub->add_flag("--numa-local", f->numa_local, "both --numa-local-mem and --numa-local-gpu");
+  sub->add_flag("--numa-local-mem", f->numa_local_mem,
+                "wait for one NUMA node that fits the budget");
+  sub->add_flag("--numa-local-gpu", f->numa_local_gpu, "GPUs on the job's NUMA node");
+  f->link_opt =
+      sub->add_option("--gpu-link", f->gpu_link, "worst GPU link allowed: NV PIX PXB PHB NODE");
+  f->time_opt = sub->add_option("--max-time", f->max_time, "DURATION, e.g. 45m, 2h, 1h30m");
+  sub->add_flag("--env", f->env, "forward your whole environment");
+  sub->add_flag("--exclusive", f->exclusive, "run alone on the machine");
+  f->output_opt = sub->add_option("--output", f->output, "directory or file for output.<id>.log");
+  sub->add_flag("--no-output", f->no_output, "discard the output");
+  f->after_opt = sub->add_option("--after", f->after,
+                                 "ID[,ID...]: start once these jobs exited 0 (else never run)");
+  f->after_any_opt = sub->add_option("--after-any", f->after_any,
+                                     "ID[,ID...]: start once these jobs ended, however they ended");
+  sub->add_flag("--wait", f->wait,
+                "stay attached: stream the output, exit with the job's exit code");
+  sub->footer(
+      "After --: the job's command and its arguments, run without a shell; leading "
+      "NAME=VALUE words set variables of its environment.");
+}
+
+int RunNew(const Flags& flags, const Invocation& call) {
+  protocol::SubmitRequest request;
+  if (auto code = BuildSubmit(flags.new_job, call.command, call.backend.DaemonDeliversOutput(),
+                              &request, call)) {
+    return *code;
+  }
+  return call.backend.Submit(request, PeelAssignments(call.command).env, flags.new_job.wait,
+                             call.io);
+}
+
+}  // namespace hpcb::client

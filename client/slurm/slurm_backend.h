@@ -1,0 +1,58 @@
+// dispatch's subcommands against a Slurm cluster: each runs Slurm's own
+// commands (sbatch, squeue, sacct, scancel, scontrol) from
+// BackendConfig::slurm_bin, renders what they say the way the local
+// backend would, and returns the exit code. What Slurm has no counterpart
+// for (info, drain, resume, output, `new --after`/`--wait`, `wait
+// --timeout`) is refused with the reason. See docs/slurm-migration.md.
+#ifndef HPCB_CLIENT_SLURM_SLURM_BACKEND_H_
+#define HPCB_CLIENT_SLURM_SLURM_BACKEND_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "client/backend.h"
+#include "client/backend_config.h"
+#include "client/format.h"
+#include "client/slurm/slurm_mapping.h"
+#include "protocol/client_messages.h"
+
+namespace hpcb::client::slurm {
+
+class SlurmBackend final : public Backend {
+ public:
+  explicit SlurmBackend(BackendConfig config);
+
+  bool DaemonDeliversOutput() const override { return false; }
+  // sbatch gets `command_env` alone: request.env also holds the forwarded
+  // environment, which sbatch --export=ALL forwards itself.
+  int Submit(const protocol::SubmitRequest& request,
+             const std::map<std::string, std::string>& command_env, bool wait, Io io) override;
+  int List(const protocol::ListRequest& request, bool json, bool long_format, Io io) override;
+  int Attach(std::uint64_t id, Io io) override;
+  int Kill(std::uint64_t id, Io io) override;
+  // `scontrol hold` / `scontrol release`, job by job, said as the local
+  // backend says it.
+  int Hold(const std::vector<std::uint64_t>& ids, bool hold, Io io) override;
+  int JobField(const protocol::JobFieldRequest& request, bool json, Io io) override;
+  // Waits for every job to end; exits with the first failing job's code
+  // (128 + signal for a signal), else 0.
+  int Wait(const std::vector<std::uint64_t>& ids, const WaitOptions& options, Io io) override;
+  int Info(bool json, Io io) override;
+  int Drain(bool on, Io io) override;
+  int Output(std::uint64_t id, const std::optional<std::string>& to, Io io) override;
+
+ private:
+  BackendConfig config_;
+};
+
+// The `dispatch list` table for Slurm's jobs: the local columns, with
+// "unlimited" for a job without a time limit and the reason a queued job
+// waits.
+Rendered RenderList(const std::vector<SlurmJob>& jobs, bool finished, double now);
+
+}  // namespace hpcb::client::slurm
+
+#endif  // HPCB_CLIENT_SLURM_SLURM_BACKEND_H_

@@ -1,0 +1,131 @@
+#include "client/slurm/slurm_tools.h"
+
+#include <unistd.h>
+
+#include <cctype>
+#include <utility>
+
+namespace hpcb::client::slurm {
+namespace {
+
+bool SaysInvalidJobId(const ProcessOutcome& outcome) {
+  return outcome.err.find("Invalid job id") != std::string::npos;
+}
+
+}  // namespace
+
+std::string Trimmed(std::string text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+    text.pop_back();
+  std::size_t first = 0;
+  while (first < text.size() && std::isspace(static_cast<unsigned char>(text[first])))
+    ++first;
+  return text.substr(first);
+}
+
+std::string IdText(std::uint64_t id) {
+  return std::to_string(id);
+}
+
+std::string Complaint(const ProcessOutcome& outcome) {
+  std::string text = Trimmed(outcome.err);
+  if (text.empty()) text = Trimmed(outcome.out);
+  if (!text.empty()) return text;
+  if (outcome.signal != 0) return "killed by signal " + std::to_string(outcome.signal);
+  return "exited with status " + std::to_string(outcome.exit_code);
+}
+
+Result<ProcessOutcome> RunTool(const BackendConfig& config, const std::string& tool,
+                               std::vector<std::string> args, std::string input) {
+  ProcessSpec spec;
+  spec.program = config.slurm_bin.empty() ? tool : config.slurm_bin + "/" + tool;
+  spec.args = std::move(args);
+  spec.stdin_text = std::move(input);
+  spec.timeout = config.slurm_timeout;
+  auto outcome = RunProcess(spec);
+  if (!outcome && outcome.error().code() == ErrorCode::kNotFound) {
+    return Error(ErrorCode::kNotFound,
+                 outcome.error().message() +
+                     " (the Slurm backend runs Slurm's own commands: install Slurm's client, "
+                     "or set slurm_bin in the client configuration or HPC_BATCH_SLURM_BIN to "
+                     "the directory holding them)");
+  }
+  return outcome;
+}
+
+Result<std::string> ToolOutput(const BackendConfig& config, const std::string& tool,
+                               std::vector<std::string> args, const std::string& doing) {
+  HPCB_ASSIGN_OR_RETURN(ProcessOutcome outcome, RunTool(config, tool, std::move(args)));
+  if (!outcome.succeeded()) {
+    return Error(ErrorCode::kFailedPrecondition, doing + ": " + Complaint(outcome));
+  }
+  return std::move(outcome.out);
+}
+
+// The password database is read through getent, not getpwuid_r: dispatch
+// is linked statically because it starts once per submission, and a static
+// glibc can only reach NSS by loading modules that must match the libc it
+// was built with. This backend runs a command per call anyway.
+Result<Submitter> CurrentUser(const BackendConfig& config) {
+  const std::string uid = std::to_string(::getuid());
+  // Where Debian and most systems keep it; elsewhere, along PATH.
+  ProcessSpec spec;
+  spec.program = "getent";
+  for (const char* path : {"/usr/bin/getent", "/bin/getent"}) {
+    if (::access(path, X_OK) == 0) {
+      spec.program = path;
+      break;
+    }
+  }
+  spec.args = {"passwd", uid};
+  spec.timeout = config.slurm_timeout;
+  HPCB_ASSIGN_OR_RETURN(ProcessOutcome outcome, RunProcess(spec));
+  if (!outcome.succeeded()) {
+    return Error(ErrorCode::kNotFound, "uid " + uid + " is not in the password database (" +
+                                           spec.program + " passwd " + uid + ": " +
+                                           Complaint(outcome) + ")");
+  }
+  return ParsePasswdEntry(outcome.out, ::getuid());
+}
+
+Error NoSuchJob(std::uint64_t id) {
+  return Error(ErrorCode::kNotFound,
+               "no such job " + IdText(id) +
+                   " (Slurm does not know it: it never existed, or ended long enough ago "
+                   "that slurmctld has forgotten it)");
+}
+
+Result<std::map<std::string, std::string>> ShowJob(const BackendConfig& config, std::uint64_t id) {
+  HPCB_ASSIGN_OR_RETURN(ProcessOutcome outcome,
+                        RunTool(config, "scontrol", {"show", "job", IdText(id)}));
+  if (!outcome.succeeded()) {
+    if (SaysInvalidJobId(outcome)) return NoSuchJob(id);
+    return Error(ErrorCode::kFailedPrecondition,
+                 "cannot read job " + IdText(id) + ": " + Complaint(outcome));
+  }
+  auto fields = ParseScontrolJob(outcome.out);
+  if (fields.count("JobState") == 0) {
+    return Error(ErrorCode::kInternal, "scontrol show job " + IdText(id) +
+                                           " printed no JobState: " + Trimmed(outcome.out));
+  }
+  return fields;
+}
+
+std::vector<std::string> SacctArgs(std::vector<std::string> selection) {
+  std::vector<std::string> args = {"--noheader", "--parsable2",
+                                   std::string("--delimiter=") + kFieldSeparator, "--allocations",
+                                   "--format=" + SacctFormat()};
+  args.insert(args.end(), selection.begin(), selection.end());
+  return args;
+}
+
+bool SaysNoAccounting(const ProcessOutcome& outcome) {
+  return outcome.err.find("accounting storage is disabled") != std::string::npos;
+}
+
+std::string Field(const std::map<std::string, std::string>& job, const char* key) {
+  auto it = job.find(key);
+  return it == job.end() ? std::string() : it->second;
+}
+
+}  // namespace hpcb::client::slurm

@@ -1,0 +1,58 @@
+// Running Slurm's commands for the Slurm backend, and the few readings of
+// their output that every subcommand shares. Errors are worded for the
+// user: they name the command and what it said.
+#ifndef HPCB_CLIENT_SLURM_SLURM_TOOLS_H_
+#define HPCB_CLIENT_SLURM_SLURM_TOOLS_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "client/backend_config.h"
+#include "client/slurm/slurm_mapping.h"
+#include "client/subprocess.h"
+#include "protocol/base/result.h"
+
+namespace hpcb::client::slurm {
+
+std::string IdText(std::uint64_t id);
+
+// `text` without leading and trailing white space.
+std::string Trimmed(std::string text);
+
+// What a failed Slurm command said, for a message of ours.
+std::string Complaint(const ProcessOutcome& outcome);
+
+// Runs `tool` from config.slurm_bin (else PATH) with config.slurm_timeout;
+// `input` is its standard input. A tool that cannot be found is an Error
+// that says how to point dispatch at Slurm's commands.
+Result<ProcessOutcome> RunTool(const BackendConfig& config, const std::string& tool,
+                               std::vector<std::string> args, std::string input = {});
+
+// Runs `tool` and insists on its success; `doing` starts the message.
+Result<std::string> ToolOutput(const BackendConfig& config, const std::string& tool,
+                               std::vector<std::string> args, const std::string& doing);
+
+// The calling user as the password database has it (through getent).
+Result<Submitter> CurrentUser(const BackendConfig& config);
+
+// kNotFound, saying that Slurm does not know job `id`.
+Error NoSuchJob(std::uint64_t id);
+
+// `scontrol show job ID`, read into KEY -> VALUE; NoSuchJob when Slurm
+// does not know the job.
+Result<std::map<std::string, std::string>> ShowJob(const BackendConfig& config, std::uint64_t id);
+
+// sacct's arguments for reading jobs (ParseSacct), then `selection`.
+std::vector<std::string> SacctArgs(std::vector<std::string> selection);
+
+// Whether sacct failed because the cluster keeps no job accounting.
+bool SaysNoAccounting(const ProcessOutcome& outcome);
+
+// `job`'s value for `key` (ShowJob), empty when absent.
+std::string Field(const std::map<std::string, std::string>& job, const char* key);
+
+}  // namespace hpcb::client::slurm
+
+#endif  // HPCB_CLIENT_SLURM_SLURM_TOOLS_H_

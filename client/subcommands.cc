@@ -1,0 +1,204 @@
+// The table of `dispatch`'s subcommands, and every entry's flags and
+// handler but `new`'s (new_command.cc).
+#include <optional>
+
+#include <CLI/CLI.hpp>
+
+#include "client/command_line.h"
+#include "client/subcommand.h"
+#include "common/units.h"
+
+namespace hpcb::client {
+namespace {
+
+// Trap: CLI11 accepts '' for a required ID. It goes to the backend as
+// job 0, which answers for it; only a non-empty word is parsed here.
+Result<std::uint64_t> SingleId(const std::string& word) {
+  if (word.empty()) return std::uint64_t{0};
+  return ParseJobId(word);
+}
+
+Result<std::vector<std::uint64_t>> IdsOf(const std::vector<std::string>& words) {
+  std::vector<std::uint64_t> ids;
+  for (const std::string& word : words) {
+    HPCB_ASSIGN_OR_RETURN(std::uint64_t id, ParseJobId(word));
+    ids.push_back(id);
+  }
+  return ids;
+}
+
+void AddList(CLI::App* sub, Flags* flags) {
+  ListFlags& f = flags->list;
+  sub->add_flag("--all", f.request.all, "all users (admins, or with --list-is-public)");
+  sub->add_flag("--finished", f.request.finished, "include finished jobs with their exit");
+  sub->add_flag("--json", f.json, "print the daemon's reply as JSON (one line)");
+  sub->add_flag("-l,--long", f.long_format,
+                "add what finished jobs used: wall and cpu time, cpus used, peak memory");
+}
+
+int RunList(const Flags& flags, const Invocation& call) {
+  return call.backend.List(flags.list.request, flags.list.json, flags.list.long_format, call.io);
+}
+
+void AddAttach(CLI::App* sub, Flags* flags) {
+  sub->add_option("ID", flags->attach_id, "job id")->required();
+}
+
+int RunAttach(const Flags& flags, const Invocation& call) {
+  Result<std::uint64_t> id = SingleId(flags.attach_id);
+  if (!id) return UsageError(call.usage, id.error().message(), call.io);
+  return call.backend.Attach(*id, call.io);
+}
+
+void AddKill(CLI::App* sub, Flags* flags) {
+  sub->add_option("ID", flags->kill_id, "job id")->required();
+}
+
+int RunKill(const Flags& flags, const Invocation& call) {
+  Result<std::uint64_t> id = SingleId(flags.kill_id);
+  if (!id) return UsageError(call.usage, id.error().message(), call.io);
+  return call.backend.Kill(*id, call.io);
+}
+
+void AddJobField(CLI::App* sub, Flags* flags) {
+  JobFieldFlags& f = flags->job;
+  sub->add_option("ID", f.id, "job id")->required();
+  sub->add_option("FIELD", f.request.field, "max-time")
+      ->required()
+      ->check(CLI::IsMember({"max-time"}));
+  sub->add_option("ACTION", f.request.action, "get, set (admins only), add (admins only)")
+      ->required()
+      ->check(CLI::IsMember({"get", "set", "add"}));
+  f.value_opt = sub->add_option("DURATION", f.value, "for set and add");
+  sub->add_flag("--json", f.json, "print the daemon's reply as JSON (one line)");
+}
+
+int RunJobField(const Flags& flags, const Invocation& call) {
+  const JobFieldFlags& f = flags.job;
+  Result<std::uint64_t> id = SingleId(f.id);
+  if (!id) return UsageError(call.usage, id.error().message(), call.io);
+  protocol::JobFieldRequest request = f.request;
+  request.id = *id;
+  const bool wants_value = request.action != "get";
+  if (wants_value && f.value_opt->count() == 0) {
+    return UsageError(call.usage, "the following arguments are required: DURATION", call.io);
+  }
+  if (!wants_value && f.value_opt->count() > 0) {
+    return UsageError(call.usage, "unrecognized arguments: " + f.value, call.io);
+  }
+  if (wants_value) {
+    auto seconds = ParseDuration(f.value);
+    if (!seconds) {
+      return UsageError(call.usage, "argument DURATION: " + seconds.error().message(), call.io);
+    }
+    request.value = *seconds;
+  }
+  return call.backend.JobField(request, f.json, call.io);
+}
+
+void AddInfo(CLI::App* sub, Flags* flags) {
+  sub->add_flag("--json", flags->info_json, "print the daemon's reply as JSON (one line)");
+}
+
+int RunInfo(const Flags& flags, const Invocation& call) {
+  return call.backend.Info(flags.info_json, call.io);
+}
+
+void AddNoFlags(CLI::App* /*sub*/, Flags* /*flags*/) {}
+
+int RunDrain(const Flags& /*flags*/, const Invocation& call) {
+  return call.backend.Drain(/*on=*/true, call.io);
+}
+
+int RunResume(const Flags& /*flags*/, const Invocation& call) {
+  return call.backend.Drain(/*on=*/false, call.io);
+}
+
+void AddOutput(CLI::App* sub, Flags* flags) {
+  OutputFlags& f = flags->output;
+  sub->add_option("ID", f.id, "job id")->required();
+  f.to_opt = sub->add_option("--to", f.to, "somewhere new for it (the job's owner only)");
+}
+
+int RunOutput(const Flags& flags, const Invocation& call) {
+  const OutputFlags& f = flags.output;
+  Result<std::uint64_t> id = SingleId(f.id);
+  if (!id) return UsageError(call.usage, id.error().message(), call.io);
+  std::optional<std::string> to;
+  if (f.to_opt->count() > 0) to = f.to;
+  return call.backend.Output(*id, to, call.io);
+}
+
+void AddWait(CLI::App* sub, Flags* flags) {
+  sub->add_option("ID", flags->ids, "job ids")->required();
+  flags->wait.timeout_opt = sub->add_option("--timeout", flags->wait.timeout,
+                                            "DURATION; give up then with exit code 124");
+}
+
+int RunWait(const Flags& flags, const Invocation& call) {
+  auto ids = IdsOf(flags.ids);
+  if (!ids) return UsageError(call.usage, ids.error().message(), call.io);
+  WaitOptions options;
+  if (flags.wait.timeout_opt->count() > 0) {
+    auto seconds = ParseDuration(flags.wait.timeout);
+    if (!seconds) {
+      return UsageError(call.usage, "argument --timeout: " + seconds.error().message(), call.io);
+    }
+    options.timeout_s = static_cast<double>(*seconds);
+  }
+  return call.backend.Wait(*ids, options, call.io);
+}
+
+void AddIds(CLI::App* sub, Flags* flags) {
+  sub->add_option("ID", flags->ids, "job ids")->required();
+}
+
+int RunHold(const Flags& flags, const Invocation& call) {
+  auto ids = IdsOf(flags.ids);
+  if (!ids) return UsageError(call.usage, ids.error().message(), call.io);
+  return call.backend.Hold(*ids, /*hold=*/true, call.io);
+}
+
+int RunRelease(const Flags& flags, const Invocation& call) {
+  auto ids = IdsOf(flags.ids);
+  if (!ids) return UsageError(call.usage, ids.error().message(), call.io);
+  return call.backend.Hold(*ids, /*hold=*/false, call.io);
+}
+
+}  // namespace
+
+const std::vector<Subcommand>& Subcommands() {
+  static const std::vector<Subcommand> table = {
+      {"new", "new [options] [NAME=VALUE...] -- CMD [ARGS...]",
+       "submit a job: dispatch new [options] -- CMD [ARGS...]", AddNewFlags, RunNew},
+      {"list", "list [--all] [--finished] [--json] [-l]", "list jobs", AddList, RunList},
+      {"attach", "attach ID", "follow a job's output", AddAttach, RunAttach},
+      {"kill", "kill ID", "kill a running job or remove a queued one", AddKill, RunKill},
+      {"job", "job ID max-time get|set|add [DURATION] [--json]",
+       "read or change a job: job ID max-time get|set|add [DURATION]", AddJobField, RunJobField},
+      {"info", "info [--json]",
+       "the machine per NUMA node (total, reserved, in use, free), policy, queue, drain", AddInfo,
+       RunInfo},
+      {"drain", "drain",
+       "stop starting queued jobs; running ones finish, submissions are kept (admins)", AddNoFlags,
+       RunDrain},
+      {"resume", "resume", "start queued jobs again after drain (admins)", AddNoFlags, RunResume},
+      {"output", "output ID [--to DIR|FILE]",
+       "deliver a finished job's kept output again: output ID [--to DIR|FILE]", AddOutput,
+       RunOutput},
+      {"wait", "wait ID [ID...] [--timeout DURATION]",
+       "wait for jobs to end; exit with the job's code (one job) or 1 if any failed", AddWait,
+       RunWait},
+      {"hold", "hold ID [ID...]",
+       "keep queued jobs from starting; they keep their place in the queue", AddIds, RunHold},
+      {"release", "release ID [ID...]", "let held jobs start again", AddIds, RunRelease},
+  };
+  return table;
+}
+
+int UsageError(std::string_view usage, const std::string& message, Io io) {
+  io.err << usage << "dispatch: error: " << message << "\n";
+  return kExitUsage;
+}
+
+}  // namespace hpcb::client
