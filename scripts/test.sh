@@ -19,8 +19,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
+at() { echo "test.sh: $* at $((SECONDS - start)) s"; }  # where the time went
 scripts/install-deps.sh
 scripts/build.sh
+at "built"
 if [ "${1:-}" = --fast ]; then
   scripts/lint.sh format
   scripts/lint.sh tidy-changed
@@ -29,12 +31,14 @@ if [ "${1:-}" = --fast ]; then
   exit 0
 fi
 scripts/lint.sh format
+at "format checked"
 
 # Two tiers first, alone. The scale tier is bound by the disk: restarting
 # a daemon of 200k queued jobs took 109 s alone and 411 s beside the
 # sanitizer build. The hostile tier times other users' calls against
 # bounds of a second while it attacks, so nothing else runs beside it.
 ctest --test-dir build --output-on-failure --timeout 300 -j2 -L 'scale|hostile'
+at "scale and hostile tiers passed"
 
 # clang-tidy and the sanitizer build need only CPU, and the test tiers below
 # leave much of it unused: most of their time is spent waiting on daemons,
@@ -65,6 +69,7 @@ beside_tests() {  # NAME COMMAND...: runs COMMAND at idle priority in the backgr
 wait_beside() {  # NAME PID: its log, and its failure is the suite's
   local rc=0
   wait "$2" || rc=$?
+  at "$1 ended"
   cat "$side_logs/$1.log"
   rm -f "$side_logs/$1.log"
   if ((rc != 0)); then
@@ -95,6 +100,7 @@ beside_tests sanitizer-build ninja -j2 -C build-fuzz
 sanitizer_build_pid=$!
 
 ctest --test-dir build --output-on-failure --timeout 300 -j2 -LE 'scale|hostile'
+at "other ctest tiers passed"
 # After the tests, so that an overrun does not hide their results.
 scripts/root-size.sh build  # the root side's code lines against scripts/root-budget
 scripts/slurm-test.sh  # dispatch's Slurm backend against a one-node cluster it starts (skips unless root with apt)
@@ -107,15 +113,30 @@ side_jobs=()
 # apt (CI) qemu and the kernel can be had, so not getting them is a failure.
 if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then export VM_REQUIRED=${VM_REQUIRED:-1}; fi
 scripts/vm-test.sh
+at "qemu guest passed"
 
 ctest --test-dir build-fuzz --output-on-failure --timeout 300 -j2 -L 'unit|e2e' -E slurm
+at "sanitizer tiers passed"
+# The three fuzzers at once: each runs for FUZZ_SECONDS of wall time.
 seconds="${FUZZ_SECONDS:-15}"
-for fuzzer in decode text state; do
-  work=$(mktemp -d)
-  echo "fuzzing ${fuzzer} decoders for ${seconds}s"
-  "build-fuzz/fuzz/${fuzzer}_fuzzer" -max_total_time="$seconds" -max_len=8192 \
-      -print_final_stats=1 "$work" "fuzz/corpus/${fuzzer}" 2>&1 | tail -n 4
-  rm -rf "$work"
+fuzz_dir=$(mktemp -d)
+fuzzers=(decode text state)
+fuzz_pids=()
+for fuzzer in "${fuzzers[@]}"; do
+  mkdir "$fuzz_dir/$fuzzer"
+  "build-fuzz/fuzz/${fuzzer}_fuzzer" -max_total_time="$seconds" -max_len=8192 -print_final_stats=1 \
+      "$fuzz_dir/$fuzzer" "fuzz/corpus/${fuzzer}" >"$fuzz_dir/$fuzzer.log" 2>&1 &
+  fuzz_pids+=($!)
 done
+fuzz_failed=0
+for i in "${!fuzzers[@]}"; do
+  fuzzer=${fuzzers[$i]}
+  rc=0
+  wait "${fuzz_pids[$i]}" || rc=$?
+  echo "fuzzing ${fuzzer} decoders for ${seconds}s: exit ${rc}"
+  if ((rc != 0)); then tail -n 60 "$fuzz_dir/$fuzzer.log"; fuzz_failed=1; else tail -n 4 "$fuzz_dir/$fuzzer.log"; fi
+done
+rm -rf "$fuzz_dir"
+((fuzz_failed == 0)) || { echo "test.sh: a fuzzer crashed" >&2; exit 1; }
 echo "fuzzers: no crash"
 echo "test.sh: ok in $((SECONDS - start)) s"
