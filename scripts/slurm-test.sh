@@ -45,10 +45,11 @@ if ((${#missing[@]})); then
   rm -f "$apt_log"
 fi
 
-dispatch_bin="$repo/build/bin/dispatch"
+build_dir=${HPCB_BUILD_DIR:-build}  # another build tree's dispatch
+dispatch_bin="$repo/$build_dir/bin/dispatch"
 if [ ! -x "$dispatch_bin" ]; then
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-  ninja -C build dispatch
+  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  ninja -C "$build_dir" dispatch
 fi
 
 # A trap can run inside a step whose stdout goes to a capture file: what
