@@ -1,14 +1,9 @@
 // DiscoverMachine: sysfs NUMA layout and SMT siblings, nvidia-smi GPUs,
 // then the reserve.
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <sys/types.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -22,6 +17,7 @@
 
 #include "broker/gpu_topology.h"
 #include "broker/placement.h"
+#include "common/subprocess.h"
 #include "common/units.h"
 #include "protocol/base/exec_path.h"
 #include "protocol/base/log.h"
@@ -31,7 +27,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kNvidiaSmiTimeoutS = 15;
+constexpr std::chrono::seconds kNvidiaSmiTimeout{15};
 
 // "1 cpu", "2 cpus".
 std::string Count(std::int64_t n, const std::string& what) {
@@ -181,74 +177,25 @@ void ReserveMemory(const std::vector<double*>& domains, const std::vector<double
   }
 }
 
-// Runs `program args...`, returning stdout when it exits 0 within the
-// timeout. A missing binary is simply a failure (exit 127 from the child).
-std::optional<std::string> RunCapture(const std::string& program,
-                                      const std::vector<std::string>& args, int timeout_s) {
-  std::vector<std::string> words = {program};
-  words.insert(words.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& word : words)
-    argv.push_back(word.data());
-  argv.push_back(nullptr);
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return std::nullopt;
-  pid_t pid = fork();
-  if (pid < 0) {
-    close(fds[0]);
-    close(fds[1]);
-    return std::nullopt;
-  }
-  if (pid == 0) {
-    dup2(fds[1], STDOUT_FILENO);
-    int null_fd = open("/dev/null", O_RDWR);
-    if (null_fd >= 0) {
-      dup2(null_fd, STDIN_FILENO);
-      dup2(null_fd, STDERR_FILENO);
-    }
-    execvp(argv[0], argv.data());
-    _exit(127);
-  }
-  close(fds[1]);
-  std::string output;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-  bool timed_out = false;
-  while (true) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      timed_out = true;
-      break;
-    }
-    pollfd poll_fd{fds[0], POLLIN, 0};
-    int ready = poll(&poll_fd, 1, static_cast<int>(left.count()));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) {
-      timed_out = ready == 0;
-      break;
-    }
-    char buffer[4096];
-    ssize_t n = read(fds[0], buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    output.append(buffer, static_cast<std::size_t>(n));
-  }
-  close(fds[0]);
-  if (timed_out) kill(pid, SIGKILL);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (timed_out || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return std::nullopt;
-  return output;
+// nvidia-smi's output, when it exits 0 within the timeout: a missing or
+// failing binary is simply no GPUs.
+std::optional<std::string> RunCapture(const std::string& program, std::vector<std::string> args) {
+  ProcessSpec spec;
+  spec.program = program;
+  spec.args = std::move(args);
+  spec.timeout = kNvidiaSmiTimeout;
+  Result<ProcessOutcome> outcome = RunProcess(spec);
+  if (!outcome || !outcome->succeeded()) return std::nullopt;
+  return std::move(outcome->out);
 }
 
 GpuInfo DiscoverGpus(const std::string& nvidia_smi) {
   GpuInfo info;
-  std::optional<std::string> list = RunCapture(nvidia_smi, {"-L"}, kNvidiaSmiTimeoutS);
+  std::optional<std::string> list = RunCapture(nvidia_smi, {"-L"});
   if (!list) return info;
   info.ids = ParseGpuList(*list);
   if (info.ids.empty()) return info;
-  std::optional<std::string> topo = RunCapture(nvidia_smi, {"topo", "-m"}, kNvidiaSmiTimeoutS);
+  std::optional<std::string> topo = RunCapture(nvidia_smi, {"topo", "-m"});
   if (topo) {
     ParseTopology(*topo, info);
   } else if (info.ids.size() >= 2) {

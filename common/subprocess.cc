@@ -1,4 +1,4 @@
-#include "client/subprocess.h"
+#include "common/subprocess.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -16,7 +16,7 @@
 
 extern char** environ;
 
-namespace hpcb::client {
+namespace hpcb {
 namespace {
 
 constexpr std::size_t kMaxOutputBytes = 64u << 20;
@@ -174,4 +174,4 @@ Result<ProcessOutcome> RunProcess(const ProcessSpec& spec) {
   }
 }
 
-}  // namespace hpcb::client
+}  // namespace hpcb

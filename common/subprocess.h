@@ -1,8 +1,8 @@
-// Runs one helper program (Slurm's commands) with an argv, never a shell:
+// Runs one helper program (Slurm's commands, nvidia-smi) with an argv, never a shell:
 // its standard input is given text, its output is collected, and it is
 // killed once `timeout` passes.
-#ifndef HPCB_CLIENT_SUBPROCESS_H_
-#define HPCB_CLIENT_SUBPROCESS_H_
+#ifndef HPCB_COMMON_SUBPROCESS_H_
+#define HPCB_COMMON_SUBPROCESS_H_
 
 #include <chrono>
 #include <string>
@@ -10,7 +10,7 @@
 
 #include "protocol/base/result.h"
 
-namespace hpcb::client {
+namespace hpcb {
 
 struct ProcessSpec {
   // Run as is when it holds a '/', else looked up on PATH.
@@ -33,6 +33,6 @@ struct ProcessOutcome {
 // is an outcome, not an Error.
 Result<ProcessOutcome> RunProcess(const ProcessSpec& spec);
 
-}  // namespace hpcb::client
+}  // namespace hpcb
 
-#endif  // HPCB_CLIENT_SUBPROCESS_H_
+#endif  // HPCB_COMMON_SUBPROCESS_H_

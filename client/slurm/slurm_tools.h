@@ -11,7 +11,7 @@
 
 #include "client/backend_config.h"
 #include "client/slurm/slurm_mapping.h"
-#include "client/subprocess.h"
+#include "common/subprocess.h"
 #include "protocol/base/result.h"
 
 namespace hpcb::client::slurm {

@@ -1,11 +1,11 @@
-#include "client/subprocess.h"
+#include "common/subprocess.h"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <csignal>
 
-namespace hpcb::client {
+namespace hpcb {
 namespace {
 
 ProcessSpec Spec(std::string program, std::vector<std::string> args, std::string input = {}) {
@@ -94,4 +94,4 @@ TEST(SubprocessTest, AMissingProgramIsNotFound) {
 }
 
 }  // namespace
-}  // namespace hpcb::client
+}  // namespace hpcb

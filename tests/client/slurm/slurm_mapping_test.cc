@@ -13,7 +13,7 @@
 
 #include "client/format.h"
 #include "client/slurm/slurm_backend.h"
-#include "client/subprocess.h"
+#include "common/subprocess.h"
 
 namespace hpcb::client::slurm {
 namespace {
