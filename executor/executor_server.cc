@@ -85,10 +85,6 @@ bool ExecutorServer::StateDirNearlyFull() const {
   return static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize < std::min(kRoomNeeded, size / 16);
 }
 
-bool ExecutorServer::Busy(std::uint64_t id) const {
-  return in_flight_.contains(id);
-}
-
 JobPhase ExecutorServer::PhaseOf(std::uint64_t id) const {
   if (auto step = in_flight_.find(id); step != in_flight_.end()) return step->second;
   auto it = jobs_.find(id);

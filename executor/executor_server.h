@@ -118,7 +118,6 @@ class ExecutorServer {
   void OnOpenOutput(std::uint64_t req, const std::string& text);
   void SendToBroker(const std::string& text, const std::vector<int>& fds = {});
   void Refuse(std::uint64_t req, std::uint64_t id, const std::string& what, const Error& error);
-  bool Busy(std::uint64_t id) const;
   // The job's phase (job_phase.h), from in_flight_ and its spec.
   JobPhase PhaseOf(std::uint64_t id) const;
   // Too little room left in the state directory to record a job's start

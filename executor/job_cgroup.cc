@@ -10,7 +10,6 @@
 #include <charconv>
 #include <sstream>
 #include <string_view>
-#include <thread>
 
 #include "protocol/framing.h"
 #include "protocol/host/host_files.h"
@@ -119,15 +118,10 @@ bool JobCgroupPopulated(const std::string& cgroup_root, std::uint64_t id) {
   return EventCount(cgroup_root, id, "cgroup.events", "populated") != 0;
 }
 
-Result<void> RemoveJobCgroup(const std::string& cgroup_root, std::uint64_t id,
-                             std::chrono::milliseconds wait) {
+Result<void> RemoveJobCgroup(const std::string& cgroup_root, std::uint64_t id) {
   std::string dir = JobCgroupPath(cgroup_root, id);
   if (::access(dir.c_str(), F_OK) != 0) return Ok();
   (void)KillJobCgroup(cgroup_root, id);
-  auto deadline = std::chrono::steady_clock::now() + wait;
-  while (JobCgroupPopulated(cgroup_root, id) && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
   if (::rmdir(dir.c_str()) != 0 && errno != ENOENT) return Error::FromErrno(errno, "rmdir " + dir);
   return Ok();
 }

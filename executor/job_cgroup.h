@@ -3,7 +3,6 @@
 #ifndef HPCB_EXECUTOR_JOB_CGROUP_H_
 #define HPCB_EXECUTOR_JOB_CGROUP_H_
 
-#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <set>
@@ -49,12 +48,10 @@ Result<protocol::JobUsage> ReadJobCgroupUsage(const std::string& cgroup_root, st
 // cgroup.events says "populated 1". Missing/garbled -> false.
 bool JobCgroupPopulated(const std::string& cgroup_root, std::uint64_t id);
 
-// cgroup.kill (if present), then waits up to `wait` for the killed processes
-// to leave (cgroup.events "populated 0": rmdir fails with EBUSY until the
-// kernel has reaped them), then rmdir; absent is fine. An error (EBUSY) means
-// try again later.
-Result<void> RemoveJobCgroup(const std::string& cgroup_root, std::uint64_t id,
-                             std::chrono::milliseconds wait = std::chrono::milliseconds(0));
+// cgroup.kill (if present), then rmdir; absent is fine. An error (EBUSY:
+// the killed processes have not all left yet) means try again later. It
+// never waits: no sleep is on the executor's allow-list.
+Result<void> RemoveJobCgroup(const std::string& cgroup_root, std::uint64_t id);
 
 // Start-up: rmdirs every CGROUP_ROOT/hpc-batch/job-<id> not in `keep` that is
 // empty, as a crash leaves them. Kills nothing: a populated group (a job that

@@ -77,9 +77,6 @@ ShepherdReport AwaitExec(pid_t job, int exec_pipe, std::chrono::milliseconds dea
   ignore.sa_handler = SIG_IGN;
   for (int sig : kShepherdIgnores)
     (void)::sigaction(sig, &ignore, nullptr);
-  std::optional<std::vector<int>> reset_signals;
-  if (options.signals_not_default)
-    reset_signals = WithSignals(*options.signals_not_default, kShepherdIgnores);
   std::vector<int> keep{report_fd, fds.buffer, fds.cgroup_dir};
   if (!KeepOnlyFds(keep)) ::_exit(1);
   report_fd = keep[0];
@@ -118,7 +115,7 @@ ShepherdReport AwaitExec(pid_t job, int exec_pipe, std::chrono::milliseconds dea
   if (child == 0) {
     ::close(exec_pipe[0]);
     ::close(go_pipe[1]);
-    job.Exec(fds, exec_pipe[1], options.change_identity, reset_signals ? &*reset_signals : nullptr,
+    job.Exec(fds, exec_pipe[1], options.change_identity,
              JobHandshake{go_pipe[0], static_cast<pid_t>(record.shepherd)});
   }
   ::close(exec_pipe[1]);

@@ -48,9 +48,6 @@ struct ShepherdOptions {
   // How long the job child may take to reach execve before it is killed
   // and the start reported failed.
   std::chrono::milliseconds exec_deadline{10000};
-  // The launcher's dispositions that are not SIG_DFL (SignalsNotDefault in
-  // launcher/signal_reset.h), asked once; unset, the job child resets all.
-  std::optional<std::vector<int>> signals_not_default;
 };
 
 // Forks a shepherd for `job`; its report comes on the returned pipe.

@@ -119,7 +119,7 @@ PreparedJob::PreparedJob(PreparedJob&& other) noexcept
 }
 
 void PreparedJob::Exec(const SpawnFds& fds, int report_fd, bool change_identity,
-                       const std::vector<int>* reset_signals, const JobHandshake& handshake) const {
+                       const JobHandshake& handshake) const {
   if (::setsid() < 0) Fail(report_fd, kSetsid, errno);
   if (fds.cgroup_dir >= 0) {
     int procs = ::openat(fds.cgroup_dir, "cgroup.procs", O_WRONLY | O_CLOEXEC);
@@ -168,7 +168,7 @@ void PreparedJob::Exec(const SpawnFds& fds, int report_fd, bool change_identity,
     keep = 3;
   }
   ::syscall(SYS_close_range, 4u, ~0u, 0u);
-  ResetSignals(reset_signals);
+  ResetAllSignals();
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);

@@ -50,12 +50,10 @@ class PreparedJob {
   PreparedJob& operator=(PreparedJob&&) = delete;
 
   // In the forked child. Never returns: execs the job, or writes a
-  // JobChildReport to `report_fd` and exits 127. `reset_signals`: the
-  // dispositions to put back to SIG_DFL (launcher/signal_reset.h); null
-  // resets every one. It execs only after the handshake's go byte, and
-  // exits quietly if the shepherd is gone first.
+  // JobChildReport to `report_fd` and exits 127. Every signal goes back
+  // to SIG_DFL (launcher/signal_reset.h). It execs only after the
+  // handshake's go byte, and exits quietly if the shepherd is gone first.
   [[noreturn]] void Exec(const SpawnFds& fds, int report_fd, bool change_identity,
-                         const std::vector<int>* reset_signals,
                          const JobHandshake& handshake) const;
 
   // "failed to start job: <what>: <strerror>".

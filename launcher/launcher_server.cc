@@ -195,7 +195,6 @@ void LauncherServer::StartSpawn(const protocol::SpawnRequest& request,
   shepherd_options.change_identity = options_.as_root;
   shepherd_options.run_dir = options_.run_dir;
   shepherd_options.exec_deadline = options_.exec_deadline;
-  shepherd_options.signals_not_default = signals_not_default_;
   Result<ShepherdChild> shepherd = StartShepherd(request, *job, fds, shepherd_options);
   if (!shepherd) return refuse(shepherd.error().WithContext("failed to start job"));
   Task task;
@@ -432,16 +431,12 @@ LauncherServer::Outcome LauncherServer::Run() {
       struct signalfd_siginfo info {};
       if (::read(signal_fd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
         if (info.ssi_signo == SIGTERM || info.ssi_signo == SIGINT) {
-          LogInfo("shutting down; leaving " +
-                  std::to_string(host::CountRunningJobs(options_.run_dir)) +
-                  " running job(s) untouched");
+          LogInfo("shutting down; running jobs are left untouched");
           StopRoles();
           return Outcome::kStop;
         }
         if (info.ssi_signo == SIGHUP) {
-          LogInfo("reloading: re-exec with " +
-                  std::to_string(host::CountRunningJobs(options_.run_dir)) +
-                  " running job(s) preserved");
+          LogInfo("reloading: re-exec; running jobs are preserved");
           StopRoles();
           return Outcome::kReload;
         }

@@ -34,7 +34,6 @@
 #include "launcher/job_shepherd.h"
 #include "launcher/job_spawn.h"
 #include "launcher/launcher_setup.h"
-#include "launcher/signal_reset.h"
 #include "protocol/base/result.h"
 #include "protocol/base/unique_fd.h"
 #include "protocol/framing.h"
@@ -136,9 +135,6 @@ class LauncherServer {
   Role executor_;
   Role broker_;
   std::map<pid_t, Task> tasks_;
-  // Asked once: this process changes no disposition after start-up
-  // (launcher/signal_reset.h).
-  std::vector<int> signals_not_default_ = SignalsNotDefault();
   std::chrono::steady_clock::time_point roles_started_;
   int quick_deaths_ = 0;
 };

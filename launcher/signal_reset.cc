@@ -2,8 +2,6 @@
 
 #include <signal.h>
 
-#include <algorithm>
-
 namespace hpcb::launcher {
 namespace {
 
@@ -29,31 +27,10 @@ void SetStartUpDispositions() {
   (void)::sigaction(SIGPIPE, &ignore, nullptr);
 }
 
-std::vector<int> SignalsNotDefault() {
-  std::vector<int> signals;
-  for (int sig = 1; sig < NSIG; ++sig) {
-    const sighandler_t handler = CurrentHandler(sig);
-    if (handler != SIG_ERR && handler != SIG_DFL) signals.push_back(sig);
-  }
-  return signals;
-}
-
-std::vector<int> WithSignals(std::vector<int> signals, std::span<const int> more) {
-  for (int sig : more) {
-    if (std::find(signals.begin(), signals.end(), sig) == signals.end()) signals.push_back(sig);
-  }
-  return signals;
-}
-
-void ResetSignals(const std::vector<int>* signals) noexcept {
+void ResetAllSignals() noexcept {
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
-  if (signals == nullptr) {
-    for (int sig = 1; sig < NSIG; ++sig)
-      (void)::sigaction(sig, &dfl, nullptr);
-    return;
-  }
-  for (int sig : *signals)
+  for (int sig = 1; sig < NSIG; ++sig)
     (void)::sigaction(sig, &dfl, nullptr);
 }
 

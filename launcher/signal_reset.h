@@ -16,41 +16,28 @@
 // signal matters too: between clearing its mask and execve the child would
 // run the handler. So every disposition that is not SIG_DFL is reset.
 //
-// The bargain: setting all 64 in every job child cost 62 system calls (glibc
-// refuses 32 and 33, its own) on the way from a spawn to the job's execve.
-// The launcher takes its signals through a signalfd and changes no
-// disposition after start-up, so it asks once, when its server is built
-// (and again after a reload, which is a new exec); each shepherd adds the
-// signals it ignores itself (kShepherdIgnores); the job child resets only
-// those.
+// The bargain: setting all 64 costs every job child 62 system calls (glibc
+// refuses 32 and 33, its own), some tens of microseconds before its
+// execve, against a launcher that would otherwise have to track which
+// dispositions it and each shepherd changed.
 #ifndef HPCB_LAUNCHER_SIGNAL_RESET_H_
 #define HPCB_LAUNCHER_SIGNAL_RESET_H_
 
 #include <signal.h>
 
 #include <array>
-#include <span>
-#include <vector>
 
 namespace hpcb::launcher {
 
-// What a shepherd sets to SIG_IGN for itself (job_shepherd.cc): added to
-// the launcher's list for its job child.
+// What a shepherd sets to SIG_IGN for itself (job_shepherd.cc).
 inline constexpr std::array<int, 1> kShepherdIgnores{SIGPIPE};
 
 // For the launcher, first thing: every ignored disposition back to SIG_DFL,
 // then SIGPIPE ignored (above).
 void SetStartUpDispositions();
 
-// The signals whose disposition in this process is not SIG_DFL.
-std::vector<int> SignalsNotDefault();
-
-// `signals` plus each of `more` not in it yet.
-std::vector<int> WithSignals(std::vector<int> signals, std::span<const int> more);
-
-// Async-signal-safe, for a forked child: sets each of `signals` to SIG_DFL,
-// or every signal when `signals` is null (a caller that never looked).
-void ResetSignals(const std::vector<int>* signals) noexcept;
+// Async-signal-safe, for a forked child: every signal to SIG_DFL.
+void ResetAllSignals() noexcept;
 
 }  // namespace hpcb::launcher
 

@@ -1,14 +1,11 @@
 #include "protocol/host/run_record.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
-#include <cstdlib>
-#include <cstring>
 #include <optional>
 
 #include "protocol/framing.h"
@@ -128,21 +125,6 @@ Result<void> RunRecordWriter::Append(const RunRecord& record, Sync sync) {
     fd_.reset();
   }
   return Error(ErrorCode::kUnavailable, path + " was removed twice while being written");
-}
-
-std::size_t CountRunningJobs(const std::string& run_dir) {
-  std::size_t running = 0;
-  DIR* dir = ::opendir(run_dir.c_str());
-  if (dir == nullptr) return 0;
-  while (const struct dirent* entry = ::readdir(dir)) {
-    char* end = nullptr;
-    const unsigned long long id = std::strtoull(entry->d_name, &end, 10);
-    if (id == 0 || end == entry->d_name || std::strcmp(end, ".json") != 0) continue;
-    Result<RunRecord> record = LoadRunRecord(run_dir, id);
-    if (record && record->pid > 0 && !record->status) ++running;
-  }
-  ::closedir(dir);
-  return running;
 }
 
 }  // namespace hpcb::host

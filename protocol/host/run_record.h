@@ -108,10 +108,6 @@ class RunRecordWriter {
   UniqueFd fd_;
 };
 
-// Jobs whose run record says they run (started, no end status yet): the
-// count the launcher logs when it reloads or stops.
-std::size_t CountRunningJobs(const std::string& run_dir);
-
 }  // namespace hpcb::host
 
 #endif  // HPCB_PROTOCOL_HOST_RUN_RECORD_H_

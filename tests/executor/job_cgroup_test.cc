@@ -160,19 +160,15 @@ TEST(JobCgroupTest, PopulatedOnlyFromCgroupEvents) {
   EXPECT_FALSE(JobCgroupPopulated(root.path(), 9));
 }
 
-TEST(JobCgroupTest, RemoveWaitsBoundedForPopulatedThenReportsBusy) {
+TEST(JobCgroupTest, RemoveKillsAndNeverWaitsForAPopulatedGroup) {
   testing::TempDir root;
   LayOutJob(root.path(), 10);
   testing::WriteText(JobCgroupPath(root.path(), 10) + "/cgroup.events", "populated 1\n");
-  auto t0 = std::chrono::steady_clock::now();
-  EXPECT_FALSE(RemoveJobCgroup(root.path(), 10, std::chrono::milliseconds(100)));
-  auto waited = std::chrono::steady_clock::now() - t0;
-  EXPECT_GE(waited, std::chrono::milliseconds(100));
-  EXPECT_LT(waited, std::chrono::seconds(5));
+  EXPECT_FALSE(RemoveJobCgroup(root.path(), 10));  // tried again later, by the caller
   EXPECT_EQ(testing::ReadText(JobCgroupPath(root.path(), 10) + "/cgroup.kill"), "1");
   // An empty dir stands for an empty cgroup: removed.
   std::filesystem::create_directories(JobCgroupPath(root.path(), 11));
-  EXPECT_TRUE(RemoveJobCgroup(root.path(), 11, std::chrono::milliseconds(100)));
+  EXPECT_TRUE(RemoveJobCgroup(root.path(), 11));
   EXPECT_FALSE(std::filesystem::exists(JobCgroupPath(root.path(), 11)));
 }
 

@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "launcher/child_reap.h"
-#include "launcher/signal_reset.h"
 #include "protocol/host/run_record.h"
 #include "tests/testing/cpu_affinity.h"
 #include "tests/testing/scoped_disposition.h"
@@ -59,7 +58,6 @@ class ShepherdTest : public ::testing::Test {
     options.change_identity = false;
     options.run_dir = dir_.path();
     options.exec_deadline = deadline;
-    options.signals_not_default = signals_not_default_;
     Result<ShepherdChild> shepherd =
         StartShepherd(request, *job, SpawnFds{buffer.get(), -1}, options);
     if (!shepherd) {
@@ -90,7 +88,6 @@ class ShepherdTest : public ::testing::Test {
 
   testing::TempDir dir_;
   std::string description_;
-  std::optional<std::vector<int>> signals_not_default_;
 };
 
 // The lines of /proc/PID/status that say how signals are handled.
@@ -175,20 +172,11 @@ TEST_F(ShepherdTest, AMissingCommandReportsTheExecStage) {
   EXPECT_FALSE(outcome.record);
 }
 
-// The launcher asks once which dispositions are not the default and the
-// job child resets only those, with the SIGPIPE its shepherd ignores: the
-// job still starts with nothing ignored or blocked. (SigCgt is zero after
-// any execve; the caught SIGUSR1 is there for the moment before it, which
-// no output can show.)
-TEST_F(ShepherdTest, AJobStartsWithEverySignalAtItsDefaultFromTheLaunchersList) {
-  NonDefaultSignals changed;
-  signals_not_default_ = SignalsNotDefault();
-  Outcome outcome = Run({"cat", "/proc/self/status"}, "/tmp", milliseconds(5000));
-  EXPECT_EQ(outcome.report.stage, 0) << description_;
-  EXPECT_EQ(SignalLines(outcome.output), kAllDefault);
-}
-
-TEST_F(ShepherdTest, AJobStartsWithEverySignalAtItsDefaultWithNoList) {
+// The job child puts every disposition back to SIG_DFL, the SIGPIPE its
+// shepherd ignores too: the job starts with nothing ignored or blocked.
+// (SigCgt is zero after any execve; the caught SIGUSR1 is there for the
+// moment before it, which no output can show.)
+TEST_F(ShepherdTest, AJobStartsWithEverySignalAtItsDefault) {
   NonDefaultSignals changed;
   Outcome outcome = Run({"cat", "/proc/self/status"}, "/tmp", milliseconds(5000));
   EXPECT_EQ(outcome.report.stage, 0) << description_;
@@ -236,8 +224,7 @@ TEST(JobHandshakeTest, AChildWhoseShepherdDiesBeforeItsGoByteNeverRuns) {
     if (child == 0) {
       int report[2];
       if (::pipe2(report, O_CLOEXEC) != 0) ::_exit(2);
-      job->Exec(SpawnFds{sink.get(), -1}, report[1], false, nullptr,
-                JobHandshake{go_read.get(), me});
+      job->Exec(SpawnFds{sink.get(), -1}, report[1], false, JobHandshake{go_read.get(), me});
     }
     (void)!::write(told_write.get(), &child, sizeof child);
     ::_exit(0);  // dies without the go byte, as a killed shepherd would

@@ -6,10 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <vector>
-
-#include "tests/testing/scoped_disposition.h"
 
 namespace hpcb::launcher {
 namespace {
@@ -18,49 +15,41 @@ bool Has(const std::vector<int>& signals, int sig) {
   return std::find(signals.begin(), signals.end(), sig) != signals.end();
 }
 
+// The signals whose disposition in this process is not SIG_DFL (a
+// SA_SIGINFO handler shares sa_handler's storage, so it shows too).
+std::vector<int> SignalsNotDefault() {
+  std::vector<int> signals;
+  for (int sig = 1; sig < NSIG; ++sig) {
+    struct sigaction current {};
+    if (::sigaction(sig, nullptr, &current) == 0 && current.sa_handler != SIG_DFL)
+      signals.push_back(sig);
+  }
+  return signals;
+}
+
 void CatchNothing(int /*sig*/) {}
 
-using testing::ScopedDisposition;
-
-TEST(SignalResetTest, NamesIgnoredAndCaughtSignalsAndNoDefaultOne) {
-  ScopedDisposition hup(SIGHUP, SIG_IGN);
-  ScopedDisposition usr1(SIGUSR1, CatchNothing);
-  ScopedDisposition term(SIGTERM, SIG_DFL);
-  const std::vector<int> signals = SignalsNotDefault();
-  EXPECT_TRUE(Has(signals, SIGHUP));
-  EXPECT_TRUE(Has(signals, SIGUSR1));
-  EXPECT_FALSE(Has(signals, SIGTERM));
-  EXPECT_FALSE(Has(signals, SIGKILL));
-}
-
-void CatchWithInfo(int /*sig*/, siginfo_t* /*info*/, void* /*context*/) {}
-
-TEST(SignalResetTest, NamesASigInfoHandlerToo) {
-  struct sigaction act {};
-  act.sa_sigaction = CatchWithInfo;
-  act.sa_flags = SA_SIGINFO;
-  struct sigaction old {};
-  ::sigaction(SIGUSR2, &act, &old);
-  const bool listed = Has(SignalsNotDefault(), SIGUSR2);
-  ::sigaction(SIGUSR2, &old, nullptr);
-  EXPECT_TRUE(listed);
-}
-
-TEST(SignalResetTest, ResetsTheListedSignalsOnly) {
-  ScopedDisposition hup(SIGHUP, SIG_IGN);
-  ScopedDisposition usr1(SIGUSR1, CatchNothing);
-  const std::vector<int> only_hup{SIGHUP};
-  ResetSignals(&only_hup);
-  const std::vector<int> left = SignalsNotDefault();
-  EXPECT_FALSE(Has(left, SIGHUP));
-  EXPECT_TRUE(Has(left, SIGUSR1));
-}
-
-TEST(SignalResetTest, WithSignalsAddsEachOnce) {
-  EXPECT_EQ(WithSignals({SIGHUP}, std::array<int, 1>{SIGPIPE}),
-            (std::vector<int>{SIGHUP, SIGPIPE}));
-  EXPECT_EQ(WithSignals({SIGPIPE}, std::array<int, 2>{SIGPIPE, SIGHUP}),
-            (std::vector<int>{SIGPIPE, SIGHUP}));
+// In a child, since it changes the whole process: ignored and caught
+// signals alike end at SIG_DFL.
+TEST(SignalResetTest, ResetAllPutsIgnoredAndCaughtSignalsBackToTheDefault) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    struct sigaction caught {};
+    caught.sa_handler = CatchNothing;
+    for (int sig : {SIGHUP, SIGPIPE, SIGCHLD})
+      ::sigaction(sig, &ignore, nullptr);
+    ::sigaction(SIGUSR1, &caught, nullptr);
+    const bool changed = Has(SignalsNotDefault(), SIGHUP) && Has(SignalsNotDefault(), SIGUSR1);
+    ResetAllSignals();
+    ::_exit(!changed ? 2 : SignalsNotDefault().empty() ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 bool IsIgnored(int sig) {
