@@ -113,8 +113,8 @@ class ProgressDisplay {
 
 }  // namespace
 
-int RunWait(const std::string& socket, const std::vector<std::uint64_t>& ids,
-            const WaitOptions& options, Io io) {
+int WaitForJobs(const std::vector<std::uint64_t>& ids, const WaitOptions& options, double poll_s,
+                const JobPoll& poll, Io io, int (*report)(const Error&, Io)) {
   std::vector<std::uint64_t> unique;
   for (std::uint64_t id : ids) {
     if (std::find(unique.begin(), unique.end(), id) == unique.end()) unique.push_back(id);
@@ -127,7 +127,7 @@ int RunWait(const std::string& socket, const std::vector<std::uint64_t>& ids,
   double unreachable_since_s = -1;  // negative: the last poll was answered
   for (;;) {
     const double elapsed = Seconds(std::chrono::steady_clock::now() - begin);
-    Result<std::map<std::uint64_t, protocol::JobRow>> rows = Poll(socket, pending);
+    Result<std::map<std::uint64_t, protocol::JobRow>> rows = poll(pending);
     if (!rows) {
       // A daemon that answered before is restarting or reloading: keep
       // asking, boundedly. One that never answered is an error at once.
@@ -135,7 +135,7 @@ int RunWait(const std::string& socket, const std::vector<std::uint64_t>& ids,
       if (!answered || rows.error().code() != ErrorCode::kUnavailable ||
           elapsed - unreachable_since_s >= kWaitUnreachableS) {
         progress.Clear();
-        return ReportError(rows.error(), io);
+        return report(rows.error(), io);
       }
     } else {
       answered = true;
@@ -145,7 +145,7 @@ int RunWait(const std::string& socket, const std::vector<std::uint64_t>& ids,
         auto row = rows->find(id);
         if (row == rows->end()) {
           progress.Clear();
-          return ReportError(Error(ErrorCode::kNotFound, "no such job " + std::to_string(id)), io);
+          return report(Error(ErrorCode::kNotFound, "no such job " + std::to_string(id)), io);
         }
         if (row->second.state != protocol::JobState::kDone) {
           unfinished.push_back(row->second);
@@ -167,7 +167,7 @@ int RunWait(const std::string& socket, const std::vector<std::uint64_t>& ids,
       io.err << "dispatch: --timeout reached; still unfinished: job " << left << "\n";
       return kExitTimeout;
     }
-    std::this_thread::sleep_for(std::chrono::duration<double>(kWaitPollS));
+    std::this_thread::sleep_for(std::chrono::duration<double>(poll_s));
   }
   progress.Clear();
   io.err.flush();
@@ -175,6 +175,13 @@ int RunWait(const std::string& socket, const std::vector<std::uint64_t>& ids,
   for (std::uint64_t id : unique)
     in_order.push_back(ended[id]);
   return WaitExitCode(in_order);
+}
+
+int RunWait(const std::string& socket, const std::vector<std::uint64_t>& ids,
+            const WaitOptions& options, Io io) {
+  return WaitForJobs(
+      ids, options, kWaitPollS,
+      [&socket](const std::set<std::uint64_t>& pending) { return Poll(socket, pending); }, io);
 }
 
 }  // namespace hpcb::client

@@ -1,14 +1,19 @@
 // `dispatch wait ID...` and the waiting half of `dispatch new --wait`:
-// polls the daemon's job list (one request per poll, every kWaitPollS)
-// until every job has ended, then turns how they ended into an exit code.
-// Polling keeps the daemon free of long-lived waiters and survives a
-// daemon restart in the middle: a failed poll is retried until the
-// deadline, not fatal.
+// polls for the jobs' rows until every job has ended, then turns how they
+// ended into an exit code. Both backends share the loop (WaitForJobs), so
+// they print the same lines and exit the same way; the local one polls the
+// daemon's job list (one request per poll, every kWaitPollS). Polling keeps
+// the daemon free of long-lived waiters and survives a daemon restart in
+// the middle: a poll that fails with kUnavailable after one that was
+// answered is retried until kWaitUnreachableS, not fatal.
 #ifndef HPCB_CLIENT_WAIT_H_
 #define HPCB_CLIENT_WAIT_H_
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -39,6 +44,20 @@ struct WaitOptions {
   std::optional<double> timeout_s;
 };
 
+// One poll: the rows of `ids` as they stand now, finished ones included.
+// An id missing from the answer ends the wait with "no such job N"; a poll
+// may instead fail with its own kNotFound, worded its own way.
+using JobPoll = std::function<Result<std::map<std::uint64_t, protocol::JobRow>>(
+    const std::set<std::uint64_t>& ids)>;
+
+// Polls every `poll_s` seconds until every job in `ids` has ended (or
+// options.timeout_s passes: kExitTimeout). Says how each ended on stderr
+// (EndedLine), as it ends; a terminal also gets a progress line. A poll's
+// error is said through `report`.
+int WaitForJobs(const std::vector<std::uint64_t>& ids, const WaitOptions& options, double poll_s,
+                const JobPoll& poll, Io io, int (*report)(const Error&, Io) = ReportError);
+
+// WaitForJobs over the daemon at `socket`.
 int RunWait(const std::string& socket, const std::vector<std::uint64_t>& ids,
             const WaitOptions& options, Io io);
 

@@ -238,8 +238,9 @@ else
   bad "new"
 fi
 run wait1 dispatch wait "$id1"
-[ "$(rc_of wait1)" = 3 ] && grep -qx "job $id1 done: exit 3" "$scratch/wait1.out" &&
-  ok "wait exits with the job's exit code (3)" || bad "wait"
+[ "$(rc_of wait1)" = 3 ] && [ "$(err_of wait1)" = "job $id1 finished: exit 3" ] &&
+  [ -z "$(out_of wait1)" ] && ok "wait exits with the job's exit code (3), said as locally" ||
+  bad "wait"
 log1="$scratch/home/output.$id1.log"
 if [ -f "$log1" ] && [ "$(stat -c %U "$log1")" = "$user" ] &&
    grep -qx "hello from job $id1" "$log1" &&
@@ -337,8 +338,15 @@ run kill1 dispatch kill "$id5"
 run kill2 dispatch kill "$id4"
 [ "$(out_of kill2)" = "job $id4: kill signal sent" ] && ok "kill signals a running job" || bad "kill running"
 run wait4 dispatch wait "$id4"
-[ "$(rc_of wait4)" = 143 ] && grep -qx "job $id4 done: killed, exit -15" "$scratch/wait4.out" &&
-  ok "wait reports the kill (exit 143)" || bad "wait after kill"
+[ "$(rc_of wait4)" = 1 ] && [ "$(err_of wait4)" = "job $id4 finished: killed" ] &&
+  ok "wait reports the kill (exit 1, as locally)" || bad "wait after kill"
+run wait5 dispatch wait "$id5"
+[ "$(rc_of wait5)" = 1 ] && [ "$(err_of wait5)" = "job $id5 did not run: killed while queued" ] &&
+  ok "wait reports a job killed while queued as never run" || bad "wait after kill while queued"
+run wait45 dispatch wait "$id1" "$id4"
+[ "$(rc_of wait45)" = 1 ] &&
+  [ "$(err_of wait45)" = "$(printf 'job %s finished: exit 3\njob %s finished: killed' "$id1" "$id4")" ] &&
+  ok "wait for several jobs exits 1 if any failed" || bad "wait for several jobs"
 run kill3 dispatch kill "$id4"
 [ "$(rc_of kill3)" = 1 ] && [ "$(err_of kill3)" = "dispatch: job $id4 already finished" ] &&
   ok "kill of a finished job is refused" || bad "kill finished"
@@ -357,10 +365,67 @@ after=$(timeout 10 squeue -h -t all -o %i | wc -l)
 [ "$(rc_of refuse1)" = 1 ] && grep -q "^dispatch: --gpu-link cannot be mapped to Slurm: " "$scratch/refuse1.err" &&
   [ "$before" = "$after" ] && ok "--gpu-link is refused before sbatch runs" || bad "--gpu-link refusal"
 
+# 8b. The submit message shows a '%' in the output folder as it is.
+mkdir "$scratch/home/50%job"
+chown "$user" "$scratch/home/50%job"
+run pct1 dispatch new --output "$scratch/home/50%job" -- echo percent
+idp=$(job_id pct1)
+run pct2 dispatch wait "$idp"
+[ "$(rc_of pct2)" = 0 ] && grep -qx "output will be saved to $scratch/home/50%job/output.$idp.log" "$scratch/pct1.out" &&
+  grep -qx percent "$scratch/home/50%job/output.$idp.log" &&
+  ok "a '%' in the output folder is shown and used as it is" || bad "'%' in the output folder"
+
+# 8c. An unknown job is worded the same by wait and kill.
+run unknown1 dispatch wait 999999
+run unknown2 dispatch kill 999999
+[ "$(rc_of unknown1)" = 1 ] && [ "$(err_of unknown1)" = "$(err_of unknown2)" ] &&
+  grep -q "^dispatch: no such job 999999 (" "$scratch/unknown1.err" &&
+  ok "wait and kill word an unknown job the same" || bad "unknown job wording"
+
+# 8d. --after / --after-any become sbatch --dependency=afterok / afterany.
+run dep1 dispatch new --no-output -- sh -c 'sleep 2; exit 1'
+idd1=$(job_id dep1)
+run dep2 dispatch new --no-output --after "$idd1" -- true
+idd2=$(job_id dep2)
+run dep3 dispatch new --output "$scratch/home/dep3.txt" --after-any "$idd1" -- echo ran after
+idd3=$(job_id dep3)
+timeout 10 scontrol show job "$idd2" | grep -q "Dependency=afterok:$idd1" &&
+  ok "--after is Slurm's afterok" || bad "--after dependency"
+run dep4 dispatch wait "$idd2"
+[ "$(rc_of dep4)" = 1 ] &&
+  [ "$(err_of dep4)" = "job $idd2 did not run: its dependency afterok:$idd1(failed) can never be met, so it did not run" ] &&
+  ok "a job whose --after failed does not run, and wait says so" || bad "--after of a failed job"
+run dep5 dispatch wait "$idd3"
+[ "$(rc_of dep5)" = 0 ] && grep -qx "ran after" "$scratch/home/dep3.txt" &&
+  ok "--after-any runs once the job ended, however it ended" || bad "--after-any"
+
+# 8e. new --wait streams the output and exits with the job's code; wait
+# --timeout gives up with 124.
+run nw1 dispatch new --wait -- sh -c 'echo streamed; exit 5'
+idw=$(sed -n 's/^job \([0-9][0-9]*\) submitted to Slurm.*/\1/p' "$scratch/nw1.err")
+[ "$(rc_of nw1)" = 5 ] && [ "$(out_of nw1)" = streamed ] &&
+  [ "$(tail -n 1 "$scratch/nw1.err")" = "job $idw finished: exit 5" ] &&
+  ok "new --wait streams the output and exits with the job's code" || bad "new --wait"
+run to1 dispatch new --no-output -- sleep 60
+idt=$(job_id to1)
+run to2 dispatch wait --timeout 2s "$idt"
+[ "$(rc_of to2)" = 124 ] &&
+  [ "$(err_of to2)" = "dispatch: --timeout reached; still unfinished: job $idt" ] &&
+  ok "wait --timeout gives up with 124" || bad "wait --timeout"
+run to3 dispatch kill "$idt"
+
 # 9. Without accounting, list --finished says why it cannot answer.
 run fin1 dispatch list --finished
 [ "$(rc_of fin1)" = 1 ] && grep -q "which this cluster does not keep" "$scratch/fin1.err" &&
   ok "list --finished explains the missing accounting" || bad "list --finished"
+
+# 10. What Slurm's commands said keeps its line breaks: no message holds a
+# literal \n.
+if grep -l '\\n' "$scratch"/*.err >/dev/null 2>&1; then
+  bad "a message with a literal \\n: $(grep -l '\\n' "$scratch"/*.err)"
+else
+  ok "no message holds a literal \\n"
+fi
 
 echo "slurm-test: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -90,43 +90,46 @@ bool DrainOutput(const std::string& path, UniqueFd* file, Io io) {
   return static_cast<bool>(io.out);
 }
 
-// The wait status of a job that ended, as `dispatch wait` reports it.
-struct Ending {
-  StateView view;
-  std::optional<std::int64_t> exit_code;
+// Where following a job's output file got to.
+struct Followed {
+  int code = kExitOk;  // kExitError: stdout is gone, or Slurm failed to answer
+  bool opened = false;
 };
 
-Result<std::optional<Ending>> EndingFromSacct(const BackendConfig& config, std::uint64_t id) {
-  HPCB_ASSIGN_OR_RETURN(ProcessOutcome outcome,
-                        RunTool(config, "sacct", SacctArgs({"--jobs=" + IdText(id)})));
-  if (!outcome.succeeded()) {
-    if (SaysNoAccounting(outcome)) {
-      return Error(ErrorCode::kNotFound,
-                   "job " + IdText(id) +
-                       ": slurmctld no longer knows it and this cluster keeps no accounting "
-                       "(sacct: " +
-                       Complaint(outcome) + "), so its exit code is lost");
+// Prints the output file at `path` of job `id` (last seen in Slurm state
+// `state`) from its first byte as it grows, asking slurmctld every
+// poll_interval whether the job has ended.
+Followed FollowOutput(const BackendConfig& config, std::uint64_t id, const std::string& path,
+                      std::string state, Io io) {
+  const std::string name = "job " + IdText(id);
+  UniqueFd file;
+  auto last_output = Clock::now();
+  auto last_notice = last_output;
+  while (true) {
+    const bool ended = IsTerminalState(state);
+    off_t before = file.valid() ? ::lseek(file.get(), 0, SEEK_CUR) : -1;
+    if (!DrainOutput(path, &file, io)) return {kExitError, file.valid()};
+    if (file.valid() && ::lseek(file.get(), 0, SEEK_CUR) != before) last_output = Clock::now();
+    if (ended) return {kExitOk, file.valid()};
+    std::this_thread::sleep_for(config.poll_interval);
+    auto now = Clock::now();
+    if (io.err_is_tty && now - last_output >= kQuietNotice && now - last_notice >= kQuietNotice) {
+      auto quiet = std::chrono::duration_cast<std::chrono::seconds>(now - last_output);
+      io.err << name << ": still waiting (no output for " << quiet.count() << "s)\n";
+      io.err.flush();
+      last_notice = now;
     }
-    return Error(ErrorCode::kFailedPrecondition, "sacct: " + Complaint(outcome));
+    auto fresh = ShowJob(config, id);
+    if (!fresh) {
+      // Forgotten by slurmctld between two polls: it ended.
+      if (fresh.error().code() != ErrorCode::kNotFound) {
+        return {ReportSlurmError(fresh.error(), io), file.valid()};
+      }
+      state = "COMPLETED";
+    } else {
+      state = Field(*fresh, "JobState");
+    }
   }
-  for (const SlurmJob& job : ParseSacct(outcome.out)) {
-    if (job.row.id != id) continue;
-    if (job.row.state != protocol::JobState::kDone) return std::optional<Ending>();
-    return std::optional<Ending>(Ending{{job.row.state, job.row.reason}, job.row.exit_code});
-  }
-  return NoSuchJob(id);
-}
-
-// nullopt while the job has not ended.
-Result<std::optional<Ending>> EndingOf(const BackendConfig& config, std::uint64_t id) {
-  auto job = ShowJob(config, id);
-  if (!job) {
-    if (job.error().code() == ErrorCode::kNotFound) return EndingFromSacct(config, id);
-    return job.error();
-  }
-  const std::string state = Field(*job, "JobState");
-  if (!IsTerminalState(state)) return std::optional<Ending>();
-  return std::optional<Ending>(Ending{MapJobState(state), ExitFromPair(Field(*job, "ExitCode"))});
 }
 
 }  // namespace
@@ -135,42 +138,61 @@ SlurmBackend::SlurmBackend(BackendConfig config) : config_(std::move(config)) {}
 
 int SlurmBackend::Submit(const protocol::SubmitRequest& request,
                          const std::map<std::string, std::string>& command_env, bool wait, Io io) {
-  if (!request.after.empty() || wait) {
-    return ReportError(Error(ErrorCode::kFailedPrecondition,
-                             "--after, --after-any and --wait are not available with the Slurm "
-                             "backend; use sbatch --dependency or srun"),
-                       io);
-  }
   // Not request.exec_error: Slurm runs the command on a node of its
   // choosing, whose files this machine's need not be.
   protocol::SubmitRequest checked = request;
   checked.env = command_env;
-  if (auto valid = checked.Validate(); !valid) return ReportError(valid.error(), io);
+  if (auto valid = checked.Validate(); !valid) return ReportSlurmError(valid.error(), io);
   auto who = CurrentUser(config_);
-  if (!who) return ReportError(who.error(), io);
+  if (!who) return ReportSlurmError(who.error(), io);
   // The output place was checked as the user when the request was built
   // (CheckOutputPlace, as for the local backend): Slurm itself would
   // only fail the job once it starts.
   auto job = MapSubmit(checked, command_env, *who, checked.output_is_dir);
-  if (!job) return ReportError(job.error(), io);
+  if (!job) return ReportSlurmError(job.error(), io);
   auto outcome = RunTool(config_, "sbatch", job->args, job->script);
-  if (!outcome) return ReportError(outcome.error(), io);
+  if (!outcome) return ReportSlurmError(outcome.error(), io);
   if (!outcome->succeeded()) {
-    return ReportError(
+    return ReportSlurmError(
         Error(ErrorCode::kFailedPrecondition, "Slurm refused the job: " + Complaint(*outcome)), io);
   }
   auto id = ParseSbatchId(outcome->out);
-  if (!id) return ReportError(id.error(), io);
+  if (!id) return ReportSlurmError(id.error(), io);
   std::string warnings = Trimmed(outcome->err);
   if (!warnings.empty()) io.err << warnings << "\n";
   for (const std::string& note : job->notes)
     io.err << "dispatch: note: " << note << "\n";
   io.err.flush();
-  io.out << SubmitSummary(*id, checked);
-  if (!job->output_template.empty()) {
-    io.out << "output will be saved to " << OutputPathFor(job->output_template, *id) << "\n";
+  // With --wait, stdout carries the job's output alone, as locally.
+  std::ostream& said = wait ? io.err : io.out;
+  said << SubmitSummary(*id, checked);
+  const std::string path =
+      job->output_template.empty() ? "" : OutputPathFor(job->output_template, *id);
+  if (!path.empty()) said << "output will be saved to " << path << "\n";
+  said.flush();
+  if (!wait) return kExitOk;
+  return FollowThenWait(*id, path, io);
+}
+
+int SlurmBackend::FollowThenWait(std::uint64_t id, const std::string& path, Io io) {
+  if (!path.empty()) {
+    auto job = ShowJob(config_, id);
+    if (!job) return ReportSlurmError(job.error(), io);
+    const std::string state = Field(*job, "JobState");
+    if (MapJobState(state).state == protocol::JobState::kQueued) {
+      io.err << "job " << id << " is queued; waiting for it to start...\n";
+      io.err.flush();
+    }
+    Followed followed = FollowOutput(config_, id, path, state, io);
+    if (followed.code != kExitOk) return followed.code;
+    // A job that never started wrote nothing; the wait says why.
+    auto row = JobRowOf(config_, id);
+    if (!followed.opened && row && row->start_time) {
+      io.err << "dispatch: job " << id << "'s output file " << EscapeControl(path)
+             << " cannot be opened here\n";
+    }
   }
-  return kExitOk;
+  return Wait({id}, WaitOptions{}, io);
 }
 
 // Slurm keeps no usage columns to show: `long_format` changes nothing.
@@ -179,23 +201,23 @@ int SlurmBackend::List(const protocol::ListRequest& request, bool json, bool /*l
   std::string user;
   if (!request.all) {
     auto who = CurrentUser(config_);
-    if (!who) return ReportError(who.error(), io);
+    if (!who) return ReportSlurmError(who.error(), io);
     user = who->user;
   }
   std::vector<std::string> squeue_args = {"--noheader", "--Format=" + SqueueFormat()};
   if (!request.all) squeue_args.push_back("--user=" + user);
   auto active = ToolOutput(config_, "squeue", squeue_args, "cannot list jobs (squeue)");
-  if (!active) return ReportError(active.error(), io);
+  if (!active) return ReportSlurmError(active.error(), io);
   std::vector<SlurmJob> jobs = ParseSqueue(*active);
 
   if (request.finished) {
     std::vector<std::string> selection = {std::string("--starttime=") + kFinishedWindow};
     selection.push_back(request.all ? "--allusers" : "--user=" + user);
     auto outcome = RunTool(config_, "sacct", SacctArgs(selection));
-    if (!outcome) return ReportError(outcome.error(), io);
+    if (!outcome) return ReportSlurmError(outcome.error(), io);
     if (!outcome->succeeded()) {
       if (SaysNoAccounting(*outcome)) {
-        return ReportError(
+        return ReportSlurmError(
             Error(ErrorCode::kFailedPrecondition,
                   "finished jobs come from Slurm's job accounting, which this cluster does "
                   "not keep (sacct: " +
@@ -205,9 +227,9 @@ int SlurmBackend::List(const protocol::ListRequest& request, bool json, bool /*l
                       "still remembers it"),
             io);
       }
-      return ReportError(Error(ErrorCode::kFailedPrecondition,
-                               "cannot list finished jobs (sacct): " + Complaint(*outcome)),
-                         io);
+      return ReportSlurmError(Error(ErrorCode::kFailedPrecondition,
+                                    "cannot list finished jobs (sacct): " + Complaint(*outcome)),
+                              io);
     }
     std::set<std::uint64_t> seen;
     for (const SlurmJob& job : jobs)
@@ -237,8 +259,8 @@ int SlurmBackend::List(const protocol::ListRequest& request, bool json, bool /*l
 
 int SlurmBackend::Attach(std::uint64_t id, Io io) {
   auto job = ShowJob(config_, id);
-  if (!job) return ReportError(job.error(), io);
-  std::string state = Field(*job, "JobState");
+  if (!job) return ReportSlurmError(job.error(), io);
+  const std::string state = Field(*job, "JobState");
   const std::string path = Field(*job, "StdOut");
   const std::string name = "job " + IdText(id);
   if (path.empty() || path == "/dev/null") {
@@ -254,55 +276,26 @@ int SlurmBackend::Attach(std::uint64_t id, Io io) {
     io.err << name << " has finished; its output is at " << path << "\n";
   }
   io.err.flush();
-
-  UniqueFd file;
-  auto last_output = Clock::now();
-  auto last_notice = last_output;
-  while (true) {
-    const bool ended = IsTerminalState(state);
-    off_t before = file.valid() ? ::lseek(file.get(), 0, SEEK_CUR) : -1;
-    if (!DrainOutput(path, &file, io)) return kExitError;
-    if (file.valid() && ::lseek(file.get(), 0, SEEK_CUR) != before) last_output = Clock::now();
-    if (ended) {
-      if (!file.valid()) {
-        return ReportError(Error::FromErrno(errno, name + " has ended but its output file " + path +
-                                                       " cannot be opened here"),
-                           io);
-      }
-      return kExitOk;
-    }
-    std::this_thread::sleep_for(config_.poll_interval);
-    auto now = Clock::now();
-    if (io.err_is_tty && now - last_output >= kQuietNotice && now - last_notice >= kQuietNotice) {
-      auto quiet = std::chrono::duration_cast<std::chrono::seconds>(now - last_output);
-      io.err << name << ": still waiting (no output for " << quiet.count() << "s)\n";
-      io.err.flush();
-      last_notice = now;
-    }
-    auto fresh = ShowJob(config_, id);
-    if (!fresh) {
-      // Forgotten by slurmctld between two polls: it ended.
-      if (fresh.error().code() != ErrorCode::kNotFound) return ReportError(fresh.error(), io);
-      state = "COMPLETED";
-    } else {
-      state = Field(*fresh, "JobState");
-    }
-  }
+  Followed followed = FollowOutput(config_, id, path, state, io);
+  if (followed.code != kExitOk || followed.opened) return followed.code;
+  return ReportSlurmError(Error::FromErrno(errno, name + " has ended but its output file " + path +
+                                                      " cannot be opened here"),
+                          io);
 }
 
 int SlurmBackend::Kill(std::uint64_t id, Io io) {
   auto job = ShowJob(config_, id);
-  if (!job) return ReportError(job.error(), io);
+  if (!job) return ReportSlurmError(job.error(), io);
   const std::string state = Field(*job, "JobState");
   if (IsTerminalState(state)) {
-    return ReportError(
+    return ReportSlurmError(
         Error(ErrorCode::kFailedPrecondition, "job " + IdText(id) + " already finished"), io);
   }
   auto outcome = RunTool(config_, "scancel", {IdText(id)});
-  if (!outcome) return ReportError(outcome.error(), io);
+  if (!outcome) return ReportSlurmError(outcome.error(), io);
   // scancel says "error:" (or "denied") yet may exit 0.
   if (!outcome->succeeded() || !Trimmed(outcome->err).empty()) {
-    return ReportError(
+    return ReportSlurmError(
         Error(ErrorCode::kFailedPrecondition,
               "Slurm refused to cancel job " + IdText(id) + ": " + Complaint(*outcome)),
         io);
@@ -321,16 +314,16 @@ int SlurmBackend::Hold(const std::vector<std::uint64_t>& ids, bool hold, Io io) 
   for (std::uint64_t id : ids) {
     auto job = ShowJob(config_, id);
     if (!job) {
-      code = ReportError(job.error(), io);
+      code = ReportSlurmError(job.error(), io);
       continue;
     }
     const std::string state = Field(*job, "JobState");
     if (MapJobState(state).state != protocol::JobState::kQueued) {
-      code = ReportError(Error(ErrorCode::kFailedPrecondition,
-                               "job " + IdText(id) + " " +
-                                   (IsTerminalState(state) ? "has finished" : "is running") +
-                                   "; only a queued job can be held or released"),
-                         io);
+      code = ReportSlurmError(Error(ErrorCode::kFailedPrecondition,
+                                    "job " + IdText(id) + " " +
+                                        (IsTerminalState(state) ? "has finished" : "is running") +
+                                        "; only a queued job can be held or released"),
+                              io);
       continue;
     }
     const std::string reason = Field(*job, "Reason");
@@ -341,11 +334,11 @@ int SlurmBackend::Hold(const std::vector<std::uint64_t>& ids, bool hold, Io io) 
     }
     auto outcome = RunTool(config_, "scontrol", {verb, IdText(id)});
     if (!outcome) {
-      code = ReportError(outcome.error(), io);
+      code = ReportSlurmError(outcome.error(), io);
       continue;
     }
     if (!outcome->succeeded() || !Trimmed(outcome->err).empty()) {
-      code = ReportError(
+      code = ReportSlurmError(
           Error(ErrorCode::kFailedPrecondition, "Slurm refused to " + std::string(verb) + " job " +
                                                     IdText(id) + ": " + Complaint(*outcome)),
           io);
@@ -360,44 +353,44 @@ int SlurmBackend::Hold(const std::vector<std::uint64_t>& ids, bool hold, Io io) 
 int SlurmBackend::JobField(const protocol::JobFieldRequest& request, bool /*json*/, Io io) {
   const std::uint64_t id = request.id;
   auto job = ShowJob(config_, id);
-  if (!job) return ReportError(job.error(), io);
+  if (!job) return ReportSlurmError(job.error(), io);
   auto before = TimeLimitOf(*job, id);
-  if (!before) return ReportError(before.error(), io);
+  if (!before) return ReportSlurmError(before.error(), io);
   const std::string prefix = "job " + IdText(id) + " max-time ";
   if (request.action == "get") {
     io.out << prefix << LimitText(*before) << "\n";
     return kExitOk;
   }
   if (IsTerminalState(Field(*job, "JobState"))) {
-    return ReportError(
+    return ReportSlurmError(
         Error(ErrorCode::kFailedPrecondition, "job " + IdText(id) + " already finished"), io);
   }
   if (!request.value || *request.value < 1) {
-    return ReportError(InvalidArgument("max-time must be positive; use 'set' to shorten a job"),
-                       io);
+    return ReportSlurmError(
+        InvalidArgument("max-time must be positive; use 'set' to shorten a job"), io);
   }
   const bool add = request.action == "add";
   if (add && !before->has_value()) {
-    return ReportError(
+    return ReportSlurmError(
         Error(ErrorCode::kFailedPrecondition, "job " + IdText(id) + " has no time limit to add to"),
         io);
   }
   const std::int64_t minutes = MinutesRoundedUp(*request.value);
   const std::string limit = "TimeLimit=" + std::string(add ? "+" : "") + std::to_string(minutes);
   auto outcome = RunTool(config_, "scontrol", {"update", "JobId=" + IdText(id), limit});
-  if (!outcome) return ReportError(outcome.error(), io);
+  if (!outcome) return ReportSlurmError(outcome.error(), io);
   if (!outcome->succeeded()) {
-    return ReportError(Error(ErrorCode::kPermissionDenied,
-                             "Slurm refused to change job " + IdText(id) +
-                                 "'s time limit: " + Complaint(*outcome) +
-                                 " (Slurm lets a user lower their own job's limit; raising it "
-                                 "takes a Slurm operator or administrator)"),
-                       io);
+    return ReportSlurmError(Error(ErrorCode::kPermissionDenied,
+                                  "Slurm refused to change job " + IdText(id) +
+                                      "'s time limit: " + Complaint(*outcome) +
+                                      " (Slurm lets a user lower their own job's limit; raising it "
+                                      "takes a Slurm operator or administrator)"),
+                            io);
   }
   auto updated = ShowJob(config_, id);
-  if (!updated) return ReportError(updated.error(), io);
+  if (!updated) return ReportSlurmError(updated.error(), io);
   auto after = TimeLimitOf(*updated, id);
-  if (!after) return ReportError(after.error(), io);
+  if (!after) return ReportSlurmError(after.error(), io);
   if (minutes * 60 != *request.value) {
     io.err << "dispatch: note: Slurm counts time limits in whole minutes: "
            << FormatDuration(*request.value) << " becomes " << FormatDuration(minutes * 60) << "\n";
@@ -407,56 +400,29 @@ int SlurmBackend::JobField(const protocol::JobFieldRequest& request, bool /*json
 }
 
 int SlurmBackend::Wait(const std::vector<std::uint64_t>& ids, const WaitOptions& options, Io io) {
-  if (options.timeout_s) {
-    return ReportError(Error(ErrorCode::kFailedPrecondition,
-                             "wait --timeout is not available with the Slurm backend"),
-                       io);
-  }
-  std::vector<std::uint64_t> left;
-  for (std::uint64_t id : ids) {
-    if (std::find(left.begin(), left.end(), id) == left.end()) left.push_back(id);
-  }
-  std::map<std::uint64_t, int> codes;
-  while (true) {
-    std::vector<std::uint64_t> still;
-    for (std::uint64_t id : left) {
-      auto ending = EndingOf(config_, id);
-      if (!ending) return ReportError(ending.error(), io);
-      if (!ending->has_value()) {
-        still.push_back(id);
-        continue;
-      }
-      const Ending& end = **ending;
-      int code = end.exit_code ? ShellExitCode(*end.exit_code) : 1;
-      // A job Slurm ended (cancelled, timed out, node failure) failed even
-      // when the status it recorded is 0.
-      if (end.view.reason && code == 0) code = 1;
-      codes[id] = code;
-      io.out << "job " << id << " done: ";
-      if (end.view.reason) io.out << protocol::NameOf(*end.view.reason) << ", ";
-      io.out << "exit " << (end.exit_code ? std::to_string(*end.exit_code) : "unknown") << "\n";
-      io.out.flush();
+  const BackendConfig& config = config_;
+  auto poll = [&config](const std::set<std::uint64_t>& pending)
+      -> Result<std::map<std::uint64_t, protocol::JobRow>> {
+    std::map<std::uint64_t, protocol::JobRow> rows;
+    for (std::uint64_t id : pending) {
+      HPCB_ASSIGN_OR_RETURN(rows[id], JobRowOf(config, id));
     }
-    left = std::move(still);
-    if (left.empty()) break;
-    std::this_thread::sleep_for(config_.poll_interval);
-  }
-  for (std::uint64_t id : ids) {
-    if (codes[id] != 0) return codes[id];
-  }
-  return kExitOk;
+    return rows;
+  };
+  const double poll_s = std::chrono::duration<double>(config_.poll_interval).count();
+  return WaitForJobs(ids, options, poll_s, poll, io, ReportSlurmError);
 }
 
 int SlurmBackend::Info(bool /*json*/, Io io) {
-  return ReportError(InfoUnavailable(), io);
+  return ReportSlurmError(InfoUnavailable(), io);
 }
 
 int SlurmBackend::Drain(bool /*on*/, Io io) {
-  return ReportError(InfoUnavailable(), io);
+  return ReportSlurmError(InfoUnavailable(), io);
 }
 
 int SlurmBackend::Output(std::uint64_t /*id*/, const std::optional<std::string>& /*to*/, Io io) {
-  return ReportError(Error(ErrorCode::kFailedPrecondition,
+  return ReportSlurmError(Error(ErrorCode::kFailedPrecondition,
                            "dispatch output is not available with the Slurm backend: Slurm "
                            "writes the output file itself, so there is no kept copy"),
                      io);

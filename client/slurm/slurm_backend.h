@@ -1,9 +1,8 @@
 // dispatch's subcommands against a Slurm cluster: each runs Slurm's own
 // commands (sbatch, squeue, sacct, scancel, scontrol) from
 // BackendConfig::slurm_bin, renders what they say the way the local
-// backend would, and returns the exit code. What Slurm has no counterpart
-// for (info, drain, resume, output, `new --after`/`--wait`, `wait
-// --timeout`) is refused with the reason. See docs/slurm-migration.md.
+// backend would, and returns the exit code. See docs/slurm-migration.md for
+// what each subcommand becomes.
 #ifndef HPCB_CLIENT_SLURM_SLURM_BACKEND_H_
 #define HPCB_CLIENT_SLURM_SLURM_BACKEND_H_
 
@@ -37,14 +36,18 @@ class SlurmBackend final : public Backend {
   // backend says it.
   int Hold(const std::vector<std::uint64_t>& ids, bool hold, Io io) override;
   int JobField(const protocol::JobFieldRequest& request, bool json, Io io) override;
-  // Waits for every job to end; exits with the first failing job's code
-  // (128 + signal for a signal), else 0.
+  // The local backend's wait loop (WaitForJobs) over JobRowOf: the same
+  // lines and exit codes.
   int Wait(const std::vector<std::uint64_t>& ids, const WaitOptions& options, Io io) override;
   int Info(bool json, Io io) override;
   int Drain(bool on, Io io) override;
   int Output(std::uint64_t id, const std::optional<std::string>& to, Io io) override;
 
  private:
+  // `new --wait` once job `id` is submitted: its output file (`path`;
+  // empty with --no-output) to stdout as it grows, then Wait.
+  int FollowThenWait(std::uint64_t id, const std::string& path, Io io);
+
   BackendConfig config_;
 };
 

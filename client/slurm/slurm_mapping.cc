@@ -234,6 +234,16 @@ Result<SbatchJob> MapSubmit(const protocol::SubmitRequest& request,
     args.push_back("--time=" + std::to_string(minutes));
   }
   if (request.exclusive) args.push_back("--exclusive");
+  if (!request.after.empty()) {
+    std::string dependency = request.after_any ? "--dependency=afterany" : "--dependency=afterok";
+    for (std::uint64_t id : request.after)
+      dependency += ":" + std::to_string(id);
+    args.push_back(dependency);
+    // As locally, a job whose --after can no longer be met ends (as
+    // "dependency") instead of staying queued for ever, which is Slurm's
+    // default.
+    if (!request.after_any) args.push_back("--kill-on-invalid-dep=yes");
+  }
   if (request.output) {
     const std::string& path = *request.output;
     if (path.find('\\') != std::string::npos) {
@@ -243,12 +253,11 @@ Result<SbatchJob> MapSubmit(const protocol::SubmitRequest& request,
     }
     if (output_is_dir) {
       std::string dir = StripTrailingSlashes(path);
-      job.output_template = dir + "/output.%j.log";
-      args.push_back("--output=" + EscapePercent(dir) + "/output.%j.log");
+      job.output_template = EscapePercent(dir) + "/output.%j.log";
     } else {
-      job.output_template = path;
-      args.push_back("--output=" + EscapePercent(path));
+      job.output_template = EscapePercent(path);
     }
+    args.push_back("--output=" + job.output_template);
   } else {
     args.push_back("--output=/dev/null");
   }
@@ -284,11 +293,48 @@ std::string OutputPathFor(const std::string& output_template, std::uint64_t id) 
     if (output_template.compare(i, 2, "%j") == 0) {
       out += id_text;
       ++i;
+    } else if (output_template.compare(i, 2, "%%") == 0) {
+      out += '%';
+      ++i;
     } else {
       out += output_template[i];
     }
   }
   return out;
+}
+
+protocol::JobRow RowFromShowJob(std::uint64_t id, const std::map<std::string, std::string>& job) {
+  auto field = [&job](const char* key) {
+    auto it = job.find(key);
+    return it == job.end() ? std::string() : it->second;
+  };
+  protocol::JobRow row;
+  row.id = id;
+  const std::string user = field("UserId");
+  row.user = user.substr(0, user.find('('));
+  StateView view = MapJobState(field("JobState"));
+  row.state = view.state;
+  row.reason = view.reason;
+  // Trap: slurmctld sets StartTime when it cancels a pending job too; only
+  // a job given a node ever started.
+  const std::string nodes = field("NodeList");
+  const bool placed = !nodes.empty() && nodes != "(null)" && nodes != "None assigned";
+  if (row.state != protocol::JobState::kQueued && placed) {
+    row.start_time = ParseSlurmTimestamp(field("StartTime"));
+    if (row.state == protocol::JobState::kDone) row.exit_code = ExitFromPair(field("ExitCode"));
+  }
+  if (row.reason == protocol::JobReason::kKilled && field("Reason") == "DependencyNeverSatisfied") {
+    row.reason = protocol::JobReason::kDependency;
+    const std::string dependency = field("Dependency");
+    row.detail = dependency.empty() || dependency == "(null)"
+                     ? "a job it waited for did not end as --after requires, so it did not run"
+                     : "its dependency " + dependency + " can never be met, so it did not run";
+  }
+  auto limit = ParseSlurmDuration(field("TimeLimit"));
+  row.max_time_s = (limit && limit->has_value()) ? **limit : 0;
+  row.held = row.state == protocol::JobState::kQueued &&
+             (field("Reason") == "JobHeldUser" || field("Reason") == "JobHeldAdmin");
+  return row;
 }
 
 Result<std::uint64_t> ParseSbatchId(std::string_view text) {

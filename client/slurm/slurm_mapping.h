@@ -32,8 +32,8 @@ struct Submitter {
 struct SbatchJob {
   std::vector<std::string> args;  // sbatch's arguments, program name excluded
   std::string script;             // the batch script, fed on standard input
-  // Where the output goes, "%j" standing for the job id; empty with
-  // --no-output.
+  // Where the output goes, as sbatch's --output pattern ("%j" the job id,
+  // "%%" a '%'); empty with --no-output.
   std::string output_template;
   // Said to the user on stderr (e.g. a time limit rounded up).
   std::vector<std::string> notes;
@@ -51,7 +51,8 @@ Result<SbatchJob> MapSubmit(const protocol::SubmitRequest& request,
 // passwd` prints it: "name:password:uid:gid:gecos:home:shell".
 Result<Submitter> ParsePasswdEntry(std::string_view line, std::uint32_t uid);
 
-// "%j" in `output_template` replaced by the id.
+// The path `output_template` names for job `id`: "%j" replaced by the id,
+// "%%" by '%'.
 std::string OutputPathFor(const std::string& output_template, std::uint64_t id);
 
 // The job id printed by `sbatch --parsable` ("ID" or "ID;CLUSTER").
@@ -113,6 +114,11 @@ std::vector<SlurmJob> ParseSqueue(std::string_view text);
 // and its parse.
 std::string SacctFormat();
 std::vector<SlurmJob> ParseSacct(std::string_view text);
+
+// Job `id` as `scontrol show job` shows it (ParseScontrolJob): its state,
+// owner and time limit; for a job that ended, how (a job cancelled before
+// it got a node has no start time and no exit code: it did not run).
+protocol::JobRow RowFromShowJob(std::uint64_t id, const std::map<std::string, std::string>& job);
 
 // `scontrol show job ID` (multi-line form) as KEY -> VALUE. Values may hold
 // spaces for the keys Slurm prints on a line of their own (StdOut, WorkDir,

@@ -5,6 +5,8 @@
 #include <cctype>
 #include <utility>
 
+#include "client/format.h"
+
 namespace hpcb::client::slurm {
 namespace {
 
@@ -33,6 +35,23 @@ std::string Complaint(const ProcessOutcome& outcome) {
   if (!text.empty()) return text;
   if (outcome.signal != 0) return "killed by signal " + std::to_string(outcome.signal);
   return "exited with status " + std::to_string(outcome.exit_code);
+}
+
+int ReportSlurmError(const Error& error, Io io) {
+  const std::string& message = error.message();
+  std::string text;
+  std::size_t start = 0;
+  while (true) {
+    std::size_t end = message.find('\n', start);
+    text += EscapeControl(std::string_view(message).substr(start, end - start));
+    if (end == std::string::npos) break;
+    text += '\n';
+    start = end + 1;
+  }
+  io.out.flush();
+  io.err << "dispatch: " << text << "\n";
+  io.err.flush();
+  return kExitError;
 }
 
 Result<ProcessOutcome> RunTool(const BackendConfig& config, const std::string& tool,
@@ -109,6 +128,22 @@ Result<std::map<std::string, std::string>> ShowJob(const BackendConfig& config, 
                                            " printed no JobState: " + Trimmed(outcome.out));
   }
   return fields;
+}
+
+Result<protocol::JobRow> JobRowOf(const BackendConfig& config, std::uint64_t id) {
+  auto job = ShowJob(config, id);
+  if (job) return RowFromShowJob(id, *job);
+  if (job.error().code() != ErrorCode::kNotFound) return job.error();
+  HPCB_ASSIGN_OR_RETURN(ProcessOutcome outcome,
+                        RunTool(config, "sacct", SacctArgs({"--jobs=" + IdText(id)})));
+  if (!outcome.succeeded()) {
+    if (SaysNoAccounting(outcome)) return NoSuchJob(id);
+    return Error(ErrorCode::kFailedPrecondition, "sacct: " + Complaint(outcome));
+  }
+  for (SlurmJob& found : ParseSacct(outcome.out)) {
+    if (found.row.id == id) return std::move(found.row);
+  }
+  return NoSuchJob(id);
 }
 
 std::vector<std::string> SacctArgs(std::vector<std::string> selection) {

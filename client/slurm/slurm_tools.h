@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "client/backend_config.h"
+#include "client/io.h"
 #include "client/slurm/slurm_mapping.h"
 #include "common/subprocess.h"
 #include "protocol/base/result.h"
@@ -23,6 +24,10 @@ std::string Trimmed(std::string text);
 
 // What a failed Slurm command said, for a message of ours.
 std::string Complaint(const ProcessOutcome& outcome);
+
+// As ReportError, but the line breaks in what Slurm's commands said are
+// kept (each line's other control characters are still escaped).
+int ReportSlurmError(const Error& error, Io io);
 
 // Runs `tool` from config.slurm_bin (else PATH) with config.slurm_timeout;
 // `input` is its standard input. A tool that cannot be found is an Error
@@ -43,6 +48,11 @@ Error NoSuchJob(std::uint64_t id);
 // `scontrol show job ID`, read into KEY -> VALUE; NoSuchJob when Slurm
 // does not know the job.
 Result<std::map<std::string, std::string>> ShowJob(const BackendConfig& config, std::uint64_t id);
+
+// Job `id` as slurmctld shows it (RowFromShowJob), else as sacct recorded
+// it; NoSuchJob when neither knows it (without accounting, a job slurmctld
+// forgot after MinJobAge is as unknown as one that never existed).
+Result<protocol::JobRow> JobRowOf(const BackendConfig& config, std::uint64_t id);
 
 // sacct's arguments for reading jobs (ParseSacct), then `selection`.
 std::vector<std::string> SacctArgs(std::vector<std::string> selection);

@@ -56,7 +56,8 @@ class SlurmDispatchTest : public ::testing::Test {
     ::unsetenv("HPC_BATCH_SLURM_BIN");
     // Each tool logs one line of arguments per call (NUL-free, joined by
     // '|'), keeps its stdin, then prints TOOL.out and TOOL.err and exits
-    // with TOOL.rc; `scontrol show` prints show.out instead.
+    // with TOOL.rc; `scontrol show job ID` prints show.ID.out if there is
+    // one, else show.out.
     for (const char* tool : {"sbatch", "squeue", "sacct", "scancel", "scontrol"}) {
       const std::string base = dir_ + "/" + tool;
       WriteFile(base,
@@ -65,6 +66,8 @@ class SlurmDispatchTest : public ::testing::Test {
                 "(IFS='|'; printf '%s\\n' \"$*\") >> \"$d/$t.args\"\n"
                 "cat > \"$d/$t.stdin\"\n"
                 "out=\"$d/$t.out\"; [ \"$t $1\" = 'scontrol show' ] && out=\"$d/show.out\"\n"
+                "[ \"$t $1\" = 'scontrol show' ] && [ -f \"$d/show.$3.out\" ] && "
+                "out=\"$d/show.$3.out\"\n"
                 "[ -f \"$out\" ] && cat \"$out\"\n"
                 "[ -f \"$d/$t.err\" ] && cat \"$d/$t.err\" >&2\n"
                 "[ -f \"$d/$t.rc\" ] && exit \"$(cat \"$d/$t.rc\")\"\n"
@@ -103,10 +106,12 @@ class SlurmDispatchTest : public ::testing::Test {
 
   void Say(const std::string& file, const std::string& text) { WriteFile(dir_ + "/" + file, text); }
 
+  // `more` goes on the line of ExitCode; a job that got a node says so
+  // there (NodeList=node1).
   std::string Show(const std::string& state, const std::string& more = "") {
-    return "JobId=5 JobName=sleep 60\n   JobState=" + state +
-           " Reason=None Dependency=(null)\n   Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 " + more +
-           "\n   RunTime=00:00:01 TimeLimit=00:05:00 TimeMin=N/A\n   StdOut=" + dir_ +
+    return "JobId=5 JobName=sleep 60\n   UserId=alice(1000) GroupId=alice(1000)\n   JobState=" +
+           state + " Reason=None Dependency=(null)\n   Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 " +
+           more + "\n   RunTime=00:00:01 TimeLimit=00:05:00 TimeMin=N/A\n   StdOut=" + dir_ +
            "/output.5.log\n";
   }
 
@@ -348,21 +353,125 @@ TEST_F(SlurmDispatchTest, MaxTimeRefusalsAreSlurms) {
       << run.err;
 }
 
-TEST_F(SlurmDispatchTest, WaitExitsWithTheJobsCode) {
-  Say("show.out", Show("FAILED", "ExitCode=3:0"));
+TEST_F(SlurmDispatchTest, WaitSaysHowTheJobEndedAsTheLocalBackendDoes) {
+  Say("show.out", Show("FAILED", "ExitCode=3:0 NodeList=node1"));
   Outcome run = Dispatch({"wait", "5"});
   EXPECT_EQ(run.code, 3) << run.err;
-  EXPECT_EQ(run.out, "job 5 done: exit 3\n");
+  EXPECT_EQ(run.out, "");
+  EXPECT_EQ(run.err, "job 5 finished: exit 3\n");
 
-  Say("show.out", Show("CANCELLED by 0", "ExitCode=0:15"));
+  Say("show.out", Show("CANCELLED by 0", "ExitCode=0:15 NodeList=node1"));
   run = Dispatch({"wait", "5"});
-  EXPECT_EQ(run.code, 128 + 15);
-  EXPECT_EQ(run.out, "job 5 done: killed, exit -15\n");
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.err, "job 5 finished: killed\n");
 
-  Say("show.out", Show("COMPLETED", "ExitCode=0:0"));
+  // Cancelled before it got a node: StartTime is set, NodeList is not.
+  Say("show.out",
+      Show("CANCELLED by 1000", "ExitCode=0:0 NodeList=(null) StartTime=2024-05-01T10:00:00"));
+  run = Dispatch({"wait", "5"});
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.err, "job 5 did not run: killed while queued\n");
+
+  Say("show.out", Show("COMPLETED", "ExitCode=0:0 NodeList=node1"));
   run = Dispatch({"wait", "5", "5"});
   EXPECT_EQ(run.code, 0);
-  EXPECT_EQ(run.out, "job 5 done: exit 0\n");
+  EXPECT_EQ(run.err, "job 5 finished: exit 0\n");
+}
+
+TEST_F(SlurmDispatchTest, WaitForSeveralJobsFailsIfAnyFailed) {
+  Say("show.out", Show("COMPLETED", "ExitCode=0:0 NodeList=node1"));
+  Say("show.6.out", Show("FAILED", "ExitCode=2:0 NodeList=node1"));
+  Outcome run = Dispatch({"wait", "5", "6"});
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.err, "job 5 finished: exit 0\njob 6 finished: exit 2\n");
+}
+
+TEST_F(SlurmDispatchTest, WaitTimeoutGivesUpWith124) {
+  Say("show.out", Show("RUNNING", "ExitCode=0:0 NodeList=node1"));
+  Outcome run = Dispatch({"wait", "--timeout", "1s", "5"});
+  EXPECT_EQ(run.code, 124);
+  EXPECT_EQ(run.err, "dispatch: --timeout reached; still unfinished: job 5\n");
+}
+
+TEST_F(SlurmDispatchTest, AJobWhoseDependencyFailedDidNotRun) {
+  Say("show.out", Show("CANCELLED", "ExitCode=0:0 NodeList=(null)"));
+  Say("show.out", ReadFile(dir_ + "/show.out") +
+                      "   Reason=DependencyNeverSatisfied Dependency=afterok:4(failed)\n");
+  Outcome run = Dispatch({"wait", "5"});
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.err,
+            "job 5 did not run: its dependency afterok:4(failed) can never be met, so it did not "
+            "run\n");
+}
+
+TEST_F(SlurmDispatchTest, NewWaitStreamsTheOutputThenExitsAsWaitDoes) {
+  Say("sbatch.out", "5\n");
+  Say("show.out", Show("FAILED", "ExitCode=4:0 NodeList=node1"));
+  Say("output.5.log", "hello\n");
+  Outcome run = Dispatch({"new", "--wait", "--output", dir_, "--", "true"});
+  EXPECT_EQ(run.code, 4) << run.err;
+  EXPECT_EQ(run.out, "hello\n");
+  EXPECT_EQ(run.err,
+            "job 5 submitted to Slurm (1 cpu, the partition's default time limit, Slurm's "
+            "default memory)\n"
+            "output will be saved to " +
+                dir_ + "/output.5.log\njob 5 finished: exit 4\n");
+
+  // --no-output: nothing to follow, only the wait.
+  Say("show.out", Show("CANCELLED", "ExitCode=0:0 NodeList=(null)"));
+  run = Dispatch({"new", "--wait", "--no-output", "--", "true"});
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.out, "");
+  EXPECT_NE(run.err.find("\njob 5 did not run: killed while queued\n"), std::string::npos)
+      << run.err;
+}
+
+TEST_F(SlurmDispatchTest, AfterBecomesASlurmDependency) {
+  Say("sbatch.out", "7\n");
+  Outcome run = Dispatch({"new", "--no-output", "--after", "4,6", "--", "./next"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  run = Dispatch({"new", "--no-output", "--after-any", "4", "--", "./next"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  Words calls = Calls("sbatch");
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_NE(calls[0].find("|--dependency=afterok:4:6|--kill-on-invalid-dep=yes|"),
+            std::string::npos)
+      << calls[0];
+  EXPECT_NE(calls[1].find("|--dependency=afterany:4|--output"), std::string::npos) << calls[1];
+}
+
+TEST_F(SlurmDispatchTest, APercentInTheOutputFolderIsShownAsItIs) {
+  const std::string folder = dir_ + "/100%job";
+  ASSERT_EQ(::mkdir(folder.c_str(), 0755), 0);
+  Say("sbatch.out", "9\n");
+  Outcome run = Dispatch({"new", "--output", folder, "--", "true"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.out.find("\noutput will be saved to " + folder + "/output.9.log\n"),
+            std::string::npos)
+      << run.out;
+  EXPECT_NE(Calls("sbatch")[0].find("|--output=" + dir_ + "/100%%job/output.%j.log|"),
+            std::string::npos);
+}
+
+TEST_F(SlurmDispatchTest, SlurmsMessagesKeepTheirLineBreaks) {
+  Say("sbatch.err", "sbatch: error: first\nsbatch: error: second\n");
+  Say("sbatch.rc", "1");
+  Outcome run = Dispatch({"new", "--", "true"});
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.err,
+            "dispatch: Slurm refused the job: sbatch: error: first\nsbatch: error: second\n");
+}
+
+TEST_F(SlurmDispatchTest, AnUnknownJobIsWordedAsKillWordsIt) {
+  Say("scontrol.err", "slurm_load_jobs error: Invalid job id specified\n");
+  Say("scontrol.rc", "1");
+  Say("sacct.err", "Slurm accounting storage is disabled\n");
+  Say("sacct.rc", "1");
+  Outcome killed = Dispatch({"kill", "77"});
+  Outcome waited = Dispatch({"wait", "77"});
+  EXPECT_EQ(waited.code, 1);
+  EXPECT_EQ(waited.err, killed.err);
+  EXPECT_EQ(waited.err.rfind("dispatch: no such job 77 (", 0), 0u) << waited.err;
 }
 
 TEST_F(SlurmDispatchTest, AttachPrintsAFinishedJobsOutput) {
@@ -384,11 +493,8 @@ TEST_F(SlurmDispatchTest, TheLocalBackendWaitsThroughTheDaemonNotSlurm) {
 }
 
 TEST_F(SlurmDispatchTest, WorkflowCommandsSlurmHasNoCounterpartForAreRefused) {
-  for (const std::vector<std::string>& args : {std::vector<std::string>{"info"},
-                                               {"drain"},
-                                               {"wait", "--timeout", "1m", "5"},
-                                               {"new", "--after", "4", "--", "true"},
-                                               {"new", "--wait", "--", "true"}}) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"info"}, {"drain"}, {"output", "5"}}) {
     Outcome run = Dispatch(args);
     EXPECT_EQ(run.code, 1) << args[0];
     EXPECT_NE(run.err.find("not available with the Slurm backend"), std::string::npos) << run.err;

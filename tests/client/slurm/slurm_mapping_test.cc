@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "client/format.h"
@@ -129,11 +130,34 @@ TEST(MapSubmitTest, OutputPathsAreEscapedForSbatch) {
   job = MapSubmit(request, {}, kAlice, false);
   ASSERT_TRUE(job);
   EXPECT_TRUE(Has(job->args, "--output=/data/run%%j.txt"));
+  EXPECT_EQ(OutputPathFor(job->output_template, 5), "/data/run%j.txt");
+
+  request.output = "/data/50%job";
+  job = MapSubmit(request, {}, kAlice, true);
+  ASSERT_TRUE(job);
+  EXPECT_TRUE(Has(job->args, "--output=/data/50%%job/output.%j.log"));
+  EXPECT_EQ(OutputPathFor(job->output_template, 5), "/data/50%job/output.5.log");
 
   request.output = "/data/a\\b";
   job = MapSubmit(request, {}, kAlice, true);
   ASSERT_FALSE(job);
   EXPECT_NE(job.error().message().find("backslash"), std::string::npos);
+}
+
+TEST(MapSubmitTest, AfterAndAfterAnyBecomeDependencies) {
+  protocol::SubmitRequest request = Request({"./next"});
+  request.after = {3, 4};
+  auto job = MapSubmit(request, {}, kAlice, true);
+  ASSERT_TRUE(job);
+  EXPECT_TRUE(Has(job->args, "--dependency=afterok:3:4"));
+  EXPECT_TRUE(Has(job->args, "--kill-on-invalid-dep=yes"));
+
+  request.after = {3};
+  request.after_any = true;
+  job = MapSubmit(request, {}, kAlice, true);
+  ASSERT_TRUE(job);
+  EXPECT_TRUE(Has(job->args, "--dependency=afterany:3"));
+  EXPECT_FALSE(Has(job->args, "--kill-on-invalid-dep=yes"));
 }
 
 TEST(MapSubmitTest, EnvForwardsEverythingThroughSbatch) {
@@ -505,6 +529,34 @@ TEST(SlurmTextTest, ScontrolShowJob) {
   EXPECT_EQ(fields["AllocNode:Sid"], "localhost:5204");
   EXPECT_EQ(fields.count("'a"), 0u);
   EXPECT_EQ(fields["Power"], "");
+}
+
+TEST(SlurmTextTest, RowsFromScontrol) {
+  protocol::JobRow running = RowFromShowJob(7, ParseScontrolJob(kScontrolShowJob));
+  EXPECT_EQ(running.id, 7u);
+  EXPECT_EQ(running.user, "alice");
+  EXPECT_EQ(running.state, protocol::JobState::kRunning);
+  EXPECT_EQ(running.max_time_s, 300);
+
+  std::map<std::string, std::string> job = {{"JobState", "CANCELLED"},
+                                            {"Reason", "None"},
+                                            {"StartTime", "2024-05-01T10:00:00"},
+                                            {"NodeList", "(null)"},
+                                            {"ExitCode", "0:0"}};
+  protocol::JobRow cancelled = RowFromShowJob(7, job);
+  EXPECT_EQ(cancelled.reason, protocol::JobReason::kKilled);
+  EXPECT_FALSE(cancelled.start_time);
+  EXPECT_FALSE(cancelled.exit_code);
+
+  job["NodeList"] = "node1";
+  job["ExitCode"] = "0:15";
+  protocol::JobRow killed = RowFromShowJob(7, job);
+  EXPECT_TRUE(killed.start_time);
+  EXPECT_EQ(killed.exit_code, -15);
+
+  job["NodeList"] = "(null)";
+  job["Reason"] = "DependencyNeverSatisfied";
+  EXPECT_EQ(RowFromShowJob(7, job).reason, protocol::JobReason::kDependency);
 }
 
 TEST(SlurmTextTest, OutputPatterns) {
