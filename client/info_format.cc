@@ -30,7 +30,8 @@ std::vector<std::string> MemRow(const std::string& node, const protocol::Amounts
 
 }  // namespace
 
-std::string RenderInfo(const protocol::InfoReply& reply) {
+std::string RenderInfo(const protocol::InfoReply& reply,
+                       const std::vector<std::string>& node_names) {
   std::string out =
       "policy " + EscapeControl(reply.policy) + ", " + std::to_string(reply.queued) + " queued";
   if (reply.waiting > 0) {
@@ -45,8 +46,10 @@ std::string RenderInfo(const protocol::InfoReply& reply) {
   bool any_gpu = false;
   for (const protocol::NodeInfo& node : reply.nodes)
     any_gpu = any_gpu || node.gpus.total > 0;
-  for (const protocol::NodeInfo& node : reply.nodes) {
-    const std::string name = std::to_string(node.node);
+  for (std::size_t i = 0; i < reply.nodes.size(); ++i) {
+    const protocol::NodeInfo& node = reply.nodes[i];
+    const std::string name =
+        i < node_names.size() ? EscapeControl(node_names[i]) : std::to_string(node.node);
     table.push_back(CountRow(name, "cpus", node.cpus));
     if (node.mem_gib) table.push_back(MemRow(name, *node.mem_gib));
     if (any_gpu) table.push_back(CountRow(name, "gpus", node.gpus));

@@ -5,12 +5,16 @@
 #define HPCB_CLIENT_INFO_FORMAT_H_
 
 #include <string>
+#include <vector>
 
 #include "protocol/client_messages.h"
 
 namespace hpcb::client {
 
-std::string RenderInfo(const protocol::InfoReply& reply);
+// `node_names[i]`, where given, labels reply.nodes[i] instead of its
+// number (Slurm's nodes are machines with names).
+std::string RenderInfo(const protocol::InfoReply& reply,
+                       const std::vector<std::string>& node_names = {});
 
 }  // namespace hpcb::client
 

@@ -414,6 +414,36 @@ run to2 dispatch wait --timeout 2s "$idt"
   ok "wait --timeout gives up with 124" || bad "wait --timeout"
 run to3 dispatch kill "$idt"
 
+# 8g. info from scontrol; drain and resume are for Slurm's administrators.
+run info1 dispatch info
+[ "$(rc_of info1)" = 0 ] && head -n 1 "$scratch/info1.out" | grep -q "^policy sched/backfill, [0-9]* queued, [0-9]* running$" &&
+  grep -q "^$node  *cpus  *$cpus " "$scratch/info1.out" && grep -q "^$node  *mem  *1G " "$scratch/info1.out" &&
+  ok "info shows the node as the local info shows a NUMA node" || bad "info"
+run info2 dispatch info --json
+grep -q '^{"ok":true,"policy":"sched/backfill","draining":false,' "$scratch/info2.out" &&
+  ok "info --json has the local field names" || bad "info --json"
+run drain1 dispatch drain
+[ "$(rc_of drain1)" = 1 ] && grep -q "^dispatch: Slurm refused to drain $node: " "$scratch/drain1.err" &&
+  ok "drain by a plain user passes Slurm's refusal on" || bad "drain as user"
+as_root() {
+  env -i PATH=/usr/bin:/bin SLURM_CONF="$SLURM_CONF" HPC_BATCH_CLIENT_CONFIG="$scratch/client.conf" \
+    "$scratch/bin/dispatch" "$@"
+}
+run drain2 as_root drain
+node_drained() { [ "$(timeout 10 sinfo -h -n "$node" -o %T 2>/dev/null)" = drained ]; }
+[ "$(rc_of drain2)" = 0 ] && [ "$(out_of drain2)" = "draining: queued jobs will not be started; running jobs finish" ] &&
+  wait_for 10 "the node to drain" node_drained && ok "drain as root drains the node (scontrol update State=DRAIN)" ||
+  bad "drain as root"
+run drain3 as_root drain
+run drain4 dispatch info
+[ "$(out_of drain3)" = "already draining" ] && grep -q "^draining: " "$scratch/drain4.out" &&
+  ok "a second drain changes nothing; info says the cluster drains" || bad "drain twice / info while drained"
+run resume1 as_root resume
+[ "$(rc_of resume1)" = 0 ] && [ "$(out_of resume1)" = "resumed: queued jobs are started again" ] &&
+  wait_for 10 "the node to resume" node_idle && ok "resume resumes the node" || bad "resume"
+run resume2 as_root resume
+[ "$(out_of resume2)" = "not draining" ] && ok "resume of a node not drained changes nothing" || bad "resume twice"
+
 # 9. Without accounting, list --finished says why it cannot answer.
 run fin1 dispatch list --finished
 [ "$(rc_of fin1)" = 1 ] && grep -q "which this cluster does not keep" "$scratch/fin1.err" &&

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "client/format.h"
+#include "client/slurm/slurm_nodes.h"
 #include "client/slurm/slurm_tools.h"
 #include "common/units.h"
 #include "protocol/base/unique_fd.h"
@@ -25,10 +26,16 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kQuietNotice = std::chrono::seconds(10);
 constexpr const char* kFinishedWindow = "now-7days";
 
-Error InfoUnavailable() {
-  return Error(ErrorCode::kFailedPrecondition,
-               "info, drain and resume are not available with the Slurm backend; "
-               "use sinfo and scontrol");
+// Every node slurmctld knows (scontrol --oneliner show node).
+Result<std::vector<SlurmNode>> ReadNodes(const BackendConfig& config) {
+  HPCB_ASSIGN_OR_RETURN(std::string text,
+                        ToolOutput(config, "scontrol", {"--oneliner", "show", "node"},
+                                   "cannot read Slurm's nodes (scontrol show node)"));
+  std::vector<SlurmNode> nodes = ParseScontrolNodes(text);
+  if (nodes.empty()) {
+    return Error(ErrorCode::kFailedPrecondition, "scontrol show node listed no nodes");
+  }
+  return nodes;
 }
 
 std::string SubmitSummary(std::uint64_t id, const protocol::SubmitRequest& request) {
@@ -413,12 +420,62 @@ int SlurmBackend::Wait(const std::vector<std::uint64_t>& ids, const WaitOptions&
   return WaitForJobs(ids, options, poll_s, poll, io, ReportSlurmError);
 }
 
-int SlurmBackend::Info(bool /*json*/, Io io) {
-  return ReportSlurmError(InfoUnavailable(), io);
+int SlurmBackend::Info(bool json, Io io) {
+  auto nodes = ReadNodes(config_);
+  if (!nodes) return ReportSlurmError(nodes.error(), io);
+  auto config = ToolOutput(config_, "scontrol", {"show", "config"},
+                           "cannot read Slurm's configuration (scontrol show config)");
+  if (!config) return ReportSlurmError(config.error(), io);
+  auto queue = ToolOutput(config_, "squeue", {"--noheader", "--all", "--format=%T %r"},
+                          "cannot count jobs (squeue)");
+  if (!queue) return ReportSlurmError(queue.error(), io);
+  protocol::InfoReply reply = InfoFrom(*nodes, SchedulerTypeOf(*config));
+  CountQueue(*queue, &reply);
+  io.out << (json ? protocol::Encode(reply) + "\n" : RenderSlurmInfo(reply, *nodes));
+  return kExitOk;
 }
 
-int SlurmBackend::Drain(bool /*on*/, Io io) {
-  return ReportSlurmError(InfoUnavailable(), io);
+int SlurmBackend::Drain(bool on, Io io) {
+  auto nodes = ReadNodes(config_);
+  if (!nodes) return ReportSlurmError(nodes.error(), io);
+  std::vector<SlurmNode> targets;
+  for (const SlurmNode& node : *nodes) {
+    if (on && !IsDraining(node.state)) targets.push_back(node);
+    if (!on && DrainedByDispatch(node)) targets.push_back(node);
+    // Drained for another reason (a fault, maintenance): not ours to undo.
+    if (!on && IsDraining(node.state) && !DrainedByDispatch(node)) {
+      io.err << "dispatch: note: node " << EscapeControl(node.name)
+             << " stays drained: Slurm drained it for another reason ("
+             << EscapeControl(node.reason)
+             << "); 'scontrol update NodeName=" << EscapeControl(node.name)
+             << " State=RESUME' resumes it\n";
+    }
+  }
+  if (targets.empty()) {
+    io.out << (on ? "already draining\n" : "not draining\n");
+    return kExitOk;
+  }
+  const std::string names = NodeNames(targets);
+  std::vector<std::string> args = {"update", "NodeName=" + names};
+  if (on) {
+    args.emplace_back("State=DRAIN");
+    args.emplace_back(std::string("Reason=") + kDrainReason);
+  } else {
+    args.emplace_back("State=RESUME");
+  }
+  auto outcome = RunTool(config_, "scontrol", args);
+  if (!outcome) return ReportSlurmError(outcome.error(), io);
+  if (!outcome->succeeded() || !Trimmed(outcome->err).empty()) {
+    return ReportSlurmError(Error(ErrorCode::kPermissionDenied,
+                                  "Slurm refused to " + std::string(on ? "drain" : "resume") + " " +
+                                      names + ": " + Complaint(*outcome) +
+                                      " (draining and resuming nodes takes root, SlurmUser or "
+                                      "a Slurm administrator)"),
+                            io);
+  }
+  io.out << (on ? "draining: queued jobs will not be started; running jobs finish\n"
+                : "resumed: queued jobs are started again\n");
+  return kExitOk;
 }
 
 int SlurmBackend::Output(std::uint64_t /*id*/, const std::optional<std::string>& /*to*/, Io io) {

@@ -65,7 +65,8 @@ class SlurmDispatchTest : public ::testing::Test {
                 "d=$(dirname \"$0\"); t=$(basename \"$0\")\n"
                 "(IFS='|'; printf '%s\\n' \"$*\") >> \"$d/$t.args\"\n"
                 "cat > \"$d/$t.stdin\"\n"
-                "out=\"$d/$t.out\"; [ \"$t $1\" = 'scontrol show' ] && out=\"$d/show.out\"\n"
+                "out=\"$d/$t.out\"; [ \"$t $1\" = 'scontrol show' ] && "
+                "out=\"$d/show.out\"\n"
                 "[ \"$t $1\" = 'scontrol show' ] && [ -f \"$d/show.$3.out\" ] && "
                 "out=\"$d/show.$3.out\"\n"
                 "[ -f \"$out\" ] && cat \"$out\"\n"
@@ -109,8 +110,11 @@ class SlurmDispatchTest : public ::testing::Test {
   // `more` goes on the line of ExitCode; a job that got a node says so
   // there (NodeList=node1).
   std::string Show(const std::string& state, const std::string& more = "") {
-    return "JobId=5 JobName=sleep 60\n   UserId=alice(1000) GroupId=alice(1000)\n   JobState=" +
-           state + " Reason=None Dependency=(null)\n   Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 " +
+    return "JobId=5 JobName=sleep 60\n   UserId=alice(1000) "
+           "GroupId=alice(1000)\n   JobState=" +
+           state +
+           " Reason=None Dependency=(null)\n   Requeue=1 Restarts=0 "
+           "BatchFlag=1 Reboot=0 " +
            more + "\n   RunTime=00:00:01 TimeLimit=00:05:00 TimeMin=N/A\n   StdOut=" + dir_ +
            "/output.5.log\n";
   }
@@ -136,7 +140,8 @@ TEST_F(SlurmDispatchTest, NewBuildsTheSbatchCallFromTheCommandLine) {
   ASSERT_EQ(Calls("sbatch").size(), 1u);
   EXPECT_EQ(Calls("sbatch")[0],
             "--parsable|--job-name=./bench.sh --iterations 10|--chdir=" + std::string(cwd) +
-                "|--nodes=1|--ntasks=1|--cpus-per-task=4|--mem=16384M|--mem-bind=local|"
+                "|--nodes=1|--ntasks=1|--cpus-per-task=4|--mem=16384M|--mem-"
+                "bind=local|"
                 "--time=120|--exclusive|--output=" +
                 dir_ + "/output.%j.log|--export=NONE");
   std::string script = ReadFile(dir_ + "/sbatch.stdin");
@@ -155,7 +160,8 @@ TEST_F(SlurmDispatchTest, NewDefaultsToOutputInTheSubmitDirectory) {
             "output will be saved to " +
                 std::string(cwd) + "/output.9.log\n");
   EXPECT_EQ(run.err,
-            "dispatch: note: Slurm counts time limits in whole minutes: --max-time 30s "
+            "dispatch: note: Slurm counts time limits in whole "
+            "minutes: --max-time 30s "
             "becomes 1m\n");
   EXPECT_NE(Calls("sbatch")[0].find("|--output=" + std::string(cwd) + "/output.%j.log|"),
             std::string::npos);
@@ -182,7 +188,8 @@ TEST_F(SlurmDispatchTest, UnmappableOptionsAreRefusedBeforeSbatchRuns) {
   run = Dispatch({"new", "--output", "/nonexistent-dir/x/out.log", "--", "true"});
   EXPECT_EQ(run.code, 1);
   EXPECT_EQ(run.err,
-            "dispatch: cannot save output there: /nonexistent-dir/x: No such file or directory\n");
+            "dispatch: cannot save output there: /nonexistent-dir/x: "
+            "No such file or directory\n");
   EXPECT_TRUE(Calls("sbatch").empty());
 
   run = Dispatch({"new", "--max-time", "0", "--", "true"});
@@ -221,7 +228,8 @@ TEST_F(SlurmDispatchTest, ListAsksSqueueForTheCallersJobs) {
   Outcome run = Dispatch({"list"});
   EXPECT_EQ(run.code, 0) << run.err;
   EXPECT_EQ(run.out,
-            "USER   ID  COMMAND     START  UPTIME             MAX-TIME  MEM  EXCLUSIVE\n"
+            "USER   ID  COMMAND     START  UPTIME             MAX-TIME  MEM  "
+            "EXCLUSIVE\n"
             "alice  5   ./bench.sh  -      queued (Priority)  1h        4G   no\n");
   Words calls = Calls("squeue");
   ASSERT_EQ(calls.size(), 1u);
@@ -400,7 +408,8 @@ TEST_F(SlurmDispatchTest, AJobWhoseDependencyFailedDidNotRun) {
   Outcome run = Dispatch({"wait", "5"});
   EXPECT_EQ(run.code, 1);
   EXPECT_EQ(run.err,
-            "job 5 did not run: its dependency afterok:4(failed) can never be met, so it did not "
+            "job 5 did not run: its dependency afterok:4(failed) can "
+            "never be met, so it did not "
             "run\n");
 }
 
@@ -412,7 +421,8 @@ TEST_F(SlurmDispatchTest, NewWaitStreamsTheOutputThenExitsAsWaitDoes) {
   EXPECT_EQ(run.code, 4) << run.err;
   EXPECT_EQ(run.out, "hello\n");
   EXPECT_EQ(run.err,
-            "job 5 submitted to Slurm (1 cpu, the partition's default time limit, Slurm's "
+            "job 5 submitted to Slurm (1 cpu, the partition's default "
+            "time limit, Slurm's "
             "default memory)\n"
             "output will be saved to " +
                 dir_ + "/output.5.log\njob 5 finished: exit 4\n");
@@ -459,7 +469,8 @@ TEST_F(SlurmDispatchTest, SlurmsMessagesKeepTheirLineBreaks) {
   Outcome run = Dispatch({"new", "--", "true"});
   EXPECT_EQ(run.code, 1);
   EXPECT_EQ(run.err,
-            "dispatch: Slurm refused the job: sbatch: error: first\nsbatch: error: second\n");
+            "dispatch: Slurm refused the job: sbatch: error: "
+            "first\nsbatch: error: second\n");
 }
 
 TEST_F(SlurmDispatchTest, AnUnknownJobIsWordedAsKillWordsIt) {
@@ -492,14 +503,127 @@ TEST_F(SlurmDispatchTest, TheLocalBackendWaitsThroughTheDaemonNotSlurm) {
   EXPECT_TRUE(Calls("scontrol").empty());
 }
 
-TEST_F(SlurmDispatchTest, WorkflowCommandsSlurmHasNoCounterpartForAreRefused) {
-  for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"info"}, {"drain"}, {"output", "5"}}) {
-    Outcome run = Dispatch(args);
-    EXPECT_EQ(run.code, 1) << args[0];
-    EXPECT_NE(run.err.find("not available with the Slurm backend"), std::string::npos) << run.err;
+// Two nodes: n1 in use, n2 drained by `dispatch drain`.
+constexpr const char* kNodes =
+    "NodeName=n1 Arch=x86_64 CoresPerSocket=4 CPUAlloc=2 CPUEfctv=7 CPUTot=8 "
+    "CPULoad=0.00 "
+    "Gres=gpu:a100:2(S:0-1) GresUsed=gpu:a100:1(IDX:0) RealMemory=16384 "
+    "AllocMem=4096 "
+    "FreeMem=9000 MemSpecLimit=1024 State=MIXED ThreadsPerCore=1 "
+    "Partitions=debug\n"
+    "NodeName=n2 Arch=x86_64 CPUAlloc=0 CPUTot=4 Gres=(null) RealMemory=8192 "
+    "AllocMem=0 "
+    "State=IDLE+DRAIN Partitions=debug Reason=dispatch drain "
+    "[root@2024-05-01T10:00:00]\n";
+
+class SlurmNodesDispatchTest : public SlurmDispatchTest {
+ protected:
+  // scontrol as info, drain and resume use it: `--oneliner show node`
+  // prints nodes.out, `show config` config.out; `update` prints
+  // update.err and exits with update.rc.
+  void SetUp() override {
+    SlurmDispatchTest::SetUp();
+    WriteFile(dir_ + "/scontrol",
+              "#!/bin/sh\n"
+              "d=$(dirname \"$0\")\n"
+              "(IFS='|'; printf '%s\\n' \"$*\") >> \"$d/scontrol.args\"\n"
+              "case \"$1 $2\" in\n"
+              "  '--oneliner show') cat \"$d/nodes.out\" ;;\n"
+              "  'show config') cat \"$d/config.out\" ;;\n"
+              "  update*) [ -f \"$d/update.err\" ] && cat \"$d/update.err\" >&2\n"
+              "           [ -f \"$d/update.rc\" ] && exit \"$(cat "
+              "\"$d/update.rc\")\" ;;\n"
+              "esac\n"
+              "exit 0\n",
+              0755);
+    Say("nodes.out", kNodes);
+    Say("config.out",
+        "Configuration data as of 2024-05-01T10:00:00\n"
+        "SchedulerTimeSlice      = 30 sec\n"
+        "SchedulerType           = sched/backfill\n");
+    Say("squeue.out", "PENDING Dependency\nPENDING Priority\nRUNNING None\n");
   }
-  EXPECT_TRUE(Calls("sbatch").empty());
+};
+
+TEST_F(SlurmNodesDispatchTest, InfoShowsSlurmsNodesAsTheLocalInfoShowsNumaNodes) {
+  Outcome run = Dispatch({"info"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.out,
+            "policy sched/backfill, 2 queued (1 waiting for dependencies), 1 "
+            "running\n"
+            "\n"
+            "NODE  RESOURCE  TOTAL  RESERVED  IN-USE  FREE\n"
+            "n1    cpus      8      1         2       5\n"
+            "n1    mem       16G    1G        4G      11G\n"
+            "n1    gpus      2      0         1       1\n"
+            "n2    cpus      4      0         0       4\n"
+            "n2    mem       8G     0G        0G      8G\n"
+            "n2    gpus      0      0         0       0\n"
+            "node n2: idle+drain (dispatch drain [root@2024-05-01T10:00:00])\n");
+  EXPECT_EQ(Calls("squeue"), (Words{"--noheader|--all|--format=%T %r"}));
+
+  run = Dispatch({"info", "--json"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  auto reply = protocol::Decode<protocol::InfoReply>(run.out);
+  ASSERT_TRUE(reply) << run.out;
+  EXPECT_EQ(reply->policy, "sched/backfill");
+  EXPECT_EQ(reply->queued, 2);
+  EXPECT_EQ(reply->waiting, 1);
+  EXPECT_EQ(reply->running, 1);
+  EXPECT_FALSE(reply->draining);
+  ASSERT_EQ(reply->nodes.size(), 2u);
+  EXPECT_EQ(reply->nodes[1].node, 1);
+  EXPECT_EQ(reply->nodes[0].gpus.in_use, 1);
+}
+
+TEST_F(SlurmNodesDispatchTest, DrainDrainsTheNodesNotYetDrained) {
+  Outcome run = Dispatch({"drain"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.out, "draining: queued jobs will not be started; running jobs finish\n");
+  EXPECT_EQ(Calls("scontrol").back(), "update|NodeName=n1|State=DRAIN|Reason=dispatch drain");
+
+  Say("nodes.out",
+      "NodeName=n1 CPUTot=8 State=MIXED+DRAIN Reason=dispatch "
+      "drain [root@x]\n");
+  run = Dispatch({"drain"});
+  EXPECT_EQ(run.out, "already draining\n");
+  EXPECT_EQ(Calls("scontrol").back(), "--oneliner|show|node");
+}
+
+TEST_F(SlurmNodesDispatchTest, ResumeUndoesOnlyDispatchsDrain) {
+  Say("nodes.out",
+      std::string(kNodes) + "NodeName=n3 CPUTot=4 State=DOWN+DRAIN Reason=bad DIMM [root@x]\n");
+  Outcome run = Dispatch({"resume"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.out, "resumed: queued jobs are started again\n");
+  EXPECT_EQ(run.err,
+            "dispatch: note: node n3 stays drained: Slurm drained it "
+            "for another reason (bad "
+            "DIMM [root@x]); 'scontrol update NodeName=n3 "
+            "State=RESUME' resumes it\n");
+  EXPECT_EQ(Calls("scontrol").back(), "update|NodeName=n2|State=RESUME");
+
+  Say("nodes.out", "NodeName=n1 CPUTot=8 State=IDLE\n");
+  run = Dispatch({"resume"});
+  EXPECT_EQ(run.out, "not draining\n");
+}
+
+TEST_F(SlurmNodesDispatchTest, ARefusedDrainSaysWhatSlurmSaid) {
+  Say("update.err", "slurm_update error: Invalid user id\n");
+  Say("update.rc", "1");
+  Outcome run = Dispatch({"drain"});
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.out, "");
+  EXPECT_EQ(run.err,
+            "dispatch: Slurm refused to drain n1: slurm_update error: Invalid user "
+            "id (draining "
+            "and resuming nodes takes root, SlurmUser or a Slurm administrator)\n");
+}
+
+TEST_F(SlurmDispatchTest, OutputIsRefused) {
+  Outcome run = Dispatch({"output", "5"});
+  EXPECT_EQ(run.code, 1);
+  EXPECT_NE(run.err.find("not available with the Slurm backend"), std::string::npos) << run.err;
 }
 
 TEST_F(SlurmDispatchTest, ABrokenConfigurationStopsEveryCommand) {
