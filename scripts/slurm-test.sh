@@ -414,6 +414,14 @@ run to2 dispatch wait --timeout 2s "$idt"
   ok "wait --timeout gives up with 124" || bad "wait --timeout"
 run to3 dispatch kill "$idt"
 
+# 8f. output says where a finished job's output is; --to is refused.
+run out1 dispatch output "$id1"
+[ "$(rc_of out1)" = 0 ] && [ "$(out_of out1)" = "job $id1's output is at $scratch/home/output.$id1.log" ] &&
+  ok "output names a finished job's output file" || bad "output"
+run out2 dispatch output "$id1" --to "$scratch/home"
+[ "$(rc_of out2)" = 1 ] && grep -q "^dispatch: output --to is not available with the Slurm backend" "$scratch/out2.err" &&
+  ok "output --to is refused with the reason" || bad "output --to"
+
 # 8g. info from scontrol; drain and resume are for Slurm's administrators.
 run info1 dispatch info
 [ "$(rc_of info1)" = 0 ] && head -n 1 "$scratch/info1.out" | grep -q "^policy sched/backfill, [0-9]* queued, [0-9]* running$" &&

@@ -478,11 +478,40 @@ int SlurmBackend::Drain(bool on, Io io) {
   return kExitOk;
 }
 
-int SlurmBackend::Output(std::uint64_t /*id*/, const std::optional<std::string>& /*to*/, Io io) {
-  return ReportSlurmError(Error(ErrorCode::kFailedPrecondition,
-                           "dispatch output is not available with the Slurm backend: Slurm "
-                           "writes the output file itself, so there is no kept copy"),
-                     io);
+int SlurmBackend::Output(std::uint64_t id, const std::optional<std::string>& to, Io io) {
+  if (to) {
+    return ReportSlurmError(
+        Error(ErrorCode::kFailedPrecondition,
+              "output --to is not available with the Slurm backend: Slurm writes a job's "
+              "output file itself and keeps no copy to send elsewhere; copy the file instead"),
+        io);
+  }
+  auto job = ShowJob(config_, id);
+  if (!job) return ReportSlurmError(job.error(), io);
+  const std::string path = Field(*job, "StdOut");
+  const std::string name = "job " + IdText(id);
+  if (path.empty() || path == "/dev/null") {
+    return ReportSlurmError(
+        Error(ErrorCode::kFailedPrecondition, name + " ran with --no-output; nothing was kept"),
+        io);
+  }
+  if (!IsTerminalState(Field(*job, "JobState"))) {
+    return ReportSlurmError(
+        Error(ErrorCode::kFailedPrecondition,
+              name + " has not finished; Slurm writes its output to " + path +
+                  " as it runs ('dispatch attach " + IdText(id) + "' follows it)"),
+        io);
+  }
+  if (::access(path.c_str(), F_OK) != 0) {
+    return ReportSlurmError(
+        Error::FromErrno(errno, name + "'s output was to go to " + path +
+                                    ", which cannot be found here (a job that never started "
+                                    "wrote nothing; otherwise the file is on a filesystem "
+                                    "this host does not share)"),
+        io);
+  }
+  io.out << name << "'s output is at " << EscapeControl(path) << "\n";
+  return kExitOk;
 }
 
 Rendered RenderList(const std::vector<SlurmJob>& jobs, bool finished, double now) {

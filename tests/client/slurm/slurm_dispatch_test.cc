@@ -620,10 +620,34 @@ TEST_F(SlurmNodesDispatchTest, ARefusedDrainSaysWhatSlurmSaid) {
             "and resuming nodes takes root, SlurmUser or a Slurm administrator)\n");
 }
 
-TEST_F(SlurmDispatchTest, OutputIsRefused) {
+TEST_F(SlurmDispatchTest, OutputSaysWhereAFinishedJobsOutputIs) {
+  Say("show.out", Show("COMPLETED", "ExitCode=0:0 NodeList=node1"));
+  Say("output.5.log", "hello\n");
   Outcome run = Dispatch({"output", "5"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.out, "job 5's output is at " + dir_ + "/output.5.log\n");
+
+  run = Dispatch({"output", "5", "--to", dir_});
   EXPECT_EQ(run.code, 1);
-  EXPECT_NE(run.err.find("not available with the Slurm backend"), std::string::npos) << run.err;
+  EXPECT_EQ(run.err.rfind("dispatch: output --to is not available with the Slurm backend: ", 0), 0u)
+      << run.err;
+
+  Say("show.out", Show("RUNNING", "ExitCode=0:0 NodeList=node1"));
+  run = Dispatch({"output", "5"});
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.err, "dispatch: job 5 has not finished; Slurm writes its output to " + dir_ +
+                         "/output.5.log as it runs ('dispatch attach 5' follows it)\n");
+
+  Say("show.out", Show("CANCELLED", "ExitCode=0:0 NodeList=(null)"));
+  ASSERT_EQ(::unlink((dir_ + "/output.5.log").c_str()), 0);
+  run = Dispatch({"output", "5"});
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.err.rfind("dispatch: job 5's output was to go to " + dir_ +
+                              "/output.5.log, which "
+                              "cannot be found here",
+                          0),
+            0u)
+      << run.err;
 }
 
 TEST_F(SlurmDispatchTest, ABrokenConfigurationStopsEveryCommand) {
