@@ -24,7 +24,7 @@ std::int64_t Count(const std::string& text) {
 
 // GPUs in a Gres or GresUsed value: "gpu:2", "gpu:a100:2(S:0-1)",
 // "gpu:0(IDX:N/A)", "(null)"; other resources are skipped.
-std::int64_t GpusIn(std::string text) {
+std::int64_t GpusIn(const std::string& text) {
   // Drop the "(...)" groups first: they may hold commas of their own.
   std::string plain;
   int depth = 0;

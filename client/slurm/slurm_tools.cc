@@ -38,13 +38,13 @@ std::string Complaint(const ProcessOutcome& outcome) {
 }
 
 int ReportSlurmError(const Error& error, Io io) {
-  const std::string& message = error.message();
+  const std::string_view message = error.message();
   std::string text;
   std::size_t start = 0;
   while (true) {
     std::size_t end = message.find('\n', start);
-    text += EscapeControl(std::string_view(message).substr(start, end - start));
-    if (end == std::string::npos) break;
+    text += EscapeControl(message.substr(start, end - start));
+    if (end == std::string_view::npos) break;
     text += '\n';
     start = end + 1;
   }
