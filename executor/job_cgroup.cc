@@ -1,16 +1,14 @@
 #include "executor/job_cgroup.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <sstream>
-#include <string_view>
 
+#include "executor/launch_spec.h"
 #include "protocol/framing.h"
 #include "protocol/host/host_files.h"
 
@@ -129,24 +127,11 @@ Result<void> RemoveJobCgroup(const std::string& cgroup_root, std::uint64_t id) {
 std::vector<std::uint64_t> PruneEmptyJobCgroups(const std::string& cgroup_root,
                                                 const std::set<std::uint64_t>& keep) {
   std::vector<std::uint64_t> removed;
-  std::vector<std::uint64_t> found;
-  DIR* dir = ::opendir((cgroup_root + "/hpc-batch").c_str());
-  if (dir == nullptr) return removed;
-  while (struct dirent* entry = ::readdir(dir)) {
-    std::string_view name(entry->d_name);
-    if (entry->d_type != DT_DIR && entry->d_type != DT_UNKNOWN) continue;
-    if (name.size() < 5 || name.substr(0, 4) != "job-") continue;
-    name.remove_prefix(4);
-    std::uint64_t id = 0;
-    auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), id);
-    // Exactly the names JobCgroupPath makes: no sign, no leading zero.
-    if (ec != std::errc() || end != name.data() + name.size() || name[0] == '0') continue;
-    if (!keep.contains(id)) found.push_back(id);
-  }
-  ::closedir(dir);
-  for (std::uint64_t id : found) {
+  // Exactly the names JobCgroupPath makes.
+  for (std::uint64_t id : ListIds(cgroup_root + "/hpc-batch", "", "job-")) {
     // EBUSY (populated, or has children) and ENOTEMPTY: not ours to remove.
-    if (::rmdir(JobCgroupPath(cgroup_root, id).c_str()) == 0) removed.push_back(id);
+    if (!keep.contains(id) && ::rmdir(JobCgroupPath(cgroup_root, id).c_str()) == 0)
+      removed.push_back(id);
   }
   return removed;
 }

@@ -214,24 +214,22 @@ void ExecutorServer::LoadSpecs() {
 }
 
 void ExecutorServer::PruneLeftovers() {
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(config_.state_dir + "/jobs", ec)) {
-    const std::string name = entry.path().filename().string();
-    std::uint64_t id = 0;
-    auto [end, parsed] = std::from_chars(name.data(), name.data() + name.size(), id);
-    if (parsed != std::errc() || end != name.data() + name.size() || jobs_.contains(id)) continue;
+  for (std::uint64_t id : ListIds(config_.state_dir + "/jobs", "")) {
+    const std::string name = std::to_string(id);
+    if (jobs_.contains(id)) continue;
     // A spec set aside as unreadable keeps its dir: the user's output is there.
     if (::access((specs_dir() + "/" + name + ".json.corrupt").c_str(), F_OK) == 0) continue;
     // Made root's and handed to the job's user: its owner is the job's.
     struct stat dir {};
     std::optional<JobDirOwner> owner;
-    if (facts_.as_root && ::lstat(entry.path().c_str(), &dir) == 0)
+    if (facts_.as_root && ::lstat(job_dir(id).c_str(), &dir) == 0)
       owner = JobDirOwner{dir.st_uid, 0};
     // Taken apart by the loop, a step a turn, like a forgotten job's.
-    removals_.emplace_back(entry.path().string(), owner);
+    removals_.emplace_back(job_dir(id), owner);
     LogInfo("removing the leftover dir of job " + name + ", which has no launch spec");
   }
   if (config_.no_dev_dir) return;
+  std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(config_.dev_dir + "/jobs", ec)) {
     const std::string name = entry.path().filename().string();
     std::uint64_t id = 0;

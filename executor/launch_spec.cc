@@ -48,17 +48,21 @@ Result<void> RemoveSpec(const std::string& specs_dir, std::uint64_t id) {
   return Ok();
 }
 
-std::vector<std::uint64_t> ListIds(const std::string& path, std::string_view suffix) {
+std::vector<std::uint64_t> ListIds(const std::string& path, std::string_view suffix,
+                                   std::string_view prefix) {
   std::vector<std::uint64_t> ids;
   DIR* dir = ::opendir(path.c_str());
   if (dir == nullptr) return ids;
   while (struct dirent* entry = ::readdir(dir)) {
     std::string_view name(entry->d_name);
-    if (name.size() <= suffix.size() || !name.ends_with(suffix)) continue;
-    name.remove_suffix(suffix.size());
+    if (name.size() <= prefix.size() + suffix.size() || !name.starts_with(prefix) ||
+        !name.ends_with(suffix)) {
+      continue;
+    }
+    name = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
     std::uint64_t id = 0;
     auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), id);
-    if (ec == std::errc() && end == name.data() + name.size() && id > 0) ids.push_back(id);
+    if (ec == std::errc() && end == name.data() + name.size() && name[0] != '0') ids.push_back(id);
   }
   ::closedir(dir);
   std::sort(ids.begin(), ids.end());

@@ -55,8 +55,10 @@ Result<std::uint64_t> SaveSpec(const std::string& specs_dir, const LaunchSpec& s
 Result<LaunchSpec> LoadSpec(const std::string& specs_dir, std::uint64_t id);
 // Removes `id`'s file; one that is not there is removed already.
 Result<void> RemoveSpec(const std::string& specs_dir, std::uint64_t id);
-// Ids of every file named `<id><suffix>` in the dir (others are ignored).
-std::vector<std::uint64_t> ListIds(const std::string& path, std::string_view suffix = ".json");
+// Ids of every entry named `<prefix><id><suffix>` in the dir, the id as
+// std::to_string writes it (no sign, no leading zero); others are ignored.
+std::vector<std::uint64_t> ListIds(const std::string& path, std::string_view suffix = ".json",
+                                   std::string_view prefix = "");
 
 }  // namespace hpcb::executor
 

@@ -11,13 +11,12 @@
 // started twice or its end lost.
 //
 // One file, one line per state, the last line that reads is the job's
-// state: a file is made once per job rather than three times through a
-// temporary name (on ext4 each new file is an inode search, slower the
-// more files were deleted recently, as in a stream of short jobs; the
-// start of a job came 0.7 ms sooner in bench runs). The first line is
-// renamed into place with its file, as before; a later line torn by a
-// crash reads as nothing, leaving the state before it, which is what the
-// rename of a whole file used to leave.
+// state. The bargain: a file is made once per job rather than once per
+// state through a temporary name (on ext4 each new file is an inode
+// search, slower the more files were deleted recently, as in a stream of
+// short jobs). The first line is renamed into place with its file; a
+// later line torn by a crash reads as nothing, leaving the state before
+// it, as a torn rename would.
 #ifndef HPCB_PROTOCOL_HOST_RUN_RECORD_H_
 #define HPCB_PROTOCOL_HOST_RUN_RECORD_H_
 

@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
+#include "executor/launch_spec.h"
 #include "tests/testing/temp_dir.h"
 
 namespace hpcb::executor {
@@ -158,6 +160,20 @@ TEST_F(SpecStoreTest, AJournalThatCannotBeReadStopsTheStart) {
   ASSERT_FALSE(opened);
   EXPECT_NE(opened.error().message().find("journal"), std::string::npos)
       << opened.error().message();
+}
+
+// Only the names the root side makes: the id as std::to_string writes it,
+// between the prefix and the suffix asked for.
+TEST(ListIdsTest, ListsOnlyNamesMadeFromAnIdSorted) {
+  testing::TempDir dir;
+  for (const char* name : {"12.json", "3.json", "007.json", "0.json", "-4.json", "x.json",
+                           "5.json.corrupt", "6", ".json", "job-8", "job-09"}) {
+    std::ofstream(dir.path() + "/" + name) << "";
+  }
+  EXPECT_EQ(ListIds(dir.path()), (std::vector<std::uint64_t>{3, 12}));
+  EXPECT_EQ(ListIds(dir.path(), ""), (std::vector<std::uint64_t>{6}));
+  EXPECT_EQ(ListIds(dir.path(), "", "job-"), (std::vector<std::uint64_t>{8}));
+  EXPECT_TRUE(ListIds(dir.path() + "/absent").empty());
 }
 
 }  // namespace
