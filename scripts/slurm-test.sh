@@ -451,6 +451,24 @@ run resume1 as_root resume
   wait_for 10 "the node to resume" node_idle && ok "resume resumes the node" || bad "resume"
 run resume2 as_root resume
 [ "$(out_of resume2)" = "not draining" ] && ok "resume of a node not drained changes nothing" || bad "resume twice"
+# An administrator's drain (its Reason holding '='), then a down node:
+# resume leaves the one, drain the other, and neither Reason is overwritten.
+node_reason() { timeout 10 scontrol --oneliner show node "$node" | sed -n 's/.* Reason=//p'; }
+timeout 10 scontrol update NodeName="$node" State=DRAIN Reason="fan=broken ticket=42"
+run resume3 as_root resume
+[ "$(out_of resume3)" = "not draining" ] && grep -q "^dispatch: note: node $node stays .*(fan=broken ticket=42 \[" "$scratch/resume3.err" &&
+  node_drained && ok "resume leaves an administrator's drain, its whole Reason read" || bad "resume of another's drain"
+timeout 10 scontrol update NodeName="$node" State=RESUME
+wait_for 20 "the node to resume" node_idle || bad "the node did not resume"
+timeout 10 scontrol update NodeName="$node" State=DOWN Reason="psu=dead"
+run drain5 as_root drain
+run resume4 as_root resume
+node_down() { timeout 10 sinfo -h -n "$node" -o %T 2>/dev/null | grep -q '^down'; }
+grep -q "^dispatch: note: node $node is left as it is: it is DOWN" "$scratch/drain5.err" &&
+  node_reason | grep -q '^psu=dead' && node_down && ok "drain and resume leave a down node and its Reason alone" ||
+  bad "drain/resume of a down node ($(node_reason))"
+timeout 10 scontrol update NodeName="$node" State=RESUME
+wait_for 20 "the node to come back" node_idle || bad "the node did not come back"
 
 # 9. Without accounting, list --finished says why it cannot answer.
 run fin1 dispatch list --finished

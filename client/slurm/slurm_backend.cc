@@ -440,15 +440,22 @@ int SlurmBackend::Drain(bool on, Io io) {
   if (!nodes) return ReportSlurmError(nodes.error(), io);
   std::vector<SlurmNode> targets;
   for (const SlurmNode& node : *nodes) {
-    if (on && !IsDraining(node.state)) targets.push_back(node);
+    const std::string name = EscapeControl(node.name);
+    const std::string why = node.reason.empty() ? "" : " (" + EscapeControl(node.reason) + ")";
+    if (on && DrainableByDispatch(node)) targets.push_back(node);
     if (!on && DrainedByDispatch(node)) targets.push_back(node);
-    // Drained for another reason (a fault, maintenance): not ours to undo.
-    if (!on && IsDraining(node.state) && !DrainedByDispatch(node)) {
-      io.err << "dispatch: note: node " << EscapeControl(node.name)
-             << " stays drained: Slurm drained it for another reason ("
-             << EscapeControl(node.reason)
-             << "); 'scontrol update NodeName=" << EscapeControl(node.name)
-             << " State=RESUME' resumes it\n";
+    // A down node, or one whose Reason is someone else's (a fault,
+    // maintenance): draining would overwrite that Reason, and a later
+    // resume would put the node back into service.
+    if (on && !IsDraining(node.state) && !DrainableByDispatch(node)) {
+      io.err << "dispatch: note: node " << name << " is left as it is: it is "
+             << EscapeControl(node.state) << why << "\n";
+    }
+    if (!on && !DrainedByDispatch(node) && (IsDraining(node.state) || IsDownOrFailed(node.state))) {
+      io.err << "dispatch: note: node " << name << " stays " << EscapeControl(node.state) << why
+             << ": resume only undoes `dispatch drain` on a node that is not down; "
+                "'scontrol update NodeName="
+             << name << " State=RESUME' resumes it\n";
     }
   }
   if (targets.empty()) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <initializer_list>
 #include <map>
 
 #include "client/format.h"
@@ -64,11 +65,20 @@ std::vector<SlurmNode> ParseScontrolNodes(std::string_view text) {
     std::string_view line = text.substr(start, end - start);
     start = end + 1;
     if (line.rfind("NodeName=", 0) != 0) continue;
+    // Reason is last on the line (22.05) and free text: an admin's
+    // "fan=broken" would read as a field of its own.
+    std::string_view reason;
+    if (std::size_t at = line.find(" Reason="); at != std::string_view::npos) {
+      reason = line.substr(at + 8);
+      line = line.substr(0, at);
+    }
+    while (!reason.empty() && (reason.back() == ' ' || reason.back() == '\r'))
+      reason.remove_suffix(1);
     const std::map<std::string, std::string> f = ParseScontrolJob(line);
     SlurmNode node;
     node.name = FieldOf(f, "NodeName");
     node.state = FieldOf(f, "State");
-    node.reason = FieldOf(f, "Reason");
+    node.reason = std::string(reason);
     const std::int64_t cpus = Count(FieldOf(f, "CPUTot"));
     // CPUEfctv (Slurm 22.05 and later): the cpus left once CoreSpecCount
     // and CpuSpecList have kept theirs for the system.
@@ -88,20 +98,46 @@ std::vector<SlurmNode> ParseScontrolNodes(std::string_view text) {
   return nodes;
 }
 
-bool IsDraining(std::string_view state) {
+namespace {
+
+// Whether one of the '+'-joined parts of `state` is among `names`.
+bool HasPart(std::string_view state, std::initializer_list<std::string_view> names) {
   std::size_t start = 0;
   while (start <= state.size()) {
     std::size_t end = state.find('+', start);
     if (end == std::string_view::npos) end = state.size();
     std::string_view part = state.substr(start, end - start);
-    if (part == "DRAIN" || part == "DRAINED" || part == "DRAINING") return true;
+    for (std::string_view name : names) {
+      if (part == name) return true;
+    }
     start = end + 1;
   }
   return false;
 }
 
+}  // namespace
+
+bool IsDraining(std::string_view state) {
+  return HasPart(state, {"DRAIN", "DRAINED", "DRAINING"});
+}
+
+bool IsDownOrFailed(std::string_view state) {
+  return HasPart(state, {"DOWN", "FAIL", "FAILING"});
+}
+
+bool IsDispatchReason(std::string_view reason) {
+  const std::string_view ours = kDrainReason;
+  if (reason.substr(0, ours.size()) != ours) return false;
+  std::string_view rest = reason.substr(ours.size());
+  return rest.empty() || rest.substr(0, 2) == " [";
+}
+
 bool DrainedByDispatch(const SlurmNode& node) {
-  return IsDraining(node.state) && node.reason.rfind(kDrainReason, 0) == 0;
+  return IsDraining(node.state) && !IsDownOrFailed(node.state) && IsDispatchReason(node.reason);
+}
+
+bool DrainableByDispatch(const SlurmNode& node) {
+  return !IsDraining(node.state) && !IsDownOrFailed(node.state) && node.reason.empty();
 }
 
 std::string SchedulerTypeOf(std::string_view config_text) {

@@ -14,7 +14,7 @@
 namespace hpcb::client::slurm {
 
 // The Reason `dispatch drain` gives Slurm; `resume` undoes only drains
-// whose reason starts with it.
+// whose reason is it (IsDispatchReason).
 inline constexpr const char* kDrainReason = "dispatch drain";
 
 struct SlurmNode {
@@ -32,8 +32,21 @@ std::vector<SlurmNode> ParseScontrolNodes(std::string_view text);
 // Whether Slurm's node `state` carries the DRAIN flag (draining or drained).
 bool IsDraining(std::string_view state);
 
-// Whether `node` was drained by `dispatch drain` (its reason says so).
+// Whether `state` says the node is down or failed: an administrator's or
+// slurmctld's doing, which neither drain nor resume touches.
+bool IsDownOrFailed(std::string_view state);
+
+// Whether `reason` is kDrainReason, alone or with the " [user@time]" that
+// scontrol appends; "dispatch drained for repairs" is someone else's.
+bool IsDispatchReason(std::string_view reason);
+
+// Whether `resume` may resume `node`: drained by `dispatch drain` (its
+// reason says so) and neither down nor failed.
 bool DrainedByDispatch(const SlurmNode& node);
+
+// Whether `drain` may drain `node`: not draining, down or failed, and
+// carrying no Reason (someone else's, which a drain would overwrite).
+bool DrainableByDispatch(const SlurmNode& node);
 
 // SchedulerType from `scontrol show config` ("sched/backfill"); empty if
 // absent.

@@ -590,6 +590,40 @@ TEST_F(SlurmNodesDispatchTest, DrainDrainsTheNodesNotYetDrained) {
   EXPECT_EQ(Calls("scontrol").back(), "--oneliner|show|node");
 }
 
+// A down node, or one with an administrator's Reason, keeps its Reason: a
+// drain would overwrite it, and a later resume would bring the node back.
+TEST_F(SlurmNodesDispatchTest, DrainLeavesDownNodesAndOthersReasonsAlone) {
+  Say("nodes.out",
+      "NodeName=n1 CPUTot=8 State=IDLE Partitions=debug\n"
+      "NodeName=n2 CPUTot=8 State=DOWN+NOT_RESPONDING Partitions=debug "
+      "Reason=PSU=dead [root@2024-05-01T10:00:00]\n"
+      "NodeName=n3 CPUTot=8 State=IDLE+FAIL Partitions=debug Reason=ecc [root@x]\n"
+      "NodeName=n4 CPUTot=8 State=IDLE Partitions=debug Reason=reboot soon [root@x]\n");
+  Outcome run = Dispatch({"drain"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(Calls("scontrol").back(), "update|NodeName=n1|State=DRAIN|Reason=dispatch drain");
+  EXPECT_EQ(run.err,
+            "dispatch: note: node n2 is left as it is: it is DOWN+NOT_RESPONDING (PSU=dead "
+            "[root@2024-05-01T10:00:00])\n"
+            "dispatch: note: node n3 is left as it is: it is IDLE+FAIL (ecc [root@x])\n"
+            "dispatch: note: node n4 is left as it is: it is IDLE (reboot soon [root@x])\n");
+}
+
+TEST_F(SlurmNodesDispatchTest, ResumeNeverResumesADownNode) {
+  Say("nodes.out",
+      "NodeName=n1 CPUTot=8 State=DOWN+DRAIN Partitions=debug Reason=dispatch drain "
+      "[root@x]\n"
+      "NodeName=n2 CPUTot=8 State=IDLE+DRAIN Partitions=debug Reason=dispatch drained for "
+      "repairs [root@x]\n");
+  Outcome run = Dispatch({"resume"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.out, "not draining\n");
+  EXPECT_EQ(Calls("scontrol").back(), "--oneliner|show|node");
+  EXPECT_NE(run.err.find("node n1 stays DOWN+DRAIN (dispatch drain [root@x])"), std::string::npos)
+      << run.err;
+  EXPECT_NE(run.err.find("node n2 stays IDLE+DRAIN"), std::string::npos) << run.err;
+}
+
 TEST_F(SlurmNodesDispatchTest, ResumeUndoesOnlyDispatchsDrain) {
   Say("nodes.out",
       std::string(kNodes) + "NodeName=n3 CPUTot=4 State=DOWN+DRAIN Reason=bad DIMM [root@x]\n");
@@ -597,9 +631,8 @@ TEST_F(SlurmNodesDispatchTest, ResumeUndoesOnlyDispatchsDrain) {
   EXPECT_EQ(run.code, 0) << run.err;
   EXPECT_EQ(run.out, "resumed: queued jobs are started again\n");
   EXPECT_EQ(run.err,
-            "dispatch: note: node n3 stays drained: Slurm drained it "
-            "for another reason (bad "
-            "DIMM [root@x]); 'scontrol update NodeName=n3 "
+            "dispatch: note: node n3 stays DOWN+DRAIN (bad DIMM [root@x]): resume only undoes "
+            "`dispatch drain` on a node that is not down; 'scontrol update NodeName=n3 "
             "State=RESUME' resumes it\n");
   EXPECT_EQ(Calls("scontrol").back(), "update|NodeName=n2|State=RESUME");
 

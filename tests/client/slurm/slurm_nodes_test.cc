@@ -25,6 +25,45 @@ TEST(SlurmNodesTest, NodesAreReadFromOneLineEach) {
   EXPECT_FALSE(DrainedByDispatch(nodes[1]));
 }
 
+// Reason is free text, last on scontrol's line: a word with '=' in it is
+// part of it.
+TEST(SlurmNodesTest, TheReasonRunsToTheEndOfTheLine) {
+  std::vector<SlurmNode> nodes = ParseScontrolNodes(
+      "NodeName=a Arch=x86_64 CPUTot=2 State=IDLE+DRAIN ThreadsPerCore=1 "
+      "Reason=fan=broken see ticket=42 [root@2024-05-01T10:00:00]\n");
+  ASSERT_EQ(nodes.size(), 1u);
+  EXPECT_EQ(nodes[0].reason, "fan=broken see ticket=42 [root@2024-05-01T10:00:00]");
+  EXPECT_EQ(nodes[0].state, "IDLE+DRAIN");
+  EXPECT_EQ(nodes[0].info.cpus.total, 2);
+}
+
+TEST(SlurmNodesTest, OnlyDispatchsOwnDrainOfALiveNodeIsUndone) {
+  SlurmNode node{"a", "IDLE+DRAIN", "dispatch drain", {}};
+  EXPECT_TRUE(DrainedByDispatch(node));
+  node.reason = "dispatch drain [slurm@2024-05-01T10:00:00]";
+  EXPECT_TRUE(DrainedByDispatch(node));
+  for (const char* other : {"dispatch drained for repairs", "dispatch drainage", "dispatch",
+                            "bad DIMM dispatch drain", ""}) {
+    node.reason = other;
+    EXPECT_FALSE(DrainedByDispatch(node)) << other;
+  }
+  node.reason = "dispatch drain";
+  for (const char* down : {"DOWN+DRAIN", "IDLE+DRAIN+FAIL", "DOWN+DRAIN+NOT_RESPONDING"}) {
+    node.state = down;
+    EXPECT_FALSE(DrainedByDispatch(node)) << down;
+  }
+}
+
+TEST(SlurmNodesTest, DrainLeavesDownNodesAndOthersReasonsAlone) {
+  EXPECT_TRUE(DrainableByDispatch({"a", "IDLE", "", {}}));
+  EXPECT_TRUE(DrainableByDispatch({"a", "MIXED", "", {}}));
+  EXPECT_FALSE(DrainableByDispatch({"a", "DOWN", "", {}}));
+  EXPECT_FALSE(DrainableByDispatch({"a", "DOWN+NOT_RESPONDING", "", {}}));
+  EXPECT_FALSE(DrainableByDispatch({"a", "IDLE+FAIL", "", {}}));
+  EXPECT_FALSE(DrainableByDispatch({"a", "IDLE", "reboot pending [root@x]", {}}));
+  EXPECT_FALSE(DrainableByDispatch({"a", "ALLOCATED+DRAIN", "", {}}));
+}
+
 TEST(SlurmNodesTest, QueueCountsAndPolicy) {
   protocol::InfoReply reply;
   CountQueue(
