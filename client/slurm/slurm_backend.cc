@@ -1,6 +1,7 @@
 #include "client/slurm/slurm_backend.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -79,19 +80,35 @@ Result<std::optional<std::int64_t>> TimeLimitOf(const std::map<std::string, std:
   return ParseSlurmDuration(it->second);
 }
 
-// Copies what is new in the output file to `io.out`; opens it once it
-// exists. False when stdout is gone.
-bool DrainOutput(const std::string& path, UniqueFd* file, Io io) {
-  if (!file->valid()) {
-    file->reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!file->valid()) return true;
+// How far the printing of a job's output file got.
+struct Tail {
+  UniqueFd file;
+  off_t position = 0;  // bytes of the file printed
+};
+
+// Copies what is new in the output file to `io.out`, opening it at the
+// saved position first if it is not open (a file not there yet is no
+// error). A file now shorter than what was printed was truncated (Slurm
+// truncates it when the job starts, and again when it is requeued): it is
+// read from its start. False when stdout is gone.
+bool DrainOutput(const std::string& path, Tail* tail, Io io) {
+  if (!tail->file.valid()) {
+    tail->file.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!tail->file.valid()) return true;
+    if (::lseek(tail->file.get(), tail->position, SEEK_SET) < 0) tail->position = 0;
+  }
+  struct stat status {};
+  if (::fstat(tail->file.get(), &status) == 0 && status.st_size < tail->position) {
+    ::lseek(tail->file.get(), 0, SEEK_SET);
+    tail->position = 0;
   }
   char buffer[65536];
   while (true) {
-    ssize_t n = ::read(file->get(), buffer, sizeof buffer);
+    ssize_t n = ::read(tail->file.get(), buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     io.out.write(buffer, n);
+    tail->position += n;
   }
   io.out.flush();
   return static_cast<bool>(io.out);
@@ -103,21 +120,40 @@ struct Followed {
   bool opened = false;
 };
 
-// Prints the output file at `path` of job `id` (last seen in Slurm state
-// `state`) from its first byte as it grows, asking slurmctld every
+// Prints the output file at `path` of job `id` (`job` as scontrol last
+// showed it) from its first byte as it grows, asking slurmctld every
 // poll_interval whether the job has ended.
 Followed FollowOutput(const BackendConfig& config, std::uint64_t id, const std::string& path,
-                      std::string state, Io io) {
+                      std::map<std::string, std::string> job, Io io) {
   const std::string name = "job " + IdText(id);
-  UniqueFd file;
+  Tail tail;
+  bool opened = false;
+  bool forgotten = false;  // slurmctld no longer knows the job: it ended
   auto last_output = Clock::now();
   auto last_notice = last_output;
   while (true) {
+    const std::string state = forgotten ? "COMPLETED" : Field(job, "JobState");
     const bool ended = IsTerminalState(state);
-    off_t before = file.valid() ? ::lseek(file.get(), 0, SEEK_CUR) : -1;
-    if (!DrainOutput(path, &file, io)) return {kExitError, file.valid()};
-    if (file.valid() && ::lseek(file.get(), 0, SEEK_CUR) != before) last_output = Clock::now();
-    if (ended) return {kExitOk, file.valid()};
+    // Trap: a file there while the job is queued is an earlier run's, which
+    // Slurm truncates when this one starts; a job cancelled while queued
+    // never starts.
+    const bool started = forgotten || (MapJobState(state).state != protocol::JobState::kQueued &&
+                                       (!ended || GotANode(job)));
+    if (started) {
+      const off_t before = tail.position;
+      if (!DrainOutput(path, &tail, io)) return {kExitError, opened};
+      opened = opened || tail.file.valid();
+      if (tail.position != before) last_output = Clock::now();
+    }
+    if (ended) {
+      // Over NFS the size this client cached may hide the last lines the
+      // node wrote; opening the file again refreshes it (close-to-open).
+      if (tail.file.valid()) {
+        tail.file.reset();
+        if (!DrainOutput(path, &tail, io)) return {kExitError, opened};
+      }
+      return {kExitOk, opened};
+    }
     std::this_thread::sleep_for(config.poll_interval);
     auto now = Clock::now();
     if (io.err_is_tty && now - last_output >= kQuietNotice && now - last_notice >= kQuietNotice) {
@@ -130,11 +166,11 @@ Followed FollowOutput(const BackendConfig& config, std::uint64_t id, const std::
     if (!fresh) {
       // Forgotten by slurmctld between two polls: it ended.
       if (fresh.error().code() != ErrorCode::kNotFound) {
-        return {ReportSlurmError(fresh.error(), io), file.valid()};
+        return {ReportSlurmError(fresh.error(), io), opened};
       }
-      state = "COMPLETED";
+      forgotten = true;
     } else {
-      state = Field(*fresh, "JobState");
+      job = std::move(*fresh);
     }
   }
 }
@@ -190,7 +226,7 @@ int SlurmBackend::FollowThenWait(std::uint64_t id, const std::string& path, Io i
       io.err << "job " << id << " is queued; waiting for it to start...\n";
       io.err.flush();
     }
-    Followed followed = FollowOutput(config_, id, path, state, io);
+    Followed followed = FollowOutput(config_, id, path, std::move(*job), io);
     if (followed.code != kExitOk) return followed.code;
     // A job that never started wrote nothing; the wait says why.
     auto row = JobRowOf(config_, id);
@@ -283,7 +319,7 @@ int SlurmBackend::Attach(std::uint64_t id, Io io) {
     io.err << name << " has finished; its output is at " << path << "\n";
   }
   io.err.flush();
-  Followed followed = FollowOutput(config_, id, path, state, io);
+  Followed followed = FollowOutput(config_, id, path, std::move(*job), io);
   if (followed.code != kExitOk || followed.opened) return followed.code;
   return ReportSlurmError(Error::FromErrno(errno, name + " has ended but its output file " + path +
                                                       " cannot be opened here"),

@@ -303,6 +303,12 @@ std::string OutputPathFor(const std::string& output_template, std::uint64_t id) 
   return out;
 }
 
+bool GotANode(const std::map<std::string, std::string>& job) {
+  auto it = job.find("NodeList");
+  return it != job.end() && !it->second.empty() && it->second != "(null)" &&
+         it->second != "None assigned";
+}
+
 protocol::JobRow RowFromShowJob(std::uint64_t id, const std::map<std::string, std::string>& job) {
   auto field = [&job](const char* key) {
     auto it = job.find(key);
@@ -315,11 +321,7 @@ protocol::JobRow RowFromShowJob(std::uint64_t id, const std::map<std::string, st
   StateView view = MapJobState(field("JobState"));
   row.state = view.state;
   row.reason = view.reason;
-  // Trap: slurmctld sets StartTime when it cancels a pending job too; only
-  // a job given a node ever started.
-  const std::string nodes = field("NodeList");
-  const bool placed = !nodes.empty() && nodes != "(null)" && nodes != "None assigned";
-  if (row.state != protocol::JobState::kQueued && placed) {
+  if (row.state != protocol::JobState::kQueued && GotANode(job)) {
     row.start_time = ParseSlurmTimestamp(field("StartTime"));
     if (row.state == protocol::JobState::kDone) row.exit_code = ExitFromPair(field("ExitCode"));
   }

@@ -120,6 +120,11 @@ std::vector<SlurmJob> ParseSacct(std::string_view text);
 // it got a node has no start time and no exit code: it did not run).
 protocol::JobRow RowFromShowJob(std::uint64_t id, const std::map<std::string, std::string>& job);
 
+// Whether the job `scontrol show job` shows (ParseScontrolJob) was ever
+// given a node. Trap: slurmctld sets StartTime when it cancels a pending
+// job too; only a job given a node ever started.
+bool GotANode(const std::map<std::string, std::string>& job);
+
 // `scontrol show job ID` (multi-line form) as KEY -> VALUE. Values may hold
 // spaces for the keys Slurm prints on a line of their own (StdOut, WorkDir,
 // Command, ...).

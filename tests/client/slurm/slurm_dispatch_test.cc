@@ -119,6 +119,61 @@ class SlurmDispatchTest : public ::testing::Test {
            "/output.5.log\n";
   }
 
+  // Job 5 as Slurm 22.05's `scontrol show job 5` prints it, fields in its
+  // order: `nodes` is "(null)" until the job gets a node.
+  std::string Record(const std::string& state, const std::string& exit = "0:0",
+                     const std::string& nodes = "node1", const std::string& reason = "None",
+                     const std::string& dependency = "(null)") {
+    const std::string out = dir_ + "/output.5.log";
+    const bool ran = nodes != "(null)";
+    return "JobId=5 JobName=sleep 60\n"
+           "   UserId=alice(1000) GroupId=alice(1000) MCS_label=N/A\n"
+           "   Priority=4294901757 Nice=0 Account=(null) QOS=(null)\n"
+           "   JobState=" +
+           state + " Reason=" + reason + " Dependency=" + dependency +
+           "\n"
+           "   Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 ExitCode=" +
+           exit +
+           "\n"
+           "   RunTime=00:00:01 TimeLimit=00:05:00 TimeMin=N/A\n"
+           "   SubmitTime=2024-05-01T10:00:00 EligibleTime=2024-05-01T10:00:00\n"
+           "   AccrueTime=2024-05-01T10:00:00\n"
+           "   StartTime=" +
+           std::string(ran ? "2024-05-01T10:00:00" : "Unknown") +
+           " EndTime=" + (ran ? "2024-05-01T10:00:01" : "Unknown") +
+           " Deadline=N/A\n"
+           "   SuspendTime=None SecsPreSuspend=0 LastSchedEval=2024-05-01T10:00:00 "
+           "Scheduler=Main\n"
+           "   Partition=debug AllocNode:Sid=login1:4242\n"
+           "   ReqNodeList=(null) ExcNodeList=(null)\n"
+           "   NodeList=" +
+           nodes + "\n" + (ran ? "   BatchHost=" + nodes + "\n" : "") +
+           "   NumNodes=1 NumCPUs=1 NumTasks=1 CPUs/Task=1 ReqB:S:C:T=0:0:*:*\n"
+           "   TRES=cpu=1,mem=100M,node=1,billing=1\n"
+           "   Socks/Node=* NtasksPerN:B:S:C=0:0:*:* CoreSpec=*\n"
+           "   MinCPUsNode=1 MinMemoryNode=100M MinTmpDiskNode=0\n"
+           "   Features=(null) DelayBoot=00:00:00\n"
+           "   OverSubscribe=OK Contiguous=0 Licenses=(null) Network=(null)\n"
+           "   Command=(null)\n"
+           "   WorkDir=" +
+           dir_ + "\n   StdErr=" + out + "\n   StdIn=/dev/null\n   StdOut=" + out +
+           "\n   Power=\n\n";
+  }
+
+  // scontrol whose `show job` prints show.N.out on its Nth call (the last
+  // one once they run out) after running show.N.sh if there is one.
+  void ScriptShowJob() {
+    WriteFile(dir_ + "/scontrol",
+              "#!/bin/sh\n"
+              "d=$(dirname \"$0\")\n"
+              "(IFS='|'; printf '%s\\n' \"$*\") >> \"$d/scontrol.args\"\n"
+              "n=$(grep -c '^show|job' \"$d/scontrol.args\")\n"
+              "[ -f \"$d/show.$n.sh\" ] && sh \"$d/show.$n.sh\"\n"
+              "while [ \"$n\" -gt 1 ] && [ ! -f \"$d/show.$n.out\" ]; do n=$((n - 1)); done\n"
+              "cat \"$d/show.$n.out\"\n",
+              0755);
+  }
+
   std::string dir_;
   std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
 };
@@ -486,12 +541,49 @@ TEST_F(SlurmDispatchTest, AnUnknownJobIsWordedAsKillWordsIt) {
 }
 
 TEST_F(SlurmDispatchTest, AttachPrintsAFinishedJobsOutput) {
-  Say("show.out", Show("COMPLETED", "ExitCode=0:0"));
+  Say("show.out", Record("COMPLETED"));
   Say("output.5.log", "line 1\nline 2\n");
   Outcome run = Dispatch({"attach", "5"});
   EXPECT_EQ(run.code, 0) << run.err;
   EXPECT_EQ(run.out, "line 1\nline 2\n");
   EXPECT_EQ(run.err, "job 5 has finished; its output is at " + dir_ + "/output.5.log\n");
+}
+
+// An output file left by an earlier job of the same --output is not this
+// job's: Slurm truncates it when the job starts.
+TEST_F(SlurmDispatchTest, AttachWaitsForTheJobToStartBeforeReadingItsOutput) {
+  ScriptShowJob();
+  Say("output.5.log", "an earlier run's output, longer than this one's\n");
+  Say("show.1.out", Record("PENDING", "0:0", "(null)", "Priority"));
+  Say("show.2.sh", "printf 'new\\n' > '" + dir_ + "/output.5.log'\n");
+  Say("show.2.out", Record("COMPLETED"));
+  Outcome run = Dispatch({"attach", "5"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.out, "new\n");
+}
+
+// Requeued (or started after the file was opened): the file shrinks under
+// us, and what is new is at its start.
+TEST_F(SlurmDispatchTest, AttachReadsATruncatedOutputFromItsStart) {
+  ScriptShowJob();
+  Say("output.5.log", "first attempt, longer than the second\n");
+  Say("show.1.out", Record("RUNNING"));
+  Say("show.2.sh", "printf 'second\\n' > '" + dir_ + "/output.5.log'\n");
+  Say("show.2.out", Record("COMPLETED"));
+  Outcome run = Dispatch({"attach", "5"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.out, "first attempt, longer than the second\nsecond\n");
+}
+
+TEST_F(SlurmDispatchTest, NewWaitDoesNotPrintAQueuedJobsOldOutputFile) {
+  ScriptShowJob();
+  Say("sbatch.out", "5\n");
+  Say("output.5.log", "stale\n");
+  Say("show.1.out", Record("CANCELLED by 1000", "0:0", "(null)"));
+  Outcome run = Dispatch({"new", "--wait", "--output", dir_, "--", "true"});
+  EXPECT_EQ(run.code, 1) << run.err;
+  EXPECT_EQ(run.out, "");
+  EXPECT_NE(run.err.find("job 5 did not run: killed while queued\n"), std::string::npos) << run.err;
 }
 
 TEST_F(SlurmDispatchTest, TheLocalBackendWaitsThroughTheDaemonNotSlurm) {
