@@ -113,8 +113,8 @@ class ProgressDisplay {
 
 }  // namespace
 
-int WaitForJobs(const std::vector<std::uint64_t>& ids, const WaitOptions& options, double poll_s,
-                const JobPoll& poll, Io io, int (*report)(const Error&, Io)) {
+int WaitForJobs(const std::vector<std::uint64_t>& ids, const WaitOptions& options,
+                const PollPace& pace, const JobPoll& poll, Io io, int (*report)(const Error&, Io)) {
   std::vector<std::uint64_t> unique;
   for (std::uint64_t id : ids) {
     if (std::find(unique.begin(), unique.end(), id) == unique.end()) unique.push_back(id);
@@ -126,13 +126,18 @@ int WaitForJobs(const std::vector<std::uint64_t>& ids, const WaitOptions& option
   bool answered = false;            // the daemon answered at least once
   double unreachable_since_s = -1;  // negative: the last poll was answered
   for (;;) {
-    const double elapsed = Seconds(std::chrono::steady_clock::now() - begin);
+    const double asked = Seconds(std::chrono::steady_clock::now() - begin);
     Result<std::map<std::uint64_t, protocol::JobRow>> rows = poll(pending);
+    // Trap: a poll may take as long as its command's timeout; the deadline
+    // is checked against the time after it.
+    const double elapsed = Seconds(std::chrono::steady_clock::now() - begin);
     if (!rows) {
       // A daemon that answered before is restarting or reloading: keep
-      // asking, boundedly. One that never answered is an error at once.
-      if (unreachable_since_s < 0) unreachable_since_s = elapsed;
-      if (!answered || rows.error().code() != ErrorCode::kUnavailable ||
+      // asking, boundedly. One that never answered is an error at once,
+      // unless the pace says otherwise.
+      if (unreachable_since_s < 0) unreachable_since_s = asked;
+      if ((!answered && !pace.patient_from_start) ||
+          rows.error().code() != ErrorCode::kUnavailable ||
           elapsed - unreachable_since_s >= kWaitUnreachableS) {
         progress.Clear();
         return report(rows.error(), io);
@@ -167,7 +172,9 @@ int WaitForJobs(const std::vector<std::uint64_t>& ids, const WaitOptions& option
       io.err << "dispatch: --timeout reached; still unfinished: job " << left << "\n";
       return kExitTimeout;
     }
-    std::this_thread::sleep_for(std::chrono::duration<double>(poll_s));
+    double pause = pace.poll_s;
+    if (options.timeout_s) pause = std::min(pause, std::max(0.0, *options.timeout_s - elapsed));
+    std::this_thread::sleep_for(std::chrono::duration<double>(pause));
   }
   progress.Clear();
   io.err.flush();
@@ -180,7 +187,7 @@ int WaitForJobs(const std::vector<std::uint64_t>& ids, const WaitOptions& option
 int RunWait(const std::string& socket, const std::vector<std::uint64_t>& ids,
             const WaitOptions& options, Io io) {
   return WaitForJobs(
-      ids, options, kWaitPollS,
+      ids, options, PollPace{},
       [&socket](const std::set<std::uint64_t>& pending) { return Poll(socket, pending); }, io);
 }
 

@@ -5,7 +5,8 @@
 // daemon's job list (one request per poll, every kWaitPollS). Polling keeps
 // the daemon free of long-lived waiters and survives a daemon restart in
 // the middle: a poll that fails with kUnavailable after one that was
-// answered is retried until kWaitUnreachableS, not fatal.
+// answered (under Slurm, any) is retried until kWaitUnreachableS, not
+// fatal.
 #ifndef HPCB_CLIENT_WAIT_H_
 #define HPCB_CLIENT_WAIT_H_
 
@@ -50,12 +51,22 @@ struct WaitOptions {
 using JobPoll = std::function<Result<std::map<std::uint64_t, protocol::JobRow>>(
     const std::set<std::uint64_t>& ids)>;
 
-// Polls every `poll_s` seconds until every job in `ids` has ended (or
-// options.timeout_s passes: kExitTimeout). Says how each ended on stderr
-// (EndedLine), as it ends; a terminal also gets a progress line. A poll's
-// error is said through `report`.
-int WaitForJobs(const std::vector<std::uint64_t>& ids, const WaitOptions& options, double poll_s,
-                const JobPoll& poll, Io io, int (*report)(const Error&, Io) = ReportError);
+// How WaitForJobs polls.
+struct PollPace {
+  double poll_s = kWaitPollS;  // between two polls
+  // Whether kUnavailable is ridden out before the first answer too. The
+  // local daemon that never answered is not running; Slurm's controller
+  // may be restarting just as the wait starts.
+  bool patient_from_start = false;
+};
+
+// Polls at `pace` until every job in `ids` has ended (or options.timeout_s
+// passes, checked after each poll: kExitTimeout). Says how each ended on
+// stderr (EndedLine), as it ends; a terminal also gets a progress line. A
+// poll's error is said through `report`.
+int WaitForJobs(const std::vector<std::uint64_t>& ids, const WaitOptions& options,
+                const PollPace& pace, const JobPoll& poll, Io io,
+                int (*report)(const Error&, Io) = ReportError);
 
 // WaitForJobs over the daemon at `socket`.
 int RunWait(const std::string& socket, const std::vector<std::uint64_t>& ids,

@@ -480,6 +480,32 @@ grep -q "^dispatch: note: node $node is left as it is: it is DOWN" "$scratch/dra
 timeout 10 scontrol update NodeName="$node" State=RESUME
 wait_for 20 "the node to come back" node_idle || bad "the node did not come back"
 
+# 8h. wait rides out a slurmctld restart; wait --timeout with the
+# controller down gives up with 124.
+run rs1 dispatch new --no-output -- sleep 8
+idr=$(job_id rs1)
+wait_for 20 "job $idr to start" is_running "$idr"
+set +e
+dispatch wait "$idr" >"$scratch/rs2.out" 2>"$scratch/rs2.err" &
+rs2_pid=$!
+set -e
+sleep 1
+stop_pid "$ctld_pid"
+run rs3 dispatch wait --timeout 3s "$idr"
+slurmctld -D -f "$SLURM_CONF" >>"$scratch/log/slurmctld.out" 2>&1 3>&- &
+ctld_pid=$!
+pids+=($ctld_pid)
+set +e
+wait "$rs2_pid"
+rs2_rc=$?
+set -e
+echo "\$ dispatch wait $idr (across the restart) ->  exit $rs2_rc"
+sed 's/^/    /' "$scratch/rs2.out" "$scratch/rs2.err"
+[ "$(rc_of rs3)" = 124 ] && [ "$(err_of rs3)" = "dispatch: --timeout reached; still unfinished: job $idr" ] &&
+  ok "wait --timeout with slurmctld down gives up with 124" || bad "wait --timeout with slurmctld down"
+[ "$rs2_rc" = 0 ] && [ "$(cat "$scratch/rs2.err")" = "job $idr finished: exit 0" ] &&
+  ok "wait rides out a slurmctld restart" || bad "wait across a slurmctld restart"
+
 # 9. Without accounting, list --finished says why it cannot answer.
 run fin1 dispatch list --finished
 [ "$(rc_of fin1)" = 1 ] && grep -q "which this cluster does not keep" "$scratch/fin1.err" &&

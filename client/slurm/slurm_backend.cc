@@ -443,17 +443,30 @@ int SlurmBackend::JobField(const protocol::JobFieldRequest& request, bool /*json
 }
 
 int SlurmBackend::Wait(const std::vector<std::uint64_t>& ids, const WaitOptions& options, Io io) {
-  const BackendConfig& config = config_;
-  auto poll = [&config](const std::set<std::uint64_t>& pending)
+  std::optional<Clock::time_point> deadline;
+  if (options.timeout_s) {
+    deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                  std::chrono::duration<double>(*options.timeout_s));
+  }
+  auto poll = [this, deadline](const std::set<std::uint64_t>& pending)
       -> Result<std::map<std::uint64_t, protocol::JobRow>> {
+    // No Slurm command outlives --timeout.
+    BackendConfig config = config_;
+    if (deadline) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - Clock::now());
+      config.slurm_timeout =
+          std::max(std::chrono::milliseconds(1), std::min(left, config.slurm_timeout));
+    }
     std::map<std::uint64_t, protocol::JobRow> rows;
     for (std::uint64_t id : pending) {
       HPCB_ASSIGN_OR_RETURN(rows[id], JobRowOf(config, id));
     }
     return rows;
   };
-  const double poll_s = std::chrono::duration<double>(config_.poll_interval).count();
-  return WaitForJobs(ids, options, poll_s, poll, io, ReportSlurmError);
+  PollPace pace;
+  pace.poll_s = std::chrono::duration<double>(config_.poll_interval).count();
+  pace.patient_from_start = true;
+  return WaitForJobs(ids, options, pace, poll, io, ReportSlurmError);
 }
 
 int SlurmBackend::Info(bool json, Io io) {

@@ -16,6 +16,14 @@ bool SaysInvalidJobId(const ProcessOutcome& outcome) {
 
 }  // namespace
 
+bool SaysControllerUnreachable(const ProcessOutcome& outcome) {
+  for (const char* words : {"Unable to contact slurm controller", "Socket timed out",
+                            "Slurm backup controller in standby mode"}) {
+    if (outcome.err.find(words) != std::string::npos) return true;
+  }
+  return false;
+}
+
 std::string Trimmed(std::string text) {
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
     text.pop_back();
@@ -76,7 +84,9 @@ Result<std::string> ToolOutput(const BackendConfig& config, const std::string& t
                                std::vector<std::string> args, const std::string& doing) {
   HPCB_ASSIGN_OR_RETURN(ProcessOutcome outcome, RunTool(config, tool, std::move(args)));
   if (!outcome.succeeded()) {
-    return Error(ErrorCode::kFailedPrecondition, doing + ": " + Complaint(outcome));
+    return Error(SaysControllerUnreachable(outcome) ? ErrorCode::kUnavailable
+                                                    : ErrorCode::kFailedPrecondition,
+                 doing + ": " + Complaint(outcome));
   }
   return std::move(outcome.out);
 }
@@ -119,7 +129,8 @@ Result<std::map<std::string, std::string>> ShowJob(const BackendConfig& config, 
                         RunTool(config, "scontrol", {"show", "job", IdText(id)}));
   if (!outcome.succeeded()) {
     if (SaysInvalidJobId(outcome)) return NoSuchJob(id);
-    return Error(ErrorCode::kFailedPrecondition,
+    return Error(SaysControllerUnreachable(outcome) ? ErrorCode::kUnavailable
+                                                    : ErrorCode::kFailedPrecondition,
                  "cannot read job " + IdText(id) + ": " + Complaint(outcome));
   }
   auto fields = ParseScontrolJob(outcome.out);

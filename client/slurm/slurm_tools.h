@@ -35,6 +35,11 @@ int ReportSlurmError(const Error& error, Io io);
 Result<ProcessOutcome> RunTool(const BackendConfig& config, const std::string& tool,
                                std::vector<std::string> args, std::string input = {});
 
+// Whether a Slurm command failed because slurmctld did not answer (down,
+// restarting, or too busy): kUnavailable, which a wait rides out, as a
+// command's timeout is (RunProcess).
+bool SaysControllerUnreachable(const ProcessOutcome& outcome);
+
 // Runs `tool` and insists on its success; `doing` starts the message.
 Result<std::string> ToolOutput(const BackendConfig& config, const std::string& tool,
                                std::vector<std::string> args, const std::string& doing);

@@ -161,17 +161,22 @@ class SlurmDispatchTest : public ::testing::Test {
   }
 
   // scontrol whose `show job` prints show.N.out on its Nth call (the last
-  // one once they run out) after running show.N.sh if there is one.
+  // one once they run out) after running show.N.sh if there is one; with
+  // a show.N.err, it prints that to stderr and fails instead.
   void ScriptShowJob() {
-    WriteFile(dir_ + "/scontrol",
-              "#!/bin/sh\n"
-              "d=$(dirname \"$0\")\n"
-              "(IFS='|'; printf '%s\\n' \"$*\") >> \"$d/scontrol.args\"\n"
-              "n=$(grep -c '^show|job' \"$d/scontrol.args\")\n"
-              "[ -f \"$d/show.$n.sh\" ] && sh \"$d/show.$n.sh\"\n"
-              "while [ \"$n\" -gt 1 ] && [ ! -f \"$d/show.$n.out\" ]; do n=$((n - 1)); done\n"
-              "cat \"$d/show.$n.out\"\n",
-              0755);
+    WriteFile(
+        dir_ + "/scontrol",
+        "#!/bin/sh\n"
+        "d=$(dirname \"$0\")\n"
+        "(IFS='|'; printf '%s\\n' \"$*\") >> \"$d/scontrol.args\"\n"
+        "n=$(grep -c '^show|job' \"$d/scontrol.args\")\n"
+        "[ -f \"$d/show.$n.sh\" ] && sh \"$d/show.$n.sh\"\n"
+        "while [ \"$n\" -gt 1 ] && [ ! -f \"$d/show.$n.out\" ] && [ ! -f \"$d/show.$n.err\" ]; do\n"
+        "  n=$((n - 1))\n"
+        "done\n"
+        "[ -f \"$d/show.$n.err\" ] && cat \"$d/show.$n.err\" >&2 && exit 1\n"
+        "cat \"$d/show.$n.out\"\n",
+        0755);
   }
 
   std::string dir_;
@@ -453,6 +458,28 @@ TEST_F(SlurmDispatchTest, WaitTimeoutGivesUpWith124) {
   Say("show.out", Show("RUNNING", "ExitCode=0:0 NodeList=node1"));
   Outcome run = Dispatch({"wait", "--timeout", "1s", "5"});
   EXPECT_EQ(run.code, 124);
+  EXPECT_EQ(run.err, "dispatch: --timeout reached; still unfinished: job 5\n");
+}
+
+constexpr const char* kControllerDown =
+    "slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n";
+
+// slurmctld restarting: the wait keeps asking, as it does for the local
+// daemon.
+TEST_F(SlurmDispatchTest, WaitRidesOutAControllerRestart) {
+  ScriptShowJob();
+  Say("show.1.err", kControllerDown);
+  Say("show.2.out", Record("COMPLETED"));
+  Outcome run = Dispatch({"wait", "5"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.err, "job 5 finished: exit 0\n");
+}
+
+TEST_F(SlurmDispatchTest, WaitTimeoutWithTheControllerDownGivesUpWith124) {
+  ScriptShowJob();
+  Say("show.1.err", kControllerDown);
+  Outcome run = Dispatch({"wait", "--timeout", "1s", "5"});
+  EXPECT_EQ(run.code, 124) << run.err;
   EXPECT_EQ(run.err, "dispatch: --timeout reached; still unfinished: job 5\n");
 }
 
