@@ -125,6 +125,7 @@ int WaitForJobs(const std::vector<std::uint64_t>& ids, const WaitOptions& option
   const auto begin = std::chrono::steady_clock::now();
   bool answered = false;            // the daemon answered at least once
   double unreachable_since_s = -1;  // negative: the last poll was answered
+  double interval = pace.poll_s;
   for (;;) {
     const double asked = Seconds(std::chrono::steady_clock::now() - begin);
     Result<std::map<std::uint64_t, protocol::JobRow>> rows = poll(pending);
@@ -172,9 +173,10 @@ int WaitForJobs(const std::vector<std::uint64_t>& ids, const WaitOptions& option
       io.err << "dispatch: --timeout reached; still unfinished: job " << left << "\n";
       return kExitTimeout;
     }
-    double pause = pace.poll_s;
+    double pause = interval;
     if (options.timeout_s) pause = std::min(pause, std::max(0.0, *options.timeout_s - elapsed));
     std::this_thread::sleep_for(std::chrono::duration<double>(pause));
+    interval = std::max(pace.poll_s, std::min(pace.max_s, interval * 2));
   }
   progress.Clear();
   io.err.flush();

@@ -53,7 +53,10 @@ using JobPoll = std::function<Result<std::map<std::uint64_t, protocol::JobRow>>(
 
 // How WaitForJobs polls.
 struct PollPace {
-  double poll_s = kWaitPollS;  // between two polls
+  double poll_s = kWaitPollS;  // between the first two polls
+  // Each pause doubles up to this: a long wait costs the server little.
+  // No more than poll_s: a steady pace.
+  double max_s = 0;
   // Whether kUnavailable is ridden out before the first answer too. The
   // local daemon that never answered is not running; Slurm's controller
   // may be restarting just as the wait starts.

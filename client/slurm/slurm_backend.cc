@@ -25,6 +25,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr auto kQuietNotice = std::chrono::seconds(10);
+// A wait's pause between polls doubles from poll_interval up to this.
+constexpr auto kLongestPoll = std::chrono::seconds(10);
 constexpr const char* kFinishedWindow = "now-7days";
 
 // Every node slurmctld knows (scontrol --oneliner show node).
@@ -457,14 +459,11 @@ int SlurmBackend::Wait(const std::vector<std::uint64_t>& ids, const WaitOptions&
       config.slurm_timeout =
           std::max(std::chrono::milliseconds(1), std::min(left, config.slurm_timeout));
     }
-    std::map<std::uint64_t, protocol::JobRow> rows;
-    for (std::uint64_t id : pending) {
-      HPCB_ASSIGN_OR_RETURN(rows[id], JobRowOf(config, id));
-    }
-    return rows;
+    return JobRowsOf(config, pending);
   };
   PollPace pace;
   pace.poll_s = std::chrono::duration<double>(config_.poll_interval).count();
+  pace.max_s = std::chrono::duration<double>(kLongestPoll).count();
   pace.patient_from_start = true;
   return WaitForJobs(ids, options, pace, poll, io, ReportSlurmError);
 }

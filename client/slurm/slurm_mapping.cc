@@ -692,6 +692,24 @@ std::map<std::string, std::string> ParseScontrolJob(std::string_view text) {
   return fields;
 }
 
+std::vector<std::string_view> SplitScontrolRecords(std::string_view text) {
+  std::vector<std::string_view> records;
+  std::size_t start = 0;
+  std::size_t line = 0;
+  while (line < text.size()) {
+    std::size_t end = text.find('\n', line);
+    if (end == std::string_view::npos) end = text.size();
+    const char first = text[line];
+    if (line > start && first != ' ' && first != '\n') {
+      records.push_back(text.substr(start, line - start));
+      start = line;
+    }
+    line = end + 1;
+  }
+  if (start < text.size()) records.push_back(text.substr(start));
+  return records;
+}
+
 std::optional<std::string> ExpandOutputPattern(std::string_view pattern, std::uint64_t id,
                                                std::string_view user, std::string_view name) {
   if (pattern.empty()) return std::nullopt;

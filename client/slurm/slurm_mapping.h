@@ -130,6 +130,10 @@ bool GotANode(const std::map<std::string, std::string>& job);
 // Command, ...).
 std::map<std::string, std::string> ParseScontrolJob(std::string_view text);
 
+// The records of `scontrol show job` (or `show node`) for several: each
+// starts on a line that does not start with a space.
+std::vector<std::string_view> SplitScontrolRecords(std::string_view text);
+
 // A job's output file from Slurm's pattern for it: %%, %j, %A, %u, %x and
 // the batch step's %n, %t, %s are filled in; nullopt when the pattern needs
 // what only the node knows (%N, %a, ...) or holds a backslash (which

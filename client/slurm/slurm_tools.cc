@@ -3,9 +3,11 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <limits>
 #include <utility>
 
 #include "client/format.h"
+#include "protocol/base/cpu_list.h"
 
 namespace hpcb::client::slurm {
 namespace {
@@ -141,10 +143,10 @@ Result<std::map<std::string, std::string>> ShowJob(const BackendConfig& config, 
   return fields;
 }
 
-Result<protocol::JobRow> JobRowOf(const BackendConfig& config, std::uint64_t id) {
-  auto job = ShowJob(config, id);
-  if (job) return RowFromShowJob(id, *job);
-  if (job.error().code() != ErrorCode::kNotFound) return job.error();
+namespace {
+
+// Job `id` as sacct recorded it; NoSuchJob when it has no record of it.
+Result<protocol::JobRow> AccountedRow(const BackendConfig& config, std::uint64_t id) {
   HPCB_ASSIGN_OR_RETURN(ProcessOutcome outcome,
                         RunTool(config, "sacct", SacctArgs({"--jobs=" + IdText(id)})));
   if (!outcome.succeeded()) {
@@ -155,6 +157,45 @@ Result<protocol::JobRow> JobRowOf(const BackendConfig& config, std::uint64_t id)
     if (found.row.id == id) return std::move(found.row);
   }
   return NoSuchJob(id);
+}
+
+}  // namespace
+
+Result<protocol::JobRow> JobRowOf(const BackendConfig& config, std::uint64_t id) {
+  auto job = ShowJob(config, id);
+  if (job) return RowFromShowJob(id, *job);
+  if (job.error().code() != ErrorCode::kNotFound) return job.error();
+  return AccountedRow(config, id);
+}
+
+Result<std::map<std::uint64_t, protocol::JobRow>> JobRowsOf(const BackendConfig& config,
+                                                            const std::set<std::uint64_t>& ids) {
+  std::map<std::uint64_t, protocol::JobRow> rows;
+  if (ids.size() == 1) {
+    HPCB_ASSIGN_OR_RETURN(rows[*ids.begin()], JobRowOf(config, *ids.begin()));
+    return rows;
+  }
+  // The bargain: slurmctld answers one request for every job, which
+  // costs it about what one job's request does, instead of one a job.
+  HPCB_ASSIGN_OR_RETURN(ProcessOutcome outcome, RunTool(config, "scontrol", {"show", "job"}));
+  if (!outcome.succeeded()) {
+    return Error(SaysControllerUnreachable(outcome) ? ErrorCode::kUnavailable
+                                                    : ErrorCode::kFailedPrecondition,
+                 "cannot read jobs (scontrol show job): " + Complaint(outcome));
+  }
+  for (std::string_view record : SplitScontrolRecords(outcome.out)) {
+    std::map<std::string, std::string> job = ParseScontrolJob(record);
+    auto id = ParseInteger(Field(job, "JobId"), 1, std::numeric_limits<std::int64_t>::max());
+    if (!id || !ids.contains(static_cast<std::uint64_t>(*id))) continue;
+    const auto key = static_cast<std::uint64_t>(*id);
+    rows[key] = RowFromShowJob(key, job);
+  }
+  // Forgotten by slurmctld (MinJobAge): only sacct may know them still.
+  for (std::uint64_t id : ids) {
+    if (rows.contains(id)) continue;
+    HPCB_ASSIGN_OR_RETURN(rows[id], AccountedRow(config, id));
+  }
+  return rows;
 }
 
 std::vector<std::string> SacctArgs(std::vector<std::string> selection) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,12 @@ Result<std::map<std::string, std::string>> ShowJob(const BackendConfig& config, 
 // it; NoSuchJob when neither knows it (without accounting, a job slurmctld
 // forgot after MinJobAge is as unknown as one that never existed).
 Result<protocol::JobRow> JobRowOf(const BackendConfig& config, std::uint64_t id);
+
+// Jobs `ids` as JobRowOf gives each, in one slurmctld request (`scontrol
+// show job ID` for one job, `scontrol show job` for more); sacct only for
+// those slurmctld no longer knows. NoSuchJob for one neither knows.
+Result<std::map<std::uint64_t, protocol::JobRow>> JobRowsOf(const BackendConfig& config,
+                                                            const std::set<std::uint64_t>& ids);
 
 // sacct's arguments for reading jobs (ParseSacct), then `selection`.
 std::vector<std::string> SacctArgs(std::vector<std::string> selection);

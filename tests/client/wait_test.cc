@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 namespace hpcb::client {
 namespace {
 
@@ -27,6 +29,31 @@ TEST(WaitExitCodeTest, OneJobGivesItsOwnExitCode) {
 TEST(WaitExitCodeTest, SeveralJobsGiveOneIfAnyFailed) {
   EXPECT_EQ(WaitExitCode({Ended(1, 0), Ended(2, 0)}), 0);
   EXPECT_EQ(WaitExitCode({Ended(1, 0), Ended(2, 7)}), 1);
+}
+
+// The pause between polls doubles up to max_s; the deadline cuts the last.
+TEST(WaitForJobsTest, ThePauseBetweenPollsBacksOff) {
+  int polls = 0;
+  auto poll =
+      [&polls](
+          const std::set<std::uint64_t>& ids) -> Result<std::map<std::uint64_t, protocol::JobRow>> {
+    ++polls;
+    std::map<std::uint64_t, protocol::JobRow> rows;
+    for (std::uint64_t id : ids) {
+      rows[id].id = id;
+      rows[id].state = protocol::JobState::kRunning;
+    }
+    return rows;
+  };
+  std::ostringstream out;
+  std::ostringstream err;
+  PollPace pace;
+  pace.poll_s = 0.01;
+  pace.max_s = 0.08;
+  // Steady, 0.3 s is 31 polls; backing off, 0 .01 .03 .07 .15 .23 .3: 7.
+  EXPECT_EQ(WaitForJobs({1}, WaitOptions{0.3}, pace, poll, Io{out, err, false}), kExitTimeout);
+  EXPECT_GE(polls, 6);
+  EXPECT_LE(polls, 9);
 }
 
 TEST(WaitProgressTest, NamesEachUnfinishedJobAndHowLongItRan) {

@@ -446,12 +446,41 @@ TEST_F(SlurmDispatchTest, WaitSaysHowTheJobEndedAsTheLocalBackendDoes) {
   EXPECT_EQ(run.err, "job 5 finished: exit 0\n");
 }
 
+// One poll is one request to slurmctld, whatever the number of jobs: the
+// jobs it shows that are not waited for are passed over.
 TEST_F(SlurmDispatchTest, WaitForSeveralJobsFailsIfAnyFailed) {
-  Say("show.out", Show("COMPLETED", "ExitCode=0:0 NodeList=node1"));
-  Say("show.6.out", Show("FAILED", "ExitCode=2:0 NodeList=node1"));
+  std::string six = Record("FAILED", "2:0");
+  six.replace(six.find("JobId=5"), 7, "JobId=6");
+  std::string four = Record("RUNNING");
+  four.replace(four.find("JobId=5"), 7, "JobId=4");
+  Say("show.out", four + Record("COMPLETED") + six);
   Outcome run = Dispatch({"wait", "5", "6"});
   EXPECT_EQ(run.code, 1);
   EXPECT_EQ(run.err, "job 5 finished: exit 0\njob 6 finished: exit 2\n");
+  EXPECT_EQ(Calls("scontrol"), (Words{"show|job"}));
+  EXPECT_TRUE(Calls("sacct").empty());
+}
+
+// A job slurmctld has forgotten is looked up in sacct, alone.
+TEST_F(SlurmDispatchTest, WaitAsksSacctOnlyForJobsSlurmctldForgot) {
+  Say("show.out", Record("COMPLETED"));
+  Say("sacct.out",
+      "6\x1f"
+      "alice\x1f"
+      "COMPLETED\x1f"
+      "2024-05-01T10:00:00\x1f"
+      "00:00:01\x1f"
+      "00:05:00\x1f"
+      "1\x1f"
+      "100M\x1f"
+      "cpu=1\x1f"
+      "0:0\x1f"
+      "true\n");
+  Outcome run = Dispatch({"wait", "5", "6"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(Calls("scontrol"), (Words{"show|job"}));
+  ASSERT_EQ(Calls("sacct").size(), 1u);
+  EXPECT_NE(Calls("sacct")[0].find("--jobs=6"), std::string::npos) << Calls("sacct")[0];
 }
 
 TEST_F(SlurmDispatchTest, WaitTimeoutGivesUpWith124) {
