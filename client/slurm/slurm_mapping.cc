@@ -171,6 +171,24 @@ std::int64_t GpuCount(std::string_view text) {
   return 0;
 }
 
+// Whether a NodeList (scontrol's or sacct's) names a node: scontrol says
+// "(null)" and sacct "None assigned" for a job that never got one.
+bool PlacedOn(std::string_view nodes) {
+  return !nodes.empty() && nodes != "(null)" && nodes != "None assigned";
+}
+
+// A job Slurm cancelled because its --after could never be met
+// (--kill-on-invalid-dep) did not run for that reason; `dependency` is
+// scontrol's Dependency, empty where only sacct knows the job.
+void MarkFailedDependency(std::string_view reason, const std::string& dependency,
+                          protocol::JobRow* row) {
+  if (row->reason != protocol::JobReason::kKilled || reason != "DependencyNeverSatisfied") return;
+  row->reason = protocol::JobReason::kDependency;
+  row->detail = dependency.empty() || dependency == "(null)"
+                    ? "a job it waited for did not end as --after requires, so it did not run"
+                    : "its dependency " + dependency + " can never be met, so it did not run";
+}
+
 std::string BaseState(std::string_view state) {
   std::size_t end = state.find_first_of(" +");
   return std::string(state.substr(0, end));
@@ -305,8 +323,7 @@ std::string OutputPathFor(const std::string& output_template, std::uint64_t id) 
 
 bool GotANode(const std::map<std::string, std::string>& job) {
   auto it = job.find("NodeList");
-  return it != job.end() && !it->second.empty() && it->second != "(null)" &&
-         it->second != "None assigned";
+  return it != job.end() && PlacedOn(it->second);
 }
 
 protocol::JobRow RowFromShowJob(std::uint64_t id, const std::map<std::string, std::string>& job) {
@@ -325,13 +342,7 @@ protocol::JobRow RowFromShowJob(std::uint64_t id, const std::map<std::string, st
     row.start_time = ParseSlurmTimestamp(field("StartTime"));
     if (row.state == protocol::JobState::kDone) row.exit_code = ExitFromPair(field("ExitCode"));
   }
-  if (row.reason == protocol::JobReason::kKilled && field("Reason") == "DependencyNeverSatisfied") {
-    row.reason = protocol::JobReason::kDependency;
-    const std::string dependency = field("Dependency");
-    row.detail = dependency.empty() || dependency == "(null)"
-                     ? "a job it waited for did not end as --after requires, so it did not run"
-                     : "its dependency " + dependency + " can never be met, so it did not run";
-  }
+  MarkFailedDependency(field("Reason"), field("Dependency"), &row);
   auto limit = ParseSlurmDuration(field("TimeLimit"));
   row.max_time_s = (limit && limit->has_value()) ? **limit : 0;
   row.held = row.state == protocol::JobState::kQueued &&
@@ -543,13 +554,15 @@ enum SacctField {
   kSaMem,
   kSaTres,
   kSaExit,
+  kSaNodes,
+  kSaReason,
   kSaName,
   kSaFieldCount
 };
 
-constexpr const char* kSacctFields[] = {"JobID",     "User",      "State",     "Start",
-                                        "Elapsed",   "Timelimit", "AllocCPUS", "ReqMem",
-                                        "AllocTRES", "ExitCode",  "JobName"};
+constexpr const char* kSacctFields[] = {"JobID",     "User",      "State",  "Start",     "Elapsed",
+                                        "Timelimit", "AllocCPUS", "ReqMem", "AllocTRES", "ExitCode",
+                                        "NodeList",  "Reason",    "JobName"};
 
 std::vector<std::string> ArgvFromName(const std::string& name) {
   auto words = ShellSplit(name);
@@ -634,7 +647,10 @@ std::vector<SlurmJob> ParseSacct(std::string_view text) {
     StateView view = MapJobState(f[kSaState]);
     row.state = view.state;
     row.reason = view.reason;
-    if (row.state != protocol::JobState::kQueued) {
+    // Trap: sacct's Start of a job cancelled while queued is when it was
+    // cancelled; only one given a node ran (GotANode).
+    const bool placed = PlacedOn(f[kSaNodes]);
+    if (row.state != protocol::JobState::kQueued && placed) {
       row.start_time = ParseSlurmTimestamp(f[kSaStart]);
       if (row.start_time) row.uptime_s = Seconds(f[kSaElapsed]);
     }
@@ -643,8 +659,9 @@ std::vector<SlurmJob> ParseSacct(std::string_view text) {
     row.cpu = SmallInteger(f[kSaCpus]).value_or(0);
     row.max_mem_gb = MemoryGiB(f[kSaMem], row.cpu);
     row.gpus = GpuCount(f[kSaTres]);
-    if (row.state == protocol::JobState::kDone && !row.reason)
+    if (row.state == protocol::JobState::kDone && !row.reason && placed)
       row.exit_code = ExitFromPair(f[kSaExit]);
+    MarkFailedDependency(f[kSaReason], "", &row);
     row.argv = ArgvFromName(f[kSaName]);
     rows.push_back({std::move(row), ""});
   }

@@ -330,11 +330,11 @@ TEST_F(SlurmDispatchTest, FinishedJobsComeFromSacct) {
     return line + "\n";
   };
   Say("sacct.out", record({"3", "alice", "COMPLETED", "2024-05-01T10:00:00", "00:00:05", "00:02:00",
-                           "1", "1G", "cpu=1", "0:0", "echo hi"}) +
+                           "1", "1G", "cpu=1", "0:0", "node1", "None", "echo hi"}) +
                        record({"4", "alice", "RUNNING", "2024-05-01T10:00:00", "00:00:05",
-                               "00:02:00", "1", "1G", "cpu=1", "0:0", "sleep 9"}) +
+                               "00:02:00", "1", "1G", "cpu=1", "0:0", "node1", "None", "sleep 9"}) +
                        record({"6", "alice", "FAILED", "2024-05-01T10:00:00", "00:00:05",
-                               "00:02:00", "1", "1G", "cpu=1", "2:0", "false"}));
+                               "00:02:00", "1", "1G", "cpu=1", "2:0", "node1", "None", "false"}));
   Outcome run = Dispatch({"list", "--finished", "--json"});
   EXPECT_EQ(run.code, 0) << run.err;
   auto reply = protocol::Decode<protocol::ListReply>(run.out);
@@ -461,6 +461,29 @@ TEST_F(SlurmDispatchTest, WaitForSeveralJobsFailsIfAnyFailed) {
   EXPECT_TRUE(Calls("sacct").empty());
 }
 
+// Cancelled while queued, then forgotten by slurmctld: sacct's Start is
+// the cancel's time, and only its NodeList says it never ran.
+TEST_F(SlurmDispatchTest, ASacctJobCancelledWhileQueuedDidNotRun) {
+  Say("scontrol.err", "slurm_load_jobs error: Invalid job id specified\n");
+  Say("scontrol.rc", "1");
+  Say("sacct.out", std::string("6\x1f"
+                               "alice\x1f"
+                               "CANCELLED by 1000\x1f"
+                               "2024-05-01T10:03:00\x1f"
+                               "00:00:00\x1f"
+                               "00:05:00\x1f"
+                               "0\x1f"
+                               "100M\x1f"
+                               "\x1f"
+                               "0:0\x1f"
+                               "None assigned\x1f"
+                               "None\x1f"
+                               "sleep 60\n"));
+  Outcome run = Dispatch({"wait", "6"});
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.err, "job 6 did not run: killed while queued\n");
+}
+
 // A job slurmctld has forgotten is looked up in sacct, alone.
 TEST_F(SlurmDispatchTest, WaitAsksSacctOnlyForJobsSlurmctldForgot) {
   Say("show.out", Record("COMPLETED"));
@@ -475,6 +498,8 @@ TEST_F(SlurmDispatchTest, WaitAsksSacctOnlyForJobsSlurmctldForgot) {
       "100M\x1f"
       "cpu=1\x1f"
       "0:0\x1f"
+      "node1\x1f"
+      "None\x1f"
       "true\n");
   Outcome run = Dispatch({"wait", "5", "6"});
   EXPECT_EQ(run.code, 0) << run.err;

@@ -480,16 +480,23 @@ TEST(SlurmTextTest, SqueueRows) {
 
 TEST(SlurmTextTest, SacctRows) {
   EXPECT_EQ(SacctFormat(),
-            "JobID,User,State,Start,Elapsed,Timelimit,AllocCPUS,ReqMem,AllocTRES,ExitCode,JobName");
+            "JobID,User,State,Start,Elapsed,Timelimit,AllocCPUS,ReqMem,AllocTRES,ExitCode,"
+            "NodeList,Reason,JobName");
+  // As sacct 22.05 --parsable2 prints them; 21 was cancelled while queued,
+  // and its Start is when that happened.
   std::string text =
       Record({"20", "alice", "COMPLETED", "2024-05-01T10:00:00", "00:00:05", "00:02:00", "2", "4G",
-              "billing=2,cpu=2,gres/gpu=1,mem=4G,node=1", "0:0", "echo hi"}) +
-      Record({"21", "alice", "CANCELLED by 1000", "Unknown", "00:00:00", "UNLIMITED", "0", "1Gc",
-              "", "0:0", "sleep 100"}) +
+              "billing=2,cpu=2,gres/gpu=1,mem=4G,node=1", "0:0", "node1", "None", "echo hi"}) +
+      Record({"21", "alice", "CANCELLED by 1000", "2024-05-01T10:03:00", "00:00:00", "UNLIMITED",
+              "0", "1Gc", "", "0:0", "None assigned", "None", "sleep 100"}) +
       Record({"22", "alice", "TIMEOUT", "2024-05-01T10:00:00", "00:01:00", "00:01:00", "4", "1Gc",
-              "cpu=4,gres/gpu:a100=2,gres/gpu=2", "0:15", "./train"});
+              "cpu=4,gres/gpu:a100=2,gres/gpu=2", "0:15", "node[1-2]", "None", "./train"}) +
+      Record({"23", "alice", "CANCELLED", "2024-05-01T10:04:00", "00:00:00", "00:02:00", "0", "1G",
+              "", "0:0", "None assigned", "DependencyNeverSatisfied", "true"});
   std::vector<SlurmJob> jobs = ParseSacct(text);
-  ASSERT_EQ(jobs.size(), 3u);
+  ASSERT_EQ(jobs.size(), 4u);
+  EXPECT_FALSE(jobs[3].row.start_time);
+  EXPECT_EQ(jobs[3].row.reason, protocol::JobReason::kDependency);
   EXPECT_EQ(jobs[0].row.state, protocol::JobState::kDone);
   EXPECT_EQ(jobs[0].row.exit_code, 0);
   EXPECT_EQ(jobs[0].row.uptime_s, 5.0);
