@@ -463,11 +463,6 @@ std::optional<std::int64_t> ExitFromPair(std::string_view pair) {
   return *code;
 }
 
-int ShellExitCode(std::int64_t exit_code) {
-  if (exit_code < 0) return static_cast<int>(128 + std::min<std::int64_t>(-exit_code, 127));
-  return static_cast<int>(exit_code & 0xff);
-}
-
 std::optional<std::vector<std::string>> ShellSplit(std::string_view text) {
   std::vector<std::string> words;
   std::string word;

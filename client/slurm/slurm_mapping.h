@@ -84,8 +84,6 @@ bool IsTerminalState(std::string_view slurm_state);
 // (sacct's and scontrol's ExitCode).
 std::optional<std::int64_t> ExitFromWaitStatus(std::string_view raw);
 std::optional<std::int64_t> ExitFromPair(std::string_view pair);
-// What `dispatch wait` exits with: the code, or 128 + signal as a shell does.
-int ShellExitCode(std::int64_t exit_code);
 
 // Splits what ShellJoin (format.h) joined; nullopt when the quotes do not
 // balance.

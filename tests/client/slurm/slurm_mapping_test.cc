@@ -400,8 +400,6 @@ TEST(SlurmTextTest, StatesAndExitCodes) {
   EXPECT_EQ(ExitFromPair("3:0"), 3);
   EXPECT_EQ(ExitFromPair("0:9"), -9);
   EXPECT_FALSE(ExitFromPair("3"));
-  EXPECT_EQ(ShellExitCode(3), 3);
-  EXPECT_EQ(ShellExitCode(-9), 137);
 }
 
 TEST(SlurmTextTest, ShellSplitUndoesShellJoin) {
