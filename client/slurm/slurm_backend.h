@@ -15,7 +15,7 @@
 #include "client/backend.h"
 #include "client/backend_config.h"
 #include "client/format.h"
-#include "client/slurm/slurm_mapping.h"
+#include "client/slurm/slurm_parse.h"
 #include "protocol/client_messages.h"
 
 namespace hpcb::client::slurm {

@@ -7,7 +7,7 @@
 
 #include "client/format.h"
 #include "client/info_format.h"
-#include "client/slurm/slurm_mapping.h"
+#include "client/slurm/slurm_parse.h"
 #include "protocol/base/cpu_list.h"
 
 namespace hpcb::client::slurm {
@@ -74,7 +74,7 @@ std::vector<SlurmNode> ParseScontrolNodes(std::string_view text) {
     }
     while (!reason.empty() && (reason.back() == ' ' || reason.back() == '\r'))
       reason.remove_suffix(1);
-    const std::map<std::string, std::string> f = ParseScontrolJob(line);
+    const std::map<std::string, std::string> f = ParseScontrolRecord(line);
     SlurmNode node;
     node.name = FieldOf(f, "NodeName");
     node.state = FieldOf(f, "State");

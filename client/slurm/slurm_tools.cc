@@ -135,7 +135,7 @@ Result<std::map<std::string, std::string>> ShowJob(const BackendConfig& config, 
                                                     : ErrorCode::kFailedPrecondition,
                  "cannot read job " + IdText(id) + ": " + Complaint(outcome));
   }
-  auto fields = ParseScontrolJob(outcome.out);
+  auto fields = ParseScontrolRecord(outcome.out);
   if (fields.count("JobState") == 0) {
     return Error(ErrorCode::kInternal, "scontrol show job " + IdText(id) +
                                            " printed no JobState: " + Trimmed(outcome.out));
@@ -184,7 +184,7 @@ Result<std::map<std::uint64_t, protocol::JobRow>> JobRowsOf(const BackendConfig&
                  "cannot read jobs (scontrol show job): " + Complaint(outcome));
   }
   for (std::string_view record : SplitScontrolRecords(outcome.out)) {
-    std::map<std::string, std::string> job = ParseScontrolJob(record);
+    std::map<std::string, std::string> job = ParseScontrolRecord(record);
     auto id = ParseInteger(Field(job, "JobId"), 1, std::numeric_limits<std::int64_t>::max());
     if (!id || !ids.contains(static_cast<std::uint64_t>(*id))) continue;
     const auto key = static_cast<std::uint64_t>(*id);

@@ -12,7 +12,7 @@
 
 #include "client/backend_config.h"
 #include "client/io.h"
-#include "client/slurm/slurm_mapping.h"
+#include "client/slurm/slurm_parse.h"
 #include "common/subprocess.h"
 #include "protocol/base/result.h"
 

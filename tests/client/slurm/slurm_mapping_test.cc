@@ -14,6 +14,7 @@
 
 #include "client/format.h"
 #include "client/slurm/slurm_backend.h"
+#include "client/slurm/slurm_parse.h"
 #include "common/subprocess.h"
 
 namespace hpcb::client::slurm {
@@ -525,7 +526,7 @@ constexpr const char* kScontrolShowJob =
     "   \n";
 
 TEST(SlurmTextTest, ScontrolShowJob) {
-  auto fields = ParseScontrolJob(kScontrolShowJob);
+  auto fields = ParseScontrolRecord(kScontrolShowJob);
   EXPECT_EQ(fields["JobState"], "RUNNING");
   EXPECT_EQ(fields["ExitCode"], "0:0");
   EXPECT_EQ(fields["TimeLimit"], "00:05:00");
@@ -537,7 +538,7 @@ TEST(SlurmTextTest, ScontrolShowJob) {
 }
 
 TEST(SlurmTextTest, RowsFromScontrol) {
-  protocol::JobRow running = RowFromShowJob(7, ParseScontrolJob(kScontrolShowJob));
+  protocol::JobRow running = RowFromShowJob(7, ParseScontrolRecord(kScontrolShowJob));
   EXPECT_EQ(running.id, 7u);
   EXPECT_EQ(running.user, "alice");
   EXPECT_EQ(running.state, protocol::JobState::kRunning);
