@@ -107,18 +107,6 @@ class SlurmDispatchTest : public ::testing::Test {
 
   void Say(const std::string& file, const std::string& text) { WriteFile(dir_ + "/" + file, text); }
 
-  // `more` goes on the line of ExitCode; a job that got a node says so
-  // there (NodeList=node1).
-  std::string Show(const std::string& state, const std::string& more = "") {
-    return "JobId=5 JobName=sleep 60\n   UserId=alice(1000) "
-           "GroupId=alice(1000)\n   JobState=" +
-           state +
-           " Reason=None Dependency=(null)\n   Requeue=1 Restarts=0 "
-           "BatchFlag=1 Reboot=0 " +
-           more + "\n   RunTime=00:00:01 TimeLimit=00:05:00 TimeMin=N/A\n   StdOut=" + dir_ +
-           "/output.5.log\n";
-  }
-
   // Job 5 as Slurm 22.05's `scontrol show job 5` prints it, fields in its
   // order: `nodes` is "(null)" until the job gets a node.
   std::string Record(const std::string& state, const std::string& exit = "0:0",
@@ -126,6 +114,8 @@ class SlurmDispatchTest : public ::testing::Test {
                      const std::string& dependency = "(null)") {
     const std::string out = dir_ + "/output.5.log";
     const bool ran = nodes != "(null)";
+    // Trap, as in Slurm: cancelling a queued job sets its StartTime.
+    const bool queued = state == "PENDING";
     return "JobId=5 JobName=sleep 60\n"
            "   UserId=alice(1000) GroupId=alice(1000) MCS_label=N/A\n"
            "   Priority=4294901757 Nice=0 Account=(null) QOS=(null)\n"
@@ -139,8 +129,8 @@ class SlurmDispatchTest : public ::testing::Test {
            "   SubmitTime=2024-05-01T10:00:00 EligibleTime=2024-05-01T10:00:00\n"
            "   AccrueTime=2024-05-01T10:00:00\n"
            "   StartTime=" +
-           std::string(ran ? "2024-05-01T10:00:00" : "Unknown") +
-           " EndTime=" + (ran ? "2024-05-01T10:00:01" : "Unknown") +
+           std::string(queued ? "Unknown" : "2024-05-01T10:00:00") +
+           " EndTime=" + (queued ? "Unknown" : "2024-05-01T10:00:01") +
            " Deadline=N/A\n"
            "   SuspendTime=None SecsPreSuspend=0 LastSchedEval=2024-05-01T10:00:00 "
            "Scheduler=Main\n"
@@ -350,13 +340,13 @@ TEST_F(SlurmDispatchTest, FinishedJobsComeFromSacct) {
 }
 
 TEST_F(SlurmDispatchTest, KillCancelsAndSaysWhatHappened) {
-  Say("show.out", Show("PENDING"));
+  Say("show.out", Record("PENDING", "0:0", "(null)", "Priority"));
   Outcome run = Dispatch({"kill", "5"});
   EXPECT_EQ(run.code, 0) << run.err;
   EXPECT_EQ(run.out, "job 5 removed from the queue\n");
   EXPECT_EQ(Calls("scancel"), (Words{"5"}));
 
-  Say("show.out", Show("RUNNING"));
+  Say("show.out", Record("RUNNING"));
   run = Dispatch({"kill", "5"});
   EXPECT_EQ(run.out, "job 5: kill signal sent\n");
 
@@ -368,7 +358,7 @@ TEST_F(SlurmDispatchTest, KillCancelsAndSaysWhatHappened) {
             "dispatch: Slurm refused to cancel job 5: scancel: error: Kill job error "
             "on job id 5: Access/permission denied\n");
 
-  Say("show.out", Show("COMPLETED"));
+  Say("show.out", Record("COMPLETED"));
   run = Dispatch({"kill", "5"});
   EXPECT_EQ(run.code, 1);
   EXPECT_EQ(run.err, "dispatch: job 5 already finished\n");
@@ -385,7 +375,7 @@ TEST_F(SlurmDispatchTest, UnknownJobs) {
 }
 
 TEST_F(SlurmDispatchTest, MaxTimeGetSetAdd) {
-  Say("show.out", Show("RUNNING"));
+  Say("show.out", Record("RUNNING"));
   Outcome run = Dispatch({"job", "5", "max-time", "get"});
   EXPECT_EQ(run.code, 0) << run.err;
   EXPECT_EQ(run.out, "job 5 max-time 5m\n");
@@ -411,7 +401,7 @@ TEST_F(SlurmDispatchTest, MaxTimeRefusalsAreSlurms) {
             "if [ \"$1\" = show ]; then cat \"$d/show.out\"; exit 0; fi\n"
             "echo 'Access/permission denied for job 5' >&2; exit 1\n",
             0755);
-  Say("show.out", Show("RUNNING"));
+  Say("show.out", Record("RUNNING"));
   Outcome run = Dispatch({"job", "5", "max-time", "add", "1h"});
   EXPECT_EQ(run.code, 1);
   EXPECT_EQ(run.err.rfind("dispatch: Slurm refused to change job 5's time limit: "
@@ -422,25 +412,24 @@ TEST_F(SlurmDispatchTest, MaxTimeRefusalsAreSlurms) {
 }
 
 TEST_F(SlurmDispatchTest, WaitSaysHowTheJobEndedAsTheLocalBackendDoes) {
-  Say("show.out", Show("FAILED", "ExitCode=3:0 NodeList=node1"));
+  Say("show.out", Record("FAILED", "3:0"));
   Outcome run = Dispatch({"wait", "5"});
   EXPECT_EQ(run.code, 3) << run.err;
   EXPECT_EQ(run.out, "");
   EXPECT_EQ(run.err, "job 5 finished: exit 3\n");
 
-  Say("show.out", Show("CANCELLED by 0", "ExitCode=0:15 NodeList=node1"));
+  Say("show.out", Record("CANCELLED by 0", "0:15"));
   run = Dispatch({"wait", "5"});
   EXPECT_EQ(run.code, 1);
   EXPECT_EQ(run.err, "job 5 finished: killed\n");
 
   // Cancelled before it got a node: StartTime is set, NodeList is not.
-  Say("show.out",
-      Show("CANCELLED by 1000", "ExitCode=0:0 NodeList=(null) StartTime=2024-05-01T10:00:00"));
+  Say("show.out", Record("CANCELLED by 1000", "0:0", "(null)"));
   run = Dispatch({"wait", "5"});
   EXPECT_EQ(run.code, 1);
   EXPECT_EQ(run.err, "job 5 did not run: killed while queued\n");
 
-  Say("show.out", Show("COMPLETED", "ExitCode=0:0 NodeList=node1"));
+  Say("show.out", Record("COMPLETED"));
   run = Dispatch({"wait", "5", "5"});
   EXPECT_EQ(run.code, 0);
   EXPECT_EQ(run.err, "job 5 finished: exit 0\n");
@@ -509,7 +498,7 @@ TEST_F(SlurmDispatchTest, WaitAsksSacctOnlyForJobsSlurmctldForgot) {
 }
 
 TEST_F(SlurmDispatchTest, WaitTimeoutGivesUpWith124) {
-  Say("show.out", Show("RUNNING", "ExitCode=0:0 NodeList=node1"));
+  Say("show.out", Record("RUNNING"));
   Outcome run = Dispatch({"wait", "--timeout", "1s", "5"});
   EXPECT_EQ(run.code, 124);
   EXPECT_EQ(run.err, "dispatch: --timeout reached; still unfinished: job 5\n");
@@ -538,9 +527,8 @@ TEST_F(SlurmDispatchTest, WaitTimeoutWithTheControllerDownGivesUpWith124) {
 }
 
 TEST_F(SlurmDispatchTest, AJobWhoseDependencyFailedDidNotRun) {
-  Say("show.out", Show("CANCELLED", "ExitCode=0:0 NodeList=(null)"));
-  Say("show.out", ReadFile(dir_ + "/show.out") +
-                      "   Reason=DependencyNeverSatisfied Dependency=afterok:4(failed)\n");
+  Say("show.out",
+      Record("CANCELLED", "0:0", "(null)", "DependencyNeverSatisfied", "afterok:4(failed)"));
   Outcome run = Dispatch({"wait", "5"});
   EXPECT_EQ(run.code, 1);
   EXPECT_EQ(run.err,
@@ -551,7 +539,7 @@ TEST_F(SlurmDispatchTest, AJobWhoseDependencyFailedDidNotRun) {
 
 TEST_F(SlurmDispatchTest, NewWaitStreamsTheOutputThenExitsAsWaitDoes) {
   Say("sbatch.out", "5\n");
-  Say("show.out", Show("FAILED", "ExitCode=4:0 NodeList=node1"));
+  Say("show.out", Record("FAILED", "4:0"));
   Say("output.5.log", "hello\n");
   Outcome run = Dispatch({"new", "--wait", "--output", dir_, "--", "true"});
   EXPECT_EQ(run.code, 4) << run.err;
@@ -564,7 +552,7 @@ TEST_F(SlurmDispatchTest, NewWaitStreamsTheOutputThenExitsAsWaitDoes) {
                 dir_ + "/output.5.log\njob 5 finished: exit 4\n");
 
   // --no-output: nothing to follow, only the wait.
-  Say("show.out", Show("CANCELLED", "ExitCode=0:0 NodeList=(null)"));
+  Say("show.out", Record("CANCELLED", "0:0", "(null)"));
   run = Dispatch({"new", "--wait", "--no-output", "--", "true"});
   EXPECT_EQ(run.code, 1);
   EXPECT_EQ(run.out, "");
@@ -827,7 +815,7 @@ TEST_F(SlurmNodesDispatchTest, ARefusedDrainSaysWhatSlurmSaid) {
 }
 
 TEST_F(SlurmDispatchTest, OutputSaysWhereAFinishedJobsOutputIs) {
-  Say("show.out", Show("COMPLETED", "ExitCode=0:0 NodeList=node1"));
+  Say("show.out", Record("COMPLETED"));
   Say("output.5.log", "hello\n");
   Outcome run = Dispatch({"output", "5"});
   EXPECT_EQ(run.code, 0) << run.err;
@@ -838,13 +826,13 @@ TEST_F(SlurmDispatchTest, OutputSaysWhereAFinishedJobsOutputIs) {
   EXPECT_EQ(run.err.rfind("dispatch: output --to is not available with the Slurm backend: ", 0), 0u)
       << run.err;
 
-  Say("show.out", Show("RUNNING", "ExitCode=0:0 NodeList=node1"));
+  Say("show.out", Record("RUNNING"));
   run = Dispatch({"output", "5"});
   EXPECT_EQ(run.code, 1);
   EXPECT_EQ(run.err, "dispatch: job 5 has not finished; Slurm writes its output to " + dir_ +
                          "/output.5.log as it runs ('dispatch attach 5' follows it)\n");
 
-  Say("show.out", Show("CANCELLED", "ExitCode=0:0 NodeList=(null)"));
+  Say("show.out", Record("CANCELLED", "0:0", "(null)"));
   ASSERT_EQ(::unlink((dir_ + "/output.5.log").c_str()), 0);
   run = Dispatch({"output", "5"});
   EXPECT_EQ(run.code, 1);
