@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <numeric>
 #include <set>
 #include <sstream>
@@ -21,6 +20,7 @@
 #include "common/units.h"
 #include "protocol/base/exec_path.h"
 #include "protocol/base/log.h"
+#include "protocol/host/host_files.h"
 
 namespace hpcb::broker {
 namespace {
@@ -46,11 +46,9 @@ std::string FoundOnPath(const std::string& program) {
 }
 
 std::optional<std::string> ReadFile(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  Result<std::string> text = host::ReadSmallFile(path.string(), std::size_t{1} << 20);
+  if (!text) return std::nullopt;
+  return std::move(*text);
 }
 
 // "Node 0 MemTotal:  33554432 kB" -> GiB.

@@ -1,13 +1,9 @@
 #include "client/backend_config.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdlib>
 
 #include "common/units.h"
-#include "protocol/base/unique_fd.h"
+#include "protocol/host/host_files.h"
 
 namespace hpcb::client {
 namespace {
@@ -39,17 +35,9 @@ Result<void> ApplyBinDir(std::string_view value, const std::string& where, Backe
 }
 
 Result<std::string> ReadWholeFile(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return Error::FromErrno(errno, "cannot read " + path);
-  std::string text;
-  char buffer[4096];
-  while (true) {
-    ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Error::FromErrno(errno, "cannot read " + path);
-    if (n == 0) break;
-    text.append(buffer, static_cast<std::size_t>(n));
-    if (text.size() > kMaxConfigBytes) return InvalidArgument(path + " is too large");
+  Result<std::string> text = host::ReadSmallFile(path, kMaxConfigBytes);
+  if (!text && text.error().sys_errno() != 0) {
+    return Error::FromErrno(text.error().sys_errno(), "cannot read " + path);
   }
   return text;
 }
