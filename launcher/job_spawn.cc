@@ -70,52 +70,34 @@ std::vector<char*> Pointers(std::vector<std::string>& texts) {
 
 }  // namespace
 
-Result<PreparedJob> PreparedJob::Build(const protocol::SpawnRequest& request,
-                                       std::vector<std::string> hide) {
-  PreparedJob p;
-  p.hide_ = std::move(hide);
-  p.argv_text_ = request.argv;
-  p.env_text_ = request.env;
-  p.argv_ = Pointers(p.argv_text_);
-  p.envp_ = Pointers(p.env_text_);
-  p.candidates_ =
+Result<std::unique_ptr<PreparedJob>> PreparedJob::Build(const protocol::SpawnRequest& request,
+                                                        std::vector<std::string> hide) {
+  std::unique_ptr<PreparedJob> p(new PreparedJob());
+  p->hide_ = std::move(hide);
+  p->argv_text_ = request.argv;
+  p->env_text_ = request.env;
+  p->argv_ = Pointers(p->argv_text_);
+  p->envp_ = Pointers(p->env_text_);
+  p->candidates_ =
       ExecCandidates(request.argv[0], EnvValue(request.env, "PATH").value_or(protocol::kCleanPath));
-  p.groups_.assign(request.who.groups.begin(), request.who.groups.end());
-  p.uid_ = request.who.uid;
-  p.gid_ = request.who.gid;
-  p.cwd_ = request.cwd;
+  p->groups_.assign(request.who.groups.begin(), request.who.groups.end());
+  p->uid_ = request.who.uid;
+  p->gid_ = request.who.gid;
+  p->cwd_ = request.cwd;
   int max_cpu = 0;
   for (int cpu : request.placement.cpus)
     max_cpu = std::max(max_cpu, cpu);
-  p.mask_ = CPU_ALLOC(max_cpu + 1);
-  if (p.mask_ == nullptr) return Error(ErrorCode::kResourceExhausted, "CPU_ALLOC");
-  p.mask_size_ = CPU_ALLOC_SIZE(max_cpu + 1);
-  CPU_ZERO_S(p.mask_size_, p.mask_);
+  p->mask_ = CPU_ALLOC(max_cpu + 1);
+  if (p->mask_ == nullptr) return Error(ErrorCode::kResourceExhausted, "CPU_ALLOC");
+  p->mask_size_ = CPU_ALLOC_SIZE(max_cpu + 1);
+  CPU_ZERO_S(p->mask_size_, p->mask_);
   for (int cpu : request.placement.cpus)
-    CPU_SET_S(static_cast<size_t>(cpu), p.mask_size_, p.mask_);
+    CPU_SET_S(static_cast<size_t>(cpu), p->mask_size_, p->mask_);
   return p;
 }
 
 PreparedJob::~PreparedJob() {
   if (mask_ != nullptr) CPU_FREE(mask_);
-}
-
-// The char* arrays point into the strings, and a short string keeps its
-// characters inside the string object itself: a move would leave them
-// pointing into the moved-from strings, so they are rebuilt.
-PreparedJob::PreparedJob(PreparedJob&& other) noexcept
-    : argv_text_(std::move(other.argv_text_)),
-      env_text_(std::move(other.env_text_)),
-      candidates_(std::move(other.candidates_)),
-      groups_(std::move(other.groups_)),
-      uid_(other.uid_),
-      gid_(other.gid_),
-      mask_(std::exchange(other.mask_, nullptr)),
-      mask_size_(other.mask_size_),
-      cwd_(std::move(other.cwd_)),
-      hide_(std::move(other.hide_)) {
-  argv_ = Pointers(argv_text_);
-  envp_ = Pointers(env_text_);
 }
 
 void PreparedJob::Exec(const SpawnFds& fds, int report_fd, bool change_identity,

@@ -11,6 +11,7 @@
 #include <sched.h>
 #include <sys/types.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -37,14 +38,16 @@ struct JobHandshake {
 };
 
 // Everything the child needs, built before fork so the child allocates
-// nothing.
+// nothing. Trap: argv_ and envp_ point into the strings, where a short
+// string keeps its characters, so a PreparedJob never moves: it lives on
+// the heap from Build on.
 class PreparedJob {
  public:
   // `hide`: device nodes to cover with /dev/null (launcher/gpu_mask.h).
-  static Result<PreparedJob> Build(const protocol::SpawnRequest& request,
-                                   std::vector<std::string> hide = {});
+  static Result<std::unique_ptr<PreparedJob>> Build(const protocol::SpawnRequest& request,
+                                                    std::vector<std::string> hide = {});
   ~PreparedJob();
-  PreparedJob(PreparedJob&& other) noexcept;
+  PreparedJob(PreparedJob&&) = delete;
   PreparedJob(const PreparedJob&) = delete;
   PreparedJob& operator=(const PreparedJob&) = delete;
   PreparedJob& operator=(PreparedJob&&) = delete;

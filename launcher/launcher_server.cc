@@ -186,7 +186,7 @@ void LauncherServer::StartSpawn(const protocol::SpawnRequest& request,
     }
     hide = NodesToHide(options_.gpu_dev_dir, present, request.placement.gpus);
   }
-  Result<PreparedJob> job = PreparedJob::Build(request, std::move(hide));
+  Result<std::unique_ptr<PreparedJob>> job = PreparedJob::Build(request, std::move(hide));
   if (!job) return refuse(job.error().WithContext("failed to start job"));
   SpawnFds fds;
   fds.buffer = packet.fds[0].get();
@@ -195,7 +195,7 @@ void LauncherServer::StartSpawn(const protocol::SpawnRequest& request,
   shepherd_options.change_identity = options_.as_root;
   shepherd_options.run_dir = options_.run_dir;
   shepherd_options.exec_deadline = options_.exec_deadline;
-  Result<ShepherdChild> shepherd = StartShepherd(request, *job, fds, shepherd_options);
+  Result<ShepherdChild> shepherd = StartShepherd(request, **job, fds, shepherd_options);
   if (!shepherd) return refuse(shepherd.error().WithContext("failed to start job"));
   Task task;
   task.kind = LauncherKind::kSpawn;
@@ -204,7 +204,7 @@ void LauncherServer::StartSpawn(const protocol::SpawnRequest& request,
   task.answer = std::move(shepherd->report);
   task.allowed = options_.exec_deadline + kShepherdSlack;
   task.deadline = Clock::now() + task.allowed;
-  task.job.emplace(std::move(*job));
+  task.job = std::move(*job);
   tasks_.emplace(shepherd->pid, std::move(task));
 }
 

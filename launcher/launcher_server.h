@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -101,9 +102,9 @@ class LauncherServer {
     std::chrono::steady_clock::time_point deadline;
     bool answered = false;  // the reply has gone to the executor
     bool reaped = false;
-    bool orphaned = false;           // its executor died: the answer goes nowhere
-    std::int64_t status = 0;         // the wait status, once reaped
-    std::optional<PreparedJob> job;  // spawns: for describing a failure
+    bool orphaned = false;             // its executor died: the answer goes nowhere
+    std::int64_t status = 0;           // the wait status, once reaped
+    std::unique_ptr<PreparedJob> job;  // spawns: for describing a failure
   };
 
   // As root, fs.suid_dumpable must not be 1 (launcher/dumpable_check.h).

@@ -46,7 +46,7 @@ class ShepherdTest : public ::testing::Test {
     request.env = {"PATH=/usr/bin:/bin"};
     request.placement.cpus = {testing::FirstAllowedCpu()};
     Outcome outcome;
-    Result<PreparedJob> job = PreparedJob::Build(request);
+    Result<std::unique_ptr<PreparedJob>> job = PreparedJob::Build(request);
     if (!job) {
       ADD_FAILURE() << job.error().message();
       return outcome;
@@ -59,7 +59,7 @@ class ShepherdTest : public ::testing::Test {
     options.run_dir = dir_.path();
     options.exec_deadline = deadline;
     Result<ShepherdChild> shepherd =
-        StartShepherd(request, *job, SpawnFds{buffer.get(), -1}, options);
+        StartShepherd(request, **job, SpawnFds{buffer.get(), -1}, options);
     if (!shepherd) {
       ADD_FAILURE() << shepherd.error().message();
       return outcome;
@@ -82,7 +82,7 @@ class ShepherdTest : public ::testing::Test {
     outcome.shepherd_status = reaped.status;
     outcome.record = host::LoadRunRecord(dir_.path(), request.id);
     outcome.output = testing::ReadText(output_path);
-    description_ = DescribeShepherdReport(outcome.report, *job, deadline);
+    description_ = DescribeShepherdReport(outcome.report, **job, deadline);
     return outcome;
   }
 
@@ -208,7 +208,7 @@ TEST(JobHandshakeTest, AChildWhoseShepherdDiesBeforeItsGoByteNeverRuns) {
   request.cwd = "/tmp";
   request.env = {"PATH=/usr/bin:/bin"};
   request.placement.cpus = {testing::FirstAllowedCpu()};
-  Result<PreparedJob> job = PreparedJob::Build(request);
+  Result<std::unique_ptr<PreparedJob>> job = PreparedJob::Build(request);
   ASSERT_TRUE(job) << job.error().message();
   int go[2];
   int told[2];
@@ -224,7 +224,7 @@ TEST(JobHandshakeTest, AChildWhoseShepherdDiesBeforeItsGoByteNeverRuns) {
     if (child == 0) {
       int report[2];
       if (::pipe2(report, O_CLOEXEC) != 0) ::_exit(2);
-      job->Exec(SpawnFds{sink.get(), -1}, report[1], false, JobHandshake{go_read.get(), me});
+      (*job)->Exec(SpawnFds{sink.get(), -1}, report[1], false, JobHandshake{go_read.get(), me});
     }
     (void)!::write(told_write.get(), &child, sizeof child);
     ::_exit(0);  // dies without the go byte, as a killed shepherd would
