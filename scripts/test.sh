@@ -71,13 +71,15 @@ wait_beside() {  # NAME PID: its log, and its failure is the suite's
   fi
 }
 
-# Two tiers first, without the sanitizer build. The scale tier is bound by
-# the disk: restarting a daemon of 200k queued jobs took 109 s alone and
-# 411 s beside the sanitizer build. The hostile tier times other users'
-# calls against bounds of a second while it attacks. clang-tidy runs beside
-# them all the same: it reads sources and writes nothing, and at idle
-# priority it has only the CPU time these tiers leave (most of theirs is
-# spent waiting), where after them it was the suite's longest wait.
+# Two tiers first, without the sanitizer build. The scale tier writes and
+# removes 200k job files (in /dev/shm where it can: on a disk mounted with
+# `discard` their removal alone took minutes), and the hostile tier times
+# other users' calls against bounds of a second while it attacks, where a
+# build's writes beside them made the daemons' fsyncs wait. clang-tidy
+# runs beside them all the same: it reads sources and writes nothing, and
+# at idle priority it has only the CPU time these tiers leave (most of
+# theirs is spent waiting), where after them it was the suite's longest
+# wait.
 beside_tests tidy env LINT_JOBS=2 scripts/lint.sh tidy  # clang-tidy (.clang-tidy)
 tidy_pid=$!
 ctest --test-dir build --output-on-failure --timeout 300 -j2 -L 'scale|hostile'

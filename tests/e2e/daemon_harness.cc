@@ -52,8 +52,10 @@ DaemonHarness::DaemonHarness() : DaemonHarness(HarnessOptions{}) {}
 
 DaemonHarness::DaemonHarness(HarnessOptions options) : options_(std::move(options)) {
   EnsureTestUser(&uid_, &gid_);
-  char pattern[] = "/tmp/hpcb-e2e.XXXXXX";
-  dir_ = ::mkdtemp(pattern);
+  char in_memory[] = "/dev/shm/hpcb-e2e.XXXXXX";
+  char on_disk[] = "/tmp/hpcb-e2e.XXXXXX";
+  const char* made = options_.scratch_in_memory ? ::mkdtemp(in_memory) : nullptr;
+  dir_ = made != nullptr ? made : ::mkdtemp(on_disk);
   ::chmod(dir_.c_str(), 0755);
   fs::create_directories(dir_ + "/bin");
   fs::create_directories(dir_ + "/work");

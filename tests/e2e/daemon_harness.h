@@ -35,6 +35,11 @@ struct HarnessOptions {
   std::map<std::string, std::string> replace_binaries;
   // Extra files copied into the scratch bin dir (mode 0755).
   std::vector<std::string> extra_binaries;
+  // The scratch dir in /dev/shm where it can be made, else in /tmp. For a
+  // test that writes hundreds of thousands of files: on a disk mounted
+  // with `discard` each unlink waits for its own discard, and removing
+  // 200k job files afterwards took minutes.
+  bool scratch_in_memory = false;
 };
 
 class DaemonHarness {

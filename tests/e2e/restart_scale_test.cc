@@ -49,6 +49,7 @@ pid_t StartBlocker(const std::string& cwd) {
 HarnessOptions SlowStart() {
   HarnessOptions options;
   options.start_timeout = seconds(180);
+  options.scratch_in_memory = true;
   return options;
 }
 
