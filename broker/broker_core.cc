@@ -668,7 +668,7 @@ std::string BrokerCore::ListPage(ListCursor& cursor, bool* more) {
       break;
     }
     cursor.after = id;
-    if (job.phase == JobPhase::kRegistering) continue;
+    if (job.phase == JobPhase::kRegistering || job.phase == JobPhase::kForgetting) continue;
     if (!only.empty() && !only.contains(id)) continue;
     if (!cursor.request.all && job.uid != cursor.uid) continue;
     if (!cursor.request.finished && job.done()) continue;
@@ -1113,8 +1113,31 @@ void BrokerCore::SendDueForgets(bool saved) {
       forgets_due_.push_back(id);
       continue;
     }
-    executor_.Forget(id, LogRefusal("forgetting job " + Id(id)));
+    auto job = jobs_.find(id);
+    if (job != jobs_.end() && job->second.phase == JobPhase::kForgetting) {
+      executor_.Forget(
+          id, [this, id](const Result<protocol::Ack>& ack) { OnRetentionForget(id, ack); });
+    } else {
+      executor_.Forget(id, LogRefusal("forgetting job " + Id(id)));
+    }
   }
+}
+
+void BrokerCore::OnRetentionForget(std::uint64_t id, const Result<protocol::Ack>& ack) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || it->second.phase != JobPhase::kForgetting) return;
+  if (!ack) {  // unanswered in time: asked again (a lost executor ends the broker)
+    LogWarning("forgetting job " + Id(id) + ": " + ack.error().message() + "; asking again");
+    forgets_due_.push_back(id);
+    return;
+  }
+  // Refused, the executor holds no spec for it either (it knows no such
+  // job, or never will run it): the record can go.
+  if (ack->error) LogWarning("forgetting job " + Id(id) + " refused: " + ack->error->message);
+  jobs_.erase(it);
+  // No sync of its own: a removal lost to a power cut brings back a
+  // finished record with no spec behind it, which retention drops again.
+  MarkChanged(id, Held::kAlsoOnRootSide);
 }
 
 std::map<std::uint64_t, JobRecord>::iterator BrokerCore::FirstUnfinished() {
@@ -1222,7 +1245,13 @@ void BrokerCore::OnExited(const protocol::JobExited& event) {
 void BrokerCore::ApplyRetention() {
   if (!RetentionDue()) return;
   for (std::uint64_t id : RetentionVictims(jobs_, options_.keep_finished)) {
-    ForgetOnExecutor(id);
+    JobRecord& job = jobs_.at(id);
+    if (job.phase != JobPhase::kIdle) continue;  // its forget is under way
+    if (job.on_executor) {
+      ForgetOnExecutor(id);
+      job.phase = JobPhase::kForgetting;  // OnRetentionForget drops it
+      continue;
+    }
     jobs_.erase(id);
     MarkChanged(id);
   }

@@ -26,6 +26,11 @@ enum class JobPhase {
   kIdle,
   kRegistering,  // its RegisterJob (maybe with a start) is unanswered
   kStarting,     // its StartJob is unanswered
+  // Retention dropped it and its ForgetJob is unanswered. The record stays
+  // (and on disk) until the root side has let go of the spec: dropped
+  // first, a restart in between would take the spec for an acknowledged
+  // job that the queue file lost, and queue it again.
+  kForgetting,
 };
 
 struct JobRecord {

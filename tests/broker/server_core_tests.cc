@@ -263,12 +263,14 @@ TEST_F(ServerCoreTest, AFailedStartDroppedByRetentionStillGetsItsReply) {
   protocol::SubmitReply reply = Submit(1000, 1);  // backfilled, fails, dropped at once
   EXPECT_EQ(reply.id, 3u);
   EXPECT_EQ(reply.state, JobState::kDone);
+  executor_.Flush();  // the answer to its forget
   EXPECT_EQ(core_->Find(3), nullptr);
   EXPECT_EQ(scheduler_.free_cpus(), 1);
   executor_.start_refused_early = false;  // answered on its own, after
   reply = Submit(1000, 1);
   EXPECT_EQ(reply.id, 4u);
   EXPECT_EQ(reply.state, JobState::kRunning);  // its start was under way
+  executor_.Flush();
   EXPECT_EQ(core_->Find(4), nullptr);
   EXPECT_EQ(scheduler_.free_cpus(), 1);
 }
@@ -645,9 +647,75 @@ TEST_F(ServerCoreTest, RetentionForgetsOldFinishedJobs) {
     TickNow();
   }
   EXPECT_EQ(core_->Find(1), nullptr);
+  EXPECT_EQ(executor_.forgotten, (std::vector<std::uint64_t>{1, 2}));
+  // Job 2's forget is unanswered: its record stays, on disk too, and
+  // `list` no longer shows it.
+  ASSERT_NE(core_->Find(2), nullptr);
+  EXPECT_EQ(core_->Snapshot().jobs.front().id, 2u);
+  for (const protocol::JobRow& entry : List(1000, false, true).jobs)
+    EXPECT_NE(entry.id, 2u);
+  executor_.Flush();
   EXPECT_EQ(core_->Find(2), nullptr);
   EXPECT_NE(core_->Find(3), nullptr);
+}
+
+// Retention drops a finished job only once the root side let go of its
+// spec. A restart before that finds the job finished in the queue file and
+// forgets it again; it is never taken for a submission the file lost and
+// queued a second time.
+TEST_F(ServerCoreTest, ARestartWhileRetentionsForgetsAreUnansweredQueuesNothingAgain) {
+  options_.keep_finished = 0;
+  StartCore();
+  for (std::uint64_t id = 1; id <= 2; ++id) {
+    ASSERT_EQ(Submit(1000).id, id);
+    executor_.events.push_back({0, id, 0, false, 0, std::nullopt});
+  }
+  executor_.hold_answers = true;  // the forgets stay unanswered
+  TickNow();
+  ASSERT_EQ(executor_.forgotten, (std::vector<std::uint64_t>{1, 2}));
+  QueueFile saved = core_->Snapshot();
+  ASSERT_EQ(saved.jobs.size(), 2u) << "the records wait for their forgets";
+  executor_.hold_answers = false;
+  executor_.pending.clear();  // the daemon stops; the executor kept the specs
+  executor_.forgotten.clear();
+  executor_.hello.exited = {1};
+  executor_.hello.registered = {2};  // as a dependent that ended unstarted
+  core_.reset();
+  StartCore(saved);
+  for (std::uint64_t id = 1; id <= 2; ++id) {
+    ASSERT_NE(core_->Find(id), nullptr);
+    EXPECT_EQ(core_->Find(id)->state, JobState::kDone) << "job " << id;
+  }
+  core_->Flush();
   EXPECT_EQ(executor_.forgotten, (std::vector<std::uint64_t>{1, 2}));
+  executor_.Flush();
+  core_->Flush();
+  for (std::uint64_t id = 1; id <= 2; ++id)
+    EXPECT_EQ(core_->Find(id), nullptr) << "job " << id;
+  EXPECT_TRUE(core_->Snapshot().jobs.empty());
+}
+
+TEST_F(ServerCoreTest, AForgetWithNoAnswerKeepsTheRecordAndIsSentAgain) {
+  options_.keep_finished = 0;
+  StartCore();
+  ASSERT_EQ(Submit(1000).id, 1u);
+  executor_.hold_answers = true;
+  Exit(1, 0);
+  ASSERT_EQ(executor_.forgotten, (std::vector<std::uint64_t>{1}));
+  // The call times out: the channel answers it with an error.
+  std::vector<std::function<void()>> lost;
+  lost.swap(executor_.pending);
+  executor_.hold_answers = false;
+  ASSERT_NE(core_->Find(1), nullptr);
+  executor_.forgot_error = true;
+  for (auto& answer : lost)
+    answer();
+  executor_.forgot_error = false;
+  ASSERT_NE(core_->Find(1), nullptr) << "no answer: the spec may still be there";
+  core_->Flush();
+  EXPECT_EQ(executor_.forgotten, (std::vector<std::uint64_t>{1, 1}));
+  executor_.Flush();
+  EXPECT_EQ(core_->Find(1), nullptr);
 }
 
 TEST_F(ServerCoreTest, JobsTheQueueFileLostAreRebuiltFromTheRootSide) {

@@ -157,8 +157,13 @@ class FakeExecutor : public ExecutorChannel {
   }
   void Forget(std::uint64_t id, Done<protocol::Ack> done) override {
     forgotten.push_back(id);
-    pending.push_back([done = std::move(done), id] { done(protocol::Ack{0, id, std::nullopt}); });
+    pending.push_back([this, done = std::move(done), id] {
+      if (forgot_error) return done(Error(ErrorCode::kUnavailable, "no answer"));
+      done(protocol::Ack{0, id, std::nullopt});
+    });
   }
+  // A forget's answer, when it runs, is the channel's "no answer" error.
+  bool forgot_error = false;
   void OpenOutput(std::uint64_t, Done<UniqueFd> done) override {
     pending.push_back([done = std::move(done)] { done(Error(ErrorCode::kNotFound, "no buffer")); });
   }
