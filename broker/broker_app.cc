@@ -18,9 +18,9 @@
 #include "broker/permissions.h"
 #include "broker/queue_store.h"
 #include "broker/scheduler.h"
+#include "common/base/log.h"
+#include "common/host/accounts.h"
 #include "common/units.h"
-#include "protocol/base/log.h"
-#include "protocol/host/accounts.h"
 
 namespace hpcb::broker {
 namespace {

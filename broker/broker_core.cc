@@ -9,8 +9,8 @@
 #include "broker/dependencies.h"
 #include "broker/job_rules.h"
 #include "broker/machine_info.h"
+#include "common/base/log.h"
 #include "common/units.h"
-#include "protocol/base/log.h"
 #include "protocol/client_messages.h"
 #include "protocol/codec.h"
 

@@ -7,7 +7,7 @@
 
 #include "broker/broker_app.h"
 #include "broker/daemon_config.h"
-#include "protocol/base/log.h"
+#include "common/base/log.h"
 
 int main(int argc, char** argv) {
   hpcb::SetLogRole("broker");

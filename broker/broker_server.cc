@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "protocol/base/log.h"
+#include "common/base/log.h"
 #include "protocol/client_framing.h"
 #include "protocol/client_messages.h"
 #include "protocol/codec.h"

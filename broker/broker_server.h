@@ -24,7 +24,7 @@
 #include <string>
 
 #include "broker/broker_core.h"
-#include "protocol/base/unique_fd.h"
+#include "common/base/unique_fd.h"
 #include "protocol/framing.h"
 
 namespace hpcb::broker {

@@ -15,7 +15,7 @@
 #include <memory>
 #include <vector>
 
-#include "protocol/host/unlisted_call_action.h"
+#include "common/host/unlisted_call_action.h"
 
 namespace hpcb::broker {
 namespace {

@@ -5,7 +5,7 @@
 #include <cerrno>
 #include <utility>
 
-#include "protocol/base/log.h"
+#include "common/base/log.h"
 #include "protocol/codec.h"
 #include "protocol/framing.h"
 

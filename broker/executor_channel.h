@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "protocol/base/result.h"
-#include "protocol/base/unique_fd.h"
+#include "common/base/result.h"
+#include "common/base/unique_fd.h"
 #include "protocol/executor_messages.h"
 #include "protocol/outbox.h"
 #include "protocol/pending_calls.h"

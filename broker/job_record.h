@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "broker/placement.h"
-#include "protocol/base/result.h"
+#include "common/base/result.h"
 #include "protocol/codec.h"
 #include "protocol/job_state.h"
 #include "protocol/job_usage.h"

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "broker/job_record.h"
-#include "protocol/base/result.h"
+#include "common/base/result.h"
 #include "protocol/client_messages.h"
 
 namespace hpcb::broker {

@@ -16,11 +16,11 @@
 
 #include "broker/gpu_topology.h"
 #include "broker/placement.h"
+#include "common/base/exec_path.h"
+#include "common/base/log.h"
+#include "common/host/host_files.h"
 #include "common/subprocess.h"
 #include "common/units.h"
-#include "protocol/base/exec_path.h"
-#include "protocol/base/log.h"
-#include "protocol/host/host_files.h"
 
 namespace hpcb::broker {
 namespace {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "broker/daemon_config.h"
-#include "protocol/host/accounts.h"
+#include "common/host/accounts.h"
 
 namespace hpcb::broker {
 namespace {

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "broker/job_record.h"
-#include "protocol/base/result.h"
+#include "common/base/result.h"
 
 namespace hpcb::broker {
 

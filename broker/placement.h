@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "broker/daemon_config.h"
-#include "protocol/base/result.h"
+#include "common/base/result.h"
 #include "protocol/executor_messages.h"
 
 namespace hpcb::broker {

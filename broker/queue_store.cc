@@ -10,7 +10,7 @@
 #include <map>
 #include <string>
 
-#include "protocol/base/log.h"
+#include "common/base/log.h"
 #include "protocol/framing.h"
 
 namespace hpcb::broker {

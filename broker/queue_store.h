@@ -26,8 +26,8 @@
 
 #include "broker/job_record.h"
 #include "broker/queue_journal.h"
-#include "protocol/base/result.h"
-#include "protocol/base/unique_fd.h"
+#include "common/base/result.h"
+#include "common/base/unique_fd.h"
 
 namespace hpcb::broker {
 

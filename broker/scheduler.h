@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "broker/placement.h"
-#include "protocol/base/result.h"
+#include "common/base/result.h"
 
 namespace hpcb::broker {
 

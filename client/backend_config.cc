@@ -2,8 +2,8 @@
 
 #include <cstdlib>
 
+#include "common/host/host_files.h"
 #include "common/units.h"
-#include "protocol/host/host_files.h"
 
 namespace hpcb::client {
 namespace {

@@ -19,7 +19,7 @@
 #include <string>
 #include <string_view>
 
-#include "protocol/base/result.h"
+#include "common/base/result.h"
 
 namespace hpcb::client {
 

@@ -14,8 +14,8 @@
 #include "client/info_format.h"
 #include "client/transport.h"
 #include "client/wait.h"
+#include "common/base/unique_fd.h"
 #include "common/units.h"
-#include "protocol/base/unique_fd.h"
 
 namespace hpcb::client {
 namespace {

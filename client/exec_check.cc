@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "protocol/base/exec_path.h"
+#include "common/base/exec_path.h"
 
 namespace hpcb::client {
 

@@ -12,7 +12,7 @@ namespace hpcb::client {
 
 // Why `argv0` cannot be executed from the current directory with the job's
 // PATH `path_value` ("cannot execute X: No such file or directory"), or
-// nothing when one of its candidates (protocol/base/exec_path.h) is an
+// nothing when one of its candidates (common/base/exec_path.h) is an
 // executable regular file. Like execvp, a candidate found but not
 // executable makes the answer "Permission denied" unless a later one runs.
 std::optional<std::string> WhyNotExecutable(const std::string& argv0,

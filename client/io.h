@@ -5,7 +5,7 @@
 
 #include <ostream>
 
-#include "protocol/base/result.h"
+#include "common/base/result.h"
 
 namespace hpcb::client {
 

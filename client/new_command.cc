@@ -17,8 +17,8 @@
 #include "client/exec_check.h"
 #include "client/output_place.h"
 #include "client/subcommand.h"
+#include "common/base/exec_path.h"
 #include "common/units.h"
-#include "protocol/base/exec_path.h"
 
 extern char** environ;
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <string_view>
 
-#include "protocol/base/result.h"
-#include "protocol/base/unique_fd.h"
+#include "common/base/result.h"
+#include "common/base/unique_fd.h"
 #include "protocol/client_messages.h"
 #include "protocol/codec.h"
 

@@ -12,7 +12,7 @@
 #include <csignal>
 #include <thread>
 
-#include "protocol/base/unique_fd.h"
+#include "common/base/unique_fd.h"
 
 extern char** environ;
 

@@ -1,7 +1,7 @@
 // Text forms shared by the client, the daemon flags and the state files:
 // durations, memory sizes, cpu and id lists. Pure functions, table-tested.
 // Never linked into a root binary; the root side parses only cpu lists
-// (protocol/base/cpu_list.h, included here for the other users).
+// (common/base/cpu_list.h, included here for the other users).
 #ifndef HPCB_COMMON_UNITS_H_
 #define HPCB_COMMON_UNITS_H_
 
@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "protocol/base/cpu_list.h"
-#include "protocol/base/result.h"
+#include "common/base/cpu_list.h"
+#include "common/base/result.h"
 
 namespace hpcb {
 

@@ -13,9 +13,9 @@
 #include <set>
 #include <string>
 
-#include "protocol/base/unique_fd.h"
+#include "common/base/unique_fd.h"
+#include "common/host/unlisted_call_action.h"
 #include "protocol/framing.h"
-#include "protocol/host/unlisted_call_action.h"
 
 #include <cap-ng.h>
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "protocol/base/result.h"
+#include "common/base/result.h"
 
 namespace hpcb::executor {
 

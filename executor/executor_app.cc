@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "common/base/log.h"
+#include "common/base/unique_fd.h"
+#include "common/host/host_files.h"
 #include "executor/confine.h"
 #include "executor/executor_server.h"
-#include "protocol/base/log.h"
-#include "protocol/base/unique_fd.h"
-#include "protocol/host/host_files.h"
 #include "protocol/root_config.h"
 
 namespace hpcb::executor {

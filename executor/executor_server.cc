@@ -10,10 +10,10 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "common/base/log.h"
+#include "common/host/host_files.h"
+#include "common/host/run_record.h"
 #include "executor/job_cgroup.h"
-#include "protocol/base/log.h"
-#include "protocol/host/host_files.h"
-#include "protocol/host/run_record.h"
 
 namespace hpcb::executor {
 namespace {

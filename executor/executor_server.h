@@ -29,6 +29,9 @@
 #include <string>
 #include <vector>
 
+#include "common/base/result.h"
+#include "common/base/unique_fd.h"
+#include "common/host/run_record.h"
 #include "executor/job_dir.h"
 #include "executor/job_phase.h"
 #include "executor/launch_spec.h"
@@ -36,11 +39,8 @@
 #include "executor/tree_removal.h"
 #include "executor/turn_commit.h"
 #include "executor/usage_book.h"
-#include "protocol/base/result.h"
-#include "protocol/base/unique_fd.h"
 #include "protocol/executor_messages.h"
 #include "protocol/framing.h"
-#include "protocol/host/run_record.h"
 #include "protocol/launcher_messages.h"
 #include "protocol/outbox.h"
 #include "protocol/pending_calls.h"

@@ -8,9 +8,9 @@
 #include <cerrno>
 #include <sstream>
 
+#include "common/host/host_files.h"
 #include "executor/launch_spec.h"
 #include "protocol/framing.h"
-#include "protocol/host/host_files.h"
 
 namespace hpcb::executor {
 

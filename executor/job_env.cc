@@ -1,6 +1,6 @@
 #include "executor/job_env.h"
 
-#include "protocol/host/host_files.h"
+#include "common/host/host_files.h"
 #include "protocol/launcher_messages.h"
 
 namespace hpcb::executor {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "protocol/host/accounts.h"
+#include "common/host/accounts.h"
 
 namespace hpcb::executor {
 

@@ -10,10 +10,10 @@
 #include <chrono>
 #include <cstring>
 
+#include "common/base/log.h"
+#include "common/host/run_record.h"
 #include "executor/executor_server.h"
 #include "executor/job_cgroup.h"
-#include "protocol/base/log.h"
-#include "protocol/host/run_record.h"
 
 namespace hpcb::executor {
 namespace {

@@ -6,9 +6,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "common/base/log.h"
 #include "executor/executor_server.h"
 #include "executor/sysfacts.h"
-#include "protocol/base/log.h"
 #include "protocol/queued_frame.h"
 #include "protocol/user_requests.h"
 

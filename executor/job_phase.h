@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "protocol/base/result.h"
+#include "common/base/result.h"
 
 namespace hpcb::executor {
 

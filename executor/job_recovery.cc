@@ -12,10 +12,10 @@
 #include <filesystem>
 #include <limits>
 
+#include "common/base/log.h"
+#include "common/host/host_files.h"
+#include "common/host/run_record.h"
 #include "executor/executor_server.h"
-#include "protocol/base/log.h"
-#include "protocol/host/host_files.h"
-#include "protocol/host/run_record.h"
 
 namespace hpcb::executor {
 namespace {

@@ -8,9 +8,9 @@
 #include <memory>
 #include <utility>
 
+#include "common/base/log.h"
 #include "executor/executor_server.h"
 #include "executor/sysfacts.h"
-#include "protocol/base/log.h"
 #include "protocol/queued_frame.h"
 #include "protocol/user_requests.h"
 

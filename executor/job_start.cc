@@ -8,13 +8,13 @@
 #include <cerrno>
 #include <chrono>
 
+#include "common/base/log.h"
+#include "common/host/host_files.h"
+#include "common/host/run_record.h"
 #include "executor/executor_server.h"
 #include "executor/job_cgroup.h"
 #include "executor/job_env.h"
 #include "executor/sysfacts.h"
-#include "protocol/base/log.h"
-#include "protocol/host/host_files.h"
-#include "protocol/host/run_record.h"
 
 namespace hpcb::executor {
 namespace {

@@ -9,9 +9,9 @@
 #include <cerrno>
 #include <charconv>
 
-#include "protocol/base/unique_fd.h"
+#include "common/base/unique_fd.h"
+#include "common/host/host_files.h"
 #include "protocol/framing.h"
-#include "protocol/host/host_files.h"
 #include "protocol/user_requests.h"
 
 namespace hpcb::executor {

@@ -11,11 +11,11 @@
 #include <string_view>
 #include <vector>
 
-#include "protocol/base/result.h"
-#include "protocol/base/unique_fd.h"
+#include "common/base/result.h"
+#include "common/base/unique_fd.h"
+#include "common/host/host_files.h"
 #include "protocol/codec.h"
 #include "protocol/executor_messages.h"
-#include "protocol/host/host_files.h"
 #include "protocol/job_usage.h"
 #include "protocol/launcher_messages.h"
 

@@ -4,8 +4,8 @@
 
 #include <cerrno>
 
+#include "common/host/host_files.h"
 #include "protocol/framing.h"
-#include "protocol/host/host_files.h"
 
 namespace hpcb::executor {
 

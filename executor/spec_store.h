@@ -16,8 +16,8 @@
 #include <cstdint>
 #include <string>
 
+#include "common/base/result.h"
 #include "executor/launch_spec.h"
-#include "protocol/base/result.h"
 
 namespace hpcb::executor {
 

@@ -23,8 +23,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/base/result.h"
 #include "executor/job_dir.h"
-#include "protocol/base/result.h"
 
 namespace hpcb::executor {
 

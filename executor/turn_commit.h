@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "protocol/base/result.h"
-#include "protocol/base/unique_fd.h"
+#include "common/base/result.h"
+#include "common/base/unique_fd.h"
 
 namespace hpcb::executor {
 

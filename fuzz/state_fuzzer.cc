@@ -15,11 +15,11 @@
 
 #include "broker/queue_journal.h"
 #include "broker/queue_store.h"
+#include "common/base/log.h"
+#include "common/host/run_record.h"
 #include "executor/launch_spec.h"
 #include "executor/spec_store.h"
-#include "protocol/base/log.h"
 #include "protocol/codec.h"
-#include "protocol/host/run_record.h"
 
 namespace {
 using namespace hpcb;

@@ -1,6 +1,6 @@
 #include "launcher/dumpable_check.h"
 
-#include "protocol/host/host_files.h"
+#include "common/host/host_files.h"
 
 namespace hpcb::launcher {
 

@@ -14,7 +14,7 @@
 
 #include <string>
 
-#include "protocol/base/result.h"
+#include "common/base/result.h"
 
 namespace hpcb::launcher {
 

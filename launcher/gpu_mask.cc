@@ -12,8 +12,8 @@
 #include <optional>
 #include <string_view>
 
+#include "common/host/host_files.h"
 #include "launcher/child_reap.h"
-#include "protocol/host/host_files.h"
 
 namespace hpcb::launcher {
 namespace {

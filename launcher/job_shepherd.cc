@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "common/host/host_files.h"
+#include "common/host/run_record.h"
 #include "launcher/child_fds.h"
 #include "launcher/signal_reset.h"
-#include "protocol/host/host_files.h"
-#include "protocol/host/run_record.h"
 
 namespace hpcb::launcher {
 namespace {

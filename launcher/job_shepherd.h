@@ -1,7 +1,7 @@
 // A job's shepherd: the job's parent, forked by the launcher for each job
 // (the model is Slurm's slurmstepd). It starts the job child, gives it a
 // bounded time to reach execve, tells the launcher how the start went,
-// then waits for the job and writes the run record (protocol/host/
+// then waits for the job and writes the run record (common/host/
 // run_record.h) with its wait status before it exits.
 //
 // The bargain: one more process per running job (a fork of the launcher,
@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "common/base/result.h"
+#include "common/base/unique_fd.h"
 #include "launcher/job_spawn.h"
-#include "protocol/base/result.h"
-#include "protocol/base/unique_fd.h"
 #include "protocol/launcher_messages.h"
 
 namespace hpcb::launcher {

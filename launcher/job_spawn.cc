@@ -15,10 +15,10 @@
 #include <utility>
 #include <vector>
 
+#include "common/base/exec_path.h"
 #include "launcher/gpu_mask.h"
 #include "launcher/signal_reset.h"
 #include "launcher/user_ops.h"
-#include "protocol/base/exec_path.h"
 
 namespace hpcb::launcher {
 namespace {

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "protocol/base/result.h"
+#include "common/base/result.h"
 #include "protocol/launcher_messages.h"
 
 namespace hpcb::launcher {

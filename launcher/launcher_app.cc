@@ -14,13 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "common/base/log.h"
+#include "common/host/host_files.h"
 #include "launcher/launcher_server.h"
 #include "launcher/launcher_setup.h"
 #include "launcher/root_flags.h"
 #include "launcher/signal_reset.h"
 #include "launcher/state_lock.h"
-#include "protocol/base/log.h"
-#include "protocol/host/host_files.h"
 
 namespace hpcb::launcher {
 

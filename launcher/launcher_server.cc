@@ -12,13 +12,13 @@
 #include <cstring>
 #include <vector>
 
+#include "common/base/log.h"
+#include "common/host/accounts.h"
+#include "common/host/run_record.h"
 #include "launcher/dumpable_check.h"
 #include "launcher/gpu_mask.h"
 #include "launcher/user_helper.h"
 #include "launcher/user_ops.h"
-#include "protocol/base/log.h"
-#include "protocol/host/accounts.h"
-#include "protocol/host/run_record.h"
 
 namespace hpcb::launcher {
 namespace {

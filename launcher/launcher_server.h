@@ -32,11 +32,11 @@
 #include <string>
 #include <vector>
 
+#include "common/base/result.h"
+#include "common/base/unique_fd.h"
 #include "launcher/job_shepherd.h"
 #include "launcher/job_spawn.h"
 #include "launcher/launcher_setup.h"
-#include "protocol/base/result.h"
-#include "protocol/base/unique_fd.h"
 #include "protocol/framing.h"
 #include "protocol/launcher_messages.h"
 #include "protocol/outbox.h"

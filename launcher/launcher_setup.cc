@@ -13,13 +13,13 @@
 #include <filesystem>
 #include <utility>
 
+#include "common/base/log.h"
+#include "common/host/accounts.h"
+#include "common/host/host_files.h"
 #include "launcher/child_fds.h"
 #include "launcher/child_reap.h"
 #include "launcher/dumpable_check.h"
 #include "launcher/gpu_mask.h"
-#include "protocol/base/log.h"
-#include "protocol/host/accounts.h"
-#include "protocol/host/host_files.h"
 
 namespace hpcb::launcher {
 namespace {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "protocol/base/result.h"
-#include "protocol/base/unique_fd.h"
+#include "common/base/result.h"
+#include "common/base/unique_fd.h"
 #include "protocol/root_config.h"
 
 namespace hpcb::launcher {

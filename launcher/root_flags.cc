@@ -12,8 +12,8 @@
 #include <cstring>
 #include <variant>
 
+#include "common/base/log.h"
 #include "launcher/child_reap.h"
-#include "protocol/base/log.h"
 
 extern char** environ;
 

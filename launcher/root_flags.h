@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "protocol/base/result.h"
+#include "common/base/result.h"
 #include "protocol/root_config.h"
 
 namespace hpcb::launcher {

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "protocol/base/result.h"
-#include "protocol/base/unique_fd.h"
+#include "common/base/result.h"
+#include "common/base/unique_fd.h"
 #include "protocol/launcher_messages.h"
 
 namespace hpcb::launcher {

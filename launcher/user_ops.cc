@@ -16,7 +16,7 @@
 #include <ctime>
 #include <string_view>
 
-#include "protocol/base/unique_fd.h"
+#include "common/base/unique_fd.h"
 #include "protocol/framing.h"
 
 namespace hpcb::launcher {

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string>
 
-#include "protocol/base/result.h"
+#include "common/base/result.h"
 #include "protocol/launcher_messages.h"
 
 namespace hpcb::launcher {

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "protocol/base/result.h"
+#include "common/base/result.h"
 #include "protocol/framing.h"
 #include "protocol/queued_frame.h"
 

@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "protocol/base/result.h"
+#include "common/base/result.h"
 #include "protocol/codec.h"
 #include "protocol/job_state.h"
 #include "protocol/job_usage.h"

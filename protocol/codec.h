@@ -38,7 +38,7 @@
 #include <cereal/types/string.hpp>
 #include <cereal/types/vector.hpp>
 
-#include "protocol/base/result.h"
+#include "common/base/result.h"
 
 namespace cereal {
 

@@ -12,7 +12,7 @@
 // it was never asked for) is logged and dropped by the receiver.
 //
 // A refusal travels as a WireError: the ErrorCode vocabulary of
-// protocol/base/result.h (the one the client protocol's ErrorReply uses)
+// common/base/result.h (the one the client protocol's ErrorReply uses)
 // plus the message, so a refusal reaches the user as what it is.
 #ifndef HPCB_PROTOCOL_ENVELOPE_H_
 #define HPCB_PROTOCOL_ENVELOPE_H_
@@ -22,7 +22,7 @@
 #include <string>
 #include <string_view>
 
-#include "protocol/base/result.h"
+#include "common/base/result.h"
 #include "protocol/codec.h"
 
 namespace hpcb::protocol {

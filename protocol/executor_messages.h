@@ -26,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-#include "protocol/base/result.h"
+#include "common/base/result.h"
 #include "protocol/codec.h"
 #include "protocol/envelope.h"
 #include "protocol/job_types.h"

@@ -24,8 +24,8 @@
 #include <string_view>
 #include <vector>
 
-#include "protocol/base/result.h"
-#include "protocol/base/unique_fd.h"
+#include "common/base/result.h"
+#include "common/base/unique_fd.h"
 
 namespace hpcb::protocol {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "protocol/base/result.h"
+#include "common/base/result.h"
 #include "protocol/codec.h"
 #include "protocol/user_requests.h"
 

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <utility>
 
-#include "protocol/base/result.h"
+#include "common/base/result.h"
 #include "protocol/codec.h"
 
 namespace hpcb::protocol {

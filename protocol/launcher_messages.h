@@ -22,8 +22,8 @@
 #include <utility>
 #include <vector>
 
-#include "protocol/base/exec_path.h"
-#include "protocol/base/result.h"
+#include "common/base/exec_path.h"
+#include "common/base/result.h"
 #include "protocol/codec.h"
 #include "protocol/envelope.h"
 #include "protocol/job_types.h"

@@ -21,7 +21,7 @@
 #include <optional>
 #include <string>
 
-#include "protocol/base/result.h"
+#include "common/base/result.h"
 #include "protocol/framing.h"
 
 namespace hpcb::protocol {

@@ -19,7 +19,7 @@
 #include <optional>
 #include <string>
 
-#include "protocol/base/result.h"
+#include "common/base/result.h"
 
 namespace hpcb::protocol {
 

@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "protocol/base/result.h"
+#include "common/base/result.h"
 #include "protocol/codec.h"
 
 namespace hpcb::protocol {

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "protocol/base/result.h"
+#include "common/base/result.h"
 #include "protocol/codec.h"
 
 namespace hpcb::protocol {

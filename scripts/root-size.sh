@@ -40,7 +40,7 @@ build = os.path.realpath(os.environ["ROOT_SIZE_BUILD"])
 # The CMake targets (launcher/CMakeLists.txt, executor/CMakeLists.txt), by
 # the short name the table's third column uses.
 BINARIES = {"launcher": "hpc-batchd", "executor": "hpc-batch-executor"}
-ORDER = ["launcher", "executor", "protocol"]  # most privileged first, then what both share
+ORDER = ["launcher", "executor", "protocol", "common"]  # most privileged first, then what both share
 SKIP = {"tests", "fuzz", "bench"}
 
 def die(msg):
@@ -217,7 +217,8 @@ counted. Lines are code lines: not blank, not a `//` comment, not inside
 
 The rows are in the auditor's reading order: the launcher (full root,
 unconfined), then the executor (root, confined), then the protocol both
-speak; within a folder alphabetically, each header just before its `.cc`.
+speak, then the helpers both use (`common/base`, `common/host`); within a
+folder alphabetically, each header just before its `.cc`.
 The last column says which program links the file.
 
 Budget (`scripts/root-budget`, checked by `scripts/test.sh`): total

@@ -85,7 +85,7 @@ at "scale and hostile tiers passed"
 # libFuzzer target for FUZZ_SECONDS. The root, fault and hostile suites are
 # left to the main build (and are not built there): their deadlines are set
 # for uninstrumented code, and their seccomp checks for the filters that
-# kill (see protocol/host/unlisted_call_action.h).
+# kill (see common/host/unlisted_call_action.h).
 # Its tree (1.1 GB) is kept in memory where /dev/shm allows: on ext4 an
 # fsync waits for every other file's dirty data, so the build's writes
 # made the daemons' durable acknowledgments take seconds beside it (a

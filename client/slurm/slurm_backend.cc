@@ -16,8 +16,8 @@
 #include "client/format.h"
 #include "client/slurm/slurm_nodes.h"
 #include "client/slurm/slurm_tools.h"
+#include "common/base/unique_fd.h"
 #include "common/units.h"
-#include "protocol/base/unique_fd.h"
 #include "protocol/codec.h"
 
 namespace hpcb::client::slurm {

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "protocol/base/result.h"
+#include "common/base/result.h"
 #include "protocol/client_messages.h"
 #include "protocol/job_state.h"
 

@@ -8,7 +8,7 @@
 #include "client/format.h"
 #include "client/info_format.h"
 #include "client/slurm/slurm_parse.h"
-#include "protocol/base/cpu_list.h"
+#include "common/base/cpu_list.h"
 
 namespace hpcb::client::slurm {
 namespace {

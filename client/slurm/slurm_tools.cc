@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "client/format.h"
-#include "protocol/base/cpu_list.h"
+#include "common/base/cpu_list.h"
 
 namespace hpcb::client::slurm {
 namespace {

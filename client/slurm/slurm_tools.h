@@ -13,8 +13,8 @@
 #include "client/backend_config.h"
 #include "client/io.h"
 #include "client/slurm/slurm_parse.h"
+#include "common/base/result.h"
 #include "common/subprocess.h"
-#include "protocol/base/result.h"
 
 namespace hpcb::client::slurm {
 

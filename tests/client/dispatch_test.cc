@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "client/transport.h"
-#include "protocol/base/unique_fd.h"
+#include "common/base/unique_fd.h"
 #include "protocol/client_framing.h"
 #include "protocol/client_messages.h"
 #include "protocol/codec.h"

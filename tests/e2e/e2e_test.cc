@@ -16,7 +16,7 @@
 #include <sstream>
 #include <thread>
 
-#include "protocol/base/unique_fd.h"
+#include "common/base/unique_fd.h"
 #include "protocol/client_messages.h"
 #include "tests/e2e/daemon_harness.h"
 #include "tests/testing/scoped_disposition.h"

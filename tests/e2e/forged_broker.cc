@@ -40,7 +40,7 @@
 #include <vector>
 
 #include "broker/daemon_config.h"
-#include "protocol/base/unique_fd.h"
+#include "common/base/unique_fd.h"
 #include "protocol/client_framing.h"
 #include "protocol/client_messages.h"
 #include "protocol/codec.h"

@@ -20,11 +20,11 @@
 #include <set>
 #include <sstream>
 
+#include "common/host/host_files.h"
 #include "protocol/client_framing.h"
 #include "protocol/client_messages.h"
 #include "protocol/codec.h"
 #include "protocol/framing.h"
-#include "protocol/host/host_files.h"
 
 namespace hpcb::e2e {
 namespace {

@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include "protocol/base/unique_fd.h"
+#include "common/base/unique_fd.h"
 #include "tests/e2e/test_accounts.h"
 
 namespace hpcb::e2e {

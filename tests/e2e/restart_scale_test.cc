@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "common/host/host_files.h"
 #include "executor/launch_spec.h"
-#include "protocol/host/host_files.h"
 #include "tests/e2e/daemon_harness.h"
 
 namespace hpcb::e2e {

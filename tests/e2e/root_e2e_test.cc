@@ -33,7 +33,7 @@
 #include <thread>
 #include <vector>
 
-#include "protocol/base/unique_fd.h"
+#include "common/base/unique_fd.h"
 #include "protocol/client_framing.h"
 #include "protocol/client_messages.h"
 #include "protocol/codec.h"

@@ -13,12 +13,12 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "common/host/accounts.h"
+#include "common/host/host_files.h"
+#include "common/host/run_record.h"
 #include "executor/sysfacts.h"
 #include "protocol/client_framing.h"
 #include "protocol/client_messages.h"
-#include "protocol/host/accounts.h"
-#include "protocol/host/host_files.h"
-#include "protocol/host/run_record.h"
 #include "protocol/launcher_messages.h"
 #include "tests/testing/temp_dir.h"
 

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "protocol/base/exec_path.h"
+#include "common/base/exec_path.h"
 #include "protocol/launcher_messages.h"
 
 namespace hpcb::executor {

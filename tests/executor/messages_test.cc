@@ -1,8 +1,8 @@
 // Field validation of every broker->executor and executor->launcher message.
 #include <gtest/gtest.h>
 
+#include "common/host/run_record.h"
 #include "protocol/executor_messages.h"
-#include "protocol/host/run_record.h"
 #include "protocol/launcher_messages.h"
 
 namespace hpcb::protocol {

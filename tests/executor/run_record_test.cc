@@ -1,6 +1,6 @@
 // The run record's one file of lines: what the executor reads back after
 // each way a shepherd's writing can end.
-#include "protocol/host/run_record.h"
+#include "common/host/run_record.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

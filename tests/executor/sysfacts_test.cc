@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "common/host/host_files.h"
 #include "common/units.h"
-#include "protocol/host/host_files.h"
 #include "tests/testing/temp_dir.h"
 
 namespace hpcb::executor {

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "common/host/run_record.h"
 #include "launcher/child_reap.h"
-#include "protocol/host/run_record.h"
 #include "tests/testing/cpu_affinity.h"
 #include "tests/testing/scoped_disposition.h"
 #include "tests/testing/temp_dir.h"

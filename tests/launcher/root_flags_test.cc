@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "broker/daemon_config.h"
-#include "protocol/base/unique_fd.h"
+#include "common/base/unique_fd.h"
 #include "protocol/codec.h"
 
 namespace hpcb::launcher {

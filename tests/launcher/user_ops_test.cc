@@ -11,8 +11,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "common/base/unique_fd.h"
 #include "launcher/user_helper.h"
-#include "protocol/base/unique_fd.h"
 #include "tests/testing/temp_dir.h"
 
 namespace hpcb::launcher {

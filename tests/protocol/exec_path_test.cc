@@ -1,4 +1,4 @@
-#include "protocol/base/exec_path.h"
+#include "common/base/exec_path.h"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
-#include "protocol/base/unique_fd.h"
+#include "common/base/unique_fd.h"
 #include "protocol/client_framing.h"
 #include "protocol/framing.h"
 

@@ -1,8 +1,8 @@
 // Facts every role reads from the kernel's files: online cpus and NUMA
 // nodes, a process's start time, swap. Each takes the root it reads under
 // (sysfs, /proc) so tests can point it at a fake tree in a temp directory.
-#ifndef HPCB_PROTOCOL_HOST_HOST_FILES_H_
-#define HPCB_PROTOCOL_HOST_HOST_FILES_H_
+#ifndef HPCB_COMMON_HOST_HOST_FILES_H_
+#define HPCB_COMMON_HOST_HOST_FILES_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "protocol/base/result.h"
-#include "protocol/base/unique_fd.h"
+#include "common/base/result.h"
+#include "common/base/unique_fd.h"
 
 namespace hpcb::host {
 
@@ -60,4 +60,4 @@ Result<void> WriteFileAtomic(const std::string& path, const std::string& text, u
 
 }  // namespace hpcb::host
 
-#endif  // HPCB_PROTOCOL_HOST_HOST_FILES_H_
+#endif  // HPCB_COMMON_HOST_HOST_FILES_H_

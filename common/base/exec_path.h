@@ -1,8 +1,8 @@
 // How a job's command is found: on the job's own PATH, like execvp. The
 // launcher computes the candidates before it forks the job child (which
 // then allocates nothing); dispatch checks them as the user at submission.
-#ifndef HPCB_PROTOCOL_BASE_EXEC_PATH_H_
-#define HPCB_PROTOCOL_BASE_EXEC_PATH_H_
+#ifndef HPCB_COMMON_BASE_EXEC_PATH_H_
+#define HPCB_COMMON_BASE_EXEC_PATH_H_
 
 #include <optional>
 #include <string>
@@ -22,4 +22,4 @@ std::optional<std::string> EnvValue(const std::vector<std::string>& env, const s
 
 }  // namespace hpcb
 
-#endif  // HPCB_PROTOCOL_BASE_EXEC_PATH_H_
+#endif  // HPCB_COMMON_BASE_EXEC_PATH_H_

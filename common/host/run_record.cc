@@ -1,4 +1,4 @@
-#include "protocol/host/run_record.h"
+#include "common/host/run_record.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -8,8 +8,8 @@
 #include <chrono>
 #include <optional>
 
+#include "common/host/host_files.h"
 #include "protocol/framing.h"
-#include "protocol/host/host_files.h"
 
 namespace hpcb::host {
 

@@ -6,8 +6,8 @@
 // and allowed, so that build can check memory through the end-to-end
 // tests. Everywhere else it kills the process, and the root end-to-end test
 // that traces the executor holds the list to exactly the calls it makes.
-#ifndef HPCB_PROTOCOL_HOST_UNLISTED_CALL_ACTION_H_
-#define HPCB_PROTOCOL_HOST_UNLISTED_CALL_ACTION_H_
+#ifndef HPCB_COMMON_HOST_UNLISTED_CALL_ACTION_H_
+#define HPCB_COMMON_HOST_UNLISTED_CALL_ACTION_H_
 
 #include <seccomp.h>
 
@@ -23,4 +23,4 @@ inline constexpr std::uint32_t kUnlistedCallAction = SCMP_ACT_KILL_PROCESS;
 
 }  // namespace hpcb::host
 
-#endif  // HPCB_PROTOCOL_HOST_UNLISTED_CALL_ACTION_H_
+#endif  // HPCB_COMMON_HOST_UNLISTED_CALL_ACTION_H_

@@ -1,13 +1,13 @@
 // The kernel's cpu lists ("0-3,5,7-8", sysfs and cgroupfs) and the strict
 // integers they are made of: the only text forms the root side parses.
-#ifndef HPCB_PROTOCOL_BASE_CPU_LIST_H_
-#define HPCB_PROTOCOL_BASE_CPU_LIST_H_
+#ifndef HPCB_COMMON_BASE_CPU_LIST_H_
+#define HPCB_COMMON_BASE_CPU_LIST_H_
 
 #include <cstdint>
 #include <string_view>
 #include <vector>
 
-#include "protocol/base/result.h"
+#include "common/base/result.h"
 
 namespace hpcb {
 
@@ -23,4 +23,4 @@ Result<std::int64_t> ParseInteger(std::string_view text, std::int64_t min, std::
 
 }  // namespace hpcb
 
-#endif  // HPCB_PROTOCOL_BASE_CPU_LIST_H_
+#endif  // HPCB_COMMON_BASE_CPU_LIST_H_

@@ -1,4 +1,4 @@
-#include "protocol/host/accounts.h"
+#include "common/host/accounts.h"
 
 #include <grp.h>
 #include <pwd.h>

@@ -1,4 +1,4 @@
-#include "protocol/base/result.h"
+#include "common/base/result.h"
 
 #include <cerrno>
 #include <cstring>

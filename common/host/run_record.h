@@ -17,8 +17,8 @@
 // short jobs). The first line is renamed into place with its file; a
 // later line torn by a crash reads as nothing, leaving the state before
 // it, as a torn rename would.
-#ifndef HPCB_PROTOCOL_HOST_RUN_RECORD_H_
-#define HPCB_PROTOCOL_HOST_RUN_RECORD_H_
+#ifndef HPCB_COMMON_HOST_RUN_RECORD_H_
+#define HPCB_COMMON_HOST_RUN_RECORD_H_
 
 #include <sys/types.h>
 
@@ -29,11 +29,11 @@
 #include <string_view>
 #include <utility>
 
-#include "protocol/base/result.h"
-#include "protocol/base/unique_fd.h"
+#include "common/base/result.h"
+#include "common/base/unique_fd.h"
+#include "common/host/host_files.h"
 #include "protocol/codec.h"
 #include "protocol/executor_messages.h"
-#include "protocol/host/host_files.h"
 
 namespace hpcb::host {
 
@@ -109,4 +109,4 @@ class RunRecordWriter {
 
 }  // namespace hpcb::host
 
-#endif  // HPCB_PROTOCOL_HOST_RUN_RECORD_H_
+#endif  // HPCB_COMMON_HOST_RUN_RECORD_H_

@@ -1,8 +1,8 @@
 // Minimal logging to stderr: "YYYY-MM-DD HH:MM:SS LEVEL role: message".
 // systemd's journal adds its own timestamps; the in-line ones help when the
 // daemon runs by hand. Thread-compatible (the daemons are single-threaded).
-#ifndef HPCB_PROTOCOL_BASE_LOG_H_
-#define HPCB_PROTOCOL_BASE_LOG_H_
+#ifndef HPCB_COMMON_BASE_LOG_H_
+#define HPCB_COMMON_BASE_LOG_H_
 
 #include <string>
 #include <string_view>
@@ -33,4 +33,4 @@ inline void LogError(std::string_view m) {
 
 }  // namespace hpcb
 
-#endif  // HPCB_PROTOCOL_BASE_LOG_H_
+#endif  // HPCB_COMMON_BASE_LOG_H_

@@ -1,14 +1,14 @@
 // Accounts as the roles look them up before they are confined: a job
 // owner's passwd entry and groups, and the admin group.
-#ifndef HPCB_PROTOCOL_HOST_ACCOUNTS_H_
-#define HPCB_PROTOCOL_HOST_ACCOUNTS_H_
+#ifndef HPCB_COMMON_HOST_ACCOUNTS_H_
+#define HPCB_COMMON_HOST_ACCOUNTS_H_
 
 #include <sys/types.h>
 
 #include <string>
 #include <vector>
 
-#include "protocol/base/result.h"
+#include "common/base/result.h"
 
 namespace hpcb::host {
 
@@ -32,4 +32,4 @@ Result<uid_t> LookUpUid(const std::string& name);
 
 }  // namespace hpcb::host
 
-#endif  // HPCB_PROTOCOL_HOST_ACCOUNTS_H_
+#endif  // HPCB_COMMON_HOST_ACCOUNTS_H_

@@ -1,4 +1,4 @@
-#include "protocol/base/log.h"
+#include "common/base/log.h"
 
 #include <unistd.h>
 

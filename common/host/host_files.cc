@@ -1,4 +1,4 @@
-#include "protocol/host/host_files.h"
+#include "common/host/host_files.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -9,8 +9,8 @@
 #include <limits>
 #include <sstream>
 
-#include "protocol/base/cpu_list.h"
-#include "protocol/base/unique_fd.h"
+#include "common/base/cpu_list.h"
+#include "common/base/unique_fd.h"
 #include "protocol/framing.h"
 
 namespace hpcb::host {

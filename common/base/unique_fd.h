@@ -1,7 +1,7 @@
 // UniqueFd: sole owner of a file descriptor. A raw `int fd` parameter
 // anywhere else in the tree means the callee only borrows it.
-#ifndef HPCB_PROTOCOL_BASE_UNIQUE_FD_H_
-#define HPCB_PROTOCOL_BASE_UNIQUE_FD_H_
+#ifndef HPCB_COMMON_BASE_UNIQUE_FD_H_
+#define HPCB_COMMON_BASE_UNIQUE_FD_H_
 
 #include <unistd.h>
 
@@ -38,4 +38,4 @@ class UniqueFd {
 
 }  // namespace hpcb
 
-#endif  // HPCB_PROTOCOL_BASE_UNIQUE_FD_H_
+#endif  // HPCB_COMMON_BASE_UNIQUE_FD_H_

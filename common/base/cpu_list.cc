@@ -1,4 +1,4 @@
-#include "protocol/base/cpu_list.h"
+#include "common/base/cpu_list.h"
 
 #include <algorithm>
 #include <cctype>

@@ -1,4 +1,4 @@
-#include "protocol/base/exec_path.h"
+#include "common/base/exec_path.h"
 
 #include <string_view>
 #include <utility>

@@ -3,8 +3,8 @@
 // Result<T> is a small subset of C++23 std::expected<T, Error>: libstdc++ 12
 // ships <expected> only in C++23 mode and the project is C++20. Functions
 // report failure by returning an Error; no exception crosses a module.
-#ifndef HPCB_PROTOCOL_BASE_RESULT_H_
-#define HPCB_PROTOCOL_BASE_RESULT_H_
+#ifndef HPCB_COMMON_BASE_RESULT_H_
+#define HPCB_COMMON_BASE_RESULT_H_
 
 #include <cstdint>
 #include <cstdlib>
@@ -124,4 +124,4 @@ inline Result<void> Ok() {
   if (!tmp) return tmp.error(); /* NOLINT(bugprone-macro-parentheses): a name */   \
   lhs = std::move(tmp).value()  /* NOLINT(bugprone-macro-parentheses): a decl */
 
-#endif  // HPCB_PROTOCOL_BASE_RESULT_H_
+#endif  // HPCB_COMMON_BASE_RESULT_H_
