@@ -47,12 +47,7 @@ Result<std::string> ReadWholeFile(const std::string& path) {
 Result<void> ApplyClientConfig(std::string_view text, std::string_view origin,
                                BackendConfig* config) {
   std::size_t line_no = 0;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(start, end - start);
-    start = end + 1;
+  for (std::string_view line : SplitLines(text)) {
     ++line_no;
     std::size_t hash = line.find('#');
     if (hash != std::string_view::npos) line = line.substr(0, hash);

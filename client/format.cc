@@ -269,6 +269,21 @@ std::string StartCell(const protocol::JobRow& row, double now) {
   return (row.after_any ? "after-any " : "after ") + ids;
 }
 
+std::vector<std::string> ListHeader(bool show_gpu, bool finished, bool usage_columns) {
+  std::vector<std::string> header = {"USER", "ID", "COMMAND", "START", "UPTIME", "MAX-TIME", "MEM"};
+  if (show_gpu) header.push_back("GPU");
+  header.push_back("EXCLUSIVE");
+  if (finished) {
+    header.push_back("STATE");
+    header.push_back("EXIT");
+  }
+  if (usage_columns) {
+    for (const char* name : {"WALL", "CPU-TIME", "CPUS-USED", "PEAK-MEM"})
+      header.push_back(name);
+  }
+  return header;
+}
+
 Rendered RenderList(const protocol::ListReply& reply, bool finished, bool usage_columns) {
   Rendered rendered;
   const std::string drain_note =
@@ -282,18 +297,7 @@ Rendered RenderList(const protocol::ListReply& reply, bool finished, bool usage_
   bool show_gpu = false;
   for (const auto& row : reply.jobs)
     show_gpu = show_gpu || row.gpus > 0;
-  std::vector<std::string> header = {"USER", "ID", "COMMAND", "START", "UPTIME", "MAX-TIME", "MEM"};
-  if (show_gpu) header.push_back("GPU");
-  header.push_back("EXCLUSIVE");
-  if (finished) {
-    header.push_back("STATE");
-    header.push_back("EXIT");
-  }
-  if (usage_columns) {
-    for (const char* name : {"WALL", "CPU-TIME", "CPUS-USED", "PEAK-MEM"})
-      header.push_back(name);
-  }
-  std::vector<std::vector<std::string>> table = {header};
+  std::vector<std::vector<std::string>> table = {ListHeader(show_gpu, finished, usage_columns)};
   bool any_span = false;
   bool any_slow = false;
   for (const auto& row : reply.jobs) {

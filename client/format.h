@@ -27,6 +27,8 @@ std::string ShellJoin(const std::vector<std::string>& argv);
 // Columns padded to their widest cell, joined by two spaces, trailing
 // whitespace stripped; one line per row, each ending in '\n'.
 std::string FormatTable(const std::vector<std::vector<std::string>>& rows);
+// The header row of `list`, whichever backend fills the rows.
+std::vector<std::string> ListHeader(bool show_gpu, bool finished, bool usage_columns);
 
 // Local time: "HH:MM:SS" when on the same calendar day as `now`, else
 // "YYYY-MM-DD HH:MM"; "-" when absent.

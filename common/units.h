@@ -45,6 +45,10 @@ std::string FormatCpuRanges(const std::vector<int>& unsorted);
 // what the executor writes to cpuset files.
 std::string FormatCommaList(const std::vector<int>& ids);
 
+// The lines of `text` without their '\n'; a last line without one counts,
+// an empty text has none.
+std::vector<std::string_view> SplitLines(std::string_view text);
+
 }  // namespace hpcb
 
 #endif  // HPCB_COMMON_UNITS_H_

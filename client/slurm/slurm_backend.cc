@@ -578,14 +578,8 @@ Rendered RenderList(const std::vector<SlurmJob>& jobs, bool finished, double now
   bool show_gpu = false;
   for (const SlurmJob& job : jobs)
     show_gpu = show_gpu || job.row.gpus > 0;
-  std::vector<std::string> header = {"USER", "ID", "COMMAND", "START", "UPTIME", "MAX-TIME", "MEM"};
-  if (show_gpu) header.push_back("GPU");
-  header.push_back("EXCLUSIVE");
-  if (finished) {
-    header.push_back("STATE");
-    header.push_back("EXIT");
-  }
-  std::vector<std::vector<std::string>> table = {header};
+  std::vector<std::vector<std::string>> table = {
+      ListHeader(show_gpu, finished, /*usage_columns=*/false)};
   for (const SlurmJob& job : jobs) {
     const protocol::JobRow& row = job.row;
     std::string uptime = UptimeCell(row);

@@ -9,6 +9,7 @@
 #include "client/info_format.h"
 #include "client/slurm/slurm_parse.h"
 #include "common/base/cpu_list.h"
+#include "common/units.h"
 
 namespace hpcb::client::slurm {
 namespace {
@@ -58,12 +59,7 @@ protocol::Amounts<T> AmountsOf(T total, T reserved, T in_use) {
 
 std::vector<SlurmNode> ParseScontrolNodes(std::string_view text) {
   std::vector<SlurmNode> nodes;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(start, end - start);
-    start = end + 1;
+  for (std::string_view line : SplitLines(text)) {
     if (line.rfind("NodeName=", 0) != 0) continue;
     // Reason is last on the line (22.05) and free text: an admin's
     // "fan=broken" would read as a field of its own.
@@ -141,12 +137,7 @@ bool DrainableByDispatch(const SlurmNode& node) {
 }
 
 std::string SchedulerTypeOf(std::string_view config_text) {
-  std::size_t start = 0;
-  while (start < config_text.size()) {
-    std::size_t end = config_text.find('\n', start);
-    if (end == std::string_view::npos) end = config_text.size();
-    std::string_view line = config_text.substr(start, end - start);
-    start = end + 1;
+  for (std::string_view line : SplitLines(config_text)) {
     std::size_t eq = line.find('=');
     if (eq == std::string_view::npos) continue;
     std::string_view key = line.substr(0, eq);
@@ -164,12 +155,7 @@ std::string SchedulerTypeOf(std::string_view config_text) {
 }
 
 void CountQueue(std::string_view squeue_text, protocol::InfoReply* reply) {
-  std::size_t start = 0;
-  while (start < squeue_text.size()) {
-    std::size_t end = squeue_text.find('\n', start);
-    if (end == std::string_view::npos) end = squeue_text.size();
-    std::string_view line = squeue_text.substr(start, end - start);
-    start = end + 1;
+  for (std::string_view line : SplitLines(squeue_text)) {
     std::size_t space = line.find(' ');
     std::string_view state = line.substr(0, space);
     std::string_view reason = space == std::string_view::npos ? "" : line.substr(space + 1);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 #include <vector>
 
 namespace hpcb::launcher {
@@ -29,27 +30,35 @@ std::vector<int> SignalsNotDefault() {
 
 void CatchNothing(int /*sig*/) {}
 
-// In a child, since it changes the whole process: ignored and caught
-// signals alike end at SIG_DFL.
-TEST(SignalResetTest, ResetAllPutsIgnoredAndCaughtSignalsBackToTheDefault) {
+// Runs `body` in a forked child, since it changes the whole process'
+// dispositions, and returns its exit status (its return value), or -1.
+int RunInChild(const std::function<int()>& body) {
   const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    struct sigaction ignore {};
-    ignore.sa_handler = SIG_IGN;
-    struct sigaction caught {};
-    caught.sa_handler = CatchNothing;
-    for (int sig : {SIGHUP, SIGPIPE, SIGCHLD})
-      ::sigaction(sig, &ignore, nullptr);
-    ::sigaction(SIGUSR1, &caught, nullptr);
-    const bool changed = Has(SignalsNotDefault(), SIGHUP) && Has(SignalsNotDefault(), SIGUSR1);
-    ResetAllSignals();
-    ::_exit(!changed ? 2 : SignalsNotDefault().empty() ? 0 : 1);
-  }
+  if (child < 0) return -1;
+  if (child == 0) ::_exit(body());
   int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+  if (::waitpid(child, &status, 0) != child || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
+void Set(int sig, void (*handler)(int)) {
+  struct sigaction action {};
+  action.sa_handler = handler;
+  ::sigaction(sig, &action, nullptr);
+}
+
+// Ignored and caught signals alike end at SIG_DFL.
+TEST(SignalResetTest, ResetAllPutsIgnoredAndCaughtSignalsBackToTheDefault) {
+  EXPECT_EQ(RunInChild([] {
+              for (int sig : {SIGHUP, SIGPIPE, SIGCHLD})
+                Set(sig, SIG_IGN);
+              Set(SIGUSR1, CatchNothing);
+              if (!Has(SignalsNotDefault(), SIGHUP) || !Has(SignalsNotDefault(), SIGUSR1)) return 2;
+              ResetAllSignals();
+              return SignalsNotDefault().empty() ? 0 : 1;
+            }),
+            0)
+      << "1: a signal was not reset; 2: the set-up did not take";
 }
 
 bool IsIgnored(int sig) {
@@ -58,35 +67,23 @@ bool IsIgnored(int sig) {
          current.sa_handler == SIG_IGN;
 }
 
-// In a child, since it changes the whole process: what the launcher was
-// started with (SIGINT, SIGQUIT and SIGCHLD ignored) is undone, a handler
+// What the launcher was started with (SIGINT, SIGQUIT and SIGCHLD ignored) is undone, a handler
 // this process installed itself is kept, and SIGPIPE ends up ignored.
 TEST(SignalResetTest, StartUpUndoesInheritedIgnoresAndIgnoresSigpipe) {
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    struct sigaction ignore {};
-    ignore.sa_handler = SIG_IGN;
-    struct sigaction caught {};
-    caught.sa_handler = CatchNothing;
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    for (int sig : {SIGINT, SIGQUIT, SIGCHLD})
-      ::sigaction(sig, &ignore, nullptr);
-    ::sigaction(SIGUSR1, &caught, nullptr);
-    ::sigaction(SIGPIPE, &dfl, nullptr);
-    SetStartUpDispositions();
-    int failures = 0;
-    for (int sig : {SIGINT, SIGQUIT, SIGCHLD})
-      failures += IsIgnored(sig) || Has(SignalsNotDefault(), sig) ? 1 : 0;
-    failures += Has(SignalsNotDefault(), SIGUSR1) ? 0 : 10;
-    failures += IsIgnored(SIGPIPE) ? 0 : 20;
-    ::_exit(failures);
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0)
+  EXPECT_EQ(RunInChild([] {
+              for (int sig : {SIGINT, SIGQUIT, SIGCHLD})
+                Set(sig, SIG_IGN);
+              Set(SIGUSR1, CatchNothing);
+              Set(SIGPIPE, SIG_DFL);
+              SetStartUpDispositions();
+              int failures = 0;
+              for (int sig : {SIGINT, SIGQUIT, SIGCHLD})
+                failures += IsIgnored(sig) || Has(SignalsNotDefault(), sig) ? 1 : 0;
+              failures += Has(SignalsNotDefault(), SIGUSR1) ? 0 : 10;
+              failures += IsIgnored(SIGPIPE) ? 0 : 20;
+              return failures;
+            }),
+            0)
       << "1-3: an inherited ignore was kept; 10: a handler was reset; 20: SIGPIPE not ignored";
 }
 

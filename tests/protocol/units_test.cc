@@ -103,6 +103,14 @@ TEST(CpuListTest, FormatsRangesAndCommaLists) {
   EXPECT_EQ(FormatCommaList({}), "");
 }
 
+TEST(SplitLinesTest, KeepsEmptyLinesAndALastLineWithoutANewline) {
+  using Lines = std::vector<std::string_view>;
+  EXPECT_EQ(SplitLines(""), Lines{});
+  EXPECT_EQ(SplitLines("\n"), Lines{""});
+  EXPECT_EQ(SplitLines("a\n\nb"), (Lines{"a", "", "b"}));
+  EXPECT_EQ(SplitLines("a\r\nb\n"), (Lines{"a\r", "b"}));
+}
+
 TEST(ParseIntegerTest, IsStrict) {
   EXPECT_EQ(*ParseInteger("42", 0, 100), 42);
   EXPECT_FALSE(ParseInteger("-1", 0, 100));
