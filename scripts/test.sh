@@ -4,8 +4,8 @@
 # beside it at idle priority, checks the root side's line budget
 # (scripts/root-size.sh) and the Slurm backend, the real-kernel checks in a
 # qemu guest (scripts/vm-test.sh), then the unit and end-to-end tests again
-# under ASan and UBSan, and each libFuzzer target for a bounded time
-# (FUZZ_SECONDS, default 15).
+# under ASan and UBSan with each libFuzzer target beside them for a bounded
+# time (FUZZ_SECONDS, default 15).
 #
 #   scripts/test.sh          the whole suite (CI runs this)
 #   scripts/test.sh --fast   build, format, clang-tidy on the sources changed
@@ -129,27 +129,32 @@ if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then export VM_REQUIRE
 scripts/vm-test.sh
 at "qemu guest passed"
 
-ctest --test-dir build-fuzz --output-on-failure --timeout 300 -j2 -L 'unit|e2e' -E slurm
-at "sanitizer tiers passed"
-# The three fuzzers at once: each runs for FUZZ_SECONDS of wall time.
+# The three fuzzers run beside the sanitizer tiers, at idle priority like
+# the side jobs above: each for FUZZ_SECONDS of wall time, on what the
+# tests (mostly waiting on daemons) leave of the CPU.
 seconds="${FUZZ_SECONDS:-15}"
 fuzz_dir=$(mktemp -d)
 fuzzers=(decode text state)
 fuzz_pids=()
 for fuzzer in "${fuzzers[@]}"; do
   mkdir "$fuzz_dir/$fuzzer"
-  "build-fuzz/fuzz/${fuzzer}_fuzzer" -max_total_time="$seconds" -max_len=8192 -print_final_stats=1 \
-      "$fuzz_dir/$fuzzer" "fuzz/corpus/${fuzzer}" >"$fuzz_dir/$fuzzer.log" 2>&1 &
+  beside_tests "fuzz-$fuzzer" "build-fuzz/fuzz/${fuzzer}_fuzzer" -max_total_time="$seconds" \
+      -max_len=8192 -print_final_stats=1 "$fuzz_dir/$fuzzer" "fuzz/corpus/${fuzzer}"
   fuzz_pids+=($!)
 done
+ctest --test-dir build-fuzz --output-on-failure --timeout 300 -j2 -L 'unit|e2e' -E slurm
+at "sanitizer tiers passed"
 fuzz_failed=0
 for i in "${!fuzzers[@]}"; do
   fuzzer=${fuzzers[$i]}
   rc=0
   wait "${fuzz_pids[$i]}" || rc=$?
   echo "fuzzing ${fuzzer} decoders for ${seconds}s: exit ${rc}"
-  if ((rc != 0)); then tail -n 60 "$fuzz_dir/$fuzzer.log"; fuzz_failed=1; else tail -n 4 "$fuzz_dir/$fuzzer.log"; fi
+  log="$side_logs/fuzz-$fuzzer.log"
+  if ((rc != 0)); then tail -n 60 "$log"; fuzz_failed=1; else tail -n 4 "$log"; fi
+  rm -f "$log"
 done
+side_jobs=()
 rm -rf "$fuzz_dir"
 ((fuzz_failed == 0)) || { echo "test.sh: a fuzzer crashed" >&2; exit 1; }
 echo "fuzzers: no crash"
