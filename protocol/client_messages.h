@@ -100,12 +100,7 @@ struct ListRequest {
   // `all` and `finished` let through.
   std::vector<std::uint64_t> ids;
   static constexpr std::string_view kCmd = "list";
-  template <class F>
-  void Fields(F&& field) {
-    field("all", all);
-    field("finished", finished);
-    field("ids", ids);
-  }
+  HPCB_FIELDS(all, finished, ids)
   Result<void> Validate() const;
 };
 
@@ -193,11 +188,7 @@ struct ListReply {
 struct JobIdRequest {
   ClientCommand cmd = ClientCommand::kKill;  // kill, attach, hold or release
   std::uint64_t id = 0;
-  template <class F>
-  void Fields(F&& field) {
-    field("cmd", cmd);
-    field("id", id);
-  }
+  HPCB_FIELDS(cmd, id)
 };
 
 // hold and release: whether the job is held now, and whether this request
@@ -207,20 +198,13 @@ struct HoldReply {
   bool held = false;
   bool changed = false;
   static constexpr bool kOk = true;
-  template <class F>
-  void Fields(F&& field) {
-    field("held", held);
-    field("changed", changed);
-  }
+  HPCB_FIELDS(held, changed)
 };
 
 struct KillReply {
   KillOutcome state = KillOutcome::kRemoved;
   static constexpr bool kOk = true;
-  template <class F>
-  void Fields(F&& field) {
-    field("state", state);
-  }
+  HPCB_FIELDS(state)
 };
 
 struct AttachReply {
@@ -228,12 +212,7 @@ struct AttachReply {
   std::optional<std::string> output_dest;
   std::optional<std::string> output_error;
   static constexpr bool kOk = true;
-  template <class F>
-  void Fields(F&& field) {
-    field("state", state);
-    field("output_dest", output_dest);
-    field("output_error", output_error);
-  }
+  HPCB_FIELDS(state, output_dest, output_error)
 };
 
 // `dispatch job ID FIELD ACTION [VALUE]`.
@@ -256,32 +235,21 @@ struct JobFieldReply {
   std::int64_t value = 0;
   std::optional<std::int64_t> before;
   static constexpr bool kOk = true;
-  template <class F>
-  void Fields(F&& field) {
-    field("value", value);
-    field("before", before);
-  }
+  HPCB_FIELDS(value, before)
 };
 
 struct OutputAnswer {
   std::string output_dest;  // where the output now is
   bool already = false;     // it had been delivered before this request
   static constexpr bool kOk = true;
-  template <class F>
-  void Fields(F&& field) {
-    field("output_dest", output_dest);
-    field("already", already);
-  }
+  HPCB_FIELDS(output_dest, already)
 };
 
 // `dispatch info`: the machine and the daemon, no one's jobs. Requests
 // that carry nothing but their "cmd" (info, drain, resume) share one type.
 struct BareRequest {
   ClientCommand cmd = ClientCommand::kInfo;
-  template <class F>
-  void Fields(F&& field) {
-    field("cmd", cmd);
-  }
+  HPCB_FIELDS(cmd)
 };
 
 // One resource of one NUMA node. `reserved` is held back for the system
@@ -293,13 +261,7 @@ struct Amounts {
   T reserved{};
   T in_use{};
   T free{};
-  template <class F>
-  void Fields(F&& field) {
-    field("total", total);
-    field("reserved", reserved);
-    field("in_use", in_use);
-    field("free", free);
-  }
+  HPCB_FIELDS(total, reserved, in_use, free)
 };
 
 struct NodeInfo {
@@ -308,13 +270,7 @@ struct NodeInfo {
   // Absent when memory is booked machine-wide (InfoReply::memory).
   std::optional<Amounts<double>> mem_gib;
   Amounts<std::int64_t> gpus;
-  template <class F>
-  void Fields(F&& field) {
-    field("node", node);
-    field("cpus", cpus);
-    field("mem_gib", mem_gib);
-    field("gpus", gpus);
-  }
+  HPCB_FIELDS(node, cpus, mem_gib, gpus)
 };
 
 struct InfoReply {
@@ -326,16 +282,7 @@ struct InfoReply {
   std::vector<NodeInfo> nodes;
   std::optional<Amounts<double>> mem_gib;  // machine-wide memory, if booked so
   static constexpr bool kOk = true;
-  template <class F>
-  void Fields(F&& field) {
-    field("policy", policy);
-    field("draining", draining);
-    field("queued", queued);
-    field("waiting", waiting);
-    field("running", running);
-    field("nodes", nodes);
-    field("mem_gib", mem_gib);
-  }
+  HPCB_FIELDS(policy, draining, queued, waiting, running, nodes, mem_gib)
 };
 
 // `dispatch drain` / `dispatch resume`.
@@ -343,11 +290,7 @@ struct DrainReply {
   bool draining = false;
   bool changed = false;  // false: it already was so
   static constexpr bool kOk = true;
-  template <class F>
-  void Fields(F&& field) {
-    field("draining", draining);
-    field("changed", changed);
-  }
+  HPCB_FIELDS(draining, changed)
 };
 
 struct ErrorReply {

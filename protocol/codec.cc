@@ -76,10 +76,7 @@ std::string CompactJson(std::string_view text) {
 namespace {
 struct CommandOnly {
   std::string cmd;
-  template <class F>
-  void Fields(F&& field) {
-    field("cmd", cmd);
-  }
+  HPCB_FIELDS(cmd)
 };
 }  // namespace
 

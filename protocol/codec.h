@@ -2,6 +2,8 @@
 //
 // Every message type T lists its fields once, for both directions:
 //   template <class F> void Fields(F&& field) { field("name", name); ... }
+// or, when every wire name is its member's name and no field is marked,
+//   HPCB_FIELDS(name, ...)
 // and, when it has ranges or sizes to check,
 //   Result<void> Validate() const;
 // A type of one of the channels' kind enums (it has kKind and req) is
@@ -39,6 +41,30 @@
 #include <cereal/types/vector.hpp>
 
 #include "common/base/result.h"
+
+// HPCB_FIELDS(a, b) writes `template <class F> void Fields(F&& field) {
+// field("a", a); field("b", b); }`: each wire name is its member's name,
+// in the order listed. The bargain: one line per message instead of one
+// per field, for these lines of preprocessor recursion (C++20 __VA_OPT__;
+// 64 fields at least; a list too long for the rescans fails to compile).
+// A list with a marked field (kMayBeMissing), a wire name unlike its
+// member's or a base class's fields stays hand-written.
+#define HPCB_FIELDS(...)                     \
+  template <class F>                         \
+  void Fields(F&& field) {                   \
+    HPCB_EXPAND64_(HPCB_FIELD_(__VA_ARGS__)) \
+  }
+#define HPCB_FIELD_(member, ...) \
+  field(#member, member);        \
+  __VA_OPT__(HPCB_FIELD_AGAIN_ HPCB_PARENS_(__VA_ARGS__))
+#define HPCB_FIELD_AGAIN_() HPCB_FIELD_
+#define HPCB_PARENS_ ()
+// Each level rescans its argument four times as often as the one below.
+#define HPCB_EXPAND64_(...) \
+  HPCB_EXPAND16_(HPCB_EXPAND16_(HPCB_EXPAND16_(HPCB_EXPAND16_(__VA_ARGS__))))
+#define HPCB_EXPAND16_(...) HPCB_EXPAND4_(HPCB_EXPAND4_(HPCB_EXPAND4_(HPCB_EXPAND4_(__VA_ARGS__))))
+#define HPCB_EXPAND4_(...) HPCB_EXPAND1_(HPCB_EXPAND1_(HPCB_EXPAND1_(HPCB_EXPAND1_(__VA_ARGS__))))
+#define HPCB_EXPAND1_(...) __VA_ARGS__
 
 namespace cereal {
 

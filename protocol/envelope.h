@@ -37,11 +37,7 @@ struct WireError {
   // A code outside the vocabulary (a newer or broken peer) reads as kInternal.
   Error ToError() const;
 
-  template <class F>
-  void Fields(F&& field) {
-    field("code", code);
-    field("message", message);
-  }
+  HPCB_FIELDS(code, message)
   Result<void> Validate() const;
 };
 
@@ -56,11 +52,7 @@ std::optional<WireError> ErrorOf(const Result<T>& result) {
 struct Envelope {
   std::string type;
   std::uint64_t req = 0;
-  template <class F>
-  void Fields(F&& field) {
-    field("type", type);
-    field("req", req);
-  }
+  HPCB_FIELDS(type, req)
 };
 Result<Envelope> PeekEnvelope(std::string_view text);
 

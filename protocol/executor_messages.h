@@ -126,11 +126,7 @@ struct Hello {
   // the broker's to hand out anyway, and an id with no card behind it
   // reaches no device (the launcher hides the card nodes it finds itself).
   std::int64_t gpu_count = 0;
-  template <class F>
-  void Fields(F&& field) {
-    field("version", version);
-    field("gpu_count", gpu_count);
-  }
+  HPCB_FIELDS(version, gpu_count)
   Result<void> Validate() const;
 };
 
@@ -141,11 +137,7 @@ struct HelloReply {
   // Above every id the root side ever held, forgotten ones included: ids
   // are never handed out twice, whatever the broker's files say.
   std::uint64_t next_id = 1;
-  template <class F>
-  void Fields(F&& field) {
-    field("jobs", jobs);
-    field("next_id", next_id);
-  }
+  HPCB_FIELDS(jobs, next_id)
 };
 
 // One job the root side holds, as the broker needs it to reconcile: the
@@ -198,11 +190,7 @@ struct ListJobs {
   std::uint64_t req = 0;
   std::uint64_t after = 0;
   std::uint32_t limit = kMaxLimit;
-  template <class F>
-  void Fields(F&& field) {
-    field("after", after);
-    field("limit", limit);
-  }
+  HPCB_FIELDS(after, limit)
   Result<void> Validate() const;
 };
 
@@ -211,11 +199,7 @@ struct ListJobsReply {
   std::uint64_t req = 0;
   std::vector<JobSummary> jobs;
   bool more = false;
-  template <class F>
-  void Fields(F&& field) {
-    field("jobs", jobs);
-    field("more", more);
-  }
+  HPCB_FIELDS(jobs, more)
   Result<void> Validate() const;
 };
 
@@ -228,12 +212,7 @@ struct StartJob {
   std::uint64_t id = 0;
   PlacementRecord placement;
   std::optional<std::uint64_t> memory_max;  // bytes; none = untracked
-  template <class F>
-  void Fields(F&& field) {
-    field("id", id);
-    field("placement", placement);
-    field("memory_max", memory_max);
-  }
+  HPCB_FIELDS(id, placement, memory_max)
   Result<void> Validate() const;
 };
 
@@ -245,14 +224,7 @@ struct StartReply {
   std::optional<std::string> output_error;  // only with error
   std::int64_t pid = 0;
   double start_time = 0;
-  template <class F>
-  void Fields(F&& field) {
-    field("id", id);
-    field("error", error);
-    field("output_error", output_error);
-    field("pid", pid);
-    field("start_time", start_time);
-  }
+  HPCB_FIELDS(id, error, output_error, pid, start_time)
 };
 
 // broker -> executor, with the client's connected socket as the only fd,
@@ -277,11 +249,7 @@ struct RegisterJob {
   std::uint64_t req = 0;
   std::uint64_t id = 0;
   std::optional<StartJob> start;  // its id must be `id`; its req answers it
-  template <class F>
-  void Fields(F&& field) {
-    field("id", id);
-    field("start", start);
-  }
+  HPCB_FIELDS(id, start)
   Result<void> Validate() const;
 };
 
@@ -299,16 +267,7 @@ struct RegisterReply {
   // The start is under way; its StartReply (req: RegisterJob::start.req)
   // follows this message.
   bool starting = false;
-  template <class F>
-  void Fields(F&& field) {
-    field("id", id);
-    field("error", error);
-    field("uid", uid);
-    field("gid", gid);
-    field("output_dest", output_dest);
-    field("start", start);
-    field("starting", starting);
-  }
+  HPCB_FIELDS(id, error, uid, gid, output_dest, start, starting)
   Result<void> Validate() const {
     if (start && starting) return InvalidArgument("a start cannot be both ended and under way");
     return Ok();
@@ -325,13 +284,7 @@ struct SignalJob {
   SignalKind signal = SignalKind::kTerm;
   SignalNote note = SignalNote::kNone;
   std::int64_t limit_s = 0;
-  template <class F>
-  void Fields(F&& field) {
-    field("id", id);
-    field("signal", signal);
-    field("note", note);
-    field("limit_s", limit_s);
-  }
+  HPCB_FIELDS(id, signal, note, limit_s)
 };
 
 // broker -> executor: drop a job that will never start or whose history
@@ -341,10 +294,7 @@ struct ForgetJob {
   static constexpr ExecutorKind kKind = ExecutorKind::kForget;
   std::uint64_t req = 0;
   std::uint64_t id = 0;
-  template <class F>
-  void Fields(F&& field) {
-    field("id", id);
-  }
+  HPCB_FIELDS(id)
 };
 
 // broker -> executor: a read-only fd of the job's output buffer, for
@@ -353,10 +303,7 @@ struct OpenOutput {
   static constexpr ExecutorKind kKind = ExecutorKind::kOpenOutput;
   std::uint64_t req = 0;
   std::uint64_t id = 0;
-  template <class F>
-  void Fields(F&& field) {
-    field("id", id);
-  }
+  HPCB_FIELDS(id)
 };
 
 // The reply to signal, forget and open_output, and to any request the
@@ -366,11 +313,7 @@ struct Ack {
   std::uint64_t req = 0;
   std::uint64_t id = 0;
   std::optional<WireError> error;
-  template <class F>
-  void Fields(F&& field) {
-    field("id", id);
-    field("error", error);
-  }
+  HPCB_FIELDS(id, error)
 };
 
 // executor -> broker, an event (req 0): a started job ended and its output
@@ -415,10 +358,7 @@ struct DeliverAgain {
   static constexpr ExecutorKind kKind = ExecutorKind::kDeliverAgain;
   std::uint64_t req = 0;
   std::uint64_t id = 0;
-  template <class F>
-  void Fields(F&& field) {
-    field("id", id);
-  }
+  HPCB_FIELDS(id)
 };
 
 struct OutputReply {
@@ -427,12 +367,7 @@ struct OutputReply {
   std::uint64_t id = 0;
   std::optional<std::string> output_dest;  // where it now is, once delivered
   std::optional<WireError> error;
-  template <class F>
-  void Fields(F&& field) {
-    field("id", id);
-    field("output_dest", output_dest);
-    field("error", error);
-  }
+  HPCB_FIELDS(id, output_dest, error)
 };
 
 }  // namespace hpcb::protocol

@@ -23,13 +23,7 @@ struct UserIdentity {
   std::uint32_t gid = 0;
   std::string user;
   std::vector<std::uint32_t> groups;  // supplementary, from getgrouplist
-  template <class F>
-  void Fields(F&& field) {
-    field("uid", uid);
-    field("gid", gid);
-    field("user", user);
-    field("groups", groups);
-  }
+  HPCB_FIELDS(uid, gid, user, groups)
   Result<void> Validate() const;
 };
 
@@ -57,15 +51,7 @@ struct PlacementRecord {
   std::map<int, double> mem_by_node;  // GiB per NUMA node; -1 machine-wide
   std::optional<std::string> gpu_link;
   bool spans_nodes = false;
-  template <class F>
-  void Fields(F&& field) {
-    field("cpus", cpus);
-    field("mems", mems);
-    field("gpus", gpus);
-    field("mem_by_node", mem_by_node);
-    field("gpu_link", gpu_link);
-    field("spans_nodes", spans_nodes);
-  }
+  HPCB_FIELDS(cpus, mems, gpus, mem_by_node, gpu_link, spans_nodes)
   Result<void> Validate() const;
 };
 

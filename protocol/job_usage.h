@@ -41,16 +41,7 @@ struct JobUsage {
 
   double cpu_s() const { return user_s + system_s; }
 
-  template <class F>
-  void Fields(F&& field) {
-    field("source", source);
-    field("wall_s", wall_s);
-    field("user_s", user_s);
-    field("system_s", system_s);
-    field("peak_memory_bytes", peak_memory_bytes);
-    field("oom_kills", oom_kills);
-    field("peak_pids", peak_pids);
-  }
+  HPCB_FIELDS(source, wall_s, user_s, system_s, peak_memory_bytes, oom_kills, peak_pids)
   Result<void> Validate() const;
 };
 

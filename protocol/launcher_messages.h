@@ -70,15 +70,7 @@ struct SpawnRequest {
   // the run record, the one record of the start until the executor saves
   // the job as running.
   PlacementRecord placement;
-  template <class F>
-  void Fields(F&& field) {
-    field("id", id);
-    field("who", who);
-    field("argv", argv);
-    field("cwd", cwd);
-    field("env", env);
-    field("placement", placement);
-  }
+  HPCB_FIELDS(id, who, argv, cwd, env, placement)
   Result<void> Validate() const;
 };
 
@@ -89,13 +81,7 @@ struct SpawnReply {
   std::int64_t pid = 0;            // the job (its process group leader)
   std::int64_t shepherd = 0;       // its parent, the launcher's child
   std::optional<WireError> error;  // "failed to start job: ..."
-  template <class F>
-  void Fields(F&& field) {
-    field("id", id);
-    field("pid", pid);
-    field("shepherd", shepherd);
-    field("error", error);
-  }
+  HPCB_FIELDS(id, pid, shepherd, error)
 };
 
 // Where job `id`'s output sent to `path` goes: an existing directory gets
@@ -112,13 +98,7 @@ struct DeliverRequest {
   UserIdentity who;
   std::string dest;
   std::uint64_t max_bytes = 0;
-  template <class F>
-  void Fields(F&& field) {
-    field("id", id);
-    field("who", who);
-    field("dest", dest);
-    field("max_bytes", max_bytes);
-  }
+  HPCB_FIELDS(id, who, dest, max_bytes)
   Result<void> Validate() const;
 };
 
@@ -126,10 +106,7 @@ struct DeliverReply {
   static constexpr LauncherKind kKind = LauncherKind::kDeliverReply;
   std::uint64_t req = 0;
   std::optional<WireError> error;
-  template <class F>
-  void Fields(F&& field) {
-    field("error", error);
-  }
+  HPCB_FIELDS(error)
 };
 
 // launcher -> executor, an event (req 0): a child of the launcher that is
@@ -140,11 +117,7 @@ struct ChildExited {
   std::uint64_t req = 0;
   std::int64_t pid = 0;
   std::int64_t status = 0;
-  template <class F>
-  void Fields(F&& field) {
-    field("pid", pid);
-    field("status", status);
-  }
+  HPCB_FIELDS(pid, status)
   Result<void> Validate() const;
 };
 
@@ -154,10 +127,7 @@ struct Refused {
   static constexpr LauncherKind kKind = LauncherKind::kRefused;
   std::uint64_t req = 0;
   WireError error;
-  template <class F>
-  void Fields(F&& field) {
-    field("error", error);
-  }
+  HPCB_FIELDS(error)
 };
 
 }  // namespace hpcb::protocol

@@ -65,28 +65,9 @@ struct RootConfig {
   std::optional<std::uint32_t> broker_uid;  // unset: no such user
   std::int64_t launcher_protocol = kLauncherProtocol;
 
-  template <class F>
-  void Fields(F&& field) {
-    field("socket", socket);
-    field("state_dir", state_dir);
-    field("dev_dir", dev_dir);
-    field("no_cgroups", no_cgroups);
-    field("no_dev_dir", no_dev_dir);
-    field("log_level", log_level);
-    field("sys_root", sys_root);
-    field("cgroup_root", cgroup_root);
-    field("proc_root", proc_root);
-    field("no_gpu_mask", no_gpu_mask);
-    field("gpu_dev_dir", gpu_dev_dir);
-    field("gpu_driver_dir", gpu_driver_dir);
-    field("admin_group", admin_group);
-    field("broker_user", broker_user);
-    field("max_user_state_mib", max_user_state_mib);
-    field("max_output_mib", max_output_mib);
-    field("admin_gid", admin_gid);
-    field("broker_uid", broker_uid);
-    field("launcher_protocol", launcher_protocol);
-  }
+  HPCB_FIELDS(socket, state_dir, dev_dir, no_cgroups, no_dev_dir, log_level, sys_root, cgroup_root,
+              proc_root, no_gpu_mask, gpu_dev_dir, gpu_driver_dir, admin_group, broker_user,
+              max_user_state_mib, max_output_mib, admin_gid, broker_uid, launcher_protocol)
   // Every path absolute, both limits positive, this build's launcher
   // protocol.
   Result<void> Validate() const;

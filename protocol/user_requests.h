@@ -48,17 +48,8 @@ struct ResourceRequest {
   bool numa_local_mem = false;
   bool numa_local_gpu = false;
   std::optional<std::string> min_gpu_link;  // NV, PIX, PXB, PHB or NODE
-  template <class F>
-  void Fields(F&& field) {
-    field("cpu", cpu);
-    field("gpu_cores", gpu_cores);
-    field("max_mem_gb", max_mem_gb);
-    field("max_time_s", max_time_s);
-    field("exclusive", exclusive);
-    field("numa_local_mem", numa_local_mem);
-    field("numa_local_gpu", numa_local_gpu);
-    field("min_gpu_link", min_gpu_link);
-  }
+  HPCB_FIELDS(cpu, gpu_cores, max_mem_gb, max_time_s, exclusive, numa_local_mem, numa_local_gpu,
+              min_gpu_link)
 };
 
 struct SubmitRequest : ResourceRequest {
