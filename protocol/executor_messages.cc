@@ -22,11 +22,6 @@ Result<void> ListJobs::Validate() const {
   return Ok();
 }
 
-Result<void> ListJobsReply::Validate() const {
-  if (jobs.size() > ListJobs::kMaxLimit) return InvalidArgument("a page holds too many jobs");
-  return Ok();
-}
-
 Result<void> RegisterJob::Validate() const {
   if (id == 0) return InvalidArgument("job id must be positive");
   if (start) {

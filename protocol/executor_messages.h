@@ -14,6 +14,11 @@
 // (SCM_RIGHTS); the executor reads the submitter's identity from it with
 // SO_PEERCRED and the submission from the socket itself. Later requests
 // name a job only by id.
+//
+// The Validate() of a message only the broker decodes (the executor's
+// replies and events) is defined in broker_checks.cc, which the root
+// binaries do not link: they only encode those, and a root binary that
+// decoded one would fail to link.
 #ifndef HPCB_PROTOCOL_EXECUTOR_MESSAGES_H_
 #define HPCB_PROTOCOL_EXECUTOR_MESSAGES_H_
 
@@ -200,7 +205,7 @@ struct ListJobsReply {
   std::vector<JobSummary> jobs;
   bool more = false;
   HPCB_FIELDS(jobs, more)
-  Result<void> Validate() const;
+  Result<void> Validate() const;  // broker_checks.cc
 };
 
 // broker -> executor: run a registered job on this placement. Reply:
@@ -268,10 +273,7 @@ struct RegisterReply {
   // follows this message.
   bool starting = false;
   HPCB_FIELDS(id, error, uid, gid, output_dest, start, starting)
-  Result<void> Validate() const {
-    if (start && starting) return InvalidArgument("a start cannot be both ended and under way");
-    return Ok();
-  }
+  Result<void> Validate() const;  // broker_checks.cc
 };
 
 // broker -> executor: signal a running job's whole process group (and, for
@@ -346,7 +348,7 @@ struct JobExited {
     field("usage", usage);
     field("delivering", delivering, kMayBeMissing);
   }
-  Result<void> Validate() const { return usage ? usage->Validate() : Ok(); }
+  Result<void> Validate() const;  // broker_checks.cc
 };
 
 // broker -> executor: deliver a finished job's kept output again, to where

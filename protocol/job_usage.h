@@ -42,7 +42,7 @@ struct JobUsage {
   double cpu_s() const { return user_s + system_s; }
 
   HPCB_FIELDS(source, wall_s, user_s, system_s, peak_memory_bytes, oom_kills, peak_pids)
-  Result<void> Validate() const;
+  Result<void> Validate() const;  // broker_checks.cc: only the broker decodes usage
 };
 
 }  // namespace hpcb::protocol
