@@ -76,18 +76,15 @@ int ExecutorMain(int argc, char** argv) {
   ExecutorFacts facts;
   facts.as_root = ::geteuid() == 0;
   facts.self_uid = ::getuid();
-  if (facts.as_root) {
-    // Looked up by the launcher: this binary has no NSS (docs/design.md,
-    // "Footprint").
-    if (!config.admin_gid) {
-      LogError(
-          "no admin group gid was passed: this executor was started by an hpc-batchd of another "
-          "release (restart the service after an upgrade), or not by hpc-batchd at all");
-      return 1;
-    }
-    facts.admin_gid = *config.admin_gid;
-    // The broker may never pass off a socket of its own as a submitter's.
-    facts.broker_uid = config.broker_uid;
+  // The ids root needs were looked up by the launcher (this binary has no
+  // NSS; docs/design.md, "Footprint"): the admin group's, which the job
+  // dirs are given, and the broker's service user's, which may never pass
+  // off a socket of its own as a submitter's.
+  if (facts.as_root && !config.admin_gid) {
+    LogError(
+        "no admin group gid was passed: this executor was started by an hpc-batchd of another "
+        "release (restart the service after an upgrade), or not by hpc-batchd at all");
+    return 1;
   }
   auto cpus = host::ReadOnlineCpus(config.sys_root);
   auto nodes = host::ReadNumaNodes(config.sys_root);

@@ -53,19 +53,26 @@ ExecutorServer::ExecutorServer(protocol::RootConfig config, ExecutorFacts facts,
       broker_fd_(broker_fd) {}
 
 void ExecutorServer::SendToBroker(const std::string& text, const std::vector<int>& fds) {
-  Result<void> held = turn_.Hold(text, fds);
-  if (!held) LogError("cannot answer the broker: " + held.error().message());
+  HeldAnswer answer{text, {}};
+  for (int fd : fds) {
+    if (!answer.fds.emplace_back(::fcntl(fd, F_DUPFD_CLOEXEC, 0)).valid()) {
+      Error error = Error::FromErrno(errno, "dup a descriptor for the broker");
+      return LogError("cannot answer the broker: " + error.message());
+    }
+  }
+  held_answers_.push_back(std::move(answer));
 }
 
 Result<void> ExecutorServer::EndTurn() {
   HPCB_TRY(store_.Commit());
-  for (const TurnCommit::Answer& answer : turn_.TakeAnswers()) {
+  for (const HeldAnswer& answer : held_answers_) {
     std::vector<int> fds;
     for (const UniqueFd& fd : answer.fds)
       fds.push_back(fd.get());
     Result<void> sent = to_broker_.Send(answer.text, fds);
     if (!sent) LogError("cannot reach the broker: " + sent.error().message());
   }
+  held_answers_.clear();
   return Ok();
 }
 
@@ -161,18 +168,14 @@ void ExecutorServer::OnHello(std::uint64_t req, const std::string& text) {
   if (!hello) return Refuse(req, 0, "hello", hello.error());
   greeted_ = true;
   facts_.gpu_count = static_cast<int>(hello->gpu_count);
-  protocol::HelloReply reply;
-  reply.req = req;
-  reply.jobs = jobs_.size();
-  reply.next_id = high_water_ + 1;
-  SendToBroker(Encode(reply));
+  SendToBroker(
+      Encode(protocol::HelloReply{.req = req, .jobs = jobs_.size(), .next_id = high_water_ + 1}));
 }
 
 void ExecutorServer::OnListJobs(std::uint64_t req, const std::string& text) {
   Result<protocol::ListJobs> request = Decode<protocol::ListJobs>(text);
   if (!request) return Refuse(req, 0, "list_jobs", request.error());
-  protocol::ListJobsReply reply;
-  reply.req = req;
+  protocol::ListJobsReply reply{.req = req};
   std::size_t bytes = 0;
   for (auto it = jobs_.upper_bound(request->after); it != jobs_.end(); ++it) {
     if (reply.jobs.size() == request->limit || bytes > protocol::ListJobs::kMaxPageBytes) {
@@ -198,7 +201,7 @@ void ExecutorServer::OnSignal(std::uint64_t req, const std::string& text) {
     return Refuse(req, id, "signal to " + JobText(id), allowed.error());
   }
   const LaunchSpec& spec = jobs_.at(id);
-  Result<std::uint64_t> start = host::ProcStartTime(static_cast<int>(spec.pid), facts_.proc_root);
+  Result<std::uint64_t> start = host::ProcStartTime(static_cast<int>(spec.pid));
   if (!start || *start != spec.proc_start || spec.pid <= 1) {
     return Refuse(req, id, "signal to " + JobText(id),
                   Error(ErrorCode::kNotFound, "the process of " + JobText(id) + " is gone"));

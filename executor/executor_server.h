@@ -16,7 +16,6 @@
 #ifndef HPCB_EXECUTOR_EXECUTOR_SERVER_H_
 #define HPCB_EXECUTOR_EXECUTOR_SERVER_H_
 
-#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -37,7 +36,6 @@
 #include "executor/launch_spec.h"
 #include "executor/spec_store.h"
 #include "executor/tree_removal.h"
-#include "executor/turn_commit.h"
 #include "executor/usage_book.h"
 #include "protocol/executor_messages.h"
 #include "protocol/framing.h"
@@ -48,28 +46,15 @@
 
 namespace hpcb::executor {
 
+// What the executor found of itself and the machine at start-up (the ids
+// root needs, the admin group's and the broker user's, are RootConfig's).
 struct ExecutorFacts {
   bool as_root = false;
   uid_t self_uid = 0;
-  std::optional<uid_t> broker_uid;  // root mode: --broker-user, never a submitter
-  gid_t admin_gid = 0;
   int gpu_count = 0;
   std::set<int> cpus;
   std::set<int> nodes;
   std::string lang;
-  std::string proc_root = "/proc";
-};
-
-// How long the executor gives the launcher. The launcher bounds each of
-// these itself (a shorter deadline, after which it kills the child and
-// answers); these only catch a launcher that stopped answering at all.
-struct LauncherDeadlines {
-  // Well inside the broker's own deadline for the request it serves.
-  std::chrono::milliseconds spawn{20000};
-  std::chrono::milliseconds deliver_base{120000};
-  // How long a restart waits for a job start it interrupted to settle.
-  std::chrono::milliseconds settle{20000};
-  std::uint64_t deliver_bytes_per_s = 4u << 20;
 };
 
 class ExecutorServer {
@@ -91,7 +76,7 @@ class ExecutorServer {
   void Tick();
   // Ends a loop turn: the specs saved during it are made durable (one
   // fsync of the specs directory, spec_store.h), then the answers the turn
-  // held go to the broker, in order (turn_commit.h). An error means the
+  // held go to the broker, in order (held_answers_). An error means the
   // disk would not take them: nothing more is sent, and the executor must
   // stop. Public for tests, which call it where the loop would.
   Result<void> EndTurn();
@@ -126,7 +111,6 @@ class ExecutorServer {
 
   // job_register.cc
   void OnRegister(std::uint64_t req, const protocol::Packet& packet);
-  void RefuseRegister(std::uint64_t req, std::uint64_t id, const Error& error);
   // Once the submitter and its frame are read: dir, spec, optional start.
   void FinishRegister(protocol::RegisterJob request, LaunchSpec spec,
                       std::optional<std::string> dest);
@@ -204,8 +188,6 @@ class ExecutorServer {
   // Jobs whose shepherd is not the current launcher's child (a restart of
   // the launcher left it behind): polled for their end.
   void PollForeign();
-  // The exit code a run record holds for `id`, if the job ended.
-  std::optional<std::int64_t> RecordedExit(std::uint64_t id) const;
 
   // Sends a launcher request; `done` gets the decoded reply or the error.
   template <class Reply, class Request>
@@ -213,12 +195,20 @@ class ExecutorServer {
                    const std::string& what, std::function<void(Result<Reply>)> done);
 
   protocol::RootConfig config_;
-  TurnCommit turn_;
+  // The answers of this loop turn, held until what it saved is durable
+  // (EndTurn), then sent in the order they were held. An answer sent before
+  // could acknowledge a job that a power cut then loses; a failed commit
+  // sends nothing, and the executor stops. Each holds its own copies of
+  // its fds (the caller's close once SendToBroker returns).
+  struct HeldAnswer {
+    std::string text;
+    std::vector<UniqueFd> fds;
+  };
+  std::vector<HeldAnswer> held_answers_;
   SpecStore store_{config_.state_dir + "/specs"};
   // Why the specs could not be brought back at start-up (Run stops).
   std::optional<Error> recovery_error_;
   ExecutorFacts facts_;
-  LauncherDeadlines deadlines_;
   int launcher_fd_;
   int broker_fd_;
   // Sends never block (outbox.h): a burst each way with a slow reader

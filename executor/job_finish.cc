@@ -68,11 +68,18 @@ struct JobInfo {
 // Delivery errors are kept to a line in the job's record.
 constexpr std::size_t kMaxOutputError = 400;
 
+// How long the launcher has to answer a delivery: this, plus a second per
+// kDeliverBytesPerS. The launcher bounds the delivery itself (a shorter
+// deadline, after which it kills the helper and answers); this only
+// catches a launcher that stopped answering at all.
+constexpr std::chrono::milliseconds kDeliverBaseDeadline{120000};
+constexpr std::uint64_t kDeliverBytesPerS = 4u << 20;
+
 }  // namespace
 
 std::optional<JobDirOwner> ExecutorServer::OwnerOf(const LaunchSpec& spec) const {
   if (!facts_.as_root) return std::nullopt;
-  return JobDirOwner{spec.who.uid, facts_.admin_gid};
+  return JobDirOwner{spec.who.uid, config_.admin_gid.value_or(0)};
 }
 
 Result<UniqueFd> ExecutorServer::OpenBuffer(const LaunchSpec& spec, int flags) const {
@@ -151,14 +158,10 @@ void ExecutorServer::DeliverOutput(const LaunchSpec& spec,
   const std::uint64_t size =
       ::fstat(buffer->get(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
   const std::uint64_t max_bytes = static_cast<std::uint64_t>(config_.max_output_mib) << 20;
-  protocol::DeliverRequest request;
-  request.id = id;
-  request.who = spec.who;
-  request.dest = dest;
-  request.max_bytes = max_bytes;
-  const auto timeout = deadlines_.deliver_base +
-                       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::seconds(
-                           std::min(size, max_bytes) / deadlines_.deliver_bytes_per_s));
+  const protocol::DeliverRequest request{
+      .id = id, .who = spec.who, .dest = dest, .max_bytes = max_bytes};
+  const std::chrono::milliseconds timeout =
+      kDeliverBaseDeadline + std::chrono::seconds(std::min(size, max_bytes) / kDeliverBytesPerS);
   AskLauncher<protocol::DeliverReply>(
       request, {buffer->get()}, timeout, "the launcher's output delivery",
       [this, id, dest, buffer_path, done = std::move(done)](Result<protocol::DeliverReply> reply) {
@@ -208,9 +211,7 @@ void ExecutorServer::Finish(std::uint64_t id) {
   LaunchSpec& spec = jobs_.at(id);
   in_flight_[id] = JobPhase::kFinishing;
   foreign_.erase(id);
-  protocol::JobExited event;
-  event.id = id;
-  event.end_time = host::EpochNow();
+  protocol::JobExited event{.id = id, .end_time = host::EpochNow()};
   Result<host::RunRecord> record = host::LoadRunRecord(run_dir(), id);
   // The shepherd's own status says nothing of the job's: the record does.
   if (record && record->status)
@@ -270,10 +271,7 @@ void ExecutorServer::ReleaseSlowDeliveries() {
       ++it;
       continue;
     }
-    protocol::JobExited released;
-    released.id = it->first;
-    released.delivering = true;
-    SendToBroker(Encode(released));
+    SendToBroker(Encode(protocol::JobExited{.id = it->first, .delivering = true}));
     it = delivering_since_.erase(it);
   }
 }

@@ -27,10 +27,7 @@ void ExecutorServer::OnDeliverAgain(std::uint64_t req, const protocol::Packet& p
   const std::uint64_t id = request->id;
   auto answer = [this, req, id](const std::optional<std::string>& dest,
                                 std::optional<Error> error) {
-    protocol::OutputReply reply;
-    reply.req = req;
-    reply.id = id;
-    reply.output_dest = dest;
+    protocol::OutputReply reply{.req = req, .id = id, .output_dest = dest};
     if (error) reply.error = WireError::From(*error);
     SendToBroker(Encode(reply));
   };

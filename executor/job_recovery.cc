@@ -22,35 +22,32 @@ namespace {
 
 using protocol::SpecState;
 
+// How long a restart waits for a job start it interrupted to settle.
+constexpr std::chrono::milliseconds kSettleDeadline{20000};
+
 // A process is the one we recorded: same pid, same start time.
-bool Alive(std::int64_t pid, std::uint64_t recorded_start, const std::string& proc_root) {
+bool Alive(std::int64_t pid, std::uint64_t recorded_start) {
   if (pid <= 1 || recorded_start == 0) return false;
-  Result<std::uint64_t> start = host::ProcStartTime(static_cast<int>(pid), proc_root);
+  Result<std::uint64_t> start = host::ProcStartTime(static_cast<int>(pid));
   return start && *start == recorded_start;
 }
 
 // The parent pid in /proc/PID/stat, or 0.
-long ParentOf(std::int64_t pid, const std::string& proc_root) {
+long ParentOf(std::int64_t pid) {
   if (pid <= 0 || pid > std::numeric_limits<int>::max()) return 0;
-  Result<std::uint64_t> ppid = host::ProcStatField(static_cast<int>(pid), 4, proc_root);
+  Result<std::uint64_t> ppid = host::ProcStatField(static_cast<int>(pid), 4);
   return ppid ? static_cast<long>(*ppid) : 0;
 }
 
 }  // namespace
 
-std::optional<std::int64_t> ExecutorServer::RecordedExit(std::uint64_t id) const {
-  Result<host::RunRecord> record = host::LoadRunRecord(run_dir(), id);
-  if (!record || !record->status) return std::nullopt;
-  return ExitCodeFromStatus(static_cast<int>(*record->status));
-}
-
 bool ExecutorServer::ShepherdMayStillStart(const host::RunRecord& record) const {
   // Its start time, where the record has it, tells the shepherd from a
   // process that took its pid since (after a power cut, say).
   if (record.shepherd_start != 0) {
-    return Alive(record.shepherd, record.shepherd_start, facts_.proc_root);
+    return Alive(record.shepherd, record.shepherd_start);
   }
-  return ParentOf(record.shepherd, facts_.proc_root) != 0;
+  return ParentOf(record.shepherd) != 0;
 }
 
 void ExecutorServer::SettleStartingJobs(const std::vector<std::uint64_t>& ids) {
@@ -88,8 +85,7 @@ Result<void> ExecutorServer::SettleStep() {
 void ExecutorServer::KillJobWithoutSpec(std::uint64_t id) {
   // Still the job only while its shepherd is its parent (no pid reuse).
   if (Result<host::RunRecord> record = host::LoadRunRecord(run_dir(), id);
-      record && !record->status && record->pid > 1 &&
-      ParentOf(record->pid, facts_.proc_root) == record->shepherd) {
+      record && !record->status && record->pid > 1 && ParentOf(record->pid) == record->shepherd) {
     LogError("job " + std::to_string(id) + " (pid " + std::to_string(record->pid) +
              ") is running without a launch spec; killing it");
     (void)::kill(-static_cast<pid_t>(record->pid), SIGKILL);
@@ -122,7 +118,7 @@ void ExecutorServer::Recover() {
     recovery_error_ = opened.error().WithContext("cannot open the launch specs");
     return;
   }
-  settle_until_ = std::chrono::steady_clock::now() + deadlines_.settle;
+  settle_until_ = std::chrono::steady_clock::now() + kSettleDeadline;
   SettleStartingJobs(ListIds(specs_dir()));
   if (settling_.empty()) LoadSpecs();
 }
@@ -174,27 +170,25 @@ void ExecutorServer::LoadSpecs() {
       spec.shepherd = record->shepherd;
       spec.start_time = record->start_time;
       spec.env.clear();
-      spec.proc_start =
-          host::ProcStartTime(static_cast<int>(spec.pid), facts_.proc_root).value_or(0);
+      spec.proc_start = host::ProcStartTime(static_cast<int>(spec.pid)).value_or(0);
       // The record's own start time where it has one: a process that took
       // the shepherd's pid since (a power cut) is not taken for it.
       spec.shepherd_start = record->shepherd_start;
       if (spec.shepherd_start == 0) {
-        spec.shepherd_start =
-            host::ProcStartTime(static_cast<int>(spec.shepherd), facts_.proc_root).value_or(0);
+        spec.shepherd_start = host::ProcStartTime(static_cast<int>(spec.shepherd)).value_or(0);
       }
       saved_now = Save(spec).has_value();  // if so, its usage booked with the new size
     }
     if (spec.state == SpecState::kRunning) {
       const bool ended = record && record->status;
-      const bool shepherd_alive = Alive(spec.shepherd, spec.shepherd_start, facts_.proc_root);
-      const bool job_alive = Alive(spec.pid, spec.proc_start, facts_.proc_root);
+      const bool shepherd_alive = Alive(spec.shepherd, spec.shepherd_start);
+      const bool job_alive = Alive(spec.pid, spec.proc_start);
       if (ended || (!shepherd_alive && !job_alive)) {
         dead_on_arrival_.push_back(id);
       } else {
         // The launcher reports its own children's ends; anyone else's
         // (a launcher restart re-parented them) we poll for.
-        if (!shepherd_alive || ParentOf(spec.shepherd, facts_.proc_root) != ::getppid()) {
+        if (!shepherd_alive || ParentOf(spec.shepherd) != ::getppid()) {
           foreign_.insert(id);
         }
         LogInfo("adopted running job " + std::to_string(id) + " (pid " + std::to_string(spec.pid) +
@@ -246,8 +240,9 @@ void ExecutorServer::PollForeign() {
   std::vector<std::uint64_t> gone;
   for (std::uint64_t id : foreign_) {
     const LaunchSpec& spec = jobs_[id];
-    if (RecordedExit(id) || (!Alive(spec.shepherd, spec.shepherd_start, facts_.proc_root) &&
-                             !Alive(spec.pid, spec.proc_start, facts_.proc_root))) {
+    Result<host::RunRecord> record = host::LoadRunRecord(run_dir(), id);
+    if ((record && record->status) ||
+        (!Alive(spec.shepherd, spec.shepherd_start) && !Alive(spec.pid, spec.proc_start))) {
       gone.push_back(id);
     }
   }

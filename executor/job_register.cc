@@ -23,20 +23,15 @@ using protocol::WireError;
 
 }  // namespace
 
-void ExecutorServer::RefuseRegister(std::uint64_t req, std::uint64_t id, const Error& error) {
-  LogWarning("refused register of job " + std::to_string(id) + ": " + error.message());
-  protocol::RegisterReply reply;
-  reply.req = req;
-  reply.id = id;
-  reply.error = WireError::From(error);
-  SendToBroker(Encode(reply));
-}
-
 void ExecutorServer::OnRegister(std::uint64_t req, const protocol::Packet& packet) {
   Result<protocol::RegisterJob> request = Decode<protocol::RegisterJob>(packet.bytes);
   if (!request) return Refuse(req, 0, "register", request.error());
   const std::uint64_t id = request->id;
-  auto fail = [&](const Error& error) { RefuseRegister(req, id, error); };
+  auto fail = [&](const Error& error) {
+    LogWarning("refused register of job " + std::to_string(id) + ": " + error.message());
+    SendToBroker(
+        Encode(protocol::RegisterReply{.req = req, .id = id, .error = WireError::From(error)}));
+  };
   if (packet.fds.size() != 1)
     return fail(InvalidArgument("register needs exactly the client socket"));
   if (Result<void> allowed = CheckPhase(JobOperation::kRegister, PhaseOf(id), id); !allowed) {
@@ -48,7 +43,7 @@ void ExecutorServer::OnRegister(std::uint64_t req, const protocol::Packet& packe
   }
   Result<struct ucred> peer = CheckClientConnection(packet.fds[0].get(), config_.socket);
   if (!peer) return fail(peer.error());
-  Result<void> allowed = CheckSubmitter(*peer, facts_.as_root, facts_.self_uid, facts_.broker_uid);
+  Result<void> allowed = CheckSubmitter(*peer, facts_.as_root, facts_.self_uid, config_.broker_uid);
   if (!allowed) return fail(allowed.error());
   // What runs comes from the user's own bytes on their connection, never
   // from the broker's message (docs/security/threat-model.md, "What a
@@ -109,9 +104,7 @@ void ExecutorServer::OnRegister(std::uint64_t req, const protocol::Packet& packe
 void ExecutorServer::FinishRegister(protocol::RegisterJob request, LaunchSpec spec,
                                     std::optional<std::string> dest) {
   const std::uint64_t id = request.id;
-  protocol::RegisterReply reply;
-  reply.req = request.req;
-  reply.id = id;
+  protocol::RegisterReply reply{.req = request.req, .id = id};
   auto fail = [&](const Error& error) {
     LogWarning("refused register of job " + std::to_string(id) + ": " + error.message());
     reply.error = WireError::From(error);

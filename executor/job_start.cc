@@ -24,6 +24,12 @@ using protocol::Encode;
 using protocol::SpecState;
 using protocol::WireError;
 
+// How long the launcher has to answer a spawn: well inside the broker's
+// own deadline for the request it serves. The launcher bounds the spawn
+// itself (a shorter deadline, after which it kills the shepherd and
+// answers); this only catches a launcher that stopped answering at all.
+constexpr std::chrono::milliseconds kSpawnDeadline{20000};
+
 }  // namespace
 
 void ExecutorServer::OnStart(std::uint64_t req, const std::string& text) {
@@ -52,10 +58,7 @@ void ExecutorServer::BeginStart(const protocol::StartJob& request, StartDone don
   const std::uint64_t id = request.id;
   auto refuse = [&](const Error& error, bool logged = false) {
     if (!logged) LogWarning("refused start of job " + std::to_string(id) + ": " + error.message());
-    protocol::StartReply reply;
-    reply.id = id;
-    reply.error = WireError::From(error);
-    done(std::move(reply));
+    done({.id = id, .error = WireError::From(error)});
   };
   if (Result<void> allowed = CheckPhase(JobOperation::kStart, PhaseOf(id), id); !allowed) {
     return refuse(allowed.error());
@@ -101,7 +104,7 @@ void ExecutorServer::BeginStart(const protocol::StartJob& request, StartDone don
     CgroupLimits limits{request.placement.cpus, request.placement.mems, request.memory_max};
     // Read at each start: swapon can add swap while we run. Unreadable
     // counts as swap present, which only makes memory.swap.max required.
-    Result<bool> swap = host::HostHasSwap(facts_.proc_root);
+    Result<bool> swap = host::HostHasSwap();
     limits.host_has_swap = !swap || *swap;
     Result<UniqueFd> made = CreateJobCgroup(config_.cgroup_root, id, limits);
     if (!made) {
@@ -152,7 +155,7 @@ void ExecutorServer::BeginStart(const protocol::StartJob& request, StartDone don
   std::vector<int> fds{buffer->get()};
   if (cgroup_dir.valid()) fds.push_back(cgroup_dir.get());
   AskLauncher<protocol::SpawnReply>(
-      std::move(spawn), fds, deadlines_.spawn, "the launcher's spawn",
+      std::move(spawn), fds, kSpawnDeadline, "the launcher's spawn",
       [this, id, request, done = std::move(done)](Result<protocol::SpawnReply> reply) mutable {
         OnSpawned(id, request, std::move(reply), std::move(done));
       });
@@ -167,10 +170,9 @@ void ExecutorServer::OnSpawned(std::uint64_t id, const protocol::StartJob& reque
     // must not run unrecorded.
     if (reply && !reply->error && reply->pid > 1)
       (void)::kill(-static_cast<pid_t>(reply->pid), SIGKILL);
-    protocol::StartReply gone;
-    gone.id = id;
-    gone.error = WireError::From(Error(ErrorCode::kInternal, "the job vanished while starting"));
-    return done(std::move(gone));
+    return done(
+        {.id = id,
+         .error = WireError::From(Error(ErrorCode::kInternal, "the job vanished while starting"))});
   }
   if (!reply && reply.error().code() == ErrorCode::kUnavailable) {
     // The launcher is gone or wedged: the job did not start, and it is not
@@ -179,10 +181,8 @@ void ExecutorServer::OnSpawned(std::uint64_t id, const protocol::StartJob& reque
     LogWarning("job " + std::to_string(id) + " was not started: " + reply.error().message());
     if (!config_.no_cgroups) (void)RemoveJobCgroup(config_.cgroup_root, id);
     it->second.placement.reset();  // queued again: it holds nothing
-    protocol::StartReply not_started;
-    not_started.id = id;
-    not_started.error = WireError::From(reply.error().WithContext("not started; still queued"));
-    return done(std::move(not_started));
+    return done({.id = id,
+                 .error = WireError::From(reply.error().WithContext("not started; still queued"))});
   }
   if (!reply)
     return FailStart(id, "failed to start job: " + reply.error().message(), true, std::move(done));
@@ -195,9 +195,8 @@ void ExecutorServer::OnSpawned(std::uint64_t id, const protocol::StartJob& reque
   by_shepherd_[spec.shepherd] = id;
   spec.start_time = host::EpochNow();
   spec.env.clear();  // forwarded secrets are gone once the job runs
-  spec.proc_start = host::ProcStartTime(static_cast<int>(spec.pid), facts_.proc_root).value_or(0);
-  spec.shepherd_start =
-      host::ProcStartTime(static_cast<int>(spec.shepherd), facts_.proc_root).value_or(0);
+  spec.proc_start = host::ProcStartTime(static_cast<int>(spec.pid)).value_or(0);
+  spec.shepherd_start = host::ProcStartTime(static_cast<int>(spec.shepherd)).value_or(0);
   if (Result<void> saved = Save(spec); !saved) {
     // Running but unrecorded: after a restart nobody could find, limit or
     // account for it, so it does not run at all.
@@ -212,11 +211,7 @@ void ExecutorServer::OnSpawned(std::uint64_t id, const protocol::StartJob& reque
   LogInfo("job " + std::to_string(id) + " started (pid " + std::to_string(spec.pid) +
           ", shepherd " + std::to_string(spec.shepherd) + ", cpus " +
           host::FormatIdList(request.placement.cpus) + ")");
-  protocol::StartReply started;
-  started.id = id;
-  started.pid = spec.pid;
-  started.start_time = spec.start_time;
-  done(std::move(started));
+  done({.id = id, .pid = spec.pid, .start_time = spec.start_time});
 }
 
 // By value: callers hand over a callback whose owner (a pending call) may go while it runs.
@@ -233,10 +228,7 @@ void ExecutorServer::FailStart(std::uint64_t id, const std::string& message, boo
   // The inspection link is for registered and running jobs, as Finish and
   // a restart (PruneLeftovers) leave it.
   if (!config_.no_dev_dir) ::unlink((config_.dev_dir + "/jobs/" + std::to_string(id)).c_str());
-  protocol::StartReply failed;
-  failed.id = id;
-  failed.error = WireError::From(Error(ErrorCode::kFailedPrecondition, message));
-  done(std::move(failed));
+  done({.id = id, .error = WireError::From(Error(ErrorCode::kFailedPrecondition, message))});
   in_flight_[id] = JobPhase::kFinishing;
   DeliverOutput(spec, [this, id](const std::optional<std::string>& output_error) {
     in_flight_.erase(id);
@@ -249,11 +241,8 @@ void ExecutorServer::FailStart(std::uint64_t id, const std::string& message, boo
     if (!output_error) return;
     // The broker has it as finished; this only adds why its output is not
     // where it should be.
-    protocol::JobExited event;
-    event.id = id;
-    event.end_time = it->second.end_time;
-    event.output_error = output_error;
-    SendToBroker(Encode(event));
+    SendToBroker(Encode(protocol::JobExited{
+        .id = id, .end_time = it->second.end_time, .output_error = output_error}));
   });
 }
 

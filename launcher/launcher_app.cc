@@ -80,14 +80,7 @@ int LauncherMain(int argc, char** argv) {
   // Kept open for the life of this launcher: a broker restarted after a
   // crash listens on the same socket.
   const int listen_fd = listener->get();
-  LauncherOptions options;
-  options.as_root = as_root;
-  options.run_dir = config.state_dir + "/run";
-  options.mask_gpus = !config.no_gpu_mask;
-  options.gpu_dev_dir = config.gpu_dev_dir;
-  options.gpu_driver_dir = config.gpu_driver_dir;
-  options.proc_root = config.proc_root;
-  LauncherServer server(options, signal_fd.get(), [&args, &executor_flags, listen_fd] {
+  LauncherServer server(config, as_root, signal_fd.get(), [&args, &executor_flags, listen_fd] {
     return StartRoles(executor_flags, args, listen_fd);
   });
   if (!server.StartRoles()) return 1;

@@ -230,6 +230,36 @@ TEST_F(ExecutorServerTest, HelloFirst) {
   EXPECT_NE(hello.find("hello_reply"), std::string::npos);
 }
 
+// Answers wait for the end of the turn (what it saved made durable), go
+// out in the order they were made, and carry their own copies of their
+// fds: open_output's buffer fd is closed before the turn ends.
+TEST_F(ExecutorServerTest, AnswersWaitForTheTurnsEndInOrderWithTheirOwnFds) {
+  ASSERT_FALSE(IsError(Send(protocol::Encode(protocol::Hello{}))));
+  UniqueFd a, b;
+  ASSERT_NO_FATAL_FAILURE(Connect(a, b));
+  ASSERT_FALSE(IsError(Register(1, a.get(), b.get())));
+  server_->Handle(Packet{protocol::Encode(protocol::OpenOutput{.req = 5, .id = 1}), {}});
+  server_->Handle(Packet{ForgetText(2), {}});  // no such job: req 7 refused
+  struct pollfd p {
+    broker_b_.get(), POLLIN, 0
+  };
+  EXPECT_EQ(::poll(&p, 1, 0), 0) << "an answer went out before the turn ended";
+
+  ASSERT_TRUE(server_->EndTurn());
+
+  Result<Packet> first = protocol::ReceiveMessage(broker_b_.get());
+  ASSERT_TRUE(first);
+  EXPECT_NE(first->bytes.find("\"req\":5"), std::string::npos) << first->bytes;
+  ASSERT_EQ(first->fds.size(), 1u);
+  struct stat st {};
+  ASSERT_EQ(::fstat(first->fds[0].get(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  Result<Packet> second = protocol::ReceiveMessage(broker_b_.get());
+  ASSERT_TRUE(second);
+  EXPECT_NE(second->bytes.find("\"req\":7"), std::string::npos) << second->bytes;
+  EXPECT_TRUE(IsError(second->bytes));
+}
+
 // The gpu ids a start may name are those the broker's hello counted; a
 // count past any machine's is refused.
 TEST_F(ExecutorServerTest, AStartMayNameOnlyTheGpusTheHelloCounted) {
