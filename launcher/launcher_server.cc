@@ -29,7 +29,12 @@ using protocol::LauncherKind;
 using protocol::WireError;
 using Clock = std::chrono::steady_clock;
 
+// How long a job child may take to reach execve (job_shepherd.h).
+constexpr std::chrono::milliseconds kExecDeadline{10000};
 constexpr std::chrono::milliseconds kShepherdSlack{5000};
+// A delivery may take this long plus one second per kDeliverBytesPerS.
+constexpr std::chrono::milliseconds kDeliverBaseDeadline{60000};
+constexpr std::uint64_t kDeliverBytesPerS = 8u << 20;
 constexpr std::chrono::milliseconds kCrashLoopUptime{300};
 constexpr int kMaxQuickDeaths = 5;
 constexpr int kMaxPollMs = 1000;
@@ -69,7 +74,7 @@ bool LauncherServer::RestartRoles() {
   // A spawn in flight must have settled before the new executor reads the
   // records: a job whose start it cannot see yet would be started twice.
   // The shepherd's own deadline bounds this wait.
-  const auto settle_by = std::chrono::steady_clock::now() + options_.exec_deadline + kShepherdSlack;
+  const auto settle_by = std::chrono::steady_clock::now() + kExecDeadline + kShepherdSlack;
   auto spawning = [&] {
     return std::any_of(tasks_.begin(), tasks_.end(), [](const auto& entry) {
       return entry.second.kind == LauncherKind::kSpawn && !entry.second.answered;
@@ -100,15 +105,13 @@ void LauncherServer::OnRequest(const protocol::Packet& packet) {
   Result<protocol::Envelope> envelope = protocol::PeekEnvelope(packet.bytes);
   if (!envelope) {
     LogWarning("refused an executor message: " + envelope.error().message());
-    Send(Encode(protocol::Refused{0, WireError::From(envelope.error())}));
-    return;
+    return Send(Encode(protocol::Refused{0, WireError::From(envelope.error())}));
   }
   const std::uint64_t req = envelope->req;
   Result<LauncherKind> kind = protocol::KindOf<LauncherKind>(*envelope);
   if (!kind) {
     LogWarning("refused an executor message: " + kind.error().message());
-    Send(Encode(protocol::Refused{req, WireError::From(kind.error())}));
-    return;
+    return Send(Encode(protocol::Refused{req, WireError::From(kind.error())}));
   }
   switch (*kind) {
     case LauncherKind::kSpawn: {
@@ -116,14 +119,11 @@ void LauncherServer::OnRequest(const protocol::Packet& packet) {
       // holds, never 0, from a shepherd that bounds the time to exec.
       Result<protocol::SpawnRequest> request = Decode<protocol::SpawnRequest>(packet.bytes);
       if (!request) {
-        protocol::SpawnReply reply;
-        reply.req = req;
-        reply.error = WireError::From(request.error().WithContext("failed to start job"));
-        Send(Encode(reply));
-        return;
+        return Send(Encode(protocol::SpawnReply{
+            .req = req,
+            .error = WireError::From(request.error().WithContext("failed to start job"))}));
       }
-      StartSpawn(*request, packet);
-      return;
+      return StartSpawn(*request, packet);
     }
     case LauncherKind::kDeliver: {
       // Safe: the path is only ever touched by a helper that has become
@@ -131,12 +131,9 @@ void LauncherServer::OnRequest(const protocol::Packet& packet) {
       // only a fresh file of the user's own, from a buffer fd the executor
       // opened and checked.
       Result<protocol::DeliverRequest> request = Decode<protocol::DeliverRequest>(packet.bytes);
-      if (!request) {
-        Send(Encode(protocol::DeliverReply{req, WireError::From(request.error())}));
-        return;
-      }
-      StartDeliver(*request, packet);
-      return;
+      if (!request)
+        return Send(Encode(protocol::DeliverReply{req, WireError::From(request.error())}));
+      return StartDeliver(*request, packet);
     }
     case LauncherKind::kSpawnReply:
     case LauncherKind::kDeliverReply:
@@ -144,68 +141,58 @@ void LauncherServer::OnRequest(const protocol::Packet& packet) {
     case LauncherKind::kRefused:
       // Kinds only the launcher sends: refused, never acted on.
       LogWarning("refused an executor message of type '" + envelope->type + "'");
-      Send(Encode(protocol::Refused{
+      return Send(Encode(protocol::Refused{
           req, WireError::From(InvalidArgument("'" + envelope->type + "' is not a request"))}));
-      return;
   }
 }
 
 // Read before every child that drops to a user (a job child, a delivery): an admin may change the
 // setting while the daemon runs.
 Result<void> LauncherServer::MayBecomeTheUser() const {
-  if (!options_.as_root) return Ok();
-  return CheckSuidDumpable(options_.proc_root);
+  if (!as_root_) return Ok();
+  return CheckSuidDumpable(config_.proc_root);
 }
 
 void LauncherServer::StartSpawn(const protocol::SpawnRequest& request,
                                 const protocol::Packet& packet) {
-  protocol::SpawnReply reply;
-  reply.req = request.req;
-  reply.id = request.id;
+  protocol::SpawnReply reply{.req = request.req, .id = request.id};
   auto refuse = [&](const Error& error) {
-    reply.error = WireError::From(error);
+    reply.error = WireError::From(error.WithContext("failed to start job"));
     Send(Encode(reply));
   };
-  if (Result<void> allowed = CheckIdentityAllowed(request.who, options_.as_root); !allowed) {
-    return refuse(allowed.error().WithContext("failed to start job"));
+  if (Result<void> allowed = CheckIdentityAllowed(request.who, as_root_); !allowed) {
+    return refuse(allowed.error());
   }
   if (packet.fds.empty() || packet.fds.size() > 2) {
-    return refuse(InvalidArgument("failed to start job: spawn needs the buffer (and cgroup) fds"));
+    return refuse(InvalidArgument("spawn needs the buffer (and cgroup) fds"));
   }
-  if (Result<void> safe = MayBecomeTheUser(); !safe) {
-    return refuse(safe.error().WithContext("failed to start job"));
-  }
+  if (Result<void> safe = MayBecomeTheUser(); !safe) return refuse(safe.error());
   std::vector<std::string> hide;
-  if (options_.mask_gpus) {
-    const std::vector<int> present = CardNodes(options_.gpu_dev_dir);
+  if (!config_.no_gpu_mask) {
+    const std::vector<int> present = CardNodes(config_.gpu_dev_dir);
     const std::vector<int> missing =
-        CardsWithoutNodes(DriverCards(options_.gpu_driver_dir), present);
-    if (!missing.empty()) {
-      return refuse(
-          MissingNodesError(options_.gpu_dev_dir, missing).WithContext("failed to start job"));
-    }
-    hide = NodesToHide(options_.gpu_dev_dir, present, request.placement.gpus);
+        CardsWithoutNodes(DriverCards(config_.gpu_driver_dir), present);
+    if (!missing.empty()) return refuse(MissingNodesError(config_.gpu_dev_dir, missing));
+    hide = NodesToHide(config_.gpu_dev_dir, present, request.placement.gpus);
   }
   Result<std::unique_ptr<PreparedJob>> job = PreparedJob::Build(request, std::move(hide));
-  if (!job) return refuse(job.error().WithContext("failed to start job"));
+  if (!job) return refuse(job.error());
   SpawnFds fds;
   fds.buffer = packet.fds[0].get();
   if (packet.fds.size() == 2) fds.cgroup_dir = packet.fds[1].get();
-  ShepherdOptions shepherd_options;
-  shepherd_options.change_identity = options_.as_root;
-  shepherd_options.run_dir = options_.run_dir;
-  shepherd_options.exec_deadline = options_.exec_deadline;
+  const ShepherdOptions shepherd_options{.change_identity = as_root_,
+                                         .run_dir = config_.state_dir + "/run",
+                                         .exec_deadline = kExecDeadline};
   Result<ShepherdChild> shepherd = StartShepherd(request, **job, fds, shepherd_options);
-  if (!shepherd) return refuse(shepherd.error().WithContext("failed to start job"));
-  Task task;
-  task.kind = LauncherKind::kSpawn;
-  task.req = request.req;
-  task.id = request.id;
-  task.answer = std::move(shepherd->report);
-  task.allowed = options_.exec_deadline + kShepherdSlack;
-  task.deadline = Clock::now() + task.allowed;
-  task.job = std::move(*job);
-  tasks_.emplace(shepherd->pid, std::move(task));
+  if (!shepherd) return refuse(shepherd.error());
+  const auto allowed = kExecDeadline + kShepherdSlack;
+  tasks_.emplace(shepherd->pid, Task{.kind = LauncherKind::kSpawn,
+                                     .req = request.req,
+                                     .id = request.id,
+                                     .answer = std::move(shepherd->report),
+                                     .allowed = allowed,
+                                     .deadline = Clock::now() + allowed,
+                                     .job = std::move(*job)});
 }
 
 void LauncherServer::StartDeliver(const protocol::DeliverRequest& request,
@@ -213,7 +200,7 @@ void LauncherServer::StartDeliver(const protocol::DeliverRequest& request,
   auto refuse = [&](const Error& error) {
     Send(Encode(protocol::DeliverReply{request.req, WireError::From(error)}));
   };
-  if (Result<void> allowed = CheckIdentityAllowed(request.who, options_.as_root); !allowed) {
+  if (Result<void> allowed = CheckIdentityAllowed(request.who, as_root_); !allowed) {
     return refuse(allowed.error());
   }
   if (packet.fds.size() != 1) return refuse(InvalidArgument("deliver needs the buffer fd"));
@@ -225,25 +212,23 @@ void LauncherServer::StartDeliver(const protocol::DeliverRequest& request,
   // The copy may take as long as the bytes it may copy need, and no longer.
   const std::uint64_t bytes =
       std::min<std::uint64_t>(static_cast<std::uint64_t>(buffer.st_size), request.max_bytes);
-  const auto allowed_time =
-      options_.deliver_base_deadline + std::chrono::seconds(bytes / options_.deliver_bytes_per_s);
+  const std::chrono::milliseconds allowed_time =
+      kDeliverBaseDeadline + std::chrono::seconds(bytes / kDeliverBytesPerS);
   const std::string dest = request.dest;
   const std::uint64_t max_bytes = request.max_bytes;
   Result<HelperChild> helper =
-      StartUserHelper(request.who, options_.as_root, {packet.fds[0].get()},
+      StartUserHelper(request.who, as_root_, {packet.fds[0].get()},
                       [&](const std::vector<int>& kept) -> Result<std::string> {
                         HPCB_TRY(DeliverHere(kept[0], dest, max_bytes));
                         return std::string();
                       });
   if (!helper) return refuse(helper.error());
-  Task task;
-  task.kind = LauncherKind::kDeliver;
-  task.req = request.req;
-  task.id = request.id;
-  task.answer = std::move(helper->answer);
-  task.allowed = std::chrono::duration_cast<std::chrono::milliseconds>(allowed_time);
-  task.deadline = Clock::now() + task.allowed;
-  tasks_.emplace(helper->pid, std::move(task));
+  tasks_.emplace(helper->pid, Task{.kind = LauncherKind::kDeliver,
+                                   .req = request.req,
+                                   .id = request.id,
+                                   .answer = std::move(helper->answer),
+                                   .allowed = allowed_time,
+                                   .deadline = Clock::now() + allowed_time});
 }
 
 void LauncherServer::OnAnswerReadable(pid_t pid, Task& task) {
@@ -268,55 +253,36 @@ void LauncherServer::Answer(pid_t pid, Task& task, const std::optional<Error>& f
   if (task.answered) return;
   task.answered = true;
   task.answer.reset();
-  switch (task.kind) {
-    case LauncherKind::kSpawn: {
-      protocol::SpawnReply reply;
-      reply.req = task.req;
-      reply.id = task.id;
-      ShepherdReport report;
-      if (!failure && task.text.size() >= sizeof report) {
-        std::memcpy(&report, task.text.data(), sizeof report);
-      } else {
-        report.stage = kTimedOutStage;
-      }
-      if (failure) {
-        reply.error = WireError::From(failure->WithContext("failed to start job"));
-      } else if (task.text.size() < sizeof report) {
-        reply.error = WireError::From(
-            Error(ErrorCode::kInternal, "failed to start job: the shepherd died without a report"));
-      } else if (report.stage != 0) {
-        reply.error = WireError::From(
-            Error(ErrorCode::kFailedPrecondition,
-                  DescribeShepherdReport(report, *task.job, options_.exec_deadline)));
-      } else {
-        reply.pid = report.pid;
-        reply.shepherd = pid;
-      }
-      if (!task.orphaned) Send(Encode(reply));
-      if (!reply.error) {
-        // From here on the shepherd is a job's parent: its end is an event
-        // for the executor, like any child the launcher does not track.
-        const bool reaped = task.reaped;
-        const std::int64_t status = task.status;
-        tasks_.erase(pid);
-        if (reaped) Send(Encode(protocol::ChildExited{0, pid, status}));
-        return;
-      }
-      break;
-    }
-    case LauncherKind::kDeliver: {
-      Result<std::string> done =
-          failure ? Result<std::string>(*failure) : ParseHelperAnswer(task.text);
-      if (!task.orphaned) Send(Encode(protocol::DeliverReply{task.req, protocol::ErrorOf(done)}));
-      break;
-    }
-    case LauncherKind::kSpawnReply:
-    case LauncherKind::kDeliverReply:
-    case LauncherKind::kChildExited:
-    case LauncherKind::kRefused:
-      break;  // never a task
+  if (task.kind == LauncherKind::kDeliver) {
+    Result<std::string> done =
+        failure ? Result<std::string>(*failure) : ParseHelperAnswer(task.text);
+    if (!task.orphaned) Send(Encode(protocol::DeliverReply{task.req, protocol::ErrorOf(done)}));
+    if (task.reaped) tasks_.erase(pid);
+    return;
   }
-  if (task.reaped) tasks_.erase(pid);
+  protocol::SpawnReply reply{.req = task.req, .id = task.id};
+  ShepherdReport report;
+  if (!failure && task.text.size() >= sizeof report) {
+    std::memcpy(&report, task.text.data(), sizeof report);
+  }
+  if (failure) {
+    reply.error = WireError::From(failure->WithContext("failed to start job"));
+  } else if (task.text.size() < sizeof report) {
+    reply.error = WireError::From(
+        Error(ErrorCode::kInternal, "failed to start job: the shepherd died without a report"));
+  } else if (report.stage != 0) {
+    reply.error = WireError::From(Error(ErrorCode::kFailedPrecondition,
+                                        DescribeShepherdReport(report, *task.job, kExecDeadline)));
+  } else {
+    reply.pid = report.pid;
+    reply.shepherd = pid;
+  }
+  if (!task.orphaned) Send(Encode(reply));
+  // Once started, the shepherd is a job's parent: its end is an event for
+  // the executor, like any child the launcher does not track.
+  const bool started = !reply.error;
+  if (started && task.reaped) Send(Encode(protocol::ChildExited{0, pid, task.status}));
+  if (started || task.reaped) tasks_.erase(pid);
 }
 
 void LauncherServer::ExpireTasks() {

@@ -40,27 +40,9 @@
 #include "protocol/framing.h"
 #include "protocol/launcher_messages.h"
 #include "protocol/outbox.h"
+#include "protocol/root_config.h"
 
 namespace hpcb::launcher {
-
-struct LauncherOptions {
-  bool as_root = false;
-  std::string run_dir;  // STATE/run
-  std::chrono::milliseconds exec_deadline{10000};
-  // A delivery may take this long plus one second per kDeliverBytesPerS.
-  std::chrono::milliseconds deliver_base_deadline{60000};
-  std::uint64_t deliver_bytes_per_s = 8u << 20;
-  // Hide the cards a job was not given (launcher/gpu_mask.h); the nodes
-  // are looked for under gpu_dev_dir, the driver's cards under
-  // gpu_driver_dir, at each start.
-  bool mask_gpus = false;
-  std::string gpu_dev_dir = "/dev";
-  std::string gpu_driver_dir = "/proc/driver/nvidia/gpus";
-  // As root, every child that drops to a user (job child, delivery) is
-  // preceded by a read of PROC_ROOT/sys/fs/suid_dumpable
-  // (launcher/dumpable_check.h).
-  std::string proc_root = "/proc";
-};
 
 class LauncherServer {
  public:
@@ -68,8 +50,13 @@ class LauncherServer {
 
   using RoleStarter = std::function<Result<RoleSet>()>;
 
-  LauncherServer(LauncherOptions options, int signal_fd, RoleStarter start_roles)
-      : options_(std::move(options)), signal_fd_(signal_fd), start_roles_(std::move(start_roles)) {}
+  // `as_root`: jobs and deliveries change identity, and each is preceded
+  // by a check of PROC_ROOT/sys/fs/suid_dumpable (launcher/dumpable_check.h).
+  LauncherServer(protocol::RootConfig config, bool as_root, int signal_fd, RoleStarter start_roles)
+      : config_(std::move(config)),
+        as_root_(as_root),
+        signal_fd_(signal_fd),
+        start_roles_(std::move(start_roles)) {}
 
   // Starts the roles; false (logged) when they could not be.
   bool StartRoles();
@@ -126,7 +113,8 @@ class LauncherServer {
   // dying or refused to start. False: give up.
   bool RestartRoles();
 
-  LauncherOptions options_;
+  protocol::RootConfig config_;
+  bool as_root_;
   int signal_fd_;
   RoleStarter start_roles_;
   UniqueFd executor_fd_;

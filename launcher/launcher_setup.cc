@@ -40,8 +40,6 @@ Result<void> MakeDirs(const std::string& path, mode_t mode) {
   return Ok();
 }
 
-}  // namespace
-
 Result<void> CheckCgroups(const protocol::RootConfig& config, bool as_root) {
   if (config.no_cgroups) return Ok();
   const std::string& root = config.cgroup_root;
@@ -119,6 +117,8 @@ Result<void> PrepareDirs(const protocol::RootConfig& config, bool as_root) {
   return Ok();
 }
 
+}  // namespace
+
 Result<void> RunStartupChecks(protocol::RootConfig& config, bool as_root) {
   if (!as_root && !config.no_cgroups) {
     return Refusal("running as a normal user (user mode) needs --no-cgroups" +
@@ -182,6 +182,10 @@ Result<std::string> BesideSelf(const std::string& binary) {
   return (self.parent_path() / binary).string();
 }
 
+namespace {
+
+// Forks and execs DIR_OF(/proc/self/exe)/binary with `fd3` and `fd4` as
+// fds 3 and 4 and `flags` as argv.
 Result<Role> StartRole(const std::string& binary, int fd3, int fd4,
                        const std::vector<std::string>& flags) {
   HPCB_ASSIGN_OR_RETURN(std::string path, BesideSelf(binary));
@@ -204,8 +208,6 @@ Result<Role> StartRole(const std::string& binary, int fd3, int fd4,
   }
   return Role{pid, binary};
 }
-
-namespace {
 
 Result<std::pair<UniqueFd, UniqueFd>> SeqPacketPair() {
   int fds[2];

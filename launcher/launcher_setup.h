@@ -14,12 +14,11 @@
 
 namespace hpcb::launcher {
 
-// Every check that ends in a refusal. The error text is the log line.
-Result<void> CheckCgroups(const protocol::RootConfig& config, bool as_root);
-Result<void> PrepareDirs(const protocol::RootConfig& config, bool as_root);
-// As root it also looks up, once for every executor this launcher starts,
-// the ids the executor is passed (it looks no name up itself) and sets them
-// in `config`; a lookup that fails is a refusal. None in user mode.
+// Every check that ends in a refusal (the error text is the log line),
+// then the state, socket and dev directories. As root it also looks up,
+// once for every executor this launcher starts, the ids the executor is
+// passed (it looks no name up itself) and sets them in `config`; a lookup
+// that fails is a refusal. None in user mode.
 Result<void> RunStartupChecks(protocol::RootConfig& config, bool as_root);
 
 // Unlinks a stale socket, binds, chmod 0666, listens.
@@ -33,11 +32,6 @@ struct Role {
 
 // DIR_OF(/proc/self/exe)/binary: where the other programs are installed.
 Result<std::string> BesideSelf(const std::string& binary);
-
-// Forks and execs DIR_OF(/proc/self/exe)/binary with `fd3` and `fd4` as
-// fds 3 and 4 and `flags` as argv.
-Result<Role> StartRole(const std::string& binary, int fd3, int fd4,
-                       const std::vector<std::string>& flags);
 
 // SIGTERM, then SIGKILL after `grace_ms`, waiting for that pid only.
 void StopRole(Role& role, int grace_ms = 5000);

@@ -10,7 +10,6 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
-#include <variant>
 
 #include "common/base/log.h"
 #include "launcher/child_reap.h"
@@ -18,18 +17,8 @@
 extern char** environ;
 
 namespace hpcb::launcher {
-namespace {
 
 using protocol::RootConfig;
-// The RootConfig member a flag sets, or none: a flag the broker alone reads.
-using Target = std::variant<std::monostate, std::string RootConfig::*, bool RootConfig::*,
-                            std::int64_t RootConfig::*>;
-
-struct FlagRow {
-  std::string_view name;
-  bool takes_value;
-  Target target;
-};
 
 const std::vector<FlagRow>& FlagTable() {
   static const std::vector<FlagRow> kRows = {
@@ -63,6 +52,8 @@ const std::vector<FlagRow>& FlagTable() {
   return kRows;
 }
 
+namespace {
+
 Result<void> Set(RootConfig& config, const FlagRow& row, std::string_view value) {
   const std::string flag(row.name);
   if (auto* text = std::get_if<std::string RootConfig::*>(&row.target)) {
@@ -85,16 +76,6 @@ Result<void> Set(RootConfig& config, const FlagRow& row, std::string_view value)
 }
 
 }  // namespace
-
-const std::vector<FlagArity>& DaemonFlagArities() {
-  static const std::vector<FlagArity> kArities = [] {
-    std::vector<FlagArity> out;
-    for (const FlagRow& row : FlagTable())
-      out.push_back({row.name, row.takes_value});
-    return out;
-  }();
-  return kArities;
-}
 
 Result<protocol::RootConfig> ParseRootFlags(const std::vector<std::string>& args) {
   RootConfig config;

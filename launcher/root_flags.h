@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "common/base/result.h"
@@ -20,13 +21,18 @@
 
 namespace hpcb::launcher {
 
-// Each hpc-batchd flag and whether it takes a value. A test holds this to
-// the broker's CLI11 definition (tests/launcher/root_flags_test.cc).
-struct FlagArity {
+// Each hpc-batchd flag, whether it takes a value, and the RootConfig member
+// it sets, or none: a flag the broker alone reads. A test holds the names
+// and arities to the broker's CLI11 definition
+// (tests/launcher/root_flags_test.cc).
+struct FlagRow {
   std::string_view name;
   bool takes_value;
+  std::variant<std::monostate, std::string protocol::RootConfig::*, bool protocol::RootConfig::*,
+               std::int64_t protocol::RootConfig::*>
+      target;
 };
-const std::vector<FlagArity>& DaemonFlagArities();
+const std::vector<FlagRow>& FlagTable();
 
 // Runs `broker` (opened already: see there) with kCheckFlagsArg and `args`,
 // as nobody (65534:65534, no groups) when we are root, and waits for it

@@ -41,14 +41,9 @@ Result<HelperChild> StartUserHelper(const protocol::UserIdentity& who, bool chan
     const int answer_fd = fds[0];
     if (answer_fd != kHelperAnswerFd) ::_exit(1);
     std::vector<int> kept(fds.begin() + 1, fds.end());
-    Result<std::string> result = Error(ErrorCode::kInternal, "not run");
-    int err =
+    const int err =
         DropIdentity(change, who.uid, who.gid, groups.data(), static_cast<int>(groups.size()));
-    if (err != 0) {
-      result = SwitchUserError(who.user, err);
-    } else {
-      result = body(kept);
-    }
+    const Result<std::string> result = err == 0 ? body(kept) : SwitchUserError(who.user, err);
     (void)protocol::WriteAllToFile(answer_fd, EncodeAnswer(result));
     ::_exit(0);
   }

@@ -60,7 +60,7 @@ TEST(RootFlagsTest, TheTableKnowsEveryFlagWithItsArity) {
   for (const auto& [name, takes_value] : broker::DaemonFlagArities())
     cli11[name] = takes_value;
   std::map<std::string, bool> ours;
-  for (const FlagArity& flag : DaemonFlagArities())
+  for (const FlagRow& flag : FlagTable())
     ours[std::string(flag.name)] = flag.takes_value;
   EXPECT_EQ(ours, cli11);
   EXPECT_GT(ours.size(), 20u);
