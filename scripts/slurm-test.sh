@@ -8,6 +8,9 @@
 # Skips (exit 0, saying why) when not root or when apt-get cannot install
 # Debian's slurmctld slurmd slurm-client munge. Bounded: each step has its
 # own timeout and the whole run is killed after SLURM_TEST_TIMEOUT (300 s).
+#
+#   scripts/slurm-test.sh [--install-only]   (only the packages: test.sh
+#                                            fetches them while it builds)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -44,6 +47,7 @@ if ((${#missing[@]})); then
   fi
   rm -f "$apt_log"
 fi
+[ "${1:-}" != --install-only ] || exit 0
 
 build_dir=${HPCB_BUILD_DIR:-build}  # another build tree's dispatch
 dispatch_bin="$repo/$build_dir/bin/dispatch"

@@ -2,10 +2,11 @@
 # The whole test suite: installs build dependencies, builds, checks format,
 # runs every test through ctest while clang-tidy and the sanitizer build run
 # beside it at idle priority, checks the root side's line budget
-# (scripts/root-size.sh) and the Slurm backend, the real-kernel checks in a
-# qemu guest (scripts/vm-test.sh), then the unit and end-to-end tests again
-# under ASan and UBSan with each libFuzzer target beside them for a bounded
-# time (FUZZ_SECONDS, default 15).
+# (scripts/root-size.sh), the real-kernel checks in a qemu guest
+# (scripts/vm-test.sh), then the unit and end-to-end tests again under ASan
+# and UBSan with the Slurm backend's check (scripts/slurm-test.sh) and each
+# libFuzzer target beside them, the fuzzers for a bounded time
+# (FUZZ_SECONDS, default 15).
 #
 #   scripts/test.sh          the whole suite (CI runs this)
 #   scripts/test.sh --fast   build, format, clang-tidy on the sources changed
@@ -21,8 +22,25 @@ cd "$(dirname "$0")/.."
 start=$SECONDS
 at() { echo "test.sh: $* at $((SECONDS - start)) s"; }  # where the time went
 scripts/install-deps.sh
+# What the Slurm check and the qemu guest fetch from the archive (Slurm's
+# packages, qemu, a kernel) comes while the build runs: it is network and
+# disk, the build is CPU. Best effort: each step checks again for itself.
+fetch_log=$(mktemp)
+if [ "${1:-}" != --fast ] && [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+  setsid -w bash -c 'scripts/slurm-test.sh --install-only && tests/vm/setup.sh' >"$fetch_log" 2>&1 &
+  fetch_pid=$!
+  trap 'kill -- "-$fetch_pid" 2>/dev/null || true; rm -f "$fetch_log"' EXIT
+fi
 scripts/build.sh
 at "built"
+if [ -n "${fetch_pid:-}" ]; then
+  if ! wait "$fetch_pid"; then
+    tail -n 20 "$fetch_log"
+    echo "test.sh: fetching Slurm's packages or the guest's parts failed; their steps try again"
+  fi
+  at "fetched"
+fi
+rm -f "$fetch_log"
 if [ "${1:-}" = --fast ]; then
   scripts/lint.sh format
   scripts/lint.sh tidy-changed
@@ -38,8 +56,8 @@ at "format checked"
 # kills and restarts. So both run beside the tests at idle priority
 # (SCHED_IDLE, and the idle I/O class where the disk's scheduler has one),
 # each in a session of its own with its own log, and take only what the
-# tests leave. Their results are waited for
-# before the qemu guest, which wants the whole machine.
+# tests leave. The sanitizer build is waited for before the qemu guest;
+# clang-tidy goes on beside the guest if it must, and is waited for last.
 side_logs=$(mktemp -d)
 side_jobs=()
 stop_side_jobs() {  # on exit: stops what still runs, shows its log on a failure
@@ -54,11 +72,16 @@ stop_side_jobs() {  # on exit: stops what still runs, shows its log on a failure
   rm -rf "$side_logs"
 }
 trap stop_side_jobs EXIT
-beside_tests() {  # NAME COMMAND...: runs COMMAND at idle priority in the background
+in_session() {  # NAME COMMAND...: runs COMMAND in the background, in a session of its own
   local name=$1
   shift
-  setsid -w chrt --idle 0 ionice -c 3 "$@" >"$side_logs/$name.log" 2>&1 &
+  setsid -w "$@" >"$side_logs/$name.log" 2>&1 &
   side_jobs+=($!)
+}
+beside_tests() {  # NAME COMMAND...: the same at idle priority
+  local name=$1
+  shift
+  in_session "$name" chrt --idle 0 ionice -c 3 "$@"
 }
 signal_side_jobs() {  # STOP|CONT: pauses or resumes every side job, whole
   # By session, not process group: ninja starts each compiler in a group
@@ -117,21 +140,25 @@ ctest --test-dir build --output-on-failure --timeout 300 -j2 -LE 'scale|hostile'
 at "other ctest tiers passed"
 # After the tests, so that an overrun does not hide their results.
 scripts/root-size.sh build  # the root side's code lines against scripts/root-budget
-scripts/slurm-test.sh  # dispatch's Slurm backend against a one-node cluster it starts (skips unless root with apt)
-wait_beside tidy "$tidy_pid"
 wait_beside sanitizer-build "$sanitizer_build_pid"
-side_jobs=()
 
 # Real-kernel checks (cgroup v2 limits, NUMA placement, systemd unit) in a
-# qemu guest, ~5 min under TCG, bounded by VM_TIMEOUT (600 s). As root with
+# qemu guest, ~3 min under TCG, bounded by VM_TIMEOUT (600 s). As root with
 # apt (CI) qemu and the kernel can be had, so not getting them is a failure.
+# clang-tidy, if it has not ended, goes on beside it at idle priority: it
+# takes only what the guest's cpus leave.
 if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then export VM_REQUIRED=${VM_REQUIRED:-1}; fi
 scripts/vm-test.sh
 at "qemu guest passed"
 
-# The three fuzzers run beside the sanitizer tiers, at idle priority like
-# the side jobs above: each for FUZZ_SECONDS of wall time, on what the
-# tests (mostly waiting on daemons) leave of the CPU.
+# The unit and e2e tiers again in the sanitizer build. Beside them: the
+# Slurm check (dispatch's Slurm backend against a one-node cluster it
+# starts; skips unless root with apt), at normal priority since its steps
+# have timeouts, and the three fuzzers at idle priority, each for
+# FUZZ_SECONDS of wall time on what the tests (mostly waiting on daemons)
+# leave of the CPU.
+in_session slurm scripts/slurm-test.sh
+slurm_pid=$!
 seconds="${FUZZ_SECONDS:-15}"
 fuzz_dir=$(mktemp -d)
 fuzzers=(decode text state)
@@ -154,8 +181,10 @@ for i in "${!fuzzers[@]}"; do
   if ((rc != 0)); then tail -n 60 "$log"; fuzz_failed=1; else tail -n 4 "$log"; fi
   rm -f "$log"
 done
-side_jobs=()
 rm -rf "$fuzz_dir"
 ((fuzz_failed == 0)) || { echo "test.sh: a fuzzer crashed" >&2; exit 1; }
 echo "fuzzers: no crash"
+wait_beside slurm "$slurm_pid"
+wait_beside tidy "$tidy_pid"
+side_jobs=()
 echo "test.sh: ok in $((SECONDS - start)) s"
