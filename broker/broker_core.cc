@@ -1246,7 +1246,7 @@ void BrokerCore::ApplyRetention() {
   if (!RetentionDue()) return;
   for (std::uint64_t id : RetentionVictims(jobs_, options_.keep_finished)) {
     JobRecord& job = jobs_.at(id);
-    if (job.phase != JobPhase::kIdle) continue;  // its forget is under way
+    if (job.phase != JobPhase::kIdle) continue;  // a call for it (its forget) is under way
     if (job.on_executor) {
       ForgetOnExecutor(id);
       job.phase = JobPhase::kForgetting;  // OnRetentionForget drops it

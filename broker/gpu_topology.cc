@@ -9,6 +9,8 @@
 #include <tuple>
 #include <utility>
 
+#include "common/units.h"
+
 namespace hpcb::broker {
 namespace {
 
@@ -32,18 +34,6 @@ std::optional<int> GpuToken(std::string_view token) {
   std::string_view digits = token.substr(3);
   if (!AllDigits(digits) || digits.size() > 6) return std::nullopt;
   return std::stoi(std::string(digits));
-}
-
-std::vector<std::string_view> Lines(std::string_view text) {
-  std::vector<std::string_view> lines;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    lines.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return lines;
 }
 
 int NvLanes(std::string_view label) {
@@ -167,7 +157,7 @@ std::vector<std::vector<int>> Pools(const GpuInfo& info, const std::vector<int>&
 
 std::vector<int> ParseGpuList(std::string_view text) {
   std::vector<int> ids;
-  for (std::string_view line : Lines(text)) {
+  for (std::string_view line : SplitLines(text)) {
     if (line.substr(0, 4) != "GPU ") continue;
     std::size_t colon = line.find(':');
     if (colon == std::string_view::npos) continue;
@@ -199,7 +189,7 @@ void ParseTopology(std::string_view raw, GpuInfo& info) {
   std::string text = StripAnsi(raw);
   std::vector<std::string> columns;
   bool have_header = false;
-  for (std::string_view line : Lines(text)) {
+  for (std::string_view line : SplitLines(text)) {
     if (line.empty()) continue;
     bool indented = line[0] == ' ' || line[0] == '\t';
     std::vector<std::string> tokens = Tokens(line);
