@@ -219,7 +219,7 @@ TEST(PolicyTest, StrictWithoutAnyReleaseNeverBackfills) {
   EXPECT_THAT(harness.Pass(), IsEmpty());
 }
 
-JobDemand Exclusive(int cpu) {
+JobDemand ExclusiveDemand(int cpu) {
   JobDemand demand = Cpu(cpu);
   demand.exclusive = true;
   return demand;
@@ -271,7 +271,7 @@ TEST_P(SmtPolicyTest, FourWaySmtWithExclusive) {
   harness.Submit(2, Cpu(5));         // both cores of node 1
   harness.Submit(3, Cpu(1));         // node 0's other core
   harness.Submit(4, Cpu(1));         // nothing left: waits
-  harness.Submit(5, Exclusive(16));  // the whole machine
+  harness.Submit(5, ExclusiveDemand(16));  // the whole machine
   harness.Submit(6, Cpu(2));
   EXPECT_THAT(harness.Pass(), ElementsAre(1, 2, 3));
   EXPECT_THAT(harness.PlacementOf(1).cpus, ElementsAre(0, 4, 8, 12));

@@ -26,9 +26,9 @@
 namespace hpcb::broker {
 namespace {
 
-using testing::TempDir;
+using hpcb::testing::TempDir;
 
-JobRecord Job(std::uint64_t id, JobState state = JobState::kQueued) {
+JobRecord MakeJob(std::uint64_t id, JobState state = JobState::kQueued) {
   JobRecord job;
   job.id = id;
   job.user = "alice";
@@ -73,16 +73,16 @@ TEST(QueueJournalTest, ReloadsAfterAppends) {
   TempDir dir;
   QueueStore store(dir.path());
   EXPECT_TRUE(store.WantsCompaction());
-  const JobRecord seven = Job(7);
+  const JobRecord seven = MakeJob(7);
   EXPECT_FALSE(store.Append(8, {{7, &seven}}, true));  // refused before the first Save
-  ASSERT_TRUE(store.Save(Queue(8, {Job(7)})));
+  ASSERT_TRUE(store.Save(Queue(8, {MakeJob(7)})));
   EXPECT_FALSE(store.WantsCompaction());
 
-  const JobRecord running = Job(7, JobState::kRunning);
-  const JobRecord eight = Job(8);
+  const JobRecord running = MakeJob(7, JobState::kRunning);
+  const JobRecord eight = MakeJob(8);
   ASSERT_TRUE(store.Append(9, {{7, &running}, {8, &eight}}, true));
   ASSERT_TRUE(store.Append(10, {{9, nullptr}}, true));  // id 9 handed out, never a job
-  const JobRecord done = Job(7, JobState::kDone);
+  const JobRecord done = MakeJob(7, JobState::kDone);
   ASSERT_TRUE(store.Append(10, {{7, &done}}, true));
   ASSERT_TRUE(store.Append(10, {{7, nullptr}}, true));
 
@@ -102,16 +102,16 @@ TEST(QueueJournalTest, ReloadsAfterCompaction) {
   TempDir dir;
   QueueStore store(dir.path());
   ASSERT_TRUE(store.Save(Queue(1, {})));
-  const JobRecord one = Job(1);
-  const JobRecord two = Job(2);
+  const JobRecord one = MakeJob(1);
+  const JobRecord two = MakeJob(2);
   ASSERT_TRUE(store.Append(3, {{1, &one}, {2, &two}}, true));
   EXPECT_GT(store.journal_bytes(), 0u);
-  ASSERT_TRUE(store.Save(Queue(3, {Job(1, JobState::kRunning), Job(2)})));
+  ASSERT_TRUE(store.Save(Queue(3, {MakeJob(1, JobState::kRunning), MakeJob(2)})));
   EXPECT_EQ(store.journal_bytes(), 0u);
   EXPECT_EQ(ReadFile(store.journal_path()), "");
   EXPECT_FALSE(std::filesystem::exists(store.path() + ".tmp"));
   EXPECT_FALSE(std::filesystem::exists(store.journal_path() + ".tmp"));
-  const JobRecord three = Job(3);
+  const JobRecord three = MakeJob(3);
   ASSERT_TRUE(store.Append(4, {{3, &three}}, true));
 
   Result<QueueFile> loaded = QueueStore(dir.path()).Load();
@@ -126,9 +126,9 @@ TEST(QueueJournalTest, TornLastLineIsIgnored) {
   TempDir dir;
   QueueStore store(dir.path());
   ASSERT_TRUE(store.Save(Queue(1, {})));
-  const JobRecord one = Job(1);
+  const JobRecord one = MakeJob(1);
   ASSERT_TRUE(store.Append(2, {{1, &one}}, true));
-  const JobRecord two = Job(2);
+  const JobRecord two = MakeJob(2);
   const std::string line = JournalLine(99, 3, {2, &two});
   WriteFile(store.journal_path(), line.substr(0, line.size() / 2), /*append=*/true);
 
@@ -148,7 +148,7 @@ TEST(QueueJournalTest, ZeroFilledTailIsTorn) {
   TempDir dir;
   QueueStore store(dir.path());
   ASSERT_TRUE(store.Save(Queue(1, {})));
-  const JobRecord one = Job(1);
+  const JobRecord one = MakeJob(1);
   ASSERT_TRUE(store.Append(2, {{1, &one}}, true));
   WriteFile(store.journal_path(), std::string(4096, '\0'), /*append=*/true);
   Result<QueueFile> loaded = QueueStore(dir.path()).Load();
@@ -160,11 +160,11 @@ TEST(QueueJournalTest, CorruptMiddleLineKeepsWhatCameBeforeAndMovesTheJournalAsi
   TempDir dir;
   QueueStore store(dir.path());
   ASSERT_TRUE(store.Save(Queue(1, {})));
-  const JobRecord one = Job(1);
+  const JobRecord one = MakeJob(1);
   ASSERT_TRUE(store.Append(2, {{1, &one}}, true));
   WriteFile(store.journal_path(), "{\"seq\":2,\"next_id\":41,\"job\":[{\"id\": 40\n",
             /*append=*/true);
-  const JobRecord two = Job(2);
+  const JobRecord two = MakeJob(2);
   WriteFile(store.journal_path(), JournalLine(3, 3, {2, &two}), /*append=*/true);
 
   Result<QueueFile> loaded = QueueStore(dir.path()).Load();
@@ -179,7 +179,7 @@ TEST(QueueJournalTest, CorruptSnapshotIsMovedAsideWithItsJournal) {
   TempDir dir;
   QueueStore store(dir.path());
   ASSERT_TRUE(store.Save(Queue(1, {})));
-  const JobRecord five = Job(5);
+  const JobRecord five = MakeJob(5);
   ASSERT_TRUE(store.Append(6, {{5, &five}}, true));
   WriteFile(store.path(), "{\"next_id\": 12, \"jobs\": [{\"id\": 3, \"user\": ");
   Result<QueueFile> loaded = QueueStore(dir.path()).Load();
@@ -197,15 +197,15 @@ TEST(QueueJournalTest, CrashBetweenSnapshotRenameAndJournalResetReplaysIdempoten
   TempDir dir;
   QueueStore store(dir.path());
   ASSERT_TRUE(store.Save(Queue(1, {})));
-  const JobRecord one = Job(1);
-  const JobRecord two = Job(2);
-  const JobRecord one_running = Job(1, JobState::kRunning);
+  const JobRecord one = MakeJob(1);
+  const JobRecord two = MakeJob(2);
+  const JobRecord one_running = MakeJob(1, JobState::kRunning);
   ASSERT_TRUE(store.Append(3, {{1, &one}, {2, &two}}, true));
   ASSERT_TRUE(store.Append(3, {{1, &one_running}}, true));
   const std::string old_journal = ReadFile(store.journal_path());
   // Since then job 1 finished and job 2 was removed; the compaction
   // writes that state, and the crash "undoes" the journal reset.
-  ASSERT_TRUE(store.Save(Queue(3, {Job(1, JobState::kDone)})));
+  ASSERT_TRUE(store.Save(Queue(3, {MakeJob(1, JobState::kDone)})));
   WriteFile(store.journal_path(), old_journal);
 
   for (int round = 0; round < 2; ++round) {
@@ -221,8 +221,8 @@ TEST(QueueJournalTest, CrashBetweenSnapshotRenameAndJournalResetReplaysIdempoten
   }
   QueueStore reopened(dir.path());
   ASSERT_TRUE(reopened.Load());
-  ASSERT_TRUE(reopened.Save(Queue(3, {Job(1, JobState::kDone)})));
-  const JobRecord three = Job(3);
+  ASSERT_TRUE(reopened.Save(Queue(3, {MakeJob(1, JobState::kDone)})));
+  const JobRecord three = MakeJob(3);
   ASSERT_TRUE(reopened.Append(4, {{3, &three}}, true));
   Result<QueueFile> loaded = QueueStore(dir.path()).Load();
   ASSERT_TRUE(loaded) << loaded.error().message();
@@ -236,7 +236,7 @@ TEST(QueueJournalTest, CompactionAfterAFailedAppendCoversItsLines) {
   TempDir dir;
   QueueStore store(dir.path());
   ASSERT_TRUE(store.Save(Queue(1, {})));
-  const JobRecord one = Job(1);
+  const JobRecord one = MakeJob(1);
   ASSERT_TRUE(store.Append(2, {{1, &one}}, true));
   const std::string journal = ReadFile(store.journal_path());
   ASSERT_TRUE(store.Save(Queue(2, {})));  // job 1 removed since
@@ -254,7 +254,7 @@ TEST(QueueJournalTest, IdsAreNeverReused) {
     ASSERT_TRUE(store.Save(Queue(40, {})));
     // Job 40 was handed out and failed registration; 41 ran and was
     // dropped by retention.
-    const JobRecord job41 = Job(41, JobState::kDone);
+    const JobRecord job41 = MakeJob(41, JobState::kDone);
     ASSERT_TRUE(store.Append(41, {{40, nullptr}}, true));
     ASSERT_TRUE(store.Append(42, {{41, &job41}}, true));
     ASSERT_TRUE(store.Append(42, {{41, nullptr}}, true));
@@ -274,7 +274,7 @@ TEST(QueueJournalTest, IdsAreNeverReused) {
 TEST(QueueJournalTest, QueueJsonFromBeforeTheJournalLoads) {
   TempDir dir;
   QueueStore store(dir.path());
-  WriteFile(store.path(), "{\"next_id\": 5, \"jobs\": [" + protocol::Encode(Job(3)) + "]}\n");
+  WriteFile(store.path(), "{\"next_id\": 5, \"jobs\": [" + protocol::Encode(MakeJob(3)) + "]}\n");
   Result<QueueFile> loaded = store.Load();
   ASSERT_TRUE(loaded) << loaded.error().message();
   EXPECT_EQ(States(*loaded), (std::map<std::uint64_t, JobState>{{3, JobState::kQueued}}));
@@ -288,7 +288,7 @@ TEST(QueueJournalTest, CompactionIsAskedForOnceTheJournalOutgrowsTheSnapshot) {
   TempDir dir;
   QueueStore store(dir.path());
   ASSERT_TRUE(store.Save(Queue(1, {})));
-  JobRecord job = Job(1);
+  JobRecord job = MakeJob(1);
   job.argv = {std::string(4096, 'x')};
   std::size_t appends = 0;
   while (!store.WantsCompaction()) {

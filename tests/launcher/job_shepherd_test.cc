@@ -102,7 +102,7 @@ std::string SignalLines(const std::string& status) {
   return lines;
 }
 
-void CatchNothing(int /*sig*/) {}
+void IgnoreTheSignal(int /*sig*/) {}
 
 // While it lives, this process ignores SIGHUP and SIGINT (as a daemon
 // started by nohup or from a script's background job would), catches
@@ -122,7 +122,7 @@ class NonDefaultSignals {
  private:
   testing::ScopedDisposition hup_{SIGHUP, SIG_IGN};
   testing::ScopedDisposition int_{SIGINT, SIG_IGN};
-  testing::ScopedDisposition usr1_{SIGUSR1, CatchNothing};
+  testing::ScopedDisposition usr1_{SIGUSR1, IgnoreTheSignal};
   sigset_t old_mask_{};
 };
 

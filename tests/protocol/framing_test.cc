@@ -12,9 +12,9 @@
 namespace hpcb::protocol {
 namespace {
 
-struct Pair {
+struct SocketPair {
   UniqueFd a, b;
-  explicit Pair(int type) {
+  explicit SocketPair(int type) {
     int fds[2];
     EXPECT_EQ(::socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, fds), 0);
     a.reset(fds[0]);
@@ -45,7 +45,7 @@ TEST(FrameDecoderTest, OversizedLengthIsRefusedBeforeBuffering) {
 }
 
 TEST(StreamFrameTest, ReadFrameSeesEofAndTruncation) {
-  Pair pair(SOCK_STREAM);
+  SocketPair pair(SOCK_STREAM);
   ASSERT_TRUE(WriteFrame(pair.a.get(), "abc"));
   ASSERT_TRUE(WriteAll(pair.a.get(), std::string("\x05\x00\x00\x00xy", 6)));
   pair.a.reset();
@@ -57,7 +57,7 @@ TEST(StreamFrameTest, ReadFrameSeesEofAndTruncation) {
 }
 
 TEST(StreamFrameTest, CleanEofIsNotAnError) {
-  Pair pair(SOCK_STREAM);
+  SocketPair pair(SOCK_STREAM);
   pair.a.reset();
   auto eof = ReadFrame(pair.b.get(), 100);
   ASSERT_TRUE(eof);
@@ -65,7 +65,7 @@ TEST(StreamFrameTest, CleanEofIsNotAnError) {
 }
 
 TEST(SeqPacketTest, LargeMessagesAreSplitAndReassembled) {
-  Pair pair(SOCK_SEQPACKET);
+  SocketPair pair(SOCK_SEQPACKET);
   std::string big(300 * 1024, 'q');
   big[12345] = 'z';
 
@@ -79,7 +79,7 @@ TEST(SeqPacketTest, LargeMessagesAreSplitAndReassembled) {
 }
 
 TEST(SeqPacketTest, OversizedMessageIsRefused) {
-  Pair pair(SOCK_SEQPACKET);
+  SocketPair pair(SOCK_SEQPACKET);
   std::thread sender([&] { EXPECT_TRUE(SendMessage(pair.a.get(), std::string(200 * 1024, 'q'))); });
 
   auto got = ReceiveMessage(pair.b.get(), 100 * 1024);
@@ -90,7 +90,7 @@ TEST(SeqPacketTest, OversizedMessageIsRefused) {
 }
 
 TEST(SeqPacketTest, PassesDescriptors) {
-  Pair pair(SOCK_SEQPACKET);
+  SocketPair pair(SOCK_SEQPACKET);
   int pipe_fds[2];
   ASSERT_EQ(::pipe2(pipe_fds, O_CLOEXEC), 0);
   UniqueFd read_end(pipe_fds[0]), write_end(pipe_fds[1]);
@@ -107,7 +107,7 @@ TEST(SeqPacketTest, PassesDescriptors) {
 }
 
 TEST(SeqPacketTest, PacketWithoutFlagByteIsMalformed) {
-  Pair pair(SOCK_SEQPACKET);
+  SocketPair pair(SOCK_SEQPACKET);
   ASSERT_EQ(::send(pair.a.get(), "xyz", 3, 0), 3);
 
   auto got = ReceiveMessage(pair.b.get());
@@ -117,7 +117,7 @@ TEST(SeqPacketTest, PacketWithoutFlagByteIsMalformed) {
 }
 
 TEST(SeqPacketTest, PeerGoneIsUnavailable) {
-  Pair pair(SOCK_SEQPACKET);
+  SocketPair pair(SOCK_SEQPACKET);
   pair.a.reset();
   auto got = ReceiveMessage(pair.b.get());
   ASSERT_FALSE(got);
@@ -125,7 +125,7 @@ TEST(SeqPacketTest, PeerGoneIsUnavailable) {
 }
 
 TEST(PeerCredentialsTest, ReportsOurOwnUid) {
-  Pair pair(SOCK_STREAM);
+  SocketPair pair(SOCK_STREAM);
   auto cred = PeerCredentials(pair.a.get());
   ASSERT_TRUE(cred);
   EXPECT_EQ(cred->uid, ::getuid());

@@ -6,7 +6,7 @@
 namespace hpcb::protocol {
 namespace {
 
-SubmitRequest ValidSubmit() {
+SubmitRequest MinimalSubmit() {
   SubmitRequest r;
   r.argv = {"echo"};
   r.cwd = "/tmp";
@@ -14,7 +14,7 @@ SubmitRequest ValidSubmit() {
 }
 
 TEST(SubmitValidateTest, RefusesEmptyCommand) {
-  SubmitRequest r = ValidSubmit();
+  SubmitRequest r = MinimalSubmit();
   r.argv.clear();
   EXPECT_EQ(r.Validate().error().message(), "no command given");
 }
@@ -23,17 +23,17 @@ TEST(SubmitValidateTest, RefusesEmptyCommand) {
 // lines: nothing in it may pass for something else there.
 TEST(SubmitValidateTest, TheUserNameIsOneAsAccountsAreNamed) {
   for (const char* good : {"alice", "a.b-c_d", "svc@realm", "machine$", "uid1000"}) {
-    SubmitRequest r = ValidSubmit();
+    SubmitRequest r = MinimalSubmit();
     r.user = good;
     EXPECT_TRUE(r.Validate()) << good;
   }
   for (const char* bad : {"al ice", "bob\nERROR forged", "-rf", "../x", "a$b", "x\x1b[31m"}) {
-    SubmitRequest r = ValidSubmit();
+    SubmitRequest r = MinimalSubmit();
     r.user = bad;
     ASSERT_FALSE(r.Validate()) << bad;
     EXPECT_EQ(r.Validate().error().message(), "the submitter's user name is not one");
   }
-  SubmitRequest r = ValidSubmit();
+  SubmitRequest r = MinimalSubmit();
   r.user = std::string(65, 'a');
   EXPECT_FALSE(r.Validate());
   r.user = "alice";
@@ -42,31 +42,31 @@ TEST(SubmitValidateTest, TheUserNameIsOneAsAccountsAreNamed) {
 }
 
 TEST(SubmitValidateTest, RefusesRelativeCwdAndOutput) {
-  SubmitRequest r = ValidSubmit();
+  SubmitRequest r = MinimalSubmit();
   r.cwd = "tmp";
   EXPECT_EQ(r.Validate().error().message(), "cwd must be absolute");
-  r = ValidSubmit();
+  r = MinimalSubmit();
   r.output = "out.log";
   EXPECT_EQ(r.Validate().error().message(), "output path must be absolute");
 }
 
 TEST(SubmitValidateTest, RefusesOversizedEnvironment) {
-  SubmitRequest r = ValidSubmit();
+  SubmitRequest r = MinimalSubmit();
   r.env["BIG"] = std::string(300 * 1024, 'x');
   EXPECT_NE(r.Validate().error().message().find("environment is too large"), std::string::npos);
 }
 
 TEST(SubmitValidateTest, RefusesBadEnvNamesAndNul) {
-  SubmitRequest r = ValidSubmit();
+  SubmitRequest r = MinimalSubmit();
   r.env["1FOO"] = "x";
   EXPECT_FALSE(r.Validate());
-  r = ValidSubmit();
+  r = MinimalSubmit();
   r.argv = {"echo", std::string("a\0b", 3)};
   EXPECT_FALSE(r.Validate());
 }
 
 TEST(SubmitValidateTest, RefusesAMemoryBudgetTooSmallToRunAnything) {
-  SubmitRequest r = ValidSubmit();
+  SubmitRequest r = MinimalSubmit();
   r.max_mem_gb = 1e-300;  // rounds to zero bytes on the root side
   ASSERT_FALSE(r.Validate());
   EXPECT_EQ(r.Validate().error().message(), "--max-mem must be at least 0.001 (GiB)");
@@ -75,13 +75,13 @@ TEST(SubmitValidateTest, RefusesAMemoryBudgetTooSmallToRunAnything) {
 }
 
 TEST(SubmitValidateTest, RefusesNonPositiveResourcesAndUnknownLinks) {
-  SubmitRequest r = ValidSubmit();
+  SubmitRequest r = MinimalSubmit();
   r.max_time_s = 0;
   EXPECT_EQ(r.Validate().error().message(), "resource requests must be positive");
-  r = ValidSubmit();
+  r = MinimalSubmit();
   r.max_mem_gb = -1;
   EXPECT_FALSE(r.Validate());
-  r = ValidSubmit();
+  r = MinimalSubmit();
   r.min_gpu_link = "SYS";
   EXPECT_NE(r.Validate().error().message().find("--gpu-link"), std::string::npos);
   r.min_gpu_link = "NV";
@@ -89,7 +89,7 @@ TEST(SubmitValidateTest, RefusesNonPositiveResourcesAndUnknownLinks) {
 }
 
 TEST(SubmitValidateTest, RefusesBadDependencies) {
-  SubmitRequest r = ValidSubmit();
+  SubmitRequest r = MinimalSubmit();
   r.after = {3, 0};
   EXPECT_EQ(r.Validate().error().message(), "--after: job ids start at 1");
   r.after.assign(kMaxDependencies + 1, 7);
@@ -110,7 +110,7 @@ TEST(ClientMessagesTest, ListNamesAtMostSoManyIds) {
 }
 
 TEST(ClientMessagesTest, DependenciesTravelInTheSubmission) {
-  SubmitRequest r = ValidSubmit();
+  SubmitRequest r = MinimalSubmit();
   r.after = {4, 9};
   r.after_any = true;
   Result<SubmitRequest> back = Decode<SubmitRequest>(Encode(r));
@@ -214,7 +214,7 @@ TEST(ExecutorMessagesTest, ErrorsCrossWithTheirCode) {
 TEST(ExecutorMessagesTest, StringsWithANulAreRefused) {
   // A submission whose second word is `word`, spelled as JSON.
   auto with_word = [](const std::string& word) {
-    std::string text = Encode(ValidSubmit());
+    std::string text = Encode(MinimalSubmit());
     const std::string argv = R"("argv":["echo"])";
     text.replace(text.find(argv), argv.size(), R"("argv":["echo",")" + word + R"("])");
     return text;

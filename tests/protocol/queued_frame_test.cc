@@ -10,8 +10,8 @@
 namespace hpcb::protocol {
 namespace {
 
-struct Pair {
-  Pair() {
+struct StreamPair {
+  StreamPair() {
     int fds[2];
     EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
     server.reset(fds[0]);
@@ -21,7 +21,7 @@ struct Pair {
 };
 
 TEST(QueuedFrameTest, PeekLeavesTheFrameForTheTaker) {
-  Pair p;
+  StreamPair p;
   ASSERT_TRUE(WriteFrame(p.client.get(), R"({"cmd":"new"})"));
   auto peeked = PeekQueuedFrame(p.server.get());
   ASSERT_TRUE(peeked && *peeked);
@@ -34,7 +34,7 @@ TEST(QueuedFrameTest, PeekLeavesTheFrameForTheTaker) {
 }
 
 TEST(QueuedFrameTest, HalfAFrameIsNotYetAndNeverBlocks) {
-  Pair p;
+  StreamPair p;
   auto empty = PeekQueuedFrame(p.server.get());
   ASSERT_TRUE(empty);
   EXPECT_FALSE(*empty);
@@ -51,7 +51,7 @@ TEST(QueuedFrameTest, HalfAFrameIsNotYetAndNeverBlocks) {
 }
 
 TEST(QueuedFrameTest, TheLargestRequestFitsTheSocketQueueWhole) {
-  Pair p;
+  StreamPair p;
   std::string big(kMaxRequestFrame, 'x');
   ASSERT_TRUE(WriteFrame(p.client.get(), big));  // would block if it did not fit
   auto peeked = PeekQueuedFrame(p.server.get());
@@ -60,13 +60,13 @@ TEST(QueuedFrameTest, TheLargestRequestFitsTheSocketQueueWhole) {
 }
 
 TEST(QueuedFrameTest, OversizedLengthAndClosedPeerAreErrors) {
-  Pair p;
+  StreamPair p;
   ASSERT_TRUE(WriteAll(p.client.get(), std::string("\xff\xff\xff\x7f", 4)));
   auto big = PeekQueuedFrame(p.server.get());
   ASSERT_FALSE(big);
   EXPECT_NE(big.error().message().find("exceeds"), std::string::npos);
   EXPECT_FALSE(TakeQueuedFrame(p.server.get()));
-  Pair q;
+  StreamPair q;
   q.client.reset();
   auto closed = PeekQueuedFrame(q.server.get());
   ASSERT_FALSE(closed);
@@ -74,7 +74,7 @@ TEST(QueuedFrameTest, OversizedLengthAndClosedPeerAreErrors) {
 }
 
 TEST(QueuedFrameTest, DiscardDropsAtMostTheLimit) {
-  Pair p;
+  StreamPair p;
   ASSERT_TRUE(WriteAll(p.client.get(), "0123456789"));
   DiscardQueued(p.server.get(), 4);
   char rest[16];

@@ -22,7 +22,7 @@ namespace {
 
 using Words = std::vector<std::string>;
 
-struct Outcome {
+struct SlurmOutcome {
   int code;
   std::string out;
   std::string err;
@@ -89,7 +89,7 @@ class SlurmDispatchTest : public ::testing::Test {
     EXPECT_EQ(std::system(command.c_str()), 0);
   }
 
-  Outcome Dispatch(const Words& args) {
+  SlurmOutcome Dispatch(const Words& args) {
     std::ostringstream out;
     std::ostringstream err;
     int code = RunDispatch(args, Io{out, err, false});
@@ -178,7 +178,7 @@ TEST_F(SlurmDispatchTest, NewBuildsTheSbatchCallFromTheCommandLine) {
   Say("sbatch.err", "sbatch: warning: a site warning\n");
   char cwd[4096];
   ASSERT_NE(::getcwd(cwd, sizeof cwd), nullptr);
-  Outcome run = Dispatch({"new", "--cpu", "4", "--max-mem", "16", "--max-time", "2h",
+  SlurmOutcome run = Dispatch({"new", "--cpu", "4", "--max-mem", "16", "--max-time", "2h",
                           "--numa-local-mem", "--exclusive", "--output", dir_, "--",
                           "OMP_NUM_THREADS=4", "./bench.sh", "--iterations", "10"});
   EXPECT_EQ(run.code, 0) << run.err;
@@ -203,7 +203,7 @@ TEST_F(SlurmDispatchTest, NewDefaultsToOutputInTheSubmitDirectory) {
   Say("sbatch.out", "9;cluster\n");
   char cwd[4096];
   ASSERT_NE(::getcwd(cwd, sizeof cwd), nullptr);
-  Outcome run = Dispatch({"new", "--max-time", "30s", "--", "true"});
+  SlurmOutcome run = Dispatch({"new", "--max-time", "30s", "--", "true"});
   EXPECT_EQ(run.code, 0) << run.err;
   EXPECT_EQ(run.out,
             "job 9 submitted to Slurm (1 cpu, max time 1m, Slurm's default memory)\n"
@@ -219,7 +219,7 @@ TEST_F(SlurmDispatchTest, NewDefaultsToOutputInTheSubmitDirectory) {
 
 TEST_F(SlurmDispatchTest, NoOutputAndEnv) {
   Say("sbatch.out", "10\n");
-  Outcome run = Dispatch({"new", "--no-output", "--env", "--", "true"});
+  SlurmOutcome run = Dispatch({"new", "--no-output", "--env", "--", "true"});
   EXPECT_EQ(run.code, 0) << run.err;
   EXPECT_EQ(run.out,
             "job 10 submitted to Slurm (1 cpu, the partition's default time limit, "
@@ -229,7 +229,7 @@ TEST_F(SlurmDispatchTest, NoOutputAndEnv) {
 }
 
 TEST_F(SlurmDispatchTest, UnmappableOptionsAreRefusedBeforeSbatchRuns) {
-  Outcome run = Dispatch({"new", "--gpu-cores", "2", "--gpu-link", "nv", "--", "./train"});
+  SlurmOutcome run = Dispatch({"new", "--gpu-cores", "2", "--gpu-link", "nv", "--", "./train"});
   EXPECT_EQ(run.code, 1);
   EXPECT_EQ(run.out, "");
   EXPECT_EQ(run.err.rfind("dispatch: --gpu-link cannot be mapped to Slurm: ", 0), 0u) << run.err;
@@ -253,7 +253,7 @@ TEST_F(SlurmDispatchTest, UnmappableOptionsAreRefusedBeforeSbatchRuns) {
 TEST_F(SlurmDispatchTest, WhatSbatchRefusesIsReported) {
   Say("sbatch.err", "sbatch: error: Batch job submission failed: Invalid generic resource\n");
   Say("sbatch.rc", "1");
-  Outcome run = Dispatch({"new", "--gpu-cores", "1", "--", "true"});
+  SlurmOutcome run = Dispatch({"new", "--gpu-cores", "1", "--", "true"});
   EXPECT_EQ(run.code, 1);
   EXPECT_EQ(run.err,
             "dispatch: Slurm refused the job: sbatch: error: Batch job submission "
@@ -262,7 +262,7 @@ TEST_F(SlurmDispatchTest, WhatSbatchRefusesIsReported) {
 
 TEST_F(SlurmDispatchTest, AMissingSlurmIsExplained) {
   ::setenv("HPC_BATCH_SLURM_BIN", "/nonexistent-slurm/bin", 1);
-  Outcome run = Dispatch({"list"});
+  SlurmOutcome run = Dispatch({"list"});
   EXPECT_EQ(run.code, 1);
   EXPECT_NE(run.err.find("cannot run /nonexistent-slurm/bin/squeue"), std::string::npos) << run.err;
   EXPECT_NE(run.err.find("HPC_BATCH_SLURM_BIN"), std::string::npos) << run.err;
@@ -275,7 +275,7 @@ TEST_F(SlurmDispatchTest, ListAsksSqueueForTheCallersJobs) {
                     sep + "OK" + sep + "0" + sep + "/home/alice/output.%j.log" + sep +
                     "./bench.sh\n";
   Say("squeue.out", row);
-  Outcome run = Dispatch({"list"});
+  SlurmOutcome run = Dispatch({"list"});
   EXPECT_EQ(run.code, 0) << run.err;
   EXPECT_EQ(run.out,
             "USER   ID  COMMAND     START  UPTIME             MAX-TIME  MEM  "
@@ -302,7 +302,7 @@ TEST_F(SlurmDispatchTest, ListAsksSqueueForTheCallersJobs) {
 TEST_F(SlurmDispatchTest, FinishedJobsNeedAccounting) {
   Say("sacct.err", "Slurm accounting storage is disabled\n");
   Say("sacct.rc", "1");
-  Outcome run = Dispatch({"list", "--finished"});
+  SlurmOutcome run = Dispatch({"list", "--finished"});
   EXPECT_EQ(run.code, 1);
   EXPECT_EQ(run.out, "");
   EXPECT_NE(run.err.find("finished jobs come from Slurm's job accounting, which this cluster "
@@ -325,7 +325,7 @@ TEST_F(SlurmDispatchTest, FinishedJobsComeFromSacct) {
                                "00:02:00", "1", "1G", "cpu=1", "0:0", "node1", "None", "sleep 9"}) +
                        record({"6", "alice", "FAILED", "2024-05-01T10:00:00", "00:00:05",
                                "00:02:00", "1", "1G", "cpu=1", "2:0", "node1", "None", "false"}));
-  Outcome run = Dispatch({"list", "--finished", "--json"});
+  SlurmOutcome run = Dispatch({"list", "--finished", "--json"});
   EXPECT_EQ(run.code, 0) << run.err;
   auto reply = protocol::Decode<protocol::ListReply>(run.out);
   ASSERT_TRUE(reply) << run.out;
@@ -341,7 +341,7 @@ TEST_F(SlurmDispatchTest, FinishedJobsComeFromSacct) {
 
 TEST_F(SlurmDispatchTest, KillCancelsAndSaysWhatHappened) {
   Say("show.out", Record("PENDING", "0:0", "(null)", "Priority"));
-  Outcome run = Dispatch({"kill", "5"});
+  SlurmOutcome run = Dispatch({"kill", "5"});
   EXPECT_EQ(run.code, 0) << run.err;
   EXPECT_EQ(run.out, "job 5 removed from the queue\n");
   EXPECT_EQ(Calls("scancel"), (Words{"5"}));
@@ -368,7 +368,7 @@ TEST_F(SlurmDispatchTest, KillCancelsAndSaysWhatHappened) {
 TEST_F(SlurmDispatchTest, UnknownJobs) {
   Say("scontrol.err", "slurm_load_jobs error: Invalid job id specified\n");
   Say("scontrol.rc", "1");
-  Outcome run = Dispatch({"kill", "77"});
+  SlurmOutcome run = Dispatch({"kill", "77"});
   EXPECT_EQ(run.code, 1);
   EXPECT_EQ(run.err.rfind("dispatch: no such job 77 (", 0), 0u) << run.err;
   EXPECT_TRUE(Calls("scancel").empty());
@@ -376,7 +376,7 @@ TEST_F(SlurmDispatchTest, UnknownJobs) {
 
 TEST_F(SlurmDispatchTest, MaxTimeGetSetAdd) {
   Say("show.out", Record("RUNNING"));
-  Outcome run = Dispatch({"job", "5", "max-time", "get"});
+  SlurmOutcome run = Dispatch({"job", "5", "max-time", "get"});
   EXPECT_EQ(run.code, 0) << run.err;
   EXPECT_EQ(run.out, "job 5 max-time 5m\n");
 
@@ -402,7 +402,7 @@ TEST_F(SlurmDispatchTest, MaxTimeRefusalsAreSlurms) {
             "echo 'Access/permission denied for job 5' >&2; exit 1\n",
             0755);
   Say("show.out", Record("RUNNING"));
-  Outcome run = Dispatch({"job", "5", "max-time", "add", "1h"});
+  SlurmOutcome run = Dispatch({"job", "5", "max-time", "add", "1h"});
   EXPECT_EQ(run.code, 1);
   EXPECT_EQ(run.err.rfind("dispatch: Slurm refused to change job 5's time limit: "
                           "Access/permission denied for job 5",
@@ -413,7 +413,7 @@ TEST_F(SlurmDispatchTest, MaxTimeRefusalsAreSlurms) {
 
 TEST_F(SlurmDispatchTest, WaitSaysHowTheJobEndedAsTheLocalBackendDoes) {
   Say("show.out", Record("FAILED", "3:0"));
-  Outcome run = Dispatch({"wait", "5"});
+  SlurmOutcome run = Dispatch({"wait", "5"});
   EXPECT_EQ(run.code, 3) << run.err;
   EXPECT_EQ(run.out, "");
   EXPECT_EQ(run.err, "job 5 finished: exit 3\n");
@@ -443,7 +443,7 @@ TEST_F(SlurmDispatchTest, WaitForSeveralJobsFailsIfAnyFailed) {
   std::string four = Record("RUNNING");
   four.replace(four.find("JobId=5"), 7, "JobId=4");
   Say("show.out", four + Record("COMPLETED") + six);
-  Outcome run = Dispatch({"wait", "5", "6"});
+  SlurmOutcome run = Dispatch({"wait", "5", "6"});
   EXPECT_EQ(run.code, 1);
   EXPECT_EQ(run.err, "job 5 finished: exit 0\njob 6 finished: exit 2\n");
   EXPECT_EQ(Calls("scontrol"), (Words{"show|job"}));
@@ -468,7 +468,7 @@ TEST_F(SlurmDispatchTest, ASacctJobCancelledWhileQueuedDidNotRun) {
                                "None assigned\x1f"
                                "None\x1f"
                                "sleep 60\n"));
-  Outcome run = Dispatch({"wait", "6"});
+  SlurmOutcome run = Dispatch({"wait", "6"});
   EXPECT_EQ(run.code, 1);
   EXPECT_EQ(run.err, "job 6 did not run: killed while queued\n");
 }
@@ -490,7 +490,7 @@ TEST_F(SlurmDispatchTest, WaitAsksSacctOnlyForJobsSlurmctldForgot) {
       "node1\x1f"
       "None\x1f"
       "true\n");
-  Outcome run = Dispatch({"wait", "5", "6"});
+  SlurmOutcome run = Dispatch({"wait", "5", "6"});
   EXPECT_EQ(run.code, 0) << run.err;
   EXPECT_EQ(Calls("scontrol"), (Words{"show|job"}));
   ASSERT_EQ(Calls("sacct").size(), 1u);
@@ -499,7 +499,7 @@ TEST_F(SlurmDispatchTest, WaitAsksSacctOnlyForJobsSlurmctldForgot) {
 
 TEST_F(SlurmDispatchTest, WaitTimeoutGivesUpWith124) {
   Say("show.out", Record("RUNNING"));
-  Outcome run = Dispatch({"wait", "--timeout", "1s", "5"});
+  SlurmOutcome run = Dispatch({"wait", "--timeout", "1s", "5"});
   EXPECT_EQ(run.code, 124);
   EXPECT_EQ(run.err, "dispatch: --timeout reached; still unfinished: job 5\n");
 }
@@ -513,7 +513,7 @@ TEST_F(SlurmDispatchTest, WaitRidesOutAControllerRestart) {
   ScriptShowJob();
   Say("show.1.err", kControllerDown);
   Say("show.2.out", Record("COMPLETED"));
-  Outcome run = Dispatch({"wait", "5"});
+  SlurmOutcome run = Dispatch({"wait", "5"});
   EXPECT_EQ(run.code, 0) << run.err;
   EXPECT_EQ(run.err, "job 5 finished: exit 0\n");
 }
@@ -521,7 +521,7 @@ TEST_F(SlurmDispatchTest, WaitRidesOutAControllerRestart) {
 TEST_F(SlurmDispatchTest, WaitTimeoutWithTheControllerDownGivesUpWith124) {
   ScriptShowJob();
   Say("show.1.err", kControllerDown);
-  Outcome run = Dispatch({"wait", "--timeout", "1s", "5"});
+  SlurmOutcome run = Dispatch({"wait", "--timeout", "1s", "5"});
   EXPECT_EQ(run.code, 124) << run.err;
   EXPECT_EQ(run.err, "dispatch: --timeout reached; still unfinished: job 5\n");
 }
@@ -529,7 +529,7 @@ TEST_F(SlurmDispatchTest, WaitTimeoutWithTheControllerDownGivesUpWith124) {
 TEST_F(SlurmDispatchTest, AJobWhoseDependencyFailedDidNotRun) {
   Say("show.out",
       Record("CANCELLED", "0:0", "(null)", "DependencyNeverSatisfied", "afterok:4(failed)"));
-  Outcome run = Dispatch({"wait", "5"});
+  SlurmOutcome run = Dispatch({"wait", "5"});
   EXPECT_EQ(run.code, 1);
   EXPECT_EQ(run.err,
             "job 5 did not run: its dependency afterok:4(failed) can "
@@ -541,7 +541,7 @@ TEST_F(SlurmDispatchTest, NewWaitStreamsTheOutputThenExitsAsWaitDoes) {
   Say("sbatch.out", "5\n");
   Say("show.out", Record("FAILED", "4:0"));
   Say("output.5.log", "hello\n");
-  Outcome run = Dispatch({"new", "--wait", "--output", dir_, "--", "true"});
+  SlurmOutcome run = Dispatch({"new", "--wait", "--output", dir_, "--", "true"});
   EXPECT_EQ(run.code, 4) << run.err;
   EXPECT_EQ(run.out, "hello\n");
   EXPECT_EQ(run.err,
@@ -562,7 +562,7 @@ TEST_F(SlurmDispatchTest, NewWaitStreamsTheOutputThenExitsAsWaitDoes) {
 
 TEST_F(SlurmDispatchTest, AfterBecomesASlurmDependency) {
   Say("sbatch.out", "7\n");
-  Outcome run = Dispatch({"new", "--no-output", "--after", "4,6", "--", "./next"});
+  SlurmOutcome run = Dispatch({"new", "--no-output", "--after", "4,6", "--", "./next"});
   EXPECT_EQ(run.code, 0) << run.err;
   run = Dispatch({"new", "--no-output", "--after-any", "4", "--", "./next"});
   EXPECT_EQ(run.code, 0) << run.err;
@@ -578,7 +578,7 @@ TEST_F(SlurmDispatchTest, APercentInTheOutputFolderIsShownAsItIs) {
   const std::string folder = dir_ + "/100%job";
   ASSERT_EQ(::mkdir(folder.c_str(), 0755), 0);
   Say("sbatch.out", "9\n");
-  Outcome run = Dispatch({"new", "--output", folder, "--", "true"});
+  SlurmOutcome run = Dispatch({"new", "--output", folder, "--", "true"});
   EXPECT_EQ(run.code, 0) << run.err;
   EXPECT_NE(run.out.find("\noutput will be saved to " + folder + "/output.9.log\n"),
             std::string::npos)
@@ -590,7 +590,7 @@ TEST_F(SlurmDispatchTest, APercentInTheOutputFolderIsShownAsItIs) {
 TEST_F(SlurmDispatchTest, SlurmsMessagesKeepTheirLineBreaks) {
   Say("sbatch.err", "sbatch: error: first\nsbatch: error: second\n");
   Say("sbatch.rc", "1");
-  Outcome run = Dispatch({"new", "--", "true"});
+  SlurmOutcome run = Dispatch({"new", "--", "true"});
   EXPECT_EQ(run.code, 1);
   EXPECT_EQ(run.err,
             "dispatch: Slurm refused the job: sbatch: error: "
@@ -602,8 +602,8 @@ TEST_F(SlurmDispatchTest, AnUnknownJobIsWordedAsKillWordsIt) {
   Say("scontrol.rc", "1");
   Say("sacct.err", "Slurm accounting storage is disabled\n");
   Say("sacct.rc", "1");
-  Outcome killed = Dispatch({"kill", "77"});
-  Outcome waited = Dispatch({"wait", "77"});
+  SlurmOutcome killed = Dispatch({"kill", "77"});
+  SlurmOutcome waited = Dispatch({"wait", "77"});
   EXPECT_EQ(waited.code, 1);
   EXPECT_EQ(waited.err, killed.err);
   EXPECT_EQ(waited.err.rfind("dispatch: no such job 77 (", 0), 0u) << waited.err;
@@ -612,7 +612,7 @@ TEST_F(SlurmDispatchTest, AnUnknownJobIsWordedAsKillWordsIt) {
 TEST_F(SlurmDispatchTest, AttachPrintsAFinishedJobsOutput) {
   Say("show.out", Record("COMPLETED"));
   Say("output.5.log", "line 1\nline 2\n");
-  Outcome run = Dispatch({"attach", "5"});
+  SlurmOutcome run = Dispatch({"attach", "5"});
   EXPECT_EQ(run.code, 0) << run.err;
   EXPECT_EQ(run.out, "line 1\nline 2\n");
   EXPECT_EQ(run.err, "job 5 has finished; its output is at " + dir_ + "/output.5.log\n");
@@ -626,7 +626,7 @@ TEST_F(SlurmDispatchTest, AttachWaitsForTheJobToStartBeforeReadingItsOutput) {
   Say("show.1.out", Record("PENDING", "0:0", "(null)", "Priority"));
   Say("show.2.sh", "printf 'new\\n' > '" + dir_ + "/output.5.log'\n");
   Say("show.2.out", Record("COMPLETED"));
-  Outcome run = Dispatch({"attach", "5"});
+  SlurmOutcome run = Dispatch({"attach", "5"});
   EXPECT_EQ(run.code, 0) << run.err;
   EXPECT_EQ(run.out, "new\n");
 }
@@ -639,7 +639,7 @@ TEST_F(SlurmDispatchTest, AttachReadsATruncatedOutputFromItsStart) {
   Say("show.1.out", Record("RUNNING"));
   Say("show.2.sh", "printf 'second\\n' > '" + dir_ + "/output.5.log'\n");
   Say("show.2.out", Record("COMPLETED"));
-  Outcome run = Dispatch({"attach", "5"});
+  SlurmOutcome run = Dispatch({"attach", "5"});
   EXPECT_EQ(run.code, 0) << run.err;
   EXPECT_EQ(run.out, "first attempt, longer than the second\nsecond\n");
 }
@@ -649,7 +649,7 @@ TEST_F(SlurmDispatchTest, NewWaitDoesNotPrintAQueuedJobsOldOutputFile) {
   Say("sbatch.out", "5\n");
   Say("output.5.log", "stale\n");
   Say("show.1.out", Record("CANCELLED by 1000", "0:0", "(null)"));
-  Outcome run = Dispatch({"new", "--wait", "--output", dir_, "--", "true"});
+  SlurmOutcome run = Dispatch({"new", "--wait", "--output", dir_, "--", "true"});
   EXPECT_EQ(run.code, 1) << run.err;
   EXPECT_EQ(run.out, "");
   EXPECT_NE(run.err.find("job 5 did not run: killed while queued\n"), std::string::npos) << run.err;
@@ -658,7 +658,7 @@ TEST_F(SlurmDispatchTest, NewWaitDoesNotPrintAQueuedJobsOldOutputFile) {
 TEST_F(SlurmDispatchTest, TheLocalBackendWaitsThroughTheDaemonNotSlurm) {
   Say("client.conf", "backend = local\n");
   ::setenv("HPC_BATCH_SOCKET", (dir_ + "/no-daemon.sock").c_str(), 1);
-  Outcome run = Dispatch({"wait", "5"});
+  SlurmOutcome run = Dispatch({"wait", "5"});
   EXPECT_EQ(run.code, 1);
   EXPECT_NE(run.err.find("cannot reach the hpc-batch daemon"), std::string::npos) << run.err;
   EXPECT_TRUE(Calls("scontrol").empty());
@@ -707,7 +707,7 @@ class SlurmNodesDispatchTest : public SlurmDispatchTest {
 };
 
 TEST_F(SlurmNodesDispatchTest, InfoShowsSlurmsNodesAsTheLocalInfoShowsNumaNodes) {
-  Outcome run = Dispatch({"info"});
+  SlurmOutcome run = Dispatch({"info"});
   EXPECT_EQ(run.code, 0) << run.err;
   EXPECT_EQ(run.out,
             "policy sched/backfill, 2 queued (1 waiting for dependencies), 1 "
@@ -738,7 +738,7 @@ TEST_F(SlurmNodesDispatchTest, InfoShowsSlurmsNodesAsTheLocalInfoShowsNumaNodes)
 }
 
 TEST_F(SlurmNodesDispatchTest, DrainDrainsTheNodesNotYetDrained) {
-  Outcome run = Dispatch({"drain"});
+  SlurmOutcome run = Dispatch({"drain"});
   EXPECT_EQ(run.code, 0) << run.err;
   EXPECT_EQ(run.out, "draining: queued jobs will not be started; running jobs finish\n");
   EXPECT_EQ(Calls("scontrol").back(), "update|NodeName=n1|State=DRAIN|Reason=dispatch drain");
@@ -760,7 +760,7 @@ TEST_F(SlurmNodesDispatchTest, DrainLeavesDownNodesAndOthersReasonsAlone) {
       "Reason=PSU=dead [root@2024-05-01T10:00:00]\n"
       "NodeName=n3 CPUTot=8 State=IDLE+FAIL Partitions=debug Reason=ecc [root@x]\n"
       "NodeName=n4 CPUTot=8 State=IDLE Partitions=debug Reason=reboot soon [root@x]\n");
-  Outcome run = Dispatch({"drain"});
+  SlurmOutcome run = Dispatch({"drain"});
   EXPECT_EQ(run.code, 0) << run.err;
   EXPECT_EQ(Calls("scontrol").back(), "update|NodeName=n1|State=DRAIN|Reason=dispatch drain");
   EXPECT_EQ(run.err,
@@ -776,7 +776,7 @@ TEST_F(SlurmNodesDispatchTest, ResumeNeverResumesADownNode) {
       "[root@x]\n"
       "NodeName=n2 CPUTot=8 State=IDLE+DRAIN Partitions=debug Reason=dispatch drained for "
       "repairs [root@x]\n");
-  Outcome run = Dispatch({"resume"});
+  SlurmOutcome run = Dispatch({"resume"});
   EXPECT_EQ(run.code, 0) << run.err;
   EXPECT_EQ(run.out, "not draining\n");
   EXPECT_EQ(Calls("scontrol").back(), "--oneliner|show|node");
@@ -788,7 +788,7 @@ TEST_F(SlurmNodesDispatchTest, ResumeNeverResumesADownNode) {
 TEST_F(SlurmNodesDispatchTest, ResumeUndoesOnlyDispatchsDrain) {
   Say("nodes.out",
       std::string(kNodes) + "NodeName=n3 CPUTot=4 State=DOWN+DRAIN Reason=bad DIMM [root@x]\n");
-  Outcome run = Dispatch({"resume"});
+  SlurmOutcome run = Dispatch({"resume"});
   EXPECT_EQ(run.code, 0) << run.err;
   EXPECT_EQ(run.out, "resumed: queued jobs are started again\n");
   EXPECT_EQ(run.err,
@@ -805,7 +805,7 @@ TEST_F(SlurmNodesDispatchTest, ResumeUndoesOnlyDispatchsDrain) {
 TEST_F(SlurmNodesDispatchTest, ARefusedDrainSaysWhatSlurmSaid) {
   Say("update.err", "slurm_update error: Invalid user id\n");
   Say("update.rc", "1");
-  Outcome run = Dispatch({"drain"});
+  SlurmOutcome run = Dispatch({"drain"});
   EXPECT_EQ(run.code, 1);
   EXPECT_EQ(run.out, "");
   EXPECT_EQ(run.err,
@@ -817,7 +817,7 @@ TEST_F(SlurmNodesDispatchTest, ARefusedDrainSaysWhatSlurmSaid) {
 TEST_F(SlurmDispatchTest, OutputSaysWhereAFinishedJobsOutputIs) {
   Say("show.out", Record("COMPLETED"));
   Say("output.5.log", "hello\n");
-  Outcome run = Dispatch({"output", "5"});
+  SlurmOutcome run = Dispatch({"output", "5"});
   EXPECT_EQ(run.code, 0) << run.err;
   EXPECT_EQ(run.out, "job 5's output is at " + dir_ + "/output.5.log\n");
 
@@ -846,7 +846,7 @@ TEST_F(SlurmDispatchTest, OutputSaysWhereAFinishedJobsOutputIs) {
 
 TEST_F(SlurmDispatchTest, ABrokenConfigurationStopsEveryCommand) {
   Say("client.conf", "backend = pbs\n");
-  Outcome run = Dispatch({"list"});
+  SlurmOutcome run = Dispatch({"list"});
   EXPECT_EQ(run.code, 1);
   EXPECT_EQ(run.err, "dispatch: " + dir_ +
                          "/client.conf:1: unknown backend 'pbs' (choose local "
