@@ -394,6 +394,7 @@ void BrokerCore::Rebuild(const protocol::JobSummary& summary) {
   job.gid = summary.who.gid;
   job.user = permissions_.NameOf(summary.who.uid);
   job.argv = summary.argv;
+  job.name = summary.name;
   job.cwd = summary.cwd;
   job.output_dest = summary.output_dest;
   job.submit_time = summary.request.submit_time;
@@ -450,6 +451,11 @@ void BrokerCore::Submit(const Peer& peer, const std::string& text, Respond respo
   }
   Result<protocol::SubmitRequest> request = protocol::Decode<protocol::SubmitRequest>(text);
   if (!request) return refuse(request.error());
+  // Checked here, not by the root side: the executor reads this same frame
+  // only once the broker has accepted it.
+  if (Result<void> named = request->name ? protocol::CheckJobName(*request->name) : Ok(); !named) {
+    return refuse(named.error().WithContext("field 'name'"));
+  }
   const std::size_t queued = QueuedJobsOf(peer.uid);
   if (static_cast<std::int64_t>(queued) >= options_.max_queued_per_user) {
     return refuse(Error(ErrorCode::kResourceExhausted,
@@ -464,6 +470,7 @@ void BrokerCore::Submit(const Peer& peer, const std::string& text, Respond respo
   JobRecord job = std::move(*made);
   job.after = std::move(*after);
   job.after_any = request->after_any;
+  job.name = request->name;
   job.id = next_id_++;
   job.uid = peer.uid;
   job.submit_time = clock_.Now();
@@ -672,6 +679,7 @@ std::string BrokerCore::ListPage(ListCursor& cursor, bool* more) {
     if (!only.empty() && !only.contains(id)) continue;
     if (!cursor.request.all && job.uid != cursor.uid) continue;
     if (!cursor.request.finished && job.done()) continue;
+    if (cursor.request.name && job.name != cursor.request.name) continue;
     // An estimate, so a row is encoded once: its strings and a margin.
     bytes += 400 + job.cwd.size() + job.user.size() + job.output_dest.value_or("").size();
     for (const std::string& arg : job.argv)

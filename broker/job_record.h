@@ -78,6 +78,7 @@ struct JobRecord {
   // until released. Kept in the queue file (a job rebuilt from the root
   // side's records after the file was lost comes back released).
   bool held = false;
+  std::optional<std::string> name;  // --name (protocol::CheckJobName)
 
   bool queued() const { return state == JobState::kQueued; }
   bool running() const { return state == JobState::kRunning; }
@@ -120,11 +121,11 @@ struct QueueFile {
 
 template <class A>
 void JobRecord::Fields(A& ar) {
-  auto field = [&](const char* name, auto& value) {
+  auto field = [&](const char* key, auto& value) {
     if constexpr (A::is_saving::value) {
-      protocol::Put(ar, name, value);
+      protocol::Put(ar, key, value);
     } else {
-      protocol::Get(ar, name, value);
+      protocol::Get(ar, key, value);
     }
   };
   std::int64_t cpu = demand.cpu;
@@ -167,12 +168,14 @@ void JobRecord::Fields(A& ar) {
     protocol::Put(ar, "after", after);
     protocol::Put(ar, "after_any", after_any);
     protocol::Put(ar, "held", held);
+    protocol::Put(ar, "name", name);
   } else {
     protocol::GetIfPresent(ar, "usage", usage);  // files written before accounting
     // Files written before dependencies.
     protocol::GetIfPresent(ar, "after", after);
     protocol::GetIfPresent(ar, "after_any", after_any);
     protocol::GetIfPresent(ar, "held", held);  // files written before holds
+    protocol::GetIfPresent(ar, "name", name);  // files written before --name
   }
   if constexpr (!A::is_saving::value) {
     demand.cpu = static_cast<int>(cpu);

@@ -12,6 +12,7 @@ protocol::JobRow BuildRow(const JobRecord& job, double now) {
   row.user = job.user;
   row.id = job.id;
   row.argv = job.argv;
+  row.name = job.name;
   row.start_time = job.start_time;
   if (job.start_time) {
     if (job.running()) {

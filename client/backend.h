@@ -40,6 +40,10 @@ class Backend {
                      const std::map<std::string, std::string>& command_env, bool wait, Io io) = 0;
   // `long_format`: the usage columns (what finished jobs used).
   virtual int List(const protocol::ListRequest& request, bool json, bool long_format, Io io) = 0;
+  // The caller's own jobs named `name` (a checked name): queued, running
+  // and the finished ones still known, for kill, wait and attach --name
+  // (job_names.h). Not rendered: the caller reports an Error.
+  virtual Result<std::vector<protocol::JobRow>> JobsNamed(const std::string& name) = 0;
   virtual int Attach(std::uint64_t id, Io io) = 0;
   virtual int Kill(std::uint64_t id, Io io) = 0;
   // `hold` (true) or `release`, job by job; 1 if any was refused.

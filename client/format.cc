@@ -269,8 +269,12 @@ std::string StartCell(const protocol::JobRow& row, double now) {
   return (row.after_any ? "after-any " : "after ") + ids;
 }
 
-std::vector<std::string> ListHeader(bool show_gpu, bool finished, bool usage_columns) {
-  std::vector<std::string> header = {"USER", "ID", "COMMAND", "START", "UPTIME", "MAX-TIME", "MEM"};
+std::vector<std::string> ListHeader(bool show_name, bool show_gpu, bool finished,
+                                    bool usage_columns) {
+  std::vector<std::string> header = {"USER", "ID"};
+  if (show_name) header.emplace_back("NAME");
+  for (const char* name : {"COMMAND", "START", "UPTIME", "MAX-TIME", "MEM"})
+    header.emplace_back(name);
   if (show_gpu) header.push_back("GPU");
   header.push_back("EXCLUSIVE");
   if (finished) {
@@ -284,6 +288,10 @@ std::vector<std::string> ListHeader(bool show_gpu, bool finished, bool usage_col
   return header;
 }
 
+std::string NameCell(const protocol::JobRow& row) {
+  return row.name ? EscapeControl(*row.name) : "-";
+}
+
 Rendered RenderList(const protocol::ListReply& reply, bool finished, bool usage_columns) {
   Rendered rendered;
   const std::string drain_note =
@@ -295,9 +303,13 @@ Rendered RenderList(const protocol::ListReply& reply, bool finished, bool usage_
     return rendered;
   }
   bool show_gpu = false;
-  for (const auto& row : reply.jobs)
+  bool show_name = false;
+  for (const auto& row : reply.jobs) {
     show_gpu = show_gpu || row.gpus > 0;
-  std::vector<std::vector<std::string>> table = {ListHeader(show_gpu, finished, usage_columns)};
+    show_name = show_name || row.name.has_value();
+  }
+  std::vector<std::vector<std::string>> table = {
+      ListHeader(show_name, show_gpu, finished, usage_columns)};
   bool any_span = false;
   bool any_slow = false;
   for (const auto& row : reply.jobs) {
@@ -308,6 +320,7 @@ Rendered RenderList(const protocol::ListReply& reply, bool finished, bool usage_
                                       UptimeCell(row),
                                       FormatDuration(row.max_time_s),
                                       MemCell(row)};
+    if (show_name) cells.insert(cells.begin() + 2, NameCell(row));
     if (show_gpu) cells.push_back(GpuCell(row));
     cells.push_back(row.exclusive ? "yes" : "no");
     if (finished) {

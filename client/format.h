@@ -27,8 +27,13 @@ std::string ShellJoin(const std::vector<std::string>& argv);
 // Columns padded to their widest cell, joined by two spaces, trailing
 // whitespace stripped; one line per row, each ending in '\n'.
 std::string FormatTable(const std::vector<std::vector<std::string>>& rows);
-// The header row of `list`, whichever backend fills the rows.
-std::vector<std::string> ListHeader(bool show_gpu, bool finished, bool usage_columns);
+// The header row of `list`, whichever backend fills the rows. NAME, like
+// GPU, is there only when a row has one, so a list of jobs without names
+// reads as the original tool's.
+std::vector<std::string> ListHeader(bool show_name, bool show_gpu, bool finished,
+                                    bool usage_columns);
+// NAME: the job's --name, "-" for none.
+std::string NameCell(const protocol::JobRow& row);
 
 // Local time: "HH:MM:SS" when on the same calendar day as `now`, else
 // "YYYY-MM-DD HH:MM"; "-" when absent.

@@ -1,10 +1,12 @@
 #include "client/local_backend.h"
 
 #include <cerrno>
+#include <utility>
 
 #include "client/command_line.h"
 #include "client/commands.h"
 #include "client/output_place.h"
+#include "client/transport.h"
 
 namespace hpcb::client {
 
@@ -18,6 +20,14 @@ int LocalBackend::Submit(const protocol::SubmitRequest& request,
 
 int LocalBackend::List(const protocol::ListRequest& request, bool json, bool long_format, Io io) {
   return RunList(socket_, request, json, long_format, io);
+}
+
+Result<std::vector<protocol::JobRow>> LocalBackend::JobsNamed(const std::string& name) {
+  protocol::ListRequest request;
+  request.finished = true;
+  request.name = name;
+  HPCB_ASSIGN_OR_RETURN(protocol::ListReply reply, ListJobs(socket_, request));
+  return std::move(reply.jobs);
 }
 
 int LocalBackend::Attach(std::uint64_t id, Io io) {

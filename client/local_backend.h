@@ -18,6 +18,9 @@ class LocalBackend final : public Backend {
   int Submit(const protocol::SubmitRequest& request,
              const std::map<std::string, std::string>& command_env, bool wait, Io io) override;
   int List(const protocol::ListRequest& request, bool json, bool long_format, Io io) override;
+  // One list request, filtered by the daemon to the caller's jobs with
+  // that name.
+  Result<std::vector<protocol::JobRow>> JobsNamed(const std::string& name) override;
   int Attach(std::uint64_t id, Io io) override;
   int Kill(std::uint64_t id, Io io) override;
   int Hold(const std::vector<std::uint64_t>& ids, bool hold, Io io) override;

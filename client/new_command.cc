@@ -84,6 +84,12 @@ std::optional<int> BuildSubmit(const NewFlags& f, const std::vector<std::string>
     return usage_error("argument --max-mem: must be a positive number of GiB, not '" +
                        typed(f.mem_opt) + "'");
   }
+  if (f.name_opt->count() > 0) {
+    if (Result<void> named = protocol::CheckJobName(f.name); !named) {
+      return usage_error("argument --name: " + named.error().message());
+    }
+    request->name = f.name;
+  }
   if (f.no_output && f.output_opt->count() > 0) {
     return usage_error("--output and --no-output cannot be combined");
   }
@@ -174,6 +180,8 @@ void AddNewFlags(CLI::App* sub, Flags* flags) {
                                      "ID[,ID...]: start once these jobs ended, however they ended");
   sub->add_flag("--wait", f->wait,
                 "stay attached: stream the output, exit with the job's exit code");
+  f->name_opt = sub->add_option("--name", f->name,
+                                "NAME for list, and for kill/wait/attach --name (Slurm's -J)");
   sub->footer(
       "After --: the job's command and its arguments, run without a shell; leading "
       "NAME=VALUE words set variables of its environment.");

@@ -28,7 +28,7 @@ struct NewFlags {
   std::int64_t gpu_cores = 0;
   double max_mem = 0;
   bool numa_local = false, numa_local_mem = false, numa_local_gpu = false;
-  std::string gpu_link, max_time, output, after, after_any;
+  std::string gpu_link, max_time, output, after, after_any, name;
   bool env = false, exclusive = false, no_output = false, wait = false;
   CLI::Option* cpu_opt = nullptr;
   CLI::Option* mem_opt = nullptr;
@@ -37,6 +37,7 @@ struct NewFlags {
   CLI::Option* output_opt = nullptr;
   CLI::Option* after_opt = nullptr;
   CLI::Option* after_any_opt = nullptr;
+  CLI::Option* name_opt = nullptr;
 };
 
 struct ListFlags {
@@ -77,6 +78,11 @@ struct Flags {
   OutputFlags output;
   WaitFlags wait;
   std::vector<std::string> ids;  // wait, hold, release
+  // kill, wait and attach: their ID words (kill_id, attach_id, ids) or
+  // --name (one of them is parsed in a run).
+  std::string job_name;
+  CLI::Option* job_name_opt = nullptr;
+  CLI::Option* id_opt = nullptr;
 };
 
 // What a handler runs with, besides its flags.

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "client/command_line.h"
+#include "client/job_names.h"
 #include "client/subcommand.h"
 #include "common/units.h"
 
@@ -27,6 +28,48 @@ Result<std::vector<std::uint64_t>> IdsOf(const std::vector<std::string>& words) 
   return ids;
 }
 
+// kill, wait and attach take ids or --name NAME.
+void AddNameFlag(CLI::App* sub, Flags* flags) {
+  flags->job_name_opt =
+      sub->add_option("--name", flags->job_name, "NAME: your own jobs with this name, not ids");
+}
+
+// What kill, wait and attach act on: `ids`, parsed, or with --name the jobs
+// JobsForName picks. An exit code when there is nothing to act on (a usage
+// error, or said why).
+struct Targets {
+  std::vector<std::uint64_t> ids;
+  std::optional<int> exit;
+};
+
+Targets TargetsOf(const Flags& flags, const std::vector<std::string>& ids, NamedUse use,
+                  const Invocation& call) {
+  const bool named = flags.job_name_opt->count() > 0;
+  if (named && flags.id_opt->count() > 0) {
+    return {{}, UsageError(call.usage, "give job ids or --name, not both", call.io)};
+  }
+  if (!named) {
+    if (flags.id_opt->count() == 0) {
+      return {{}, UsageError(call.usage, "the following arguments are required: ID", call.io)};
+    }
+    Targets targets;
+    for (const std::string& word : ids) {
+      Result<std::uint64_t> id = use == NamedUse::kWait ? ParseJobId(word) : SingleId(word);
+      if (!id) return {{}, UsageError(call.usage, id.error().message(), call.io)};
+      targets.ids.push_back(*id);
+    }
+    return targets;
+  }
+  if (Result<void> valid = protocol::CheckJobName(flags.job_name); !valid) {
+    return {{}, UsageError(call.usage, "argument --name: " + valid.error().message(), call.io)};
+  }
+  Result<std::vector<protocol::JobRow>> rows = call.backend.JobsNamed(flags.job_name);
+  if (!rows) return {{}, ReportError(rows.error(), call.io)};
+  Result<std::vector<std::uint64_t>> picked = JobsForName(*rows, flags.job_name, use);
+  if (!picked) return {{}, ReportError(picked.error(), call.io)};
+  return {std::move(*picked), std::nullopt};
+}
+
 void AddList(CLI::App* sub, Flags* flags) {
   ListFlags& f = flags->list;
   sub->add_flag("--all", f.request.all, "all users (admins, or with --list-is-public)");
@@ -41,23 +84,30 @@ int RunList(const Flags& flags, const Invocation& call) {
 }
 
 void AddAttach(CLI::App* sub, Flags* flags) {
-  sub->add_option("ID", flags->attach_id, "job id")->required();
+  flags->id_opt = sub->add_option("ID", flags->attach_id, "job id");
+  AddNameFlag(sub, flags);
 }
 
 int RunAttach(const Flags& flags, const Invocation& call) {
-  Result<std::uint64_t> id = SingleId(flags.attach_id);
-  if (!id) return UsageError(call.usage, id.error().message(), call.io);
-  return call.backend.Attach(*id, call.io);
+  Targets targets = TargetsOf(flags, {flags.attach_id}, NamedUse::kAttach, call);
+  if (targets.exit) return *targets.exit;
+  return call.backend.Attach(targets.ids.front(), call.io);
 }
 
 void AddKill(CLI::App* sub, Flags* flags) {
-  sub->add_option("ID", flags->kill_id, "job id")->required();
+  flags->id_opt = sub->add_option("ID", flags->kill_id, "job id");
+  AddNameFlag(sub, flags);
 }
 
+// With --name, every job it names, in turn; the last failure's code.
 int RunKill(const Flags& flags, const Invocation& call) {
-  Result<std::uint64_t> id = SingleId(flags.kill_id);
-  if (!id) return UsageError(call.usage, id.error().message(), call.io);
-  return call.backend.Kill(*id, call.io);
+  Targets targets = TargetsOf(flags, {flags.kill_id}, NamedUse::kKill, call);
+  if (targets.exit) return *targets.exit;
+  int code = kExitOk;
+  for (std::uint64_t id : targets.ids) {
+    if (int killed = call.backend.Kill(id, call.io); killed != kExitOk) code = killed;
+  }
+  return code;
 }
 
 void AddJobField(CLI::App* sub, Flags* flags) {
@@ -130,14 +180,13 @@ int RunOutput(const Flags& flags, const Invocation& call) {
 }
 
 void AddWait(CLI::App* sub, Flags* flags) {
-  sub->add_option("ID", flags->ids, "job ids")->required();
+  flags->id_opt = sub->add_option("ID", flags->ids, "job ids");
+  AddNameFlag(sub, flags);
   flags->wait.timeout_opt = sub->add_option("--timeout", flags->wait.timeout,
                                             "DURATION; give up then with exit code 124");
 }
 
 int RunWait(const Flags& flags, const Invocation& call) {
-  auto ids = IdsOf(flags.ids);
-  if (!ids) return UsageError(call.usage, ids.error().message(), call.io);
   WaitOptions options;
   if (flags.wait.timeout_opt->count() > 0) {
     auto seconds = ParseDuration(flags.wait.timeout);
@@ -146,7 +195,9 @@ int RunWait(const Flags& flags, const Invocation& call) {
     }
     options.timeout_s = static_cast<double>(*seconds);
   }
-  return call.backend.Wait(*ids, options, call.io);
+  Targets targets = TargetsOf(flags, flags.ids, NamedUse::kWait, call);
+  if (targets.exit) return *targets.exit;
+  return call.backend.Wait(targets.ids, options, call.io);
 }
 
 void AddIds(CLI::App* sub, Flags* flags) {
@@ -172,8 +223,9 @@ const std::vector<Subcommand>& Subcommands() {
       {"new", "new [options] [NAME=VALUE...] -- CMD [ARGS...]",
        "submit a job: dispatch new [options] -- CMD [ARGS...]", AddNewFlags, RunNew},
       {"list", "list [--all] [--finished] [--json] [-l]", "list jobs", AddList, RunList},
-      {"attach", "attach ID", "follow a job's output", AddAttach, RunAttach},
-      {"kill", "kill ID", "kill a running job or remove a queued one", AddKill, RunKill},
+      {"attach", "attach (ID | --name NAME)", "follow a job's output", AddAttach, RunAttach},
+      {"kill", "kill (ID | --name NAME)", "kill a running job or remove a queued one", AddKill,
+       RunKill},
       {"job", "job ID max-time get|set|add [DURATION] [--json]",
        "read or change a job: job ID max-time get|set|add [DURATION]", AddJobField, RunJobField},
       {"info", "info [--json]",
@@ -186,7 +238,7 @@ const std::vector<Subcommand>& Subcommands() {
       {"output", "output ID [--to DIR|FILE]",
        "deliver a finished job's kept output again: output ID [--to DIR|FILE]", AddOutput,
        RunOutput},
-      {"wait", "wait ID [ID...] [--timeout DURATION]",
+      {"wait", "wait (ID [ID...] | --name NAME) [--timeout DURATION]",
        "wait for jobs to end; exit with the job's code (one job) or 1 if any failed", AddWait,
        RunWait},
       {"hold", "hold ID [ID...]",

@@ -31,6 +31,7 @@ struct JobInfo {
     Put(ar, "uid", spec->who.uid);
     Put(ar, "gid", spec->who.gid);
     Put(ar, "argv", spec->argv);
+    Put(ar, "name", spec->name);
     Put(ar, "cwd", spec->cwd);
     Put(ar, "state", spec->state);
     Put(ar, "pid", spec->pid);

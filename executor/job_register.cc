@@ -72,6 +72,7 @@ void ExecutorServer::OnRegister(std::uint64_t req, const protocol::Packet& packe
   spec.argv = std::move(submitted->argv);
   spec.cwd = std::move(submitted->cwd);
   spec.env = std::move(submitted->env);
+  spec.name = std::move(submitted->name);
   spec.request = protocol::JobRequest{
       *submitted,
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()};

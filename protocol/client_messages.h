@@ -93,14 +93,32 @@ struct SubmitReply {
 
 inline constexpr std::size_t kMaxListIds = 4096;
 
+// A job's `--name`: 1 to kMaxJobNameBytes of ASCII letters, digits and
+// kJobNamePunctuation, not starting with '-'. No space, '/', ',' or
+// control character: a name is printed in a column, typed after a flag,
+// and passed to Slurm (squeue --name takes a comma-separated list).
+inline constexpr std::size_t kMaxJobNameBytes = 64;
+inline constexpr std::string_view kJobNamePunctuation = "._-+@:=";
+// The error says what a name may hold; it does not quote `name`, which
+// may hold anything.
+Result<void> CheckJobName(std::string_view name);
+
 struct ListRequest {
   bool all = false;
   bool finished = false;
   // Only these jobs (`dispatch wait` polls just its own); empty: every job
   // `all` and `finished` let through.
   std::vector<std::uint64_t> ids;
+  // Only the jobs with this --name (kill/wait/attach --name).
+  std::optional<std::string> name;
   static constexpr std::string_view kCmd = "list";
-  HPCB_FIELDS(all, finished, ids)
+  template <class F>
+  void Fields(F&& field) {
+    field("all", all);
+    field("finished", finished);
+    field("ids", ids);
+    field("name", name, kMayBeMissing);
+  }
   Result<void> Validate() const;
 };
 
@@ -109,6 +127,7 @@ struct JobRow {
   std::string user;
   std::uint64_t id = 0;
   std::vector<std::string> argv;
+  std::optional<std::string> name;  // --name
   std::optional<double> start_time;
   std::optional<double> uptime_s;  // elapsed; final once done
   std::int64_t max_time_s = 0;
@@ -155,6 +174,7 @@ struct JobRow {
     field("after", after);
     field("after_any", after_any);
     field("held", held, kMayBeMissing);
+    field("name", name, kMayBeMissing);
   }
 };
 

@@ -164,6 +164,7 @@ struct JobSummary {
   double end_time = 0;
   std::optional<std::string> output_error;
   std::optional<JobUsage> usage;
+  std::optional<std::string> name;  // SubmitRequest::name
   template <class F>
   void Fields(F&& field) {
     field("id", id);
@@ -180,6 +181,7 @@ struct JobSummary {
     field("end_time", end_time);
     field("output_error", output_error);
     field("usage", usage, kMayBeMissing);  // specs and executors from before accounting
+    field("name", name, kMayBeMissing);    // specs from before --name
   }
 };
 

@@ -74,6 +74,11 @@ struct SubmitRequest : ResourceRequest {
   // as the user (client/exec_check.h): the job is recorded as one that
   // failed to start, and never runs.
   std::optional<std::string> exec_error;
+  // `--name`: a label for list, and for kill/wait/attach --name. Root only
+  // keeps it (launch spec, info.json): the broker checks it
+  // (CheckJobName, client_messages.h) before the executor reads this
+  // frame, which the broker cannot change.
+  std::optional<std::string> name;
 
   static constexpr std::string_view kCmd = "new";
   template <class F>
@@ -91,6 +96,7 @@ struct SubmitRequest : ResourceRequest {
     field("after", after);
     field("after_any", after_any);
     field("exec_error", exec_error, kMayBeMissing);
+    field("name", name, kMayBeMissing);
   }
   Result<void> Validate() const;
 };

@@ -336,6 +336,37 @@ run hold4 dispatch release "$id5"
 [ "$(rc_of hold4)" = 0 ] && [ "$(out_of hold4)" = "job $id5 released" ] &&
   ok "release releases it (scontrol release)" || bad "release"
 
+# 5c. --name is the Slurm job name (-J); the command line moves to the
+# comment, so list still shows it; kill, wait and attach --name find the
+# user's jobs by it (squeue --name).
+run name1 dispatch new --name nm.1 --max-time 1m -- sh -c 'echo named'
+idn1=$(job_id name1)
+run name2 dispatch new --name nm.1 --max-time 1m -- true
+idn2=$(job_id name2)
+run name3 dispatch list
+[ "$(timeout 10 squeue -h -j "$idn1" -o %j)" = nm.1 ] &&
+  head -n 1 "$scratch/name3.out" | grep -q "^USER  *ID  *NAME  *COMMAND  *START" &&
+  grep -q "^$user  *$idn1  *nm.1  *sh -c 'echo named'  *-  *queued" "$scratch/name3.out" &&
+  grep -q "^$user  *$id5  *-  *true  *-  *queued" "$scratch/name3.out" &&
+  ok "--name is the Slurm job name; list shows it and still the command" || bad "list of a named job"
+run name4 dispatch list --json
+grep -q "\"id\":$idn1,\"argv\":\[\"sh\",\"-c\",\"echo named\"\],.*\"name\":\[\"nm.1\"\]" "$scratch/name4.out" &&
+  ok "list --json has the name and the argv" || bad "list --json of a named job"
+run name5 dispatch attach --name nm.1
+[ "$(rc_of name5)" = 1 ] &&
+  [ "$(err_of name5)" = "dispatch: 2 jobs of yours named 'nm.1' are queued or running ($idn1, $idn2); attach follows one: name it by id" ] &&
+  ok "attach --name refuses several jobs and lists them" || bad "attach --name of several"
+run name6 dispatch kill --name nm.1
+[ "$(rc_of name6)" = 0 ] &&
+  [ "$(out_of name6)" = "$(printf 'job %s removed from the queue\njob %s removed from the queue' "$idn1" "$idn2")" ] &&
+  ok "kill --name cancels every queued job of that name" || bad "kill --name"
+run name7 dispatch wait --name nm.1
+[ "$(rc_of name7)" = 1 ] && [ "$(err_of name7)" = "job $idn2 did not run: killed while queued" ] &&
+  ok "wait --name of finished jobs waits for the newest" || bad "wait --name"
+run name8 dispatch kill --name nosuch
+[ "$(rc_of name8)" = 1 ] && [ "$(err_of name8)" = "dispatch: no job of yours is named 'nosuch'" ] &&
+  ok "kill --name of no job says so" || bad "kill --name of no job"
+
 # 6. kill: a queued job is removed, a running one signalled; wait says so.
 run kill1 dispatch kill "$id5"
 [ "$(out_of kill1)" = "job $id5 removed from the queue" ] && ok "kill removes a queued job" || bad "kill queued"

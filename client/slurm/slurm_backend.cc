@@ -302,6 +302,19 @@ int SlurmBackend::List(const protocol::ListRequest& request, bool json, bool /*l
   return kExitOk;
 }
 
+Result<std::vector<protocol::JobRow>> SlurmBackend::JobsNamed(const std::string& name) {
+  HPCB_ASSIGN_OR_RETURN(Submitter who, CurrentUser(config_));
+  HPCB_ASSIGN_OR_RETURN(std::string text,
+                        ToolOutput(config_, "squeue",
+                                   {"--noheader", "--Format=" + SqueueFormat(),
+                                    "--user=" + who.user, "--name=" + name, "--states=all"},
+                                   "cannot look for jobs named " + name + " (squeue)"));
+  std::vector<protocol::JobRow> rows;
+  for (SlurmJob& job : ParseSqueue(text))
+    rows.push_back(std::move(job.row));
+  return rows;
+}
+
 int SlurmBackend::Attach(std::uint64_t id, Io io) {
   auto job = ShowJob(config_, id);
   if (!job) return ReportSlurmError(job.error(), io);
@@ -576,10 +589,13 @@ Rendered RenderList(const std::vector<SlurmJob>& jobs, bool finished, double now
     return rendered;
   }
   bool show_gpu = false;
-  for (const SlurmJob& job : jobs)
+  bool show_name = false;
+  for (const SlurmJob& job : jobs) {
     show_gpu = show_gpu || job.row.gpus > 0;
+    show_name = show_name || job.row.name.has_value();
+  }
   std::vector<std::vector<std::string>> table = {
-      ListHeader(show_gpu, finished, /*usage_columns=*/false)};
+      ListHeader(show_name, show_gpu, finished, /*usage_columns=*/false)};
   for (const SlurmJob& job : jobs) {
     const protocol::JobRow& row = job.row;
     std::string uptime = UptimeCell(row);
@@ -594,6 +610,7 @@ Rendered RenderList(const std::vector<SlurmJob>& jobs, bool finished, double now
         uptime,
         row.max_time_s > 0 ? FormatDuration(row.max_time_s) : "unlimited",
         FormatGiB(ShownGiB(row.max_mem_gb))};
+    if (show_name) cells.insert(cells.begin() + 2, NameCell(row));
     if (show_gpu) cells.push_back(row.gpus > 0 ? std::to_string(row.gpus) : "-");
     cells.push_back(row.exclusive ? "yes" : "no");
     if (finished) {

@@ -30,6 +30,9 @@ class SlurmBackend final : public Backend {
   int Submit(const protocol::SubmitRequest& request,
              const std::map<std::string, std::string>& command_env, bool wait, Io io) override;
   int List(const protocol::ListRequest& request, bool json, bool long_format, Io io) override;
+  // `squeue --user=<you> --name=NAME --states=all`: finished jobs only
+  // while slurmctld remembers them (MinJobAge).
+  Result<std::vector<protocol::JobRow>> JobsNamed(const std::string& name) override;
   int Attach(std::uint64_t id, Io io) override;
   int Kill(std::uint64_t id, Io io) override;
   // `scontrol hold` / `scontrol release`, job by job, said as the local

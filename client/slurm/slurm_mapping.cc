@@ -124,7 +124,12 @@ Result<SbatchJob> MapSubmit(const protocol::SubmitRequest& request,
   SbatchJob job;
   std::vector<std::string>& args = job.args;
   args.push_back("--parsable");
-  args.push_back("--job-name=" + JobNameFor(request.argv));
+  if (request.name) {
+    args.push_back("--job-name=" + *request.name);
+    args.push_back("--comment=" + std::string(kCommandComment) + JobNameFor(request.argv));
+  } else {
+    args.push_back("--job-name=" + JobNameFor(request.argv));
+  }
   args.push_back("--chdir=" + request.cwd);
   args.push_back("--nodes=1");
   args.push_back("--ntasks=1");

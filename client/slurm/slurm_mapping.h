@@ -90,9 +90,15 @@ std::optional<std::int64_t> ExitFromPair(std::string_view pair);
 // balance.
 std::optional<std::vector<std::string>> ShellSplit(std::string_view text);
 
-// The name sbatch gets: the command line, control characters made '?' so
-// that one job is one line of squeue's output.
+// The name sbatch gets without --name: the command line, control
+// characters made '?' so that one job is one line of squeue's output.
 std::string JobNameFor(const std::vector<std::string>& argv);
+
+// A job submitted with --name gets it as its Slurm name (-J), and its
+// command line (JobNameFor) goes to its comment after this prefix, where
+// list reads it back (slurm_parse.h). Any other job's command line is its
+// name.
+inline constexpr std::string_view kCommandComment = "dispatch command: ";
 
 // Between the fields asked of squeue and sacct: a byte no path or command
 // line dispatch submits holds (job names are cleaned by JobNameFor).

@@ -162,13 +162,15 @@ enum SqueueField {
   kSqShare,
   kSqExit,
   kSqStdout,
+  kSqComment,
   kSqName,
   kSqFieldCount
 };
 
-constexpr const char* kSqueueFields[] = {
-    "JobID",   "UserName",  "State",         "Reason",        "StartTime", "TimeUsed", "TimeLimit",
-    "NumCPUs", "MinMemory", "tres-per-node", "OverSubscribe", "exit_code", "STDOUT",   "Name"};
+constexpr const char* kSqueueFields[] = {"JobID",     "UserName",      "State",         "Reason",
+                                         "StartTime", "TimeUsed",      "TimeLimit",     "NumCPUs",
+                                         "MinMemory", "tres-per-node", "OverSubscribe", "exit_code",
+                                         "STDOUT",    "Comment",       "Name"};
 
 enum SacctField {
   kSaId,
@@ -183,18 +185,33 @@ enum SacctField {
   kSaExit,
   kSaNodes,
   kSaReason,
+  kSaComment,
   kSaName,
   kSaFieldCount
 };
 
-constexpr const char* kSacctFields[] = {"JobID",     "User",      "State",  "Start",     "Elapsed",
-                                        "Timelimit", "AllocCPUS", "ReqMem", "AllocTRES", "ExitCode",
-                                        "NodeList",  "Reason",    "JobName"};
+constexpr const char* kSacctFields[] = {
+    "JobID",  "User",      "State",    "Start",    "Elapsed", "Timelimit", "AllocCPUS",
+    "ReqMem", "AllocTRES", "ExitCode", "NodeList", "Reason",  "Comment",   "JobName"};
 
 std::vector<std::string> ArgvFromName(const std::string& name) {
   auto words = ShellSplit(name);
   if (words && !words->empty()) return *words;
   return {name};
+}
+
+// A job dispatch submitted with --name carries its command line in its
+// comment (MapSubmit); any other job's command line is its Slurm name.
+// Trap: sacct shows comments only where accounting stores them
+// (AccountingStoreFlags=job_comment); elsewhere a finished named job reads
+// as an unnamed one whose command is its name.
+void ReadNameAndArgv(const std::string& name, const std::string& comment, protocol::JobRow* row) {
+  if (comment.rfind(kCommandComment, 0) == 0) {
+    row->name = name;
+    row->argv = ArgvFromName(comment.substr(kCommandComment.size()));
+  } else {
+    row->argv = ArgvFromName(name);
+  }
 }
 
 std::optional<double> Seconds(std::string_view text) {
@@ -243,7 +260,7 @@ std::vector<SlurmJob> ParseSqueue(std::string_view text) {
     if (f[kSqStdout] != "/dev/null") {
       row.output_dest = ExpandOutputPattern(f[kSqStdout], row.id, row.user, f[kSqName]);
     }
-    row.argv = ArgvFromName(f[kSqName]);
+    ReadNameAndArgv(f[kSqName], f[kSqComment], &row);
     row.held = row.state == protocol::JobState::kQueued &&
                (f[kSqReason] == "JobHeldUser" || f[kSqReason] == "JobHeldAdmin");
     std::string pending =
@@ -289,7 +306,7 @@ std::vector<SlurmJob> ParseSacct(std::string_view text) {
     if (row.state == protocol::JobState::kDone && !row.reason && placed)
       row.exit_code = ExitFromPair(f[kSaExit]);
     MarkFailedDependency(f[kSaReason], "", &row);
-    row.argv = ArgvFromName(f[kSaName]);
+    ReadNameAndArgv(f[kSaName], f[kSaComment], &row);
     rows.push_back({std::move(row), ""});
   }
   return rows;

@@ -267,10 +267,10 @@ TEST_P(SmtPolicyTest, OneJobPerCoreOnTwoWaySmt) {
 // node 1 {2,6,10,14} {3,7,11,15}.
 TEST_P(SmtPolicyTest, FourWaySmtWithExclusive) {
   Harness harness(GetParam().policy, MakeSmtMachine(2, 2, 4, 0));
-  harness.Submit(1, Cpu(3));         // one core of node 0
-  harness.Submit(2, Cpu(5));         // both cores of node 1
-  harness.Submit(3, Cpu(1));         // node 0's other core
-  harness.Submit(4, Cpu(1));         // nothing left: waits
+  harness.Submit(1, Cpu(3));               // one core of node 0
+  harness.Submit(2, Cpu(5));               // both cores of node 1
+  harness.Submit(3, Cpu(1));               // node 0's other core
+  harness.Submit(4, Cpu(1));               // nothing left: waits
   harness.Submit(5, ExclusiveDemand(16));  // the whole machine
   harness.Submit(6, Cpu(2));
   EXPECT_THAT(harness.Pass(), ElementsAre(1, 2, 3));

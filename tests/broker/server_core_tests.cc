@@ -581,6 +581,52 @@ TEST_F(ServerCoreTest, AHeldJobIsPassedByUntilReleasedAndOnlyItsOwnerOrAnAdminHo
             "job 2 is running; only a queued job can be held or released");
 }
 
+// --name: checked again here (a client need not be dispatch), listed, and
+// the list filtered by name is the caller's own jobs with it, an admin's
+// too.
+TEST_F(ServerCoreTest, AJobNameIsCheckedListedAndFiltersTheCallersOwnJobs) {
+  StartCore();
+  auto submit_named = [&](uid_t uid, std::string name) {
+    protocol::SubmitRequest request;
+    request.argv = {"sleep", "100"};
+    request.cwd = "/tmp";
+    request.cpu = 1;
+    request.output = "/tmp";
+    request.name = std::move(name);
+    return Call(uid, protocol::Encode(request));
+  };
+  auto named = [&](uid_t uid, const std::string& name) {
+    protocol::ListRequest request{false, true, {}, name};
+    Result<protocol::ListReply> reply =
+        protocol::Decode<protocol::ListReply>(Call(uid, protocol::Encode(request)));
+    std::vector<std::uint64_t> ids;
+    for (const protocol::JobRow& row : reply ? reply->jobs : std::vector<protocol::JobRow>{})
+      ids.push_back(row.id);
+    return ids;
+  };
+  EXPECT_EQ(ErrorOf(submit_named(1000, "a b")).rfind("field 'name': a job name is 1 to 64", 0), 0u);
+  EXPECT_EQ(ErrorOf(submit_named(1000, std::string(65, 'x'))).rfind("field 'name'", 0), 0u);
+  EXPECT_EQ(ErrorOf(submit_named(1000, "-x")).rfind("field 'name'", 0), 0u);
+  EXPECT_TRUE(executor_.registered.empty()) << "a bad name never reaches the executor";
+
+  ASSERT_TRUE(protocol::Decode<protocol::SubmitReply>(submit_named(1000, "train")));  // 1
+  ASSERT_TRUE(protocol::Decode<protocol::SubmitReply>(submit_named(1001, "train")));  // 2, admin
+  Submit(1000);                                                                       // 3
+  ASSERT_TRUE(protocol::Decode<protocol::SubmitReply>(submit_named(1000, "train")));  // 4
+
+  EXPECT_EQ(named(1000, "train"), (std::vector<std::uint64_t>{1, 4}));
+  EXPECT_EQ(named(1001, "train"), (std::vector<std::uint64_t>{2})) << "an admin's own only";
+  EXPECT_TRUE(named(1000, "other").empty());
+  protocol::ListReply all = List(1000, false, false);
+  ASSERT_EQ(all.jobs.size(), 3u);
+  EXPECT_EQ(all.jobs[0].name, "train");
+  EXPECT_EQ(all.jobs[1].name, std::nullopt);
+  EXPECT_EQ(ErrorOf(Call(1000, protocol::Encode(protocol::ListRequest{false, false, {}, "a/b"})))
+                .rfind("field 'name'", 0),
+            0u);
+  EXPECT_EQ(core_->Snapshot().jobs.front().name, "train") << "kept in the queue file";
+}
+
 TEST_F(ServerCoreTest, JobAddressedRequestsCheckOwnership) {
   StartCore();
   Submit(1000);
@@ -739,6 +785,7 @@ TEST_F(ServerCoreTest, JobsTheQueueFileLostAreRebuiltFromTheRootSide) {
   executor_.summaries[7].placement =
       protocol::PlacementRecord{{1}, {0}, {}, {{-1, 2.5}}, {}, false};
   executor_.summaries[9] = summary(9, {"make", "bench"});
+  executor_.summaries[9].name = "bench";
   executor_.summaries[10] = summary(10, {"false"});
   executor_.summaries[10].exit_code = 1;
   executor_.summaries[10].end_time = 990;
@@ -757,6 +804,8 @@ TEST_F(ServerCoreTest, JobsTheQueueFileLostAreRebuiltFromTheRootSide) {
   EXPECT_EQ(core_->Find(7)->max_time_s, 600);
   EXPECT_EQ(core_->Find(7)->argv, (std::vector<std::string>{"sleep", "9"}));
   ASSERT_NE(core_->Find(9), nullptr);
+  EXPECT_EQ(core_->Find(9)->name, "bench") << "the name is kept on the root side too";
+  EXPECT_EQ(core_->Find(7)->name, std::nullopt);
   ASSERT_FALSE(executor_.started.empty()) << "the rebuilt queued job runs on the cpu job 7 left";
   EXPECT_EQ(executor_.started[0].id, 9u);
   EXPECT_EQ(executor_.started[0].placement.cpus, std::vector<int>{0});

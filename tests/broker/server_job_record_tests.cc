@@ -116,6 +116,22 @@ TEST(ServerJobRecordTest, DependenciesRoundTripAndOldRecordsLoadWithout) {
   EXPECT_FALSE(loaded->after_any);
 }
 
+TEST(ServerJobRecordTest, TheNameRoundTripsAndOldRecordsLoadWithout) {
+  JobRecord job = SampleJob();
+  job.name = "train-1";
+  Result<JobRecord> back = protocol::Decode<JobRecord>(protocol::Encode(job));
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_EQ(back->name, "train-1");
+
+  std::string old = protocol::Encode(SampleJob());
+  const std::string field = ",\"name\":[]";
+  ASSERT_NE(old.find(field), std::string::npos) << old;
+  old.erase(old.find(field), field.size());
+  Result<JobRecord> loaded = protocol::Decode<JobRecord>(old);
+  ASSERT_TRUE(loaded) << loaded.error().message();
+  EXPECT_EQ(loaded->name, std::nullopt);
+}
+
 TEST(ServerQueueStoreTest, DrainingIsKeptAndOldSnapshotsLoadAsNotDraining) {
   TempDir dir;
   QueueStore store(dir.path());

@@ -247,6 +247,19 @@ TEST_F(UtcTest, GpuColumnOnlyWhenSomeRowHasGpus) {
   EXPECT_EQ(r.out.find("+ memory"), std::string::npos);
 }
 
+TEST_F(UtcTest, NameColumnOnlyWhenSomeRowHasAName) {
+  protocol::ListReply reply;
+  reply.now = kNow;
+  reply.jobs = {Row(1, "running"), Row(2, "queued")};
+  EXPECT_EQ(RenderList(reply, false).out.find("NAME"), std::string::npos);
+  reply.jobs[1].name = "train";
+  Rendered r = RenderList(reply, false);
+  EXPECT_EQ(r.out,
+            "USER   ID  NAME   COMMAND  START     UPTIME  MAX-TIME  MEM    EXCLUSIVE\n"
+            "alice  1   -      echo hi  14:01:42  1m30s   1h        2.08G  no\n"
+            "alice  2   train  echo hi  -         queued  1h        2.08G  no\n");
+}
+
 TEST_F(UtcTest, FootnotesInOrderAfterTable) {
   protocol::ListReply reply;
   reply.now = kNow;

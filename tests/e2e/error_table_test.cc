@@ -31,6 +31,12 @@ const std::string kTop =
     "{new,list,attach,kill,job,output,wait,hold,release,info,drain,resume} ...\n";
 const std::string kNew = "usage: dispatch new [options] [NAME=VALUE...] -- CMD [ARGS...]\n";
 const std::string kDuration = " (use seconds or e.g. 45m, 2h, 1h30m, 1d)";
+const std::string kAttach = "usage: dispatch attach (ID | --name NAME)\n";
+const std::string kKill = "usage: dispatch kill (ID | --name NAME)\n";
+const std::string kWait = "usage: dispatch wait (ID [ID...] | --name NAME) [--timeout DURATION]\n";
+const std::string kBadName =
+    "argument --name: a job name is 1 to 64 letters, digits and ._-+@:= (no spaces, '/' or ','), "
+    "not starting with '-'";
 
 std::string Usage(const std::string& usage, const std::string& error) {
   return usage + "dispatch: error: " + error + "\n";
@@ -120,16 +126,19 @@ const std::vector<BadCall>& Table() {
        2,
        Usage("usage: dispatch list [--all] [--finished] [--json] [-l]\n",
              "unrecognized arguments: extra")},
-      {{"attach"},
-       2,
-       Usage("usage: dispatch attach ID\n", "the following arguments are required: ID")},
-      {{"attach", "x"},
-       2,
-       Usage("usage: dispatch attach ID\n", "argument ID: invalid job id: 'x'")},
+      {{"attach"}, 2, Usage(kAttach, "the following arguments are required: ID")},
+      {{"attach", "x"}, 2, Usage(kAttach, "argument ID: invalid job id: 'x'")},
       {{"attach", "999"}, 1, Refused("no such job 999")},
-      {{"kill", "-1"}, 2, Usage("usage: dispatch kill ID\n", "argument ID: invalid job id: '-1'")},
-      {{"kill", "0"}, 2, Usage("usage: dispatch kill ID\n", "argument ID: invalid job id: '0'")},
+      {{"kill", "-1"}, 2, Usage(kKill, "argument ID: invalid job id: '-1'")},
+      {{"kill", "0"}, 2, Usage(kKill, "argument ID: invalid job id: '0'")},
       {{"kill", "999"}, 1, Refused("no such job 999")},
+      {{"kill", "3", "--name", "x"}, 2, Usage(kKill, "give job ids or --name, not both")},
+      {{"kill", "--name", "a/b"}, 2, Usage(kKill, kBadName)},
+      {{"kill", "--name", "nosuch"}, 1, Refused("no job of yours is named 'nosuch'")},
+      {{"attach", "--name", ""}, 2, Usage(kAttach, kBadName)},
+      {{"wait", "--name", "nosuch"}, 1, Refused("no job of yours is named 'nosuch'")},
+      {{"new", "--name", "two words", "--", "true"}, 2, New(kBadName)},
+      {{"new", "--name", std::string(65, 'n'), "--", "true"}, 2, New(kBadName)},
       {{"hold"},
        2,
        Usage("usage: dispatch hold ID [ID...]\n", "the following arguments are required: ID")},
@@ -138,19 +147,12 @@ const std::vector<BadCall>& Table() {
        Usage("usage: dispatch hold ID [ID...]\n", "argument ID: invalid job id: 'x'")},
       {{"hold", "999"}, 1, Refused("no such job 999")},
       {{"release", "999", "998"}, 1, Refused("no such job 999") + Refused("no such job 998")},
-      {{"wait"},
-       2,
-       Usage("usage: dispatch wait ID [ID...] [--timeout DURATION]\n",
-             "the following arguments are required: ID")},
-      {{"wait", "abc"},
-       2,
-       Usage("usage: dispatch wait ID [ID...] [--timeout DURATION]\n",
-             "argument ID: invalid job id: 'abc'")},
+      {{"wait"}, 2, Usage(kWait, "the following arguments are required: ID")},
+      {{"wait", "abc"}, 2, Usage(kWait, "argument ID: invalid job id: 'abc'")},
       {{"wait", "999"}, 1, Refused("no such job 999")},
       {{"wait", "1", "--timeout", "soon"},
        2,
-       Usage("usage: dispatch wait ID [ID...] [--timeout DURATION]\n",
-             "argument --timeout: invalid duration: 'soon'" + kDuration)},
+       Usage(kWait, "argument --timeout: invalid duration: 'soon'" + kDuration)},
       {{"job", "999", "max-time", "get"}, 1, Refused("no such job 999")},
       {{"job", "1", "bogus", "get"},
        2,

@@ -1,6 +1,7 @@
 // End to end: `dispatch wait`, `new --wait`, dependencies (`--after`,
 // `--after-any`) across a daemon restart, `drain`/`resume` across a
-// reload, `info` and the --json of every read command.
+// reload, holds, job names (`--name`), `info` and the --json of every
+// read command.
 #include <grp.h>
 #include <gtest/gtest.h>
 
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "tests/e2e/daemon_harness.h"
+#include "tests/testing/temp_dir.h"
 
 namespace hpcb::e2e {
 namespace {
@@ -252,6 +254,61 @@ TEST_F(WorkflowE2eTest, AHeldJobIsPassedByAcrossAReloadAndRunsOnceReleased) {
   EXPECT_EQ(again.exit_code, 1);
   EXPECT_EQ(again.err, "dispatch: job " + held_id +
                            " has finished; only a queued job can be held or released\n");
+}
+
+// `new --name`: a NAME column in list (only when a job has a name), "name"
+// in --json and in info.json, kept across a restart; kill, wait and attach
+// --name act on the caller's jobs with that name.
+TEST_F(WorkflowE2eTest, NamedJobsAreListedAndKilledWaitedForAndAttachedByName) {
+  StartOrFail();
+  const int prep = New({"--name", "prep.1", "--", "sh", "-c", "echo prepped; exit 4"});
+  CommandResult waited = Wait({"--name", "prep.1"});
+  EXPECT_EQ(waited.exit_code, 4) << waited.err;
+  // Two running on this host's 2 cpus, the third queued.
+  const int first = New({"--name", "train", "--", "sleep", "30"});
+  const int second = New({"--name", "train", "--", "sleep", "30"});
+  const int unnamed = New({"--", "sleep", "30"});
+  const std::string trains = std::to_string(first) + ", " + std::to_string(second);
+
+  const std::string list = daemon_.Dispatch({"list"}).out;
+  EXPECT_EQ(list.rfind("USER", 0), 0u) << list;
+  EXPECT_NE(list.substr(0, list.find('\n')).find("  NAME   COMMAND"), std::string::npos) << list;
+  EXPECT_NE(DaemonHarness::RowOfJob(list, first).find("  train  sleep 30"), std::string::npos);
+  EXPECT_NE(DaemonHarness::RowOfJob(list, unnamed).find("  -      sleep 30"), std::string::npos)
+      << list;
+  EXPECT_NE(daemon_.Dispatch({"list", "--json"}).out.find("\"name\":[\"train\"]"),
+            std::string::npos);
+  const std::string info =
+      testing::ReadText(daemon_.state() + "/jobs/" + std::to_string(prep) + "/info.json");
+  EXPECT_NE(info.find("\"name\":[\"prep.1\"]"), std::string::npos) << info;
+  CommandResult attach = daemon_.Dispatch({"attach", "--name", "train"});
+  EXPECT_EQ(attach.exit_code, 1);
+  EXPECT_EQ(attach.err, "dispatch: 2 jobs of yours named 'train' are queued or running (" + trains +
+                            "); attach follows one: name it by id\n");
+
+  daemon_.Stop();
+  StartOrFail();
+  EXPECT_NE(DaemonHarness::RowOfJob(daemon_.Dispatch({"list"}).out, second).find("  train  "),
+            std::string::npos)
+      << "named after the restart\n"
+      << daemon_.Dispatch({"list"}).out;
+  CommandResult kill = daemon_.Dispatch({"kill", "--name", "train"});
+  EXPECT_EQ(kill.exit_code, 0) << kill.err;
+  EXPECT_EQ(kill.out, "job " + std::to_string(first) + ": kill signal sent\njob " +
+                          std::to_string(second) + ": kill signal sent\n");
+  CommandResult killed = Wait({"--name", "train"});
+  EXPECT_EQ(killed.exit_code, 1) << killed.err;
+  EXPECT_NE(killed.err.find("job " + std::to_string(second) + " finished: killed"),
+            std::string::npos)
+      << killed.err;
+  CommandResult again = daemon_.Dispatch({"kill", "--name", "train"});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_EQ(again.err,
+            "dispatch: every job of yours named 'train' has finished (" + trains + ")\n");
+  CommandResult none = daemon_.Dispatch({"kill", "--name", "nosuch"});
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_EQ(none.err, "dispatch: no job of yours is named 'nosuch'\n");
+  EXPECT_EQ(daemon_.Dispatch({"kill", std::to_string(unnamed)}).exit_code, 0);
 }
 
 TEST_F(WorkflowE2eTest, InfoAndEveryReadCommandSpeakJson) {

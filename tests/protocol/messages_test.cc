@@ -119,6 +119,55 @@ TEST(ClientMessagesTest, DependenciesTravelInTheSubmission) {
   EXPECT_TRUE(back->after_any);
 }
 
+TEST(ClientMessagesTest, AJobNameIsShortPlainAsciiWithoutSpacesSlashesOrCommas) {
+  const std::vector<std::string> good = {"train", "run-2024.05_b", "a+b@host:3=x", "7",
+                                         std::string(64, 'n')};
+  for (const std::string& name : good)
+    EXPECT_TRUE(CheckJobName(name)) << name;
+  const std::vector<std::string> bad = {"",
+                                        "-x",
+                                        "two words",
+                                        "a/b",
+                                        "a,b",
+                                        "tab\there",
+                                        "caf\xc3\xa9",
+                                        std::string(65, 'n'),
+                                        std::string("nul\0x", 5)};
+  for (const std::string& name : bad) {
+    Result<void> checked = CheckJobName(name);
+    ASSERT_FALSE(checked) << name;
+    EXPECT_EQ(checked.error().message(),
+              "a job name is 1 to 64 letters, digits and ._-+@:= (no spaces, '/' or ','), not "
+              "starting with '-'");
+  }
+}
+
+TEST(ClientMessagesTest, TheNameTravelsAndOldSubmissionsAndSpecsHaveNone) {
+  SubmitRequest r = MinimalSubmit();
+  r.name = "train";
+  Result<SubmitRequest> back = Decode<SubmitRequest>(Encode(r));
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_EQ(back->name, "train");
+
+  std::string old = Encode(MinimalSubmit());
+  const std::string field = ",\"name\":[]";
+  ASSERT_NE(old.find(field), std::string::npos) << old;
+  old.erase(old.find(field), field.size());
+  back = Decode<SubmitRequest>(old);
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_EQ(back->name, std::nullopt);
+
+  std::string spec = Encode(JobSummary{});
+  ASSERT_NE(spec.find(field), std::string::npos) << spec;
+  spec.erase(spec.find(field), field.size());
+  Result<JobSummary> summary = Decode<JobSummary>(spec);
+  ASSERT_TRUE(summary) << summary.error().message();
+  EXPECT_EQ(summary->name, std::nullopt);
+
+  ListRequest list{false, true, {}, "a b"};
+  EXPECT_EQ(list.Validate().error().message().rfind("field 'name': a job name", 0), 0u);
+}
+
 TEST(ClientMessagesTest, InfoDrainAndResumeAreBareRequests) {
   for (ClientCommand cmd : {ClientCommand::kInfo, ClientCommand::kDrain, ClientCommand::kResume}) {
     const std::string text = Encode(BareRequest{cmd});

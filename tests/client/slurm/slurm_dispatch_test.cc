@@ -179,8 +179,8 @@ TEST_F(SlurmDispatchTest, NewBuildsTheSbatchCallFromTheCommandLine) {
   char cwd[4096];
   ASSERT_NE(::getcwd(cwd, sizeof cwd), nullptr);
   SlurmOutcome run = Dispatch({"new", "--cpu", "4", "--max-mem", "16", "--max-time", "2h",
-                          "--numa-local-mem", "--exclusive", "--output", dir_, "--",
-                          "OMP_NUM_THREADS=4", "./bench.sh", "--iterations", "10"});
+                               "--numa-local-mem", "--exclusive", "--output", dir_, "--",
+                               "OMP_NUM_THREADS=4", "./bench.sh", "--iterations", "10"});
   EXPECT_EQ(run.code, 0) << run.err;
   EXPECT_EQ(run.out,
             "job 812 submitted to Slurm (4 cpu, max time 2h, memory 16G, exclusive)\n"
@@ -272,8 +272,8 @@ TEST_F(SlurmDispatchTest, ListAsksSqueueForTheCallersJobs) {
   const char sep = slurm::kFieldSeparator;
   std::string row = std::string("5") + sep + "alice" + sep + "PENDING" + sep + "Priority" + sep +
                     "N/A" + sep + "0:00" + sep + "1:00:00" + sep + "2" + sep + "4G" + sep + "N/A" +
-                    sep + "OK" + sep + "0" + sep + "/home/alice/output.%j.log" + sep +
-                    "./bench.sh\n";
+                    sep + "OK" + sep + "0" + sep + "/home/alice/output.%j.log" + sep + "(null)" +
+                    sep + "./bench.sh\n";
   Say("squeue.out", row);
   SlurmOutcome run = Dispatch({"list"});
   EXPECT_EQ(run.code, 0) << run.err;
@@ -319,12 +319,13 @@ TEST_F(SlurmDispatchTest, FinishedJobsComeFromSacct) {
     }
     return line + "\n";
   };
-  Say("sacct.out", record({"3", "alice", "COMPLETED", "2024-05-01T10:00:00", "00:00:05", "00:02:00",
-                           "1", "1G", "cpu=1", "0:0", "node1", "None", "echo hi"}) +
-                       record({"4", "alice", "RUNNING", "2024-05-01T10:00:00", "00:00:05",
-                               "00:02:00", "1", "1G", "cpu=1", "0:0", "node1", "None", "sleep 9"}) +
-                       record({"6", "alice", "FAILED", "2024-05-01T10:00:00", "00:00:05",
-                               "00:02:00", "1", "1G", "cpu=1", "2:0", "node1", "None", "false"}));
+  Say("sacct.out",
+      record({"3", "alice", "COMPLETED", "2024-05-01T10:00:00", "00:00:05", "00:02:00", "1", "1G",
+              "cpu=1", "0:0", "node1", "None", "", "echo hi"}) +
+          record({"4", "alice", "RUNNING", "2024-05-01T10:00:00", "00:00:05", "00:02:00", "1", "1G",
+                  "cpu=1", "0:0", "node1", "None", "", "sleep 9"}) +
+          record({"6", "alice", "FAILED", "2024-05-01T10:00:00", "00:00:05", "00:02:00", "1", "1G",
+                  "cpu=1", "2:0", "node1", "None", "", "false"}));
   SlurmOutcome run = Dispatch({"list", "--finished", "--json"});
   EXPECT_EQ(run.code, 0) << run.err;
   auto reply = protocol::Decode<protocol::ListReply>(run.out);
@@ -363,6 +364,32 @@ TEST_F(SlurmDispatchTest, KillCancelsAndSaysWhatHappened) {
   EXPECT_EQ(run.code, 1);
   EXPECT_EQ(run.err, "dispatch: job 5 already finished\n");
   EXPECT_EQ(Calls("scancel").size(), 3u);
+}
+
+// kill --name: squeue finds the caller's jobs of that name (finished ones
+// too, while slurmctld remembers them), then each is cancelled as by id.
+TEST_F(SlurmDispatchTest, KillByNameAsksSqueueForTheCallersJobsOfThatName) {
+  const char sep = slurm::kFieldSeparator;
+  auto row = [sep](const char* id, const char* state, const char* name) {
+    return std::string(id) + sep + "alice" + sep + state + sep + "None" + sep + "N/A" + sep +
+           "0:00" + sep + "1:00:00" + sep + "1" + sep + "1G" + sep + "N/A" + sep + "OK" + sep +
+           "0" + sep + "/dev/null" + sep + "dispatch command: sleep 60" + sep + name + "\n";
+  };
+  Say("squeue.out", row("5", "RUNNING", "train") + row("6", "COMPLETED", "train"));
+  Say("show.out", Record("RUNNING"));
+  SlurmOutcome run = Dispatch({"kill", "--name", "train"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.out, "job 5: kill signal sent\n");
+  EXPECT_EQ(Calls("scancel"), (Words{"5"}));
+  ASSERT_EQ(Calls("squeue").size(), 1u);
+  EXPECT_NE(Calls("squeue")[0].find("|--user="), std::string::npos) << Calls("squeue")[0];
+  EXPECT_NE(Calls("squeue")[0].find("|--name=train|--states=all"), std::string::npos)
+      << Calls("squeue")[0];
+
+  Say("squeue.out", "");
+  run = Dispatch({"kill", "--name", "train"});
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.err, "dispatch: no job of yours is named 'train'\n");
 }
 
 TEST_F(SlurmDispatchTest, UnknownJobs) {
@@ -467,6 +494,7 @@ TEST_F(SlurmDispatchTest, ASacctJobCancelledWhileQueuedDidNotRun) {
                                "0:0\x1f"
                                "None assigned\x1f"
                                "None\x1f"
+                               "\x1f"
                                "sleep 60\n"));
   SlurmOutcome run = Dispatch({"wait", "6"});
   EXPECT_EQ(run.code, 1);
@@ -489,6 +517,7 @@ TEST_F(SlurmDispatchTest, WaitAsksSacctOnlyForJobsSlurmctldForgot) {
       "0:0\x1f"
       "node1\x1f"
       "None\x1f"
+      "\x1f"
       "true\n");
   SlurmOutcome run = Dispatch({"wait", "5", "6"});
   EXPECT_EQ(run.code, 0) << run.err;

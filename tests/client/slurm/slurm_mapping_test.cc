@@ -295,6 +295,17 @@ TEST(MapSubmitTest, JobNamesAreOneLineOfText) {
   EXPECT_EQ(JobNameFor({std::string(3000, 'x')}).size(), 1024u);
 }
 
+TEST(MapSubmitTest, ANameIsTheSlurmNameAndTheCommandLineGoesToTheComment) {
+  protocol::SubmitRequest request = Request({"./bench.sh", "--iterations", "10"});
+  request.name = "bench";
+  auto job = MapSubmit(request, {}, kAlice, true);
+  ASSERT_TRUE(job) << job.error().message();
+  EXPECT_EQ(Words(job->args.begin(), job->args.begin() + 4),
+            (Words{"--parsable", "--job-name=bench",
+                   "--comment=dispatch command: ./bench.sh --iterations 10",
+                   "--chdir=/home/alice/bench"}));
+}
+
 TEST(SlurmTextTest, SbatchIds) {
   EXPECT_EQ(*ParseSbatchId("812\n"), 812u);
   EXPECT_EQ(*ParseSbatchId("812;cluster2\n"), 812u);

@@ -30,13 +30,13 @@ TEST(SlurmTextTest, SqueueRows) {
   EXPECT_EQ(SqueueFormat().substr(SqueueFormat().size() - 7), ",Name:0");
   std::string text =
       Record({"12", "alice", "RUNNING", "None", "2024-05-01T10:00:00", "1:02:03", "2:00:00", "4",
-              "16G", "gres:gpu:2", "NO", "0", "/home/alice/output.%j.log",
+              "16G", "gres:gpu:2", "NO", "0", "/home/alice/output.%j.log", "(null)",
               "./bench.sh --iterations 10"}) +
       Record({"13", "bob", "PENDING", "Resources", "2024-05-01T11:00:00", "0:00", "UNLIMITED", "1",
-              "0", "N/A", "OK", "0", "/dev/null", "sh -c 'echo a"}) +
+              "0", "N/A", "OK", "0", "/dev/null", "(null)", "sh -c 'echo a"}) +
       "b'\n" +  // a name with a newline, from a job dispatch did not submit
       Record({"14_3", "carol", "FAILED", "NonZeroExitCode", "2024-05-01T09:00:00", "0:05", "5:00",
-              "2", "500M", "N/A", "OK", "768", "/scratch/%u/%x-%5j.out",
+              "2", "500M", "N/A", "OK", "768", "/scratch/%u/%x-%5j.out", "",
               std::string("odd") + kFieldSeparator + "name"});
   std::vector<SlurmJob> jobs = ParseSqueue(text);
   ASSERT_EQ(jobs.size(), 3u);
@@ -73,21 +73,45 @@ TEST(SlurmTextTest, SqueueRows) {
   EXPECT_EQ(c.output_dest, "/scratch/carol/odd\x1fname-00014.out");
 }
 
+// A job dispatch submitted with --name: its Slurm name is the name, its
+// comment the command line; any other comment leaves the name the command.
+TEST(SlurmTextTest, ANamedJobsCommandComesFromItsComment) {
+  auto row = [](const std::string& comment, const std::string& name) {
+    return Record({"30", "alice", "PENDING", "None", "N/A", "0:00", "5:00", "1", "1G", "N/A", "OK",
+                   "0", "/dev/null", comment, name});
+  };
+  std::vector<SlurmJob> jobs = ParseSqueue(row("dispatch command: sh -c 'echo a b'", "train") +
+                                           row("(null)", "echo hi") + row("by hand", "echo hi"));
+  ASSERT_EQ(jobs.size(), 3u);
+  EXPECT_EQ(jobs[0].row.name, "train");
+  EXPECT_EQ(jobs[0].row.argv, (Words{"sh", "-c", "echo a b"}));
+  for (int i : {1, 2}) {
+    EXPECT_EQ(jobs[i].row.name, std::nullopt);
+    EXPECT_EQ(jobs[i].row.argv, (Words{"echo", "hi"}));
+  }
+  std::vector<SlurmJob> finished = ParseSacct(
+      Record({"31", "alice", "COMPLETED", "2024-05-01T10:00:00", "00:00:05", "00:02:00", "1", "1G",
+              "cpu=1", "0:0", "node1", "None", "dispatch command: true", "named"}));
+  ASSERT_EQ(finished.size(), 1u);
+  EXPECT_EQ(finished[0].row.name, "named");
+  EXPECT_EQ(finished[0].row.argv, (Words{"true"}));
+}
+
 TEST(SlurmTextTest, SacctRows) {
   EXPECT_EQ(SacctFormat(),
             "JobID,User,State,Start,Elapsed,Timelimit,AllocCPUS,ReqMem,AllocTRES,ExitCode,"
-            "NodeList,Reason,JobName");
+            "NodeList,Reason,Comment,JobName");
   // As sacct 22.05 --parsable2 prints them; 21 was cancelled while queued,
   // and its Start is when that happened.
   std::string text =
       Record({"20", "alice", "COMPLETED", "2024-05-01T10:00:00", "00:00:05", "00:02:00", "2", "4G",
-              "billing=2,cpu=2,gres/gpu=1,mem=4G,node=1", "0:0", "node1", "None", "echo hi"}) +
+              "billing=2,cpu=2,gres/gpu=1,mem=4G,node=1", "0:0", "node1", "None", "", "echo hi"}) +
       Record({"21", "alice", "CANCELLED by 1000", "2024-05-01T10:03:00", "00:00:00", "UNLIMITED",
-              "0", "1Gc", "", "0:0", "None assigned", "None", "sleep 100"}) +
+              "0", "1Gc", "", "0:0", "None assigned", "None", "", "sleep 100"}) +
       Record({"22", "alice", "TIMEOUT", "2024-05-01T10:00:00", "00:01:00", "00:01:00", "4", "1Gc",
-              "cpu=4,gres/gpu:a100=2,gres/gpu=2", "0:15", "node[1-2]", "None", "./train"}) +
+              "cpu=4,gres/gpu:a100=2,gres/gpu=2", "0:15", "node[1-2]", "None", "", "./train"}) +
       Record({"23", "alice", "CANCELLED", "2024-05-01T10:04:00", "00:00:00", "00:02:00", "0", "1G",
-              "", "0:0", "None assigned", "DependencyNeverSatisfied", "true"});
+              "", "0:0", "None assigned", "DependencyNeverSatisfied", "", "true"});
   std::vector<SlurmJob> jobs = ParseSacct(text);
   ASSERT_EQ(jobs.size(), 4u);
   EXPECT_FALSE(jobs[3].row.start_time);
