@@ -369,8 +369,8 @@ TEST_F(SlurmDispatchTest, KillCancelsAndSaysWhatHappened) {
 // kill --name: squeue finds the caller's jobs of that name (finished ones
 // too, while slurmctld remembers them), then each is cancelled as by id.
 TEST_F(SlurmDispatchTest, KillByNameAsksSqueueForTheCallersJobsOfThatName) {
-  const char sep = slurm::kFieldSeparator;
-  auto row = [sep](const char* id, const char* state, const char* name) {
+  constexpr char sep = slurm::kFieldSeparator;
+  auto row = [](const char* id, const char* state, const char* name) {
     return std::string(id) + sep + "alice" + sep + state + sep + "None" + sep + "N/A" + sep +
            "0:00" + sep + "1:00:00" + sep + "1" + sep + "1G" + sep + "N/A" + sep + "OK" + sep +
            "0" + sep + "/dev/null" + sep + "dispatch command: sleep 60" + sep + name + "\n";
