@@ -13,6 +13,7 @@
 #include "common/units.h"
 #include "protocol/client_messages.h"
 #include "protocol/codec.h"
+#include "protocol/launcher_messages.h"
 
 namespace hpcb::broker {
 namespace {
@@ -397,6 +398,7 @@ void BrokerCore::Rebuild(const protocol::JobSummary& summary) {
   job.name = summary.name;
   job.cwd = summary.cwd;
   job.output_dest = summary.output_dest;
+  job.error_dest = summary.error_dest;
   job.submit_time = summary.request.submit_time;
   if (!made) {
     // It no longer fits this machine (the daemon's flags changed): it is
@@ -546,6 +548,11 @@ void BrokerCore::CompleteSubmit(std::uint64_t id, protocol::SubmitRequest reques
   job.argv = std::move(request.argv);
   job.cwd = std::move(request.cwd);
   job.output_dest = reply->output_dest;
+  // Named as the root side names it (its launch spec, and JobSummary).
+  if (request.error) {
+    job.error_dest =
+        protocol::ResolveDestination(*request.error, request.error_is_dir, id, "error");
+  }
   if (request.exec_error) return FailUnrunnable(job, *request.exec_error, std::move(respond));
   // Its launch spec is on disk and holds all of it but its dependencies.
   MarkChanged(id, job.after.empty() ? Held::kAlsoOnRootSide : Held::kOnlyHere);
@@ -681,7 +688,8 @@ std::string BrokerCore::ListPage(ListCursor& cursor, bool* more) {
     if (!cursor.request.finished && job.done()) continue;
     if (cursor.request.name && job.name != cursor.request.name) continue;
     // An estimate, so a row is encoded once: its strings and a margin.
-    bytes += 400 + job.cwd.size() + job.user.size() + job.output_dest.value_or("").size();
+    bytes += 400 + job.cwd.size() + job.user.size() + job.output_dest.value_or("").size() +
+             job.error_dest.value_or("").size();
     for (const std::string& arg : job.argv)
       bytes += arg.size() + 4;
     reply.jobs.push_back(BuildRow(job, reply.now));
@@ -712,7 +720,7 @@ Result<std::string> BrokerCore::Attach(const Peer& peer, std::uint64_t id, Respo
                               job->output_dest, job->output_error};
   // A finished job's output is streamed only when it was kept (its delivery
   // failed); delivered, it is at its destination, which the reply names.
-  if (!job->done() || job->output_error) response.attach = job->id;
+  if (!job->done() || !protocol::StdoutDelivered(job->output_error)) response.attach = job->id;
   return protocol::Encode(reply);
 }
 

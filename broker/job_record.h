@@ -68,7 +68,8 @@ struct JobRecord {
   std::optional<double> term_time;  // SIGTERM sent
   std::optional<double> kill_at;    // next SIGKILL due
   std::optional<std::string> output_dest;
-  std::optional<std::string> output_error;
+  std::optional<std::string> output_error;  // stdout's, stderr's or both
+  std::optional<std::string> error_dest;    // --error: stderr's own file
   std::optional<protocol::JobUsage> usage;  // once done, if it ran
   // Jobs it waits for (`--after`); met ones stay listed. Done jobs keep
   // theirs, so a restart knows why a `dependency` job never ran.
@@ -169,13 +170,15 @@ void JobRecord::Fields(A& ar) {
     protocol::Put(ar, "after_any", after_any);
     protocol::Put(ar, "held", held);
     protocol::Put(ar, "name", name);
+    protocol::Put(ar, "error_dest", error_dest);
   } else {
     protocol::GetIfPresent(ar, "usage", usage);  // files written before accounting
     // Files written before dependencies.
     protocol::GetIfPresent(ar, "after", after);
     protocol::GetIfPresent(ar, "after_any", after_any);
-    protocol::GetIfPresent(ar, "held", held);  // files written before holds
-    protocol::GetIfPresent(ar, "name", name);  // files written before --name
+    protocol::GetIfPresent(ar, "held", held);              // files written before holds
+    protocol::GetIfPresent(ar, "name", name);              // files written before --name
+    protocol::GetIfPresent(ar, "error_dest", error_dest);  // and before --error
   }
   if constexpr (!A::is_saving::value) {
     demand.cpu = static_cast<int>(cpu);

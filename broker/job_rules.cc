@@ -43,6 +43,7 @@ protocol::JobRow BuildRow(const JobRecord& job, double now) {
   row.held = job.held && job.queued();
   row.output_dest = job.output_dest;
   row.output_error = job.output_error;
+  row.error_dest = job.error_dest;
   row.usage = job.usage;
   return row;
 }

@@ -16,6 +16,7 @@
 #include "client/wait.h"
 #include "common/base/unique_fd.h"
 #include "common/units.h"
+#include "protocol/launcher_messages.h"
 
 namespace hpcb::client {
 namespace {
@@ -81,7 +82,7 @@ int PrintWhatTheStreamMissed(const std::string& socket, std::uint64_t id, Io io)
   if (!listed) return kExitOk;  // the wait that follows says what is wrong
   for (const protocol::JobRow& row : listed->jobs) {
     if (row.id != id || row.state != protocol::JobState::kDone || !row.start_time) continue;
-    if (!row.output_dest || row.output_error) continue;
+    if (!row.output_dest || !protocol::StdoutDelivered(row.output_error)) continue;
     if (Result<void> printed = PrintDeliveredFile(*row.output_dest, io); !printed) {
       io.err << "dispatch: " << EscapeControl(printed.error().message()) << "\n";
     }
@@ -114,13 +115,20 @@ int ReportStartError(const protocol::SubmitReply& reply, Io io) {
   return kExitError;
 }
 
+// Where --error sends stderr: named as the root side names it.
+std::optional<std::string> ErrorDest(const protocol::SubmitRequest& request, std::uint64_t id) {
+  if (!request.error) return std::nullopt;
+  return protocol::ResolveDestination(*request.error, request.error_is_dir, id, "error");
+}
+
 }  // namespace
 
 int RunSubmit(const std::string& socket, const protocol::SubmitRequest& request, Io io) {
   auto reply = Call<protocol::SubmitReply>(socket, request);
   if (!reply) return ReportError(reply.error(), io);
   if (reply->start_error) return ReportStartError(*reply, io);
-  io.out << RenderSubmit(*reply, !request.output.has_value(), request.output);
+  io.out << RenderSubmit(*reply, !request.output.has_value(), request.output,
+                         ErrorDest(request, reply->id));
   io.out.flush();
   SayWhatChanged(request, *reply, io);
   return kExitOk;
@@ -131,7 +139,8 @@ int RunSubmitAndWait(const std::string& socket, const protocol::SubmitRequest& r
   if (!reply) return ReportError(reply.error(), io);
   if (reply->start_error) return ReportStartError(*reply, io);
   // stdout carries the job's output alone, so a script can capture it.
-  io.err << RenderSubmit(*reply, !request.output.has_value(), request.output);
+  io.err << RenderSubmit(*reply, !request.output.has_value(), request.output,
+                         ErrorDest(request, reply->id));
   SayWhatChanged(request, *reply, io);
   const Attached attached = Attach(socket, reply->id, DeliveredOutput::kLeaveToCaller, io);
   if (attached.code != kExitOk) return attached.code;
@@ -197,7 +206,7 @@ Attached Attach(const std::string& socket, std::uint64_t id, DeliveredOutput del
       socket, protocol::JobIdRequest{protocol::ClientCommand::kAttach, id}, &fd);
   if (!reply) return {ReportError(reply.error(), io)};
   if (delivered == DeliveredOutput::kLeaveToCaller && reply->state == protocol::JobState::kDone &&
-      reply->output_dest && !reply->output_error) {
+      reply->output_dest && protocol::StdoutDelivered(reply->output_error)) {
     return {};
   }
   Attached attached;

@@ -349,16 +349,20 @@ Rendered RenderList(const protocol::ListReply& reply, bool finished, bool usage_
     }
     if (row.detail) rendered.err += prefix + EscapeControl(*row.detail) + "\n";
     if (row.output_error) {
-      rendered.err += prefix + "could not save output to " +
-                      EscapeControl(row.output_dest.value_or("-")) + ": " +
-                      EscapeControl(*row.output_error) + "\n";
+      // Only --error's file failed: the error names it.
+      const bool only_stderr = protocol::StdoutDelivered(row.output_error);
+      rendered.err +=
+          prefix + "could not save " +
+          (only_stderr ? "" : "output to " + EscapeControl(row.output_dest.value_or("-")) + ": ") +
+          EscapeControl(*row.output_error) + "\n";
     }
   }
   return rendered;
 }
 
 std::string RenderSubmit(const protocol::SubmitReply& reply, bool no_output,
-                         const std::optional<std::string>& requested_output) {
+                         const std::optional<std::string>& requested_output,
+                         const std::optional<std::string>& error_dest) {
   // Without SMT (or under --cpu-unit thread) a cpu is a core and the line
   // reads as it always did.
   std::string cpus = std::to_string(reply.cpu) + " cpu";
@@ -378,6 +382,7 @@ std::string RenderSubmit(const protocol::SubmitReply& reply, bool no_output,
     std::string dest = EscapeControl(reply.output_dest.value_or(requested_output.value_or("-")));
     text += "output will be saved to " + dest + "\n";
   }
+  if (error_dest) text += "stderr will be saved to " + EscapeControl(*error_dest) + "\n";
   return text;
 }
 
@@ -386,7 +391,7 @@ std::string RenderAttachNotice(std::uint64_t id, const protocol::AttachReply& re
   if (reply.state == protocol::JobState::kQueued)
     return job + " is queued; waiting for it to start...\n";
   if (reply.state == protocol::JobState::kDone) {
-    if (reply.output_dest && reply.output_error) {
+    if (reply.output_dest && !protocol::StdoutDelivered(reply.output_error)) {
       return job + " has finished; its output could not be saved to " +
              EscapeControl(*reply.output_dest) + " (" + EscapeControl(*reply.output_error) +
              "), so here is the copy kept for it:\n";

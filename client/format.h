@@ -67,9 +67,11 @@ struct Rendered {
 Rendered RenderList(const protocol::ListReply& reply, bool finished, bool usage_columns = false);
 
 // `job 3 running (2 cpu, max time 1h, memory 4G (default))` and, unless
-// `no_output`, `output will be saved to DEST`. Lines end in '\n'.
+// `no_output`, `output will be saved to DEST`, then, given `error_dest`
+// (--error), `stderr will be saved to DEST`. Lines end in '\n'.
 std::string RenderSubmit(const protocol::SubmitReply& reply, bool no_output,
-                         const std::optional<std::string>& requested_output);
+                         const std::optional<std::string>& requested_output,
+                         const std::optional<std::string>& error_dest = std::nullopt);
 
 // What attach says on stderr before streaming; empty for a running job.
 std::string RenderAttachNotice(std::uint64_t id, const protocol::AttachReply& reply);

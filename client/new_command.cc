@@ -96,6 +96,12 @@ std::optional<int> BuildSubmit(const NewFlags& f, const std::vector<std::string>
   if (f.output_opt->count() > 0 && f.output.empty()) {
     return usage_error("argument --output: expected a directory or a file, not ''");
   }
+  if (f.no_output && f.error_opt->count() > 0) {
+    return usage_error("--error and --no-output cannot be combined");
+  }
+  if (f.error_opt->count() > 0 && f.error.empty()) {
+    return usage_error("argument --error: expected a directory or a file, not ''");
+  }
   PeeledCommand peeled = PeelAssignments(words);
   if (peeled.argv.empty()) {
     return usage_error("no command given after --");
@@ -142,6 +148,12 @@ std::optional<int> BuildSubmit(const NewFlags& f, const std::vector<std::string>
     if (!is_dir) return ReportError(is_dir.error(), call.io);
     request->output_is_dir = *is_dir;
   }
+  if (f.error_opt->count() > 0) {
+    request->error = MakeAbsolute(f.error, *cwd);
+    Result<bool> is_dir = CheckOutputPlace(*request->error, delivered_by_daemon);
+    if (!is_dir) return ReportError(is_dir.error(), call.io);
+    request->error_is_dir = *is_dir;
+  }
   // Looked for as the job will look for it: on its PATH, from here, as
   // the user. Not for a job that waits for others, which may well make
   // what it runs (`new -- make`, then `new --after 1 -- ./a.out`).
@@ -173,6 +185,8 @@ void AddNewFlags(CLI::App* sub, Flags* flags) {
   sub->add_flag("--env", f->env, "forward your whole environment");
   sub->add_flag("--exclusive", f->exclusive, "run alone on the machine");
   f->output_opt = sub->add_option("--output", f->output, "directory or file for output.<id>.log");
+  f->error_opt =
+      sub->add_option("--error", f->error, "directory or file for stderr apart (error.<id>.log)");
   sub->add_flag("--no-output", f->no_output, "discard the output");
   f->after_opt = sub->add_option("--after", f->after,
                                  "ID[,ID...]: start once these jobs exited 0 (else never run)");

@@ -28,13 +28,14 @@ struct NewFlags {
   std::int64_t gpu_cores = 0;
   double max_mem = 0;
   bool numa_local = false, numa_local_mem = false, numa_local_gpu = false;
-  std::string gpu_link, max_time, output, after, after_any, name;
+  std::string gpu_link, max_time, output, error, after, after_any, name;
   bool env = false, exclusive = false, no_output = false, wait = false;
   CLI::Option* cpu_opt = nullptr;
   CLI::Option* mem_opt = nullptr;
   CLI::Option* link_opt = nullptr;
   CLI::Option* time_opt = nullptr;
   CLI::Option* output_opt = nullptr;
+  CLI::Option* error_opt = nullptr;
   CLI::Option* after_opt = nullptr;
   CLI::Option* after_any_opt = nullptr;
   CLI::Option* name_opt = nullptr;

@@ -112,8 +112,7 @@ class ExecutorServer {
   // job_register.cc
   void OnRegister(std::uint64_t req, const protocol::Packet& packet);
   // Once the submitter and its frame are read: dir, spec, optional start.
-  void FinishRegister(protocol::RegisterJob request, LaunchSpec spec,
-                      std::optional<std::string> dest);
+  void FinishRegister(protocol::RegisterJob request, LaunchSpec spec);
 
   // job_start.cc
   void OnStart(std::uint64_t req, const std::string& text);
@@ -139,14 +138,20 @@ class ExecutorServer {
   // The job ended: cgroup, output, spec, event. Its exit code, end time
   // and usage come from its run record (read once), or are unknown.
   void Finish(std::uint64_t id);
-  // Asks the launcher to deliver the buffer as the user; `done` gets the
-  // output error (nullopt: delivered, or nothing to deliver).
+  // Asks the launcher to deliver the buffers (output, and error with
+  // --error) as the user; `done` gets the output error (nullopt: delivered,
+  // or nothing to deliver).
   void DeliverOutput(const LaunchSpec& spec, std::function<void(std::optional<std::string>)> done);
+  // One buffer `name` of the job dir to `to` (none: dropped).
+  void DeliverBuffer(const LaunchSpec& spec, const std::string& name,
+                     const std::optional<std::string>& to,
+                     std::function<void(std::optional<std::string>)> done);
   void AppendLine(const LaunchSpec& spec, const std::string& line);
   // Tells the broker of jobs whose delivery has run past a second that
   // their cpus are free (JobExited::delivering).
   void ReleaseSlowDeliveries();
-  Result<UniqueFd> OpenBuffer(const LaunchSpec& spec, int flags) const;
+  Result<UniqueFd> OpenBuffer(const LaunchSpec& spec, int flags,
+                              const std::string& name = "output") const;
   // The job's dir and dev link; info.json too unless a start follows
   // (which writes it, as started).
   Result<void> MakeJobDir(const LaunchSpec& spec, bool start_follows);

@@ -35,13 +35,13 @@ Result<UniqueFd> CreateFreshFile(int dir_fd, const std::string& name, mode_t mod
 }  // namespace
 
 Result<UniqueFd> CreateJobDir(const std::string& path, std::optional<JobDirOwner> owner,
-                              const std::optional<std::string>& info_text) {
+                              const std::optional<std::string>& info_text, bool error_buffer) {
   if (::mkdir(path.c_str(), 0700) != 0) return Error::FromErrno(errno, "mkdir " + path);
   // Still root's 0700 here, so nobody else can have swapped a name yet: the
   // files are created in place, with no temp name and rename.
   HPCB_ASSIGN_OR_RETURN(UniqueFd dir, OpenJobDir(path));
-  HPCB_ASSIGN_OR_RETURN(UniqueFd buffer,
-                        CreateFreshFile(dir.get(), "output", 0640, owner, path + "/output"));
+  HPCB_TRY(CreateFreshFile(dir.get(), "output", 0640, owner, path + "/output"));
+  if (error_buffer) HPCB_TRY(CreateFreshFile(dir.get(), "error", 0640, owner, path + "/error"));
   if (info_text) {
     HPCB_ASSIGN_OR_RETURN(
         UniqueFd info, CreateFreshFile(dir.get(), "info.json", 0640, owner, path + "/info.json"));
@@ -59,20 +59,23 @@ Result<UniqueFd> OpenJobDir(const std::string& path) {
   return dir;
 }
 
-Result<UniqueFd> OpenJobBuffer(int dir_fd, int flags, std::optional<JobDirOwner> owner) {
+Result<UniqueFd> OpenJobBuffer(int dir_fd, int flags, std::optional<JobDirOwner> owner,
+                               const std::string& name) {
+  const std::string what = "the " + name + " buffer";
   // O_NONBLOCK: opening a FIFO must fail or return at once, never wait.
-  UniqueFd fd(::openat(dir_fd, "output", flags | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
-  if (!fd.valid()) return Error::FromErrno(errno, "open the output buffer");
+  UniqueFd fd(
+      ::openat(dir_fd, name.c_str(), flags | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  if (!fd.valid()) return Error::FromErrno(errno, "open " + what);
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return Error::FromErrno(errno, "stat the output buffer");
-  if (!S_ISREG(st.st_mode)) return InvalidArgument("the output buffer is not a regular file");
-  if (st.st_nlink != 1) return InvalidArgument("the output buffer has other hard links");
+  if (::fstat(fd.get(), &st) != 0) return Error::FromErrno(errno, "stat " + what);
+  if (!S_ISREG(st.st_mode)) return InvalidArgument(what + " is not a regular file");
+  if (st.st_nlink != 1) return InvalidArgument(what + " has other hard links");
   if (owner && st.st_uid != owner->uid) {
-    return InvalidArgument("the output buffer is not owned by the job's user");
+    return InvalidArgument(what + " is not owned by the job's user");
   }
   int status = ::fcntl(fd.get(), F_GETFL);
   if (status < 0 || ::fcntl(fd.get(), F_SETFL, status & ~O_NONBLOCK) != 0) {
-    return Error::FromErrno(errno, "fcntl the output buffer");
+    return Error::FromErrno(errno, "fcntl " + what);
   }
   return fd;
 }

@@ -26,22 +26,26 @@ struct JobDirOwner {
   gid_t gid = 0;
 };
 
-// Creates `path` (0750) with its empty `output` buffer and, given
+// Creates `path` (0750) with its empty `output` buffer (and `error`, for
+// a job whose stderr has its own file) and, given
 // `info_text`, `info.json` holding it (both 0640), all chowned through fds;
 // the parent must be root's. Fails if `path` exists. Without `info_text`
 // the caller writes info.json later (ReplaceJobFile): a job that starts at
 // once gets it written once, as started, instead of twice.
 Result<UniqueFd> CreateJobDir(const std::string& path, std::optional<JobDirOwner> owner,
-                              const std::optional<std::string>& info_text);
+                              const std::optional<std::string>& info_text,
+                              bool error_buffer = false);
 
 // Opens an existing job dir: a real directory, never a symlink.
 Result<UniqueFd> OpenJobDir(const std::string& path);
 
-// Opens the job's `output` buffer for `flags` (O_RDONLY, or O_WRONLY|O_APPEND).
+// Opens the job's buffer `name` (`output`, or `error`) for `flags`
+// (O_RDONLY, or O_WRONLY|O_APPEND).
 // Refused unless it is a regular file with one link and, with `owner`,
 // owned by that uid: a swapped-in FIFO, device, symlink or hard link fails
 // here instead of blocking root or redirecting its writes.
-Result<UniqueFd> OpenJobBuffer(int dir_fd, int flags, std::optional<JobDirOwner> owner);
+Result<UniqueFd> OpenJobBuffer(int dir_fd, int flags, std::optional<JobDirOwner> owner,
+                               const std::string& name = "output");
 
 // Replaces `name` in the dir with `text` (mode, owner set on the temp fd
 // before the rename, so the name never points at a root-owned file). Not

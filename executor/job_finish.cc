@@ -37,6 +37,7 @@ struct JobInfo {
     Put(ar, "pid", spec->pid);
     Put(ar, "start_time", spec->start_time);
     Put(ar, "output_dest", spec->output_dest);
+    Put(ar, "error_dest", spec->error_dest);
     Put(ar, "placement", spec->placement);
     // The original tool's keys, as it wrote them, which scripts read.
     Put(ar, "cpus", spec->placement ? spec->placement->cpus : std::vector<int>{});
@@ -83,16 +84,18 @@ std::optional<JobDirOwner> ExecutorServer::OwnerOf(const LaunchSpec& spec) const
   return JobDirOwner{spec.who.uid, config_.admin_gid.value_or(0)};
 }
 
-Result<UniqueFd> ExecutorServer::OpenBuffer(const LaunchSpec& spec, int flags) const {
+Result<UniqueFd> ExecutorServer::OpenBuffer(const LaunchSpec& spec, int flags,
+                                            const std::string& name) const {
   HPCB_ASSIGN_OR_RETURN(UniqueFd dir, OpenJobDir(job_dir(spec.id)));
-  return OpenJobBuffer(dir.get(), flags, OwnerOf(spec));
+  return OpenJobBuffer(dir.get(), flags, OwnerOf(spec), name);
 }
 
 Result<void> ExecutorServer::MakeJobDir(const LaunchSpec& spec, bool start_follows) {
   const std::string dir = job_dir(spec.id);
   std::optional<std::string> info;
   if (!start_follows) info = InfoText(spec);
-  if (Result<UniqueFd> made = CreateJobDir(dir, OwnerOf(spec), info); !made) {
+  if (Result<UniqueFd> made = CreateJobDir(dir, OwnerOf(spec), info, spec.error_dest.has_value());
+      !made) {
     // A half-made dir would block the id: nothing of it may stay.
     if (made.error().code() != ErrorCode::kAlreadyExists) (void)RemoveJobDir(dir, OwnerOf(spec));
     return made.error();
@@ -138,21 +141,37 @@ void ExecutorServer::AppendLine(const LaunchSpec& spec, const std::string& line)
 
 void ExecutorServer::DeliverOutput(const LaunchSpec& spec,
                                    std::function<void(std::optional<std::string>)> done) {
+  // stdout's, then stderr's with --error; the job keeps one output_error for both.
+  DeliverBuffer(
+      spec, "output", spec.output_dest,
+      [this, spec, done = std::move(done)](const std::optional<std::string>& error) {
+        if (!spec.error_dest) return done(error);
+        DeliverBuffer(
+            spec, "error", spec.error_dest, [spec, error, done](std::optional<std::string> late) {
+              if (late)
+                late = std::string(protocol::kStderrOnlyError) + *spec.error_dest + ": " + *late;
+              done(error && late ? *error + "; " + *late : error ? error : late);
+            });
+      });
+}
+
+void ExecutorServer::DeliverBuffer(const LaunchSpec& spec, const std::string& name,
+                                   const std::optional<std::string>& to,
+                                   std::function<void(std::optional<std::string>)> done) {
   const std::uint64_t id = spec.id;
-  if (!spec.output_dest) {
+  if (!to) {
     // --no-output: the buffer served attach while the job ran; now it goes.
     if (Result<UniqueFd> dir = OpenJobDir(job_dir(id)); dir)
-      (void)::unlinkat(dir->get(), "output", 0);
+      (void)::unlinkat(dir->get(), name.c_str(), 0);
     return done(std::nullopt);
   }
-  const std::string buffer_path = job_dir(id) + "/output";
-  const std::string dest = *spec.output_dest;
-  Result<UniqueFd> buffer = OpenBuffer(spec, O_RDONLY);
+  const std::string buffer_path = job_dir(id) + "/" + name;
+  Result<UniqueFd> buffer = OpenBuffer(spec, O_RDONLY, name);
   if (!buffer) {
     if (buffer.error().code() == ErrorCode::kNotFound)
       return done(std::nullopt);  // nothing to deliver
-    LogWarning("job " + std::to_string(id) +
-               ": not delivering output: " + buffer.error().message());
+    LogWarning("job " + std::to_string(id) + ": not delivering " + name + ": " +
+               buffer.error().message());
     return done("not delivered: " + buffer.error().message());
   }
   struct stat st {};
@@ -160,12 +179,13 @@ void ExecutorServer::DeliverOutput(const LaunchSpec& spec,
       ::fstat(buffer->get(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
   const std::uint64_t max_bytes = static_cast<std::uint64_t>(config_.max_output_mib) << 20;
   const protocol::DeliverRequest request{
-      .id = id, .who = spec.who, .dest = dest, .max_bytes = max_bytes};
+      .id = id, .who = spec.who, .dest = *to, .max_bytes = max_bytes};
   const std::chrono::milliseconds timeout =
       kDeliverBaseDeadline + std::chrono::seconds(std::min(size, max_bytes) / kDeliverBytesPerS);
   AskLauncher<protocol::DeliverReply>(
       request, {buffer->get()}, timeout, "the launcher's output delivery",
-      [this, id, dest, buffer_path, done = std::move(done)](Result<protocol::DeliverReply> reply) {
+      [this, id, name, dest = *to, buffer_path,
+       done = std::move(done)](Result<protocol::DeliverReply> reply) {
         std::optional<std::string> error;
         if (!reply) {
           error = reply.error().message();
@@ -174,12 +194,12 @@ void ExecutorServer::DeliverOutput(const LaunchSpec& spec,
         }
         if (!error) {
           Result<UniqueFd> dir = OpenJobDir(job_dir(id));
-          if (dir) (void)::unlinkat(dir->get(), "output", 0);
+          if (dir) (void)::unlinkat(dir->get(), name.c_str(), 0);
           return done(std::nullopt);
         }
         // The reason alone: whoever shows it says where it was going.
         if (error->size() > kMaxOutputError) error->resize(kMaxOutputError);
-        LogWarning("job " + std::to_string(id) + ": could not save output to " + dest + ": " +
+        LogWarning("job " + std::to_string(id) + ": could not save " + name + " to " + dest + ": " +
                    *error + "; keeping " + buffer_path);
         done(std::move(error));
       });
@@ -315,11 +335,13 @@ Result<void> ExecutorServer::Save(LaunchSpec& spec, SpecStore::Flush flush) {
 
 std::uint64_t ExecutorServer::BytesHeld(const LaunchSpec& spec, std::uint64_t spec_bytes) const {
   if (spec.state != SpecState::kExited) return spec_bytes;
-  Result<UniqueFd> buffer = OpenBuffer(spec, O_RDONLY);
-  struct stat st {};
-  if (!buffer || ::fstat(buffer->get(), &st) != 0) return spec_bytes;
-  // Blocks, not the size: a sparse buffer holds little of the disk.
-  return spec_bytes + static_cast<std::uint64_t>(st.st_blocks) * 512;
+  for (const char* name : {"output", "error"}) {
+    Result<UniqueFd> buffer = OpenBuffer(spec, O_RDONLY, name);
+    struct stat st {};
+    // Blocks, not the size: a sparse buffer holds little of the disk.
+    if (buffer && ::fstat(buffer->get(), &st) == 0) spec_bytes += st.st_blocks * 512;
+  }
+  return spec_bytes;
 }
 
 void ExecutorServer::RetryCgroupRemovals() {

@@ -86,7 +86,12 @@ void ExecutorServer::Redeliver(std::uint64_t id, std::string dest,
     return done(allowed.error().message());
   }
   auto it = jobs_.find(id);
-  if (Result<UniqueFd> kept = OpenBuffer(it->second, O_RDONLY); !kept) {
+  Result<UniqueFd> kept = OpenBuffer(it->second, O_RDONLY);
+  // stdout delivered, stderr kept: that goes where --error said, and stdout
+  // stays where it went.
+  if (!kept) dest = it->second.output_dest.value_or(dest);
+  if (!kept && it->second.error_dest) kept = OpenBuffer(it->second, O_RDONLY, "error");
+  if (!kept) {
     return done(kept.error().code() == ErrorCode::kNotFound ? "no output is kept for this job"
                                                             : kept.error().message());
   }

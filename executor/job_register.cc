@@ -1,5 +1,5 @@
 // Registering a job: who submitted it (SO_PEERCRED and SO_PEERGROUPS), what
-// it runs and where its output goes (the client's own frame), then the
+// it runs and where its output (and stderr) goes (the client's own frame), then the
 // root-only launch spec.
 #include <unistd.h>
 
@@ -94,16 +94,19 @@ void ExecutorServer::OnRegister(std::uint64_t req, const protocol::Packet& packe
   }
   spec.home = submitted->home.empty() ? "/" : submitted->home;
   spec.shell = submitted->shell;
-  std::optional<std::string> dest;
+  // The client checked the places as the user; the delivery checks again.
   if (submitted->output) {
-    // The client checked the place as the user; the delivery checks again.
-    dest = protocol::ResolveDestination(*submitted->output, submitted->output_is_dir, id);
+    spec.output_dest =
+        protocol::ResolveDestination(*submitted->output, submitted->output_is_dir, id);
   }
-  FinishRegister(std::move(*request), std::move(spec), std::move(dest));
+  if (submitted->error) {
+    spec.error_dest =
+        protocol::ResolveDestination(*submitted->error, submitted->error_is_dir, id, "error");
+  }
+  FinishRegister(std::move(*request), std::move(spec));
 }
 
-void ExecutorServer::FinishRegister(protocol::RegisterJob request, LaunchSpec spec,
-                                    std::optional<std::string> dest) {
+void ExecutorServer::FinishRegister(protocol::RegisterJob request, LaunchSpec spec) {
   const std::uint64_t id = request.id;
   protocol::RegisterReply reply{.req = request.req, .id = id};
   auto fail = [&](const Error& error) {
@@ -111,7 +114,6 @@ void ExecutorServer::FinishRegister(protocol::RegisterJob request, LaunchSpec sp
     reply.error = WireError::From(error);
     SendToBroker(Encode(reply));
   };
-  spec.output_dest = std::move(dest);
   if (jobs_.contains(id)) {
     return fail(Error(ErrorCode::kAlreadyExists, "job " + std::to_string(id) + " already exists"));
   }

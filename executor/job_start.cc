@@ -127,8 +127,13 @@ void ExecutorServer::BeginStart(const protocol::StartJob& request, StartDone don
     LogWarning("the directory of job " + std::to_string(id) + " was missing; made it again");
   }
   Result<UniqueFd> buffer = OpenBuffer(spec, O_WRONLY | O_APPEND);
-  if (!buffer) {
-    return FailStart(id, "failed to start job: " + buffer.error().message(), true, std::move(done));
+  // stderr's: the output buffer opened again (appending, so the two
+  // interleave) unless --error gives it a buffer of its own.
+  Result<UniqueFd> errors =
+      OpenBuffer(spec, O_WRONLY | O_APPEND, spec.error_dest ? "error" : "output");
+  if (!buffer || !errors) {
+    const Error& why = !buffer ? buffer.error() : errors.error();
+    return FailStart(id, "failed to start job: " + why.message(), true, std::move(done));
   }
   host::PasswdFacts who{spec.who.user, spec.home, spec.shell};
   protocol::SpawnRequest spawn;
@@ -152,7 +157,7 @@ void ExecutorServer::BeginStart(const protocol::StartJob& request, StartDone don
                        true, std::move(done));
     }
   }
-  std::vector<int> fds{buffer->get()};
+  std::vector<int> fds{buffer->get(), errors->get()};
   if (cgroup_dir.valid()) fds.push_back(cgroup_dir.get());
   AskLauncher<protocol::SpawnReply>(
       std::move(spawn), fds, kSpawnDeadline, "the launcher's spawn",

@@ -77,11 +77,12 @@ ShepherdReport AwaitExec(pid_t job, int exec_pipe, std::chrono::milliseconds dea
   ignore.sa_handler = SIG_IGN;
   for (int sig : kShepherdIgnores)
     (void)::sigaction(sig, &ignore, nullptr);
-  std::vector<int> keep{report_fd, fds.buffer, fds.cgroup_dir};
+  std::vector<int> keep{report_fd, fds.buffer, fds.errors, fds.cgroup_dir};
   if (!KeepOnlyFds(keep)) ::_exit(1);
   report_fd = keep[0];
   fds.buffer = keep[1];
-  fds.cgroup_dir = keep[2];
+  fds.errors = keep[2];
+  fds.cgroup_dir = keep[3];
 
   host::RunRecordWriter run_record(options.run_dir);
   host::RunRecord record;
@@ -121,6 +122,7 @@ ShepherdReport AwaitExec(pid_t job, int exec_pipe, std::chrono::milliseconds dea
   ::close(exec_pipe[1]);
   ::close(go_pipe[0]);
   ::close(fds.buffer);
+  ::close(fds.errors);
   if (fds.cgroup_dir >= 0) ::close(fds.cgroup_dir);
 
   // The child waits for the go byte until its pid is in the record, so

@@ -142,7 +142,7 @@ void PreparedJob::Exec(const SpawnFds& fds, int report_fd, bool change_identity,
   if (::chdir(cwd_.c_str()) != 0) Fail(report_fd, kChdir, errno);
   int devnull = ::open("/dev/null", O_RDONLY);
   if (devnull < 0 || ::dup2(devnull, 0) < 0) Fail(report_fd, kStdio, errno);
-  if (::dup2(fds.buffer, 1) < 0 || ::dup2(fds.buffer, 2) < 0) Fail(report_fd, kStdio, errno);
+  if (::dup2(fds.buffer, 1) < 0 || ::dup2(fds.errors, 2) < 0) Fail(report_fd, kStdio, errno);
   // Keep only stdio and the report pipe (CLOEXEC, at 3) open.
   int keep = report_fd;
   if (keep != 3) {

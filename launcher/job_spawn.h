@@ -21,7 +21,8 @@
 namespace hpcb::launcher {
 
 struct SpawnFds {
-  int buffer = -1;      // stdout + stderr
+  int buffer = -1;      // stdout
+  int errors = -1;      // stderr: the same file as `buffer` unless --error
   int cgroup_dir = -1;  // -1: no cgroups (affinity only)
 };
 

@@ -163,8 +163,8 @@ void LauncherServer::StartSpawn(const protocol::SpawnRequest& request,
   if (Result<void> allowed = CheckIdentityAllowed(request.who, as_root_); !allowed) {
     return refuse(allowed.error());
   }
-  if (packet.fds.empty() || packet.fds.size() > 2) {
-    return refuse(InvalidArgument("spawn needs the buffer (and cgroup) fds"));
+  if (packet.fds.size() < 2 || packet.fds.size() > 3) {
+    return refuse(InvalidArgument("spawn needs the stdout and stderr (and cgroup) fds"));
   }
   if (Result<void> safe = MayBecomeTheUser(); !safe) return refuse(safe.error());
   std::vector<std::string> hide;
@@ -179,7 +179,8 @@ void LauncherServer::StartSpawn(const protocol::SpawnRequest& request,
   if (!job) return refuse(job.error());
   SpawnFds fds;
   fds.buffer = packet.fds[0].get();
-  if (packet.fds.size() == 2) fds.cgroup_dir = packet.fds[1].get();
+  fds.errors = packet.fds[1].get();
+  if (packet.fds.size() == 3) fds.cgroup_dir = packet.fds[2].get();
   const ShepherdOptions shepherd_options{.change_identity = as_root_,
                                          .run_dir = config_.state_dir + "/run",
                                          .exec_deadline = kExecDeadline};

@@ -144,8 +144,9 @@ struct JobRow {
   std::optional<std::string> detail;  // why it ended in error
   std::optional<std::string> output_dest;
   std::optional<std::string> output_error;
-  std::optional<JobUsage> usage;     // once done, if it ran
-  std::vector<std::uint64_t> after;  // dependencies not yet met (queued only)
+  std::optional<std::string> error_dest;  // --error: stderr's own file
+  std::optional<JobUsage> usage;          // once done, if it ran
+  std::vector<std::uint64_t> after;       // dependencies not yet met (queued only)
   bool after_any = false;
   bool held = false;  // queued, skipped until released (`dispatch hold`)
 
@@ -175,8 +176,15 @@ struct JobRow {
     field("after_any", after_any);
     field("held", held, kMayBeMissing);
     field("name", name, kMayBeMissing);
+    field("error_dest", error_dest, kMayBeMissing);
   }
 };
+
+// Whether a finished job's stdout reached its place: it has no output
+// error, or one that says only --error's file was not saved.
+inline bool StdoutDelivered(const std::optional<std::string>& output_error) {
+  return !output_error || output_error->starts_with(kStderrOnlyError);
+}
 
 // A list comes in pages, each a frame of its own of about 1 MiB of rows at
 // most, built only once the one before it was written (so a client that

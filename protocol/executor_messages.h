@@ -165,6 +165,9 @@ struct JobSummary {
   std::optional<std::string> output_error;
   std::optional<JobUsage> usage;
   std::optional<std::string> name;  // SubmitRequest::name
+  // --error: stderr's own file, from its own `error` buffer, delivered
+  // with the output (one output_error for both).
+  std::optional<std::string> error_dest;
   template <class F>
   void Fields(F&& field) {
     field("id", id);
@@ -182,6 +185,7 @@ struct JobSummary {
     field("output_error", output_error);
     field("usage", usage, kMayBeMissing);  // specs and executors from before accounting
     field("name", name, kMayBeMissing);    // specs from before --name
+    field("error_dest", error_dest, kMayBeMissing);
   }
 };
 

@@ -34,13 +34,14 @@ Result<void> ChildExited::Validate() const {
   return Ok();
 }
 
-std::string ResolveDestination(const std::string& path, bool is_dir, std::uint64_t id) {
+std::string ResolveDestination(const std::string& path, bool is_dir, std::uint64_t id,
+                               std::string_view stem) {
   if (!is_dir) return path;
   std::string dir = path;
   while (dir.size() > 1 && dir.back() == '/')
     dir.pop_back();
   if (dir == "/") dir.clear();
-  return dir + "/output." + std::to_string(id) + ".log";
+  return dir + "/" + std::string(stem) + "." + std::to_string(id) + ".log";
 }
 
 }  // namespace hpcb::protocol

@@ -53,8 +53,9 @@ struct EnumNames<LauncherKind> {
   }};
 };
 
-// executor -> launcher. fds: [buffer (O_WRONLY|O_APPEND)] or, with
-// cgroups, [buffer, job cgroup directory]. The launcher forks the job's
+// executor -> launcher. fds: [stdout's buffer, stderr's (the same file
+// unless --error), both O_WRONLY|O_APPEND], then, with cgroups, the job
+// cgroup directory. The launcher forks the job's
 // shepherd, which starts the job and stays its parent (job_shepherd.h).
 // Reply: SpawnReply, once the job has exec'd or has failed to.
 struct SpawnRequest {
@@ -85,9 +86,11 @@ struct SpawnReply {
 };
 
 // Where job `id`'s output sent to `path` goes: an existing directory gets
-// DIR/output.<id>.log, anything else is the exact path. Pure; the client's
-// check as the user (client::CheckOutputPlace) says which `path` is.
-std::string ResolveDestination(const std::string& path, bool is_dir, std::uint64_t id);
+// DIR/<stem>.<id>.log (output, or error for --error's stderr), anything
+// else is the exact path. Pure; the client's check as the user
+// (client::CheckOutputPlace) says which `path` is.
+std::string ResolveDestination(const std::string& path, bool is_dir, std::uint64_t id,
+                               std::string_view stem = "output");
 
 // executor -> launcher, fds: [buffer, read-only]. Copies at most
 // `max_bytes` of it to `dest` as the user. Reply: DeliverReply.

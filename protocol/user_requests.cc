@@ -78,6 +78,7 @@ Result<void> SubmitRequest::Validate() const {
   HPCB_TRY(CheckPath(cwd, "cwd"));
   HPCB_TRY(CheckEnv(env));
   if (output) HPCB_TRY(CheckPath(*output, "output path"));
+  if (error) HPCB_TRY(CheckPath(*error, "error path"));
   if (!user.empty() && !PlausibleUserName(user)) {
     return InvalidArgument("the submitter's user name is not one");
   }

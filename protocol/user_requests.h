@@ -59,6 +59,8 @@ struct SubmitRequest : ResourceRequest {
   std::map<std::string, std::string> env;  // forwarded + leading NAME=VALUE
   std::optional<std::string> output;       // absolute; none = --no-output
   bool output_is_dir = false;              // `output` is a directory, as the client found it
+  std::optional<std::string> error;        // --error: stderr apart, as `output`
+  bool error_is_dir = false;
   // What the submitting session's environment says of its account (USER,
   // HOME, SHELL): only its job's USER, LOGNAME, HOME and SHELL come from here. Who
   // the job runs as (uid, gid, groups) the kernel says, on the connection.
@@ -90,6 +92,8 @@ struct SubmitRequest : ResourceRequest {
     field("env", env);
     field("output", output);
     field("output_is_dir", output_is_dir, kMayBeMissing);
+    field("error", error, kMayBeMissing);
+    field("error_is_dir", error_is_dir, kMayBeMissing);
     field("user", user, kMayBeMissing);
     field("home", home, kMayBeMissing);
     field("shell", shell, kMayBeMissing);
@@ -100,6 +104,10 @@ struct SubmitRequest : ResourceRequest {
   }
   Result<void> Validate() const;
 };
+
+// How a job's one output error begins when only --error's file could not
+// be saved (its stdout was): "stderr to DEST: why".
+inline constexpr std::string_view kStderrOnlyError = "stderr to ";
 
 // `dispatch output ID [--to DIR]`: a finished job's kept output, delivered
 // again to where it was going or (the owner only) to `to`.

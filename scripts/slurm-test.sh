@@ -268,6 +268,18 @@ run wait3 dispatch wait "$id3"
 [ "$(rc_of wait3)" = 0 ] && ! grep -q "output will be saved" "$scratch/new3.out" &&
   [ ! -e "$scratch/home/output.$id3.log" ] && ok "--no-output keeps nothing" || bad "--no-output"
 
+# 3b. --error gives stderr its own file (sbatch --error): a directory gets
+# error.<id>.log, as locally; stdout alone goes to the output.
+run err1 dispatch new --max-mem 0.25 --error "$scratch/home" -- sh -c 'echo to-out; echo to-err >&2'
+iderr=$(job_id err1)
+run err2 dispatch wait "$iderr"
+[ "$(rc_of err2)" = 0 ] &&
+  grep -qx "stderr will be saved to $scratch/home/error.$iderr.log" "$scratch/err1.out" &&
+  [ "$(cat "$scratch/home/error.$iderr.log" 2>&1)" = to-err ] &&
+  [ "$(cat "$scratch/home/output.$iderr.log" 2>&1)" = to-out ] &&
+  [ "$(stat -c %U "$scratch/home/error.$iderr.log")" = "$user" ] &&
+  ok "--error DIR is sbatch --error DIR/error.%j.log; stdout stays apart" || bad "--error"
+
 # 4. A long job holds the whole node; the next one queues behind it.
 run new4 dispatch new --exclusive --max-time 5m -- sleep 300
 id4=$(job_id new4)

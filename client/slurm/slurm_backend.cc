@@ -214,6 +214,9 @@ int SlurmBackend::Submit(const protocol::SubmitRequest& request,
   const std::string path =
       job->output_template.empty() ? "" : OutputPathFor(job->output_template, *id);
   if (!path.empty()) said << "output will be saved to " << path << "\n";
+  if (!job->error_template.empty()) {
+    said << "stderr will be saved to " << OutputPathFor(job->error_template, *id) << "\n";
+  }
   said.flush();
   if (!wait) return kExitOk;
   return FollowThenWait(*id, path, io);

@@ -82,6 +82,19 @@ std::string StripTrailingSlashes(std::string path) {
   return path;
 }
 
+// sbatch's --output or --error pattern (`flag`) for `path`: a directory
+// gets <stem>.%j.log in it, as the daemon names it.
+Result<std::string> SbatchPattern(const std::string& flag, const std::string& path, bool is_dir,
+                                  const std::string& stem) {
+  if (path.find('\\') != std::string::npos) {
+    return Refused(flag + " " + path,
+                   "sbatch turns its %j replacement off for a path holding a backslash, so " +
+                       stem + ".<id>.log could not be named; choose a path without one");
+  }
+  if (!is_dir) return EscapePercent(path);
+  return EscapePercent(StripTrailingSlashes(path)) + "/" + stem + ".%j.log";
+}
+
 std::string FormatMinutes(std::int64_t minutes) {
   return FormatDuration(minutes * 60);
 }
@@ -165,21 +178,16 @@ Result<SbatchJob> MapSubmit(const protocol::SubmitRequest& request,
     if (!request.after_any) args.push_back("--kill-on-invalid-dep=yes");
   }
   if (request.output) {
-    const std::string& path = *request.output;
-    if (path.find('\\') != std::string::npos) {
-      return Refused("--output " + path,
-                     "sbatch turns its %j replacement off for a path holding a backslash, so "
-                     "output.<id>.log could not be named; choose a path without one");
-    }
-    if (output_is_dir) {
-      std::string dir = StripTrailingSlashes(path);
-      job.output_template = EscapePercent(dir) + "/output.%j.log";
-    } else {
-      job.output_template = EscapePercent(path);
-    }
+    HPCB_ASSIGN_OR_RETURN(job.output_template,
+                          SbatchPattern("--output", *request.output, output_is_dir, "output"));
     args.push_back("--output=" + job.output_template);
   } else {
     args.push_back("--output=/dev/null");
+  }
+  if (request.error) {
+    HPCB_ASSIGN_OR_RETURN(job.error_template,
+                          SbatchPattern("--error", *request.error, request.error_is_dir, "error"));
+    args.push_back("--error=" + job.error_template);
   }
   args.push_back(request.forward_env ? "--export=ALL" : "--export=NONE");
 

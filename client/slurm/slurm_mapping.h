@@ -36,6 +36,7 @@ struct SbatchJob {
   // Where the output goes, as sbatch's --output pattern ("%j" the job id,
   // "%%" a '%'); empty with --no-output.
   std::string output_template;
+  std::string error_template;  // the same for --error; empty without it
   // Said to the user on stderr (e.g. a time limit rounded up).
   std::vector<std::string> notes;
 };

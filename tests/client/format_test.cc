@@ -292,14 +292,19 @@ TEST_F(UtcTest, StderrNotesForOomAndOutputErrors) {
   lost.exit_code = 0;
   lost.output_dest = "/home/a/output.6.log";
   lost.output_error = "Permission denied";
-  reply.jobs = {oom, asked, lost};
+  JobRow stderr_lost = Row(7, "done");
+  stderr_lost.output_dest = "/home/a/output.7.log";
+  stderr_lost.error_dest = "/home/a/e.log";
+  stderr_lost.output_error = "stderr to /home/a/e.log: Disk quota exceeded";
+  reply.jobs = {oom, asked, lost, stderr_lost};
   Rendered r = RenderList(reply, true);
   EXPECT_EQ(r.err,
             "job 4: killed for exceeding its 2.08G memory budget (assigned by default); "
             "pass --max-mem to raise it\n"
             "job 5: killed for exceeding its 16G memory budget (requested); pass "
             "--max-mem to raise it\n"
-            "job 6: could not save output to /home/a/output.6.log: Permission denied\n");
+            "job 6: could not save output to /home/a/output.6.log: Permission denied\n"
+            "job 7: could not save stderr to /home/a/e.log: Disk quota exceeded\n");
   EXPECT_NE(r.out.find("done   oom"), std::string::npos) << r.out;
 }
 
@@ -326,6 +331,9 @@ TEST(RenderSubmitTest, MemoryClauseVariants) {
   reply.output_dest.reset();
   EXPECT_EQ(RenderSubmit(reply, false, "/w/x.log"),
             "job 1 queued (2 cpu, max time 1h30m)\noutput will be saved to /w/x.log\n");
+  EXPECT_EQ(RenderSubmit(reply, false, "/w/x.log", "/w/error.1.log"),
+            "job 1 queued (2 cpu, max time 1h30m)\noutput will be saved to /w/x.log\n"
+            "stderr will be saved to /w/error.1.log\n");
 }
 
 // On SMT the line says what --cpu became; without it (granted cpus equal

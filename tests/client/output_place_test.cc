@@ -15,6 +15,9 @@ TEST(ResolveDestinationTest, DirectoryGetsOutputIdLog) {
   EXPECT_EQ(ResolveDestination("/home/a/", true, 7), "/home/a/output.7.log");
   EXPECT_EQ(ResolveDestination("/", true, 2), "/output.2.log");
   EXPECT_EQ(ResolveDestination("/home/a/x.log", false, 7), "/home/a/x.log");
+  // --error's stderr, named alike.
+  EXPECT_EQ(ResolveDestination("/home/a/", true, 7, "error"), "/home/a/error.7.log");
+  EXPECT_EQ(ResolveDestination("/home/a/e.txt", false, 7, "error"), "/home/a/e.txt");
 }
 
 TEST(OutputPlaceTest, AnExistingDirectoryOrAFileInOne) {

@@ -357,6 +357,49 @@ TEST_F(RootE2eTest, OutputNeverFollowsASymlinkAtTheDestination) {
   EXPECT_NE(daemon_->log().find("could not save output to"), std::string::npos) << daemon_->log();
 }
 
+// 3a'. --error: stderr has a buffer and a destination of its own, held to
+// the output's rules. Delivered as the owner (their file, the output apart);
+// a symlink put at its destination is not followed, and the stderr is kept
+// in the job's `error` buffer, said in list --finished.
+TEST_F(RootE2eTest, StderrApartIsDeliveredAsTheOwnerAndNeverFollowsASymlink) {
+  Boot();
+  MakeUserDir(alice_, 0755);
+  const std::string root_victim = daemon_->dir() + "/root-victim";
+  WriteFile(root_victim, "root victim\n", 0644, 0, 0);
+  const std::string linked = DirOf(alice_) + "/linked.err";
+  const int plain = Submit(
+      alice_, {"--error", DirOf(alice_), "--", "sh", "-c", "echo out-plain; echo err-plain >&2"});
+  const int hijacked = Submit(alice_, {"--error", linked, "--", "sh", "-c",
+                                       "echo out-linked; echo secret-err >&2; sleep 2"});
+  ASSERT_GT(plain, 0);
+  ASSERT_GT(hijacked, 0);
+  ASSERT_EQ(::symlink(root_victim.c_str(), linked.c_str()), 0);
+  (void)!::lchown(linked.c_str(), alice_.uid, alice_.gid);
+  ASSERT_TRUE(WaitFinished(alice_, plain, seconds(20))) << daemon_->log();
+  ASSERT_TRUE(WaitFinished(alice_, hijacked, seconds(20))) << daemon_->log();
+
+  const std::string err_file = DirOf(alice_) + "/error." + std::to_string(plain) + ".log";
+  EXPECT_TRUE(DaemonHarness::WaitFor([&] { return Slurp(err_file) == "err-plain\n"; }, seconds(10)))
+      << Slurp(err_file);
+  struct stat st {};
+  ASSERT_EQ(::stat(err_file.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, alice_.uid);
+  EXPECT_EQ(Slurp(DirOf(alice_) + "/output." + std::to_string(plain) + ".log"), "out-plain\n");
+
+  EXPECT_EQ(Slurp(root_victim), "root victim\n");
+  ASSERT_EQ(::lstat(linked.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode)) << "the link at stderr's destination was replaced";
+  EXPECT_EQ(Slurp(daemon_->state() + "/jobs/" + std::to_string(hijacked) + "/error"),
+            "secret-err\n")
+      << "the undelivered stderr is not kept";
+  EXPECT_EQ(Slurp(DirOf(alice_) + "/output." + std::to_string(hijacked) + ".log"), "out-linked\n");
+  CommandResult finished = As(alice_, {"list", "--finished"});
+  EXPECT_NE(finished.err.find("job " + std::to_string(hijacked) + ": could not save stderr to " +
+                              linked + ": "),
+            std::string::npos)
+      << finished.err;
+}
+
 // 3b. Things another user plants where the output is to go, in a shared
 // sticky directory like /tmp: a file anyone may write, a FIFO, a symlink,
 // a hard link to one of their files. None is written, read or waited on;

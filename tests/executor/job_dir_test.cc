@@ -62,6 +62,31 @@ TEST(JobDirTest, BufferOpensWhenItIsTheRealFile) {
   EXPECT_EQ(::fcntl(fd->get(), F_GETFL) & O_NONBLOCK, 0) << "the job must not inherit O_NONBLOCK";
 }
 
+// --error's own buffer is made only when asked for, and held to the same
+// checks as the output's.
+TEST(JobDirTest, AnErrorBufferIsMadeOnlyForAJobThatAsks) {
+  TempDir tmp;
+  auto plain = CreateJobDir(tmp.path() + "/1", std::nullopt, "{}\n");
+  ASSERT_TRUE(plain);
+  EXPECT_FALSE(OpenJobBuffer(plain->get(), O_RDONLY, std::nullopt, "error"));
+  std::string dir = tmp.path() + "/2";
+  auto made = CreateJobDir(dir, std::nullopt, "{}\n", /*error_buffer=*/true);
+  ASSERT_TRUE(made);
+  auto fd = OpenJobBuffer(made->get(), O_WRONLY | O_APPEND, std::nullopt, "error");
+  ASSERT_TRUE(fd) << fd.error().message();
+  ASSERT_EQ(::write(fd->get(), "oops\n", 5), 5);
+  EXPECT_EQ(ReadText(dir + "/error"), "oops\n");
+  EXPECT_EQ(ReadText(dir + "/output"), "");
+  WriteText(tmp.path() + "/victim", "precious\n");
+  ASSERT_EQ(::unlink((dir + "/error").c_str()), 0);
+  ASSERT_EQ(::symlink((tmp.path() + "/victim").c_str(), (dir + "/error").c_str()), 0);
+  auto swapped = OpenJobBuffer(made->get(), O_WRONLY | O_APPEND, std::nullopt, "error");
+  ASSERT_FALSE(swapped);
+  EXPECT_NE(swapped.error().message().find("the error buffer"), std::string::npos)
+      << swapped.error().message();
+  EXPECT_EQ(ReadText(tmp.path() + "/victim"), "precious\n");
+}
+
 TEST(JobDirTest, BufferSwappedForASymlinkIsRefusedAndTheTargetUntouched) {
   TempDir tmp;
   std::string dir = tmp.path() + "/1";

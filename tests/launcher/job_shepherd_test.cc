@@ -59,7 +59,7 @@ class ShepherdTest : public ::testing::Test {
     options.run_dir = dir_.path();
     options.exec_deadline = deadline;
     Result<ShepherdChild> shepherd =
-        StartShepherd(request, **job, SpawnFds{buffer.get(), -1}, options);
+        StartShepherd(request, **job, SpawnFds{buffer.get(), buffer.get(), -1}, options);
     if (!shepherd) {
       ADD_FAILURE() << shepherd.error().message();
       return outcome;
@@ -224,7 +224,8 @@ TEST(JobHandshakeTest, AChildWhoseShepherdDiesBeforeItsGoByteNeverRuns) {
     if (child == 0) {
       int report[2];
       if (::pipe2(report, O_CLOEXEC) != 0) ::_exit(2);
-      (*job)->Exec(SpawnFds{sink.get(), -1}, report[1], false, JobHandshake{go_read.get(), me});
+      (*job)->Exec(SpawnFds{sink.get(), sink.get(), -1}, report[1], false,
+                   JobHandshake{go_read.get(), me});
     }
     (void)!::write(told_write.get(), &child, sizeof child);
     ::_exit(0);  // dies without the go byte, as a killed shepherd would

@@ -118,6 +118,35 @@ TEST(MapSubmitTest, MemoryIsMebibytesRoundedUpAndNeverZero) {
   EXPECT_TRUE(Has(job->args, "--mem=1M"));  // --mem=0 would be the whole node
 }
 
+// --error is sbatch's --error, named as --output is; without it stderr
+// follows stdout, as sbatch does by default.
+TEST(MapSubmitTest, ErrorIsSbatchError) {
+  protocol::SubmitRequest request = Request({"true"});
+  request.output = "/home/alice/bench";
+  auto merged = MapSubmit(request, {}, kAlice, true);
+  ASSERT_TRUE(merged);
+  EXPECT_TRUE(merged->error_template.empty());
+  for (const std::string& arg : merged->args)
+    EXPECT_FALSE(arg.starts_with("--error")) << arg;
+  request.error = "/home/alice/errs/";
+  request.error_is_dir = true;
+  auto job = MapSubmit(request, {}, kAlice, true);
+  ASSERT_TRUE(job);
+  EXPECT_TRUE(Has(job->args, "--error=/home/alice/errs/error.%j.log"));
+  EXPECT_EQ(OutputPathFor(job->error_template, 9), "/home/alice/errs/error.9.log");
+  request.error = "/home/alice/100%.err";
+  request.error_is_dir = false;
+  job = MapSubmit(request, {}, kAlice, true);
+  ASSERT_TRUE(job);
+  EXPECT_TRUE(Has(job->args, "--error=/home/alice/100%%.err"));
+  request.error = "/home/alice/a\\b";
+  job = MapSubmit(request, {}, kAlice, true);
+  ASSERT_FALSE(job);
+  EXPECT_NE(job.error().message().find("--error /home/alice/a\\b cannot be mapped to Slurm"),
+            std::string::npos)
+      << job.error().message();
+}
+
 TEST(MapSubmitTest, OutputPathsAreEscapedForSbatch) {
   protocol::SubmitRequest request = Request({"true"});
   request.output = "/data/100%/";
