@@ -32,9 +32,10 @@ void ExecutorServer::OnDeliverAgain(std::uint64_t req, const protocol::Packet& p
     SendToBroker(Encode(reply));
   };
   auto deliver_to = [this, id, answer](const std::string& dest) {
-    Redeliver(id, dest, [answer, dest](std::optional<std::string> error) {
+    Redeliver(id, dest, [this, id, answer, dest](std::optional<std::string> error) {
       if (error) return answer(std::nullopt, Error(ErrorCode::kFailedPrecondition, *error));
-      answer(dest, std::nullopt);
+      // Where stdout is now: not `dest` when only stderr was kept.
+      answer(jobs_.contains(id) ? jobs_.at(id).output_dest : dest, std::nullopt);
     });
   };
   if (Result<void> allowed = CheckPhase(JobOperation::kDeliverAgain, PhaseOf(id), id); !allowed) {

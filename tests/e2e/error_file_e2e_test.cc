@@ -121,6 +121,31 @@ TEST_F(ErrorFileE2eTest, AStderrThatCannotBeDeliveredIsKeptAndDeliveredLater) {
         return daemon_.Dispatch({"list", "--finished"}).err.find("job 1:") == std::string::npos;
       },
       seconds(10)));
+
+  // --to moves stdout only: with stdout delivered, the kept stderr goes to
+  // its own place and stdout's stays on record.
+  ASSERT_EQ(daemon_
+                .Dispatch({"new", "--max-mem", "0.25", "--error", errs, "--", "sh", "-c",
+                           "sleep 1; echo err-two >&2; echo out-two"})
+                .exit_code,
+            0);
+  ::chmod(errs.c_str(), 0555);
+  ASSERT_TRUE(DaemonHarness::WaitFor(
+      [&] {
+        return daemon_.Dispatch({"list", "--finished"}).err.find("job 2: could not save") !=
+               std::string::npos;
+      },
+      seconds(15)))
+      << daemon_.log();
+  ::chmod(errs.c_str(), 0755);
+  const std::string elsewhere = MakeDir("elsewhere");
+  CommandResult moved = daemon_.Dispatch({"output", "2", "--to", elsewhere});
+  EXPECT_EQ(moved.exit_code, 0) << moved.err << daemon_.log();
+  EXPECT_EQ(moved.out, "job 2's output is now at " + daemon_.work() + "/output.2.log\n");
+  EXPECT_TRUE(DaemonHarness::WaitFor([&] { return HasText(errs + "/error.2.log", "err-two\n"); },
+                                     seconds(10)));
+  EXPECT_FALSE(fs::exists(elsewhere + "/output.2.log"));
+  EXPECT_EQ(daemon_.ReadWorkFile("output.2.log"), "out-two\n");
 }
 
 TEST_F(ErrorFileE2eTest, ABadErrorPlaceIsRefusedAtSubmit) {
