@@ -458,6 +458,13 @@ void BrokerCore::Submit(const Peer& peer, const std::string& text, Respond respo
   if (Result<void> named = request->name ? protocol::CheckJobName(*request->name) : Ok(); !named) {
     return refuse(named.error().WithContext("field 'name'"));
   }
+  // dispatch refuses --error with --no-output; a hand-made frame is refused
+  // here, or its stderr, once undeliverable, would have nothing to retry by.
+  if (request->error && !request->output) {
+    return refuse(
+        InvalidArgument("field 'error': stderr apart needs an output file too "
+                        "(--error cannot be combined with --no-output)"));
+  }
   const std::size_t queued = QueuedJobsOf(peer.uid);
   if (static_cast<std::int64_t>(queued) >= options_.max_queued_per_user) {
     return refuse(Error(ErrorCode::kResourceExhausted,

@@ -627,6 +627,21 @@ TEST_F(ServerCoreTest, AJobNameIsCheckedListedAndFiltersTheCallersOwnJobs) {
   EXPECT_EQ(core_->Snapshot().jobs.front().name, "train") << "kept in the queue file";
 }
 
+// A hand-made submission with stderr apart but no output file is refused
+// before the executor sees it, as dispatch refuses --error --no-output.
+TEST_F(ServerCoreTest, StderrApartWithoutAnOutputFileIsRefused) {
+  StartCore();
+  protocol::SubmitRequest request;
+  request.argv = {"true"};
+  request.cwd = "/tmp";
+  request.cpu = 1;
+  request.error = "/tmp/err.log";
+  EXPECT_EQ(ErrorOf(Call(1000, protocol::Encode(request))).rfind("field 'error': ", 0), 0u);
+  EXPECT_TRUE(executor_.registered.empty());
+  request.output = "/tmp";
+  EXPECT_TRUE(protocol::Decode<protocol::SubmitReply>(Call(1000, protocol::Encode(request))));
+}
+
 TEST_F(ServerCoreTest, JobAddressedRequestsCheckOwnership) {
   StartCore();
   Submit(1000);
