@@ -11,6 +11,7 @@
 #include "broker/machine_info.h"
 #include "common/base/log.h"
 #include "common/units.h"
+#include "protocol/array_spec.h"
 #include "protocol/client_messages.h"
 #include "protocol/codec.h"
 #include "protocol/launcher_messages.h"
@@ -77,7 +78,9 @@ Result<void> BrokerCore::Start(QueueFile loaded) {
   // they hold that the queue file lost (damaged, deleted, a write that did
   // not land) is rebuilt from them, never killed or dropped.
   for (const auto& [id, summary] : held) {
-    if (!jobs_.contains(id)) Rebuild(summary);
+    // An array is rebuilt by its elements' records alone (none made yet
+    // has a spec of its own to rebuild from).
+    if (!jobs_.contains(id) && summary.array.empty()) Rebuild(summary);
   }
   const double now = clock_.Now();
   std::size_t restored = 0;
@@ -87,6 +90,11 @@ Result<void> BrokerCore::Start(QueueFile loaded) {
         found == held.end() ? std::nullopt : std::optional<SpecState>(found->second.state);
     job.on_executor = there.has_value();
     if (job.done()) continue;
+    if (!there && job.queued() && job.array_id && held.contains(*job.array_id)) {
+      ++array_unmade_[*job.array_id];  // made from the array's spec at its start
+      ++restored;
+      continue;
+    }
     if (!there) {
       // Accepted, and the root side has no record of it: it cannot run.
       LogError("job " + Id(id) + " (" + job.user + ") has no launch spec on the root side; " +
@@ -124,9 +132,14 @@ Result<void> BrokerCore::Start(QueueFile loaded) {
     }
   }
   for (const auto& [id, summary] : held) {
-    if (summary.state == SpecState::kRunning) continue;
+    if (summary.state == SpecState::kRunning || array_unmade_.contains(id)) continue;
     auto it = jobs_.find(id);
-    if (it == jobs_.end()) ForgetOnExecutor(id);
+    if (it != jobs_.end()) continue;
+    if (!summary.array.empty()) {
+      LogWarning("array " + Id(id) + " has no unstarted element in the queue file; its launch " +
+                 "spec is forgotten");
+    }
+    ForgetOnExecutor(id);
   }
   LogInfo("restored " + std::to_string(restored) + " queued job(s)");
   // Kept outputs are tried again soon after a restart (the place may be
@@ -243,19 +256,24 @@ void BrokerCore::SetDraining(const Peer& peer, bool on, Respond respond) {
 Result<std::vector<std::uint64_t>> BrokerCore::CheckAfter(
     const Peer& peer, const std::vector<std::uint64_t>& after) const {
   std::vector<std::uint64_t> ids;
-  for (std::uint64_t id : after) {
-    if (std::find(ids.begin(), ids.end(), id) != ids.end()) continue;
-    auto it = jobs_.find(id);
-    if (it == jobs_.end() || it->second.phase == JobPhase::kRegistering) {
-      return Error(ErrorCode::kNotFound, "--after: no such job " + Id(id));
-    }
-    if (!options_.list_is_public) {
-      Result<void> visible = permissions_.OwnerOrAdmin(peer.uid, it->second);
-      if (!visible) {
-        return Error(ErrorCode::kPermissionDenied, "--after: " + visible.error().message());
+  for (std::uint64_t asked : after) {
+    // An array stands for every element (all must end, as Slurm's afterok).
+    std::vector<std::uint64_t> each = ElementsOf(asked);
+    if (jobs_.contains(asked) || each.empty()) each = {asked};
+    for (std::uint64_t id : each) {
+      if (std::find(ids.begin(), ids.end(), id) != ids.end()) continue;
+      auto it = jobs_.find(id);
+      if (it == jobs_.end() || it->second.phase == JobPhase::kRegistering) {
+        return Error(ErrorCode::kNotFound, "--after: no such job " + Id(id));
       }
+      if (!options_.list_is_public) {
+        Result<void> visible = permissions_.OwnerOrAdmin(peer.uid, it->second);
+        if (!visible) {
+          return Error(ErrorCode::kPermissionDenied, "--after: " + visible.error().message());
+        }
+      }
+      ids.push_back(id);
     }
-    ids.push_back(id);
   }
   return ids;
 }
@@ -465,8 +483,22 @@ void BrokerCore::Submit(const Peer& peer, const std::string& text, Respond respo
         InvalidArgument("field 'error': stderr apart needs an output file too "
                         "(--error cannot be combined with --no-output)"));
   }
+  if (Result<void> array = protocol::CheckArray(request->array, request->array_throttle); !array) {
+    return refuse(array.error().WithContext("field 'array'"));
+  }
+  // The cap counts an array's elements, each a queued job.
   const std::size_t queued = QueuedJobsOf(peer.uid);
-  if (static_cast<std::int64_t>(queued) >= options_.max_queued_per_user) {
+  const std::size_t adding = std::max<std::size_t>(1, request->array.size());
+  if (static_cast<std::int64_t>(queued + adding) > options_.max_queued_per_user) {
+    if (!request->array.empty()) {
+      return refuse(Error(ErrorCode::kResourceExhausted,
+                          "you have " + std::to_string(queued) +
+                              " queued jobs and this array has " + std::to_string(adding) +
+                              " elements, more than the " +
+                              std::to_string(options_.max_queued_per_user) +
+                              " one user may have queued (--max-queued-per-user); submit a "
+                              "smaller array, or more once some have started"));
+    }
     return refuse(Error(ErrorCode::kResourceExhausted,
                         "you have " + std::to_string(queued) +
                             " queued jobs, the most one user may have (--max-queued-per-user); "
@@ -481,6 +513,7 @@ void BrokerCore::Submit(const Peer& peer, const std::string& text, Respond respo
   job.after_any = request->after_any;
   job.name = request->name;
   job.id = next_id_++;
+  next_id_ += request->array.size();  // an array's elements take the ids after it
   job.uid = peer.uid;
   job.submit_time = clock_.Now();
   job.phase = JobPhase::kRegistering;
@@ -495,8 +528,8 @@ void BrokerCore::Submit(const Peer& peer, const std::string& text, Respond respo
   // waits for another, or a drained machine, costs no pass over the queue.
   protocol::RegisterJob registration;
   registration.id = id;
-  if (!request->exec_error && !WaitsForDependencies(stored) && !draining_ &&
-      scheduler_.FitsNow(stored.demand)) {
+  if (!request->exec_error && request->array.empty() && !WaitsForDependencies(stored) &&
+      !draining_ && scheduler_.FitsNow(stored.demand)) {
     if (std::optional<broker::Start> placed = PlaceNewJob(stored)) {
       registration.start = StartRequest(stored, placed->placement);
       stored.placement = std::move(placed->placement);
@@ -561,6 +594,7 @@ void BrokerCore::CompleteSubmit(std::uint64_t id, protocol::SubmitRequest reques
         protocol::ResolveDestination(*request.error, request.error_is_dir, id, "error");
   }
   if (request.exec_error) return FailUnrunnable(job, *request.exec_error, std::move(respond));
+  if (!request.array.empty()) return ExpandArray(job, request, std::move(respond));
   // Its launch spec is on disk and holds all of it but its dependencies.
   MarkChanged(id, job.after.empty() ? Held::kAlsoOnRootSide : Held::kOnlyHere);
   // The reply is built before the start is applied: a start that failed
@@ -690,7 +724,9 @@ std::string BrokerCore::ListPage(ListCursor& cursor, bool* more) {
     }
     cursor.after = id;
     if (job.phase == JobPhase::kRegistering || job.phase == JobPhase::kForgetting) continue;
-    if (!only.empty() && !only.contains(id)) continue;
+    if (!only.empty() && !only.contains(id) && !(job.array_id && only.contains(*job.array_id))) {
+      continue;
+    }
     if (!cursor.request.all && job.uid != cursor.uid) continue;
     if (!cursor.request.finished && job.done()) continue;
     if (cursor.request.name && job.name != cursor.request.name) continue;
@@ -732,22 +768,32 @@ Result<std::string> BrokerCore::Attach(const Peer& peer, std::uint64_t id, Respo
 }
 
 void BrokerCore::Hold(const Peer& peer, std::uint64_t id, bool on, Respond respond) {
-  Result<JobRecord*> found = Lookup(peer, id);
+  Result<std::vector<JobRecord*>> found = LookupJobs(peer, id);
   if (!found) return respond(Response{ErrorFrame(found.error()), std::nullopt});
-  JobRecord& job = **found;
-  if (!job.queued() || job.phase != JobPhase::kIdle) {
-    const std::string now = job.done()     ? "has finished"
-                            : job.queued() ? "is starting"
-                                           : "is running";
+  // An array's queued elements; the others have started or ended.
+  std::vector<JobRecord*> queued;
+  for (JobRecord* job : *found) {
+    if (job->queued() && job->phase == JobPhase::kIdle) queued.push_back(job);
+  }
+  if (queued.empty()) {
+    const JobRecord& job = *found->front();
+    const std::string now = found->size() > 1 ? "has no queued element"
+                            : job.done()      ? "has finished"
+                            : job.queued()    ? "is starting"
+                                              : "is running";
     return respond(Response{ErrorFrame(Error(ErrorCode::kFailedPrecondition,
                                              "job " + Id(id) + " " + now +
                                                  "; only a queued job can be held or released")),
                             std::nullopt});
   }
-  const bool changed = job.held != on;
+  bool changed = false;
+  for (JobRecord* job : queued) {
+    if (job->held == on) continue;
+    changed = true;
+    job->held = on;
+    MarkChanged(job->id);
+  }
   if (changed) {
-    job.held = on;
-    MarkChanged(id);
     LogInfo("job " + Id(id) + (on ? " held" : " released") + " by uid " + std::to_string(peer.uid));
     if (!on) Schedule();
   }
@@ -756,41 +802,48 @@ void BrokerCore::Hold(const Peer& peer, std::uint64_t id, bool on, Respond respo
 }
 
 void BrokerCore::Kill(const Peer& peer, std::uint64_t id, Respond respond) {
-  Result<JobRecord*> found = Lookup(peer, id);
+  Result<std::vector<JobRecord*>> found = LookupJobs(peer, id);
   if (!found) return respond(Response{ErrorFrame(found.error()), std::nullopt});
-  JobRecord* job = *found;
   const double now = clock_.Now();
-  if (job->done()) {
+  bool removed = false;
+  bool signalled = false;
+  for (JobRecord* job : *found) {
+    if (job->done()) continue;
+    if (job->queued() && job->phase == JobPhase::kIdle) {
+      ForgetOnExecutor(job->id);
+      if (job->holds_placement) scheduler_.Release(job->placement);
+      job->holds_placement = false;
+      job->reason = JobReason::kKilled;
+      Finish(*job, std::nullopt, now);
+      LogInfo("job " + Id(job->id) + " removed from the queue by uid " + std::to_string(peer.uid));
+      removed = true;
+      continue;
+    }
+    signalled = true;
+    if (!job->term_time) {
+      // A repeated kill neither relabels a timeout nor postpones SIGKILL. A
+      // job still starting gets its SIGTERM once it runs (ApplyStart).
+      job->reason = JobReason::kKilled;
+      if (job->running()) SendSignal(*job, SignalKind::kTerm, SignalNote::kKilled);
+      job->term_time = now;
+      job->kill_at = now + kKillGraceS;
+      MarkChanged(job->id);
+    }
+  }
+  if (!removed && !signalled) {
     return respond(Response{
         ErrorFrame(Error(ErrorCode::kFailedPrecondition, "job " + Id(id) + " already finished")),
         std::nullopt});
   }
-  if (job->queued() && job->phase == JobPhase::kIdle) {
-    ForgetOnExecutor(id);
-    if (job->holds_placement) scheduler_.Release(job->placement);
-    job->holds_placement = false;
-    job->reason = JobReason::kKilled;
-    Finish(*job, std::nullopt, now);
-    LogInfo("job " + Id(id) + " removed from the queue by uid " + std::to_string(peer.uid));
+  if (removed) {
     ApplyRetention();
     Schedule();
-    return AnswerWhenWritten(
-        std::move(respond),
-        Response{protocol::Encode(protocol::KillReply{protocol::KillOutcome::kRemoved}),
-                 std::nullopt});
   }
-  if (!job->term_time) {
-    // A repeated kill neither relabels a timeout nor postpones SIGKILL. A
-    // job still starting gets its SIGTERM once it runs (ApplyStart).
-    job->reason = JobReason::kKilled;
-    if (job->running()) SendSignal(*job, SignalKind::kTerm, SignalNote::kKilled);
-    job->term_time = now;
-    job->kill_at = now + kKillGraceS;
-    MarkChanged(id);
-  }
+  // An array with elements in both states is told as killing: some run on.
+  const protocol::KillOutcome outcome =
+      signalled ? protocol::KillOutcome::kKilling : protocol::KillOutcome::kRemoved;
   AnswerWhenWritten(std::move(respond),
-                    Response{protocol::Encode(protocol::KillReply{protocol::KillOutcome::kKilling}),
-                             std::nullopt});
+                    Response{protocol::Encode(protocol::KillReply{outcome}), std::nullopt});
 }
 
 void BrokerCore::Field(const Peer& peer, const std::string& text, Respond respond) {
@@ -926,6 +979,8 @@ void BrokerCore::AdoptDelivery(std::uint64_t id, const std::optional<std::string
 void BrokerCore::CollectForScheduler(std::vector<QueuedJob>& queue,
                                      std::vector<RunningJob>& running) const {
   const double now = clock_.Now();
+  // `%N` holds for every policy: no more elements are offered than may start.
+  std::map<std::uint64_t, std::uint32_t> room = ThrottledRoom();
   for (auto it = FirstUnfinished(); it != jobs_.end(); ++it) {
     const std::uint64_t id = it->first;
     const JobRecord& job = it->second;
@@ -935,6 +990,11 @@ void BrokerCore::CollectForScheduler(std::vector<QueuedJob>& queue,
       running.push_back({id, job.placement, start + static_cast<double>(job.max_time_s)});
     } else if (job.queued() && !job.held && !draining_ && job.start_retry_at <= now &&
                CheckDependencies(job, jobs_).state == DependencyState::kMet) {
+      if (job.array_throttle) {
+        std::uint32_t& left = room[*job.array_id];
+        if (left == 0) continue;
+        --left;
+      }
       queue.push_back({id, job.demand, job.max_time_s});
     }
   }
@@ -963,6 +1023,10 @@ protocol::StartJob BrokerCore::StartRequest(const JobRecord& job,
   protocol::StartJob request;
   request.id = job.id;
   request.placement = placement;  // the part root is told
+  if (job.array_id) {
+    request.array = job.array_id;
+    request.array_index = job.array_index;
+  }
   if (job.demand.mem_gib > 0) {
     request.memory_max = static_cast<std::uint64_t>(std::floor(job.demand.mem_gib * 1073741824.0));
   }
@@ -1008,6 +1072,8 @@ void BrokerCore::OnStartReply(std::uint64_t id, const Result<protocol::StartRepl
 
 void BrokerCore::ApplyStart(JobRecord& job, const Result<protocol::StartReply>& reply) {
   job.phase = JobPhase::kIdle;
+  ElementMadeOrGone(job);
+  job.on_executor = true;
   MarkChanged(job.id, Held::kAlsoOnRootSide);  // a failed start's Finish asks for the sync
   if (!reply) return ReconcileStart(job.id, reply.error());
   const double now = clock_.Now();
@@ -1202,6 +1268,7 @@ void BrokerCore::CheckTimers() {
 
 void BrokerCore::Finish(JobRecord& job, std::optional<std::int64_t> exit_code, double end_time,
                         Held held) {
+  ElementMadeOrGone(job);
   job.state = JobState::kDone;
   job.end_time = end_time;
   job.exit_code = exit_code;

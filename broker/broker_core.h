@@ -178,6 +178,20 @@ class BrokerCore {
   // order, so a chain fails in one pass).
   void ResolveDependencies();
   Result<JobRecord*> Lookup(const Peer& peer, std::uint64_t id);
+
+  // job_arrays.cc
+  // The elements of array `array` still recorded, in index order.
+  std::vector<std::uint64_t> ElementsOf(std::uint64_t array) const;
+  // Job `id`, or every element of array `id`, each the caller's to act on.
+  Result<std::vector<JobRecord*>> LookupJobs(const Peer& peer, std::uint64_t id);
+  // A registered array (`array` its record while registering) becomes its
+  // elements' records, queued; answers the submission.
+  void ExpandArray(JobRecord& array, const protocol::SubmitRequest& request, Respond respond);
+  // Element `job` has its own spec on the root side now, or ended without
+  // one: once no element needs it, the array's spec is forgotten.
+  void ElementMadeOrGone(JobRecord& job);
+  // For each throttled array (`%N`), how many more elements may start now.
+  std::map<std::uint64_t, std::uint32_t> ThrottledRoom() const;
   void AnswerWhenWritten(Respond respond, Response response,
                          std::function<Response(const Error&)> if_lost = nullptr);
   // A submission whose command dispatch found it cannot execute: ended at
@@ -296,6 +310,9 @@ class BrokerCore {
   bool sync_due_ = false;            // changed_ holds a fact only the broker has
   std::vector<DurableAnswer> awaiting_write_;
   std::vector<std::uint64_t> forgets_due_;
+  // Arrays whose spec the root side keeps: how many elements have no spec
+  // of their own yet and have not ended.
+  std::map<std::uint64_t, std::size_t> array_unmade_;
   bool executor_lost_ = false;
   bool draining_ = false;
   // The drain flag changed and is not on disk: the next Persist compacts

@@ -80,6 +80,13 @@ struct JobRecord {
   // side's records after the file was lost comes back released).
   bool held = false;
   std::optional<std::string> name;  // --name (protocol::CheckJobName)
+  // An element of array `array_id` (`--array`): the array has no record of
+  // its own; its elements have the ids after it, in index order. Until its
+  // first start an element has no launch spec of its own (on_executor is
+  // false): the start makes one from the array's (StartJob::array).
+  std::optional<std::uint64_t> array_id;
+  std::uint32_t array_index = 0;
+  std::optional<std::uint32_t> array_throttle;  // `%N`: at most N elements running
 
   bool queued() const { return state == JobState::kQueued; }
   bool running() const { return state == JobState::kRunning; }
@@ -171,6 +178,9 @@ void JobRecord::Fields(A& ar) {
     protocol::Put(ar, "held", held);
     protocol::Put(ar, "name", name);
     protocol::Put(ar, "error_dest", error_dest);
+    protocol::Put(ar, "array_id", array_id);
+    protocol::Put(ar, "array_index", array_index);
+    protocol::Put(ar, "array_throttle", array_throttle);
   } else {
     protocol::GetIfPresent(ar, "usage", usage);  // files written before accounting
     // Files written before dependencies.
@@ -179,6 +189,9 @@ void JobRecord::Fields(A& ar) {
     protocol::GetIfPresent(ar, "held", held);              // files written before holds
     protocol::GetIfPresent(ar, "name", name);              // files written before --name
     protocol::GetIfPresent(ar, "error_dest", error_dest);  // and before --error
+    protocol::GetIfPresent(ar, "array_id", array_id);  // files written before arrays
+    protocol::GetIfPresent(ar, "array_index", array_index);
+    protocol::GetIfPresent(ar, "array_throttle", array_throttle);
   }
   if constexpr (!A::is_saving::value) {
     demand.cpu = static_cast<int>(cpu);

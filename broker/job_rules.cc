@@ -13,6 +13,8 @@ protocol::JobRow BuildRow(const JobRecord& job, double now) {
   row.id = job.id;
   row.argv = job.argv;
   row.name = job.name;
+  row.array_id = job.array_id;
+  if (job.array_id) row.array_index = job.array_index;
   row.start_time = job.start_time;
   if (job.start_time) {
     if (job.running()) {

@@ -44,6 +44,10 @@ class Backend {
   // and the finished ones still known, for kill, wait and attach --name
   // (job_names.h). Not rendered: the caller reports an Error.
   virtual Result<std::vector<protocol::JobRow>> JobsNamed(const std::string& name) = 0;
+  // The rows of jobs `ids`, finished ones included, an array's id giving
+  // its elements' rows (array_ids.h). Not rendered, as JobsNamed.
+  virtual Result<std::vector<protocol::JobRow>> JobsWithIds(
+      const std::vector<std::uint64_t>& ids) = 0;
   virtual int Attach(std::uint64_t id, Io io) = 0;
   virtual int Kill(std::uint64_t id, Io io) = 0;
   // `hold` (true) or `release`, job by job; 1 if any was refused.

@@ -6,6 +6,7 @@
 #include <ctime>
 #include <limits>
 
+#include "client/array_rows.h"
 #include "common/units.h"
 
 namespace hpcb::client {
@@ -312,20 +313,22 @@ Rendered RenderList(const protocol::ListReply& reply, bool finished, bool usage_
       ListHeader(show_name, show_gpu, finished, usage_columns)};
   bool any_span = false;
   bool any_slow = false;
-  for (const auto& row : reply.jobs) {
+  // --long shows each element of an array; without, an array is one line.
+  for (const ListLine& line : ListLines(reply.jobs, /*fold=*/!usage_columns)) {
+    const protocol::JobRow& row = *line.row;
     std::vector<std::string> cells = {row.user,
-                                      std::to_string(row.id),
+                                      line.id,
                                       JoinForDisplay(row.argv),
                                       StartCell(row, reply.now),
-                                      UptimeCell(row),
+                                      line.summary.value_or(UptimeCell(row)),
                                       FormatDuration(row.max_time_s),
                                       MemCell(row)};
     if (show_name) cells.insert(cells.begin() + 2, NameCell(row));
     if (show_gpu) cells.push_back(GpuCell(row));
     cells.push_back(row.exclusive ? "yes" : "no");
     if (finished) {
-      cells.push_back(std::string(protocol::NameOf(row.state)));
-      cells.push_back(ExitCell(row));
+      cells.push_back(line.summary ? "array" : std::string(protocol::NameOf(row.state)));
+      cells.push_back(line.summary ? "-" : ExitCell(row));
     }
     if (usage_columns) {
       for (std::string& cell : UsageCells(row))
@@ -340,7 +343,7 @@ Rendered RenderList(const protocol::ListReply& reply, bool finished, bool usage_
   if (any_slow) rendered.out += std::string("\n") + kLinkNote + "\n";
   rendered.out += drain_note;
   for (const auto& row : reply.jobs) {
-    std::string prefix = "job " + std::to_string(row.id) + ": ";
+    std::string prefix = "job " + JobIdText(row) + ": ";
     if (row.reason == protocol::JobReason::kOom) {
       rendered.err += prefix + "killed for exceeding its " + FormatGiB(row.max_mem_gb) +
                       " memory budget (" +
@@ -373,6 +376,13 @@ std::string RenderSubmit(const protocol::SubmitReply& reply, bool no_output,
   std::string text = "job " + std::to_string(reply.id) + " " +
                      std::string(protocol::NameOf(reply.state)) + " (" + cpus + ", max time " +
                      FormatDuration(reply.max_time_s);
+  if (reply.array_elements > 0) {
+    // Each element is its own job, with these resources.
+    text = "array " + std::to_string(reply.id) + " of " + std::to_string(reply.array_elements) +
+           " jobs " + std::to_string(reply.id) + "_INDEX " +
+           std::string(protocol::NameOf(reply.state)) + " (each " + cpus + ", max time " +
+           FormatDuration(reply.max_time_s);
+  }
   if (reply.max_mem_gb) {
     text += ", memory " + FormatGiB(reply.max_mem_gb);
     if (reply.mem_defaulted) text += " (default)";
@@ -380,6 +390,10 @@ std::string RenderSubmit(const protocol::SubmitReply& reply, bool no_output,
   text += ")\n";
   if (!no_output) {
     std::string dest = EscapeControl(reply.output_dest.value_or(requested_output.value_or("-")));
+    const std::string array_log = "/output." + std::to_string(reply.id) + ".log";
+    if (reply.array_elements > 0 && dest.ends_with(array_log)) {
+      dest.replace(dest.size() - 4, 4, "_INDEX.log");
+    }
     text += "output will be saved to " + dest + "\n";
   }
   if (error_dest) text += "stderr will be saved to " + EscapeControl(*error_dest) + "\n";

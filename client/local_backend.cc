@@ -30,6 +30,13 @@ Result<std::vector<protocol::JobRow>> LocalBackend::JobsNamed(const std::string&
   return std::move(reply.jobs);
 }
 
+Result<std::vector<protocol::JobRow>> LocalBackend::JobsWithIds(
+    const std::vector<std::uint64_t>& ids) {
+  HPCB_ASSIGN_OR_RETURN(protocol::ListReply reply,
+                        ListJobs(socket_, protocol::ListRequest{false, true, ids}));
+  return std::move(reply.jobs);
+}
+
 int LocalBackend::Attach(std::uint64_t id, Io io) {
   return RunAttach(socket_, id, io);
 }

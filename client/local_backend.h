@@ -21,6 +21,7 @@ class LocalBackend final : public Backend {
   // One list request, filtered by the daemon to the caller's jobs with
   // that name.
   Result<std::vector<protocol::JobRow>> JobsNamed(const std::string& name) override;
+  Result<std::vector<protocol::JobRow>> JobsWithIds(const std::vector<std::uint64_t>& ids) override;
   int Attach(std::uint64_t id, Io io) override;
   int Kill(std::uint64_t id, Io io) override;
   int Hold(const std::vector<std::uint64_t>& ids, bool hold, Io io) override;

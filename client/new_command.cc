@@ -19,6 +19,7 @@
 #include "client/subcommand.h"
 #include "common/base/exec_path.h"
 #include "common/units.h"
+#include "protocol/array_spec.h"
 
 extern char** environ;
 
@@ -90,6 +91,13 @@ std::optional<int> BuildSubmit(const NewFlags& f, const std::vector<std::string>
     }
     request->name = f.name;
   }
+  if (f.array_opt->count() > 0) {
+    Result<protocol::ArraySpec> array = protocol::ParseArraySpec(f.array);
+    if (!array) return usage_error("argument " + array.error().message());
+    if (f.wait) return usage_error("--wait and --array cannot be combined");
+    request->array = std::move(array->indices);
+    request->array_throttle = array->throttle;
+  }
   if (f.no_output && f.output_opt->count() > 0) {
     return usage_error("--output and --no-output cannot be combined");
   }
@@ -147,6 +155,11 @@ std::optional<int> BuildSubmit(const NewFlags& f, const std::vector<std::string>
     Result<bool> is_dir = CheckOutputPlace(*request->output, delivered_by_daemon);
     if (!is_dir) return ReportError(is_dir.error(), call.io);
     request->output_is_dir = *is_dir;
+    if (!request->array.empty() && !*is_dir) {
+      return usage_error(
+          "with --array, --output names a directory: each element writes its own "
+          "output.ID_INDEX.log there");
+    }
   }
   if (f.error_opt->count() > 0) {
     request->error = MakeAbsolute(f.error, *cwd);
@@ -196,6 +209,9 @@ void AddNewFlags(CLI::App* sub, Flags* flags) {
                 "stay attached: stream the output, exit with the job's exit code");
   f->name_opt = sub->add_option("--name", f->name,
                                 "NAME for list, and for kill/wait/attach --name (Slurm's -J)");
+  f->array_opt = sub->add_option("--array", f->array,
+                                 "SPEC: an array of jobs, e.g. 1-100, 1-100:4, 1,5,9, 1-100%8 "
+                                 "(each gets HPC_BATCH_ARRAY_INDEX)");
   sub->footer(
       "After --: the job's command and its arguments, run without a shell; leading "
       "NAME=VALUE words set variables of its environment.");

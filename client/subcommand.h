@@ -39,6 +39,8 @@ struct NewFlags {
   CLI::Option* after_opt = nullptr;
   CLI::Option* after_any_opt = nullptr;
   CLI::Option* name_opt = nullptr;
+  std::string array;  // --array SPEC (protocol/array_spec.h)
+  CLI::Option* array_opt = nullptr;
 };
 
 struct ListFlags {

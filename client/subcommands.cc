@@ -1,9 +1,11 @@
 // The table of `dispatch`'s subcommands, and every entry's flags and
 // handler but `new`'s (new_command.cc).
+#include <algorithm>
 #include <optional>
 
 #include <CLI/CLI.hpp>
 
+#include "client/array_ids.h"
 #include "client/command_line.h"
 #include "client/job_names.h"
 #include "client/subcommand.h"
@@ -19,13 +21,38 @@ Result<std::uint64_t> SingleId(const std::string& word) {
   return ParseJobId(word);
 }
 
-Result<std::vector<std::uint64_t>> IdsOf(const std::vector<std::string>& words) {
+// What kill, wait, attach, hold and release act on, as job ids, or an
+// exit code when there is nothing to act on (a usage error, or said why).
+struct Targets {
   std::vector<std::uint64_t> ids;
+  std::optional<int> exit;
+};
+
+// Only kill and attach take '' (job 0, SingleId).
+std::optional<int> RefuseEmptyId(const std::vector<std::string>& words, const Invocation& call) {
+  if (std::find(words.begin(), words.end(), "") == words.end()) return std::nullopt;
+  return UsageError(call.usage, "argument ID: invalid job id: ''", call.io);
+}
+
+// Ids as typed (N or A_I, array_ids.h), as job ids: A_I looked up in one
+// list; with `expand_arrays` (wait), an array's id stands for its
+// elements. kill, hold and release hand an array's id to the daemon,
+// which acts on every element.
+Targets IdsOf(const std::vector<std::string>& words, bool expand_arrays, const Invocation& call) {
+  std::vector<TypedId> typed;
+  bool look_up = expand_arrays;
   for (const std::string& word : words) {
-    HPCB_ASSIGN_OR_RETURN(std::uint64_t id, ParseJobId(word));
-    ids.push_back(id);
+    Result<TypedId> one = word.empty() ? Result<TypedId>(TypedId{}) : ParseTypedId(word);
+    if (!one) return {{}, UsageError(call.usage, one.error().message(), call.io)};
+    look_up = look_up || one->index.has_value();
+    typed.push_back(*one);
   }
-  return ids;
+  Result<std::vector<protocol::JobRow>> rows = std::vector<protocol::JobRow>{};
+  if (look_up) rows = call.backend.JobsWithIds(ListIdsOf(typed));
+  if (!rows) return {{}, ReportError(rows.error(), call.io)};
+  Result<std::vector<std::uint64_t>> ids = ResolveTypedIds(typed, *rows, expand_arrays);
+  if (!ids) return {{}, ReportError(ids.error(), call.io)};
+  return {std::move(*ids), std::nullopt};
 }
 
 // kill, wait and attach take ids or --name NAME.
@@ -34,14 +61,8 @@ void AddNameFlag(CLI::App* sub, Flags* flags) {
       sub->add_option("--name", flags->job_name, "NAME: your own jobs with this name, not ids");
 }
 
-// What kill, wait and attach act on: `ids`, parsed, or with --name the jobs
-// JobsForName picks. An exit code when there is nothing to act on (a usage
-// error, or said why).
-struct Targets {
-  std::vector<std::uint64_t> ids;
-  std::optional<int> exit;
-};
-
+// What kill, wait and attach act on: `ids`, parsed (IdsOf), or with
+// --name the jobs JobsForName picks.
 Targets TargetsOf(const Flags& flags, const std::vector<std::string>& ids, NamedUse use,
                   const Invocation& call) {
   const bool named = flags.job_name_opt->count() > 0;
@@ -52,13 +73,10 @@ Targets TargetsOf(const Flags& flags, const std::vector<std::string>& ids, Named
     if (flags.id_opt->count() == 0) {
       return {{}, UsageError(call.usage, "the following arguments are required: ID", call.io)};
     }
-    Targets targets;
-    for (const std::string& word : ids) {
-      Result<std::uint64_t> id = use == NamedUse::kWait ? ParseJobId(word) : SingleId(word);
-      if (!id) return {{}, UsageError(call.usage, id.error().message(), call.io)};
-      targets.ids.push_back(*id);
+    if (use == NamedUse::kWait) {
+      if (std::optional<int> refused = RefuseEmptyId(ids, call)) return {{}, refused};
     }
-    return targets;
+    return IdsOf(ids, /*expand_arrays=*/use == NamedUse::kWait, call);
   }
   if (Result<void> valid = protocol::CheckJobName(flags.job_name); !valid) {
     return {{}, UsageError(call.usage, "argument --name: " + valid.error().message(), call.io)};
@@ -205,15 +223,17 @@ void AddIds(CLI::App* sub, Flags* flags) {
 }
 
 int RunHold(const Flags& flags, const Invocation& call) {
-  auto ids = IdsOf(flags.ids);
-  if (!ids) return UsageError(call.usage, ids.error().message(), call.io);
-  return call.backend.Hold(*ids, /*hold=*/true, call.io);
+  if (std::optional<int> refused = RefuseEmptyId(flags.ids, call)) return *refused;
+  Targets targets = IdsOf(flags.ids, /*expand_arrays=*/false, call);
+  if (targets.exit) return *targets.exit;
+  return call.backend.Hold(targets.ids, /*hold=*/true, call.io);
 }
 
 int RunRelease(const Flags& flags, const Invocation& call) {
-  auto ids = IdsOf(flags.ids);
-  if (!ids) return UsageError(call.usage, ids.error().message(), call.io);
-  return call.backend.Hold(*ids, /*hold=*/false, call.io);
+  if (std::optional<int> refused = RefuseEmptyId(flags.ids, call)) return *refused;
+  Targets targets = IdsOf(flags.ids, /*expand_arrays=*/false, call);
+  if (targets.exit) return *targets.exit;
+  return call.backend.Hold(targets.ids, /*hold=*/false, call.io);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <set>
 #include <thread>
 
+#include "client/array_rows.h"
 #include "client/commands.h"
 #include "client/format.h"
 #include "client/transport.h"
@@ -31,8 +32,11 @@ Result<std::map<std::uint64_t, protocol::JobRow>> Poll(const std::string& socket
                                                        const std::set<std::uint64_t>& ids) {
   std::map<std::uint64_t, protocol::JobRow> found;
   for (bool all : {false, true}) {
-    Result<protocol::ListReply> reply =
-        ListJobs(socket, protocol::ListRequest{all, true, {ids.begin(), ids.end()}});
+    // Past the most a list may name (a large array's elements), every job
+    // is asked for and the rows picked here.
+    std::vector<std::uint64_t> only;
+    if (ids.size() <= protocol::kMaxListIds) only.assign(ids.begin(), ids.end());
+    Result<protocol::ListReply> reply = ListJobs(socket, protocol::ListRequest{all, true, only});
     // Refused --all: the missing ids are not this user's to see.
     if (!reply && all) break;
     if (!reply) return reply.error();
@@ -62,7 +66,7 @@ std::string ProgressLine(const std::vector<protocol::JobRow>& unfinished, double
   std::string line = "waiting for";
   for (std::size_t i = 0; i < unfinished.size(); ++i) {
     const protocol::JobRow& row = unfinished[i];
-    line += (i == 0 ? " job " : ", job ") + std::to_string(row.id);
+    line += (i == 0 ? " job " : ", job ") + JobIdText(row);
     if (row.state == protocol::JobState::kRunning && row.start_time) {
       line += " (running " + FormatSeconds(std::max(0.0, now - *row.start_time)) + ")";
     } else {
@@ -73,7 +77,7 @@ std::string ProgressLine(const std::vector<protocol::JobRow>& unfinished, double
 }
 
 std::string EndedLine(const protocol::JobRow& row) {
-  const std::string job = "job " + std::to_string(row.id);
+  const std::string job = "job " + JobIdText(row);
   // A row without a start time but with an exit code ran (recovery can
   // learn of an exit before it learns of the start).
   if (!row.start_time && !row.exit_code) {

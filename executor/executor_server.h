@@ -113,6 +113,8 @@ class ExecutorServer {
   void OnRegister(std::uint64_t req, const protocol::Packet& packet);
   // Once the submitter and its frame are read: dir, spec, optional start.
   void FinishRegister(protocol::RegisterJob request, LaunchSpec spec);
+  // An array's element, made at its first start (StartJob::array).
+  Result<void> MakeArrayElement(const protocol::StartJob& request);
 
   // job_start.cc
   void OnStart(std::uint64_t req, const std::string& text);

@@ -73,6 +73,7 @@ void ExecutorServer::OnRegister(std::uint64_t req, const protocol::Packet& packe
   spec.cwd = std::move(submitted->cwd);
   spec.env = std::move(submitted->env);
   spec.name = std::move(submitted->name);
+  spec.array = std::move(submitted->array);
   spec.request = protocol::JobRequest{
       *submitted,
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()};
@@ -181,6 +182,34 @@ void ExecutorServer::FinishRegister(protocol::RegisterJob request, LaunchSpec sp
   answer->sent = true;
   answer->reply.starting = true;
   SendToBroker(Encode(answer->reply));
+}
+
+Result<void> ExecutorServer::MakeArrayElement(const protocol::StartJob& request) {
+  // An array is only ever registered: it never starts itself (BeginStart).
+  auto array = jobs_.find(*request.array);
+  std::vector<std::uint32_t> none;
+  std::vector<std::uint32_t>& left = array != jobs_.end() ? array->second.array : none;
+  auto index = std::find(left.begin(), left.end(), request.array_index);
+  if (index == left.end() || ::access(job_dir(request.id).c_str(), F_OK) == 0) {
+    return InvalidArgument("job " + std::to_string(request.id) +
+                           " is not an unstarted element of a registered array");
+  }
+  LaunchSpec spec = array->second;
+  spec.id = request.id;
+  spec.array.clear();
+  spec.env["HPC_BATCH_ARRAY_INDEX"] = std::to_string(request.array_index);
+  const std::string name = "/output." + std::to_string(*request.array);
+  if (spec.output_dest && spec.output_dest->ends_with(name + ".log")) {
+    spec.output_dest->replace(spec.output_dest->size() - 4, 4,
+                              "_" + std::to_string(request.array_index) + ".log");
+  }
+  HPCB_TRY(MakeJobDir(spec, /*start_follows=*/true));
+  // Taken out (in memory only), so this run of the executor starts an
+  // index once.
+  left.erase(index);
+  never_saved_.insert(spec.id);
+  jobs_[spec.id] = std::move(spec);
+  return Ok();
 }
 
 }  // namespace hpcb::executor

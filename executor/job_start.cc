@@ -60,6 +60,9 @@ void ExecutorServer::BeginStart(const protocol::StartJob& request, StartDone don
     if (!logged) LogWarning("refused start of job " + std::to_string(id) + ": " + error.message());
     done({.id = id, .error = WireError::From(error)});
   };
+  if (request.array && PhaseOf(id) == JobPhase::kUnknown) {
+    if (Result<void> made = MakeArrayElement(request); !made) return refuse(made.error());
+  }
   if (Result<void> allowed = CheckPhase(JobOperation::kStart, PhaseOf(id), id); !allowed) {
     return refuse(allowed.error());
   }
@@ -98,6 +101,7 @@ void ExecutorServer::BeginStart(const protocol::StartJob& request, StartDone don
                   /*logged=*/true);
   }
   LaunchSpec& spec = it->second;
+  if (!spec.array.empty()) return refuse(InvalidArgument("an array starts element by element"));
   in_flight_[id] = JobPhase::kStarting;
   UniqueFd cgroup_dir;
   if (!config_.no_cgroups) {

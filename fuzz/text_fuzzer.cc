@@ -1,9 +1,11 @@
 // libFuzzer target: the text parsers fed by flags, sysfs and frames.
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "common/units.h"
+#include "protocol/array_spec.h"
 #include "protocol/client_framing.h"
 #include "protocol/framing.h"
 
@@ -18,6 +20,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (!again || *again != *cpus) __builtin_trap();
   }
   (void)hpcb::ParseMemoryGiB(text);
+  if (auto array = hpcb::protocol::ParseArraySpec(text)) {
+    if (!hpcb::protocol::CheckArray(array->indices, array->throttle)) __builtin_trap();
+    // Folded back into a spec, the same indices (when that spec fits).
+    const std::string folded = hpcb::protocol::FormatIndices(array->indices);
+    auto again = hpcb::protocol::ParseArraySpec(folded);
+    if (folded.size() <= hpcb::protocol::kMaxArraySpecBytes &&
+        (!again || again->indices != array->indices)) {
+      __builtin_trap();
+    }
+  }
   hpcb::protocol::FrameDecoder decoder(4096);
   decoder.Feed(text);
   for (int i = 0; i < 64; ++i) {

@@ -73,6 +73,9 @@ struct SubmitReply {
   // The job was recorded as failed to start (SubmitRequest::exec_error).
   std::optional<std::string> start_error;
   bool draining = false;  // the machine is drained: it waits for resume
+  // An array (`--array`): how many elements, with ids id+1 onwards; shown
+  // as ID_INDEX.
+  std::uint32_t array_elements = 0;
 
   static constexpr bool kOk = true;
   template <class F>
@@ -88,6 +91,7 @@ struct SubmitReply {
     field("granted_cores", granted_cores);
     field("start_error", start_error, kMayBeMissing);
     field("draining", draining, kMayBeMissing);
+    field("array_elements", array_elements, kMayBeMissing);
   }
 };
 
@@ -149,6 +153,9 @@ struct JobRow {
   std::vector<std::uint64_t> after;       // dependencies not yet met (queued only)
   bool after_any = false;
   bool held = false;  // queued, skipped until released (`dispatch hold`)
+  // An element of an array (`--array`): shown as ARRAY_INDEX.
+  std::optional<std::uint64_t> array_id;
+  std::optional<std::uint32_t> array_index;
 
   template <class F>
   void Fields(F&& field) {
@@ -177,6 +184,8 @@ struct JobRow {
     field("held", held, kMayBeMissing);
     field("name", name, kMayBeMissing);
     field("error_dest", error_dest, kMayBeMissing);
+    field("array_id", array_id, kMayBeMissing);
+    field("array_index", array_index, kMayBeMissing);
   }
 };
 

@@ -168,6 +168,10 @@ struct JobSummary {
   // --error: stderr's own file, from its own `error` buffer, delivered
   // with the output (one output_error for both).
   std::optional<std::string> error_dest;
+  // An array (SubmitRequest::array) is registered once and never runs
+  // itself; each element is a job of its own, made from it by its start
+  // (StartJob::array), its index only in its environment.
+  std::vector<std::uint32_t> array;
   template <class F>
   void Fields(F&& field) {
     field("id", id);
@@ -186,6 +190,7 @@ struct JobSummary {
     field("usage", usage, kMayBeMissing);  // specs and executors from before accounting
     field("name", name, kMayBeMissing);    // specs from before --name
     field("error_dest", error_dest, kMayBeMissing);
+    field("array", array, kMayBeMissing);  // specs from before arrays
   }
 };
 
@@ -223,7 +228,11 @@ struct StartJob {
   std::uint64_t id = 0;
   PlacementRecord placement;
   std::optional<std::uint64_t> memory_max;  // bytes; none = untracked
-  HPCB_FIELDS(id, placement, memory_max)
+  // Element `array_index` of registered array `array`: the first start
+  // makes job `id` from the array's spec (an index outside it is refused).
+  std::optional<std::uint64_t> array;
+  std::uint32_t array_index = 0;
+  HPCB_FIELDS(id, placement, memory_max, array, array_index)
   Result<void> Validate() const;
 };
 

@@ -81,6 +81,11 @@ struct SubmitRequest : ResourceRequest {
   // (CheckJobName, client_messages.h) before the executor reads this
   // frame, which the broker cannot change.
   std::optional<std::string> name;
+  // `--array`: the element indices (empty: not an array) and `%N`. Root
+  // keeps the indices and starts only those; the broker checks both
+  // (CheckArray, array_spec.h) and alone applies the throttle.
+  std::vector<std::uint32_t> array;
+  std::optional<std::uint32_t> array_throttle;
 
   static constexpr std::string_view kCmd = "new";
   template <class F>
@@ -101,6 +106,8 @@ struct SubmitRequest : ResourceRequest {
     field("after_any", after_any);
     field("exec_error", exec_error, kMayBeMissing);
     field("name", name, kMayBeMissing);
+    field("array", array, kMayBeMissing);
+    field("array_throttle", array_throttle, kMayBeMissing);
   }
   Result<void> Validate() const;
 };

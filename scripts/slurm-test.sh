@@ -429,6 +429,22 @@ run unknown2 dispatch kill 999999
   grep -q "^dispatch: no such job 999999 (" "$scratch/unknown1.err" &&
   ok "wait and kill word an unknown job the same" || bad "unknown job wording"
 
+# 8e. --array is sbatch --array (the throttle kept): each element runs
+# with its index and writes output.ARRAY_INDEX.log; list names elements
+# ARRAY_INDEX.
+run arr1 dispatch new --array 1-3%2 --max-time 1m -- sh -c 'echo "index=$HPC_BATCH_ARRAY_INDEX"; sleep 2'
+ida=$(job_id arr1)
+run arr2 dispatch list
+array_ran() {
+  local i
+  for i in 1 2 3; do grep -qx "index=$i" "$scratch/home/output.${ida}_$i.log" 2>/dev/null || return 1; done
+}
+[ "$(rc_of arr1)" = 0 ] && [ -n "$ida" ] &&
+  grep -qx "output will be saved to $scratch/home/output.${ida}_INDEX.log" "$scratch/arr1.out" &&
+  grep -q "^$user  *${ida}_" "$scratch/arr2.out" &&
+  wait_for 90 "array $ida to run" array_ran &&
+  ok "--array runs each element with its index and its own output; list names them" || bad "--array"
+
 # 8d. --after / --after-any become sbatch --dependency=afterok / afterany.
 run dep1 dispatch new --no-output -- sh -c 'sleep 2; exit 1'
 idd1=$(job_id dep1)

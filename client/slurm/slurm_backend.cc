@@ -13,6 +13,7 @@
 #include <set>
 #include <thread>
 
+#include "client/array_rows.h"
 #include "client/format.h"
 #include "client/slurm/slurm_nodes.h"
 #include "client/slurm/slurm_tools.h"
@@ -607,7 +608,7 @@ Rendered RenderList(const std::vector<SlurmJob>& jobs, bool finished, double now
     }
     std::vector<std::string> cells = {
         row.user,
-        std::to_string(row.id),
+        JobIdText(row),
         JoinForDisplay(row.argv),
         FormatStartTime(row.start_time, now),
         uptime,

@@ -33,6 +33,12 @@ class SlurmBackend final : public Backend {
   // `squeue --user=<you> --name=NAME --states=all`: finished jobs only
   // while slurmctld remembers them (MinJobAge).
   Result<std::vector<protocol::JobRow>> JobsNamed(const std::string& name) override;
+  // None: Slurm takes an array's id itself (scancel, scontrol hold), and
+  // an element's A_I is not looked up (array_ids.h).
+  Result<std::vector<protocol::JobRow>> JobsWithIds(
+      const std::vector<std::uint64_t>& /*ids*/) override {
+    return std::vector<protocol::JobRow>{};
+  }
   int Attach(std::uint64_t id, Io io) override;
   int Kill(std::uint64_t id, Io io) override;
   // `scontrol hold` / `scontrol release`, job by job, said as the local

@@ -8,6 +8,7 @@
 #include "client/format.h"
 #include "client/slurm/slurm_parse.h"
 #include "common/units.h"
+#include "protocol/array_spec.h"
 
 namespace hpcb::client::slurm {
 namespace {
@@ -84,15 +85,18 @@ std::string StripTrailingSlashes(std::string path) {
 
 // sbatch's --output or --error pattern (`flag`) for `path`: a directory
 // gets <stem>.%j.log in it, as the daemon names it.
+// In a folder, STEM.<id>.log, or for an array's elements, as locally,
+// STEM.<array>_<index>.log.
 Result<std::string> SbatchPattern(const std::string& flag, const std::string& path, bool is_dir,
-                                  const std::string& stem) {
+                                  const std::string& stem, bool array) {
   if (path.find('\\') != std::string::npos) {
     return Refused(flag + " " + path,
                    "sbatch turns its %j replacement off for a path holding a backslash, so " +
                        stem + ".<id>.log could not be named; choose a path without one");
   }
   if (!is_dir) return EscapePercent(path);
-  return EscapePercent(StripTrailingSlashes(path)) + "/" + stem + ".%j.log";
+  return EscapePercent(StripTrailingSlashes(path)) + "/" + stem +
+         (array ? ".%A_%a.log" : ".%j.log");
 }
 
 std::string FormatMinutes(std::int64_t minutes) {
@@ -167,6 +171,12 @@ Result<SbatchJob> MapSubmit(const protocol::SubmitRequest& request,
     args.push_back("--time=" + std::to_string(minutes));
   }
   if (request.exclusive) args.push_back("--exclusive");
+  const bool array = !request.array.empty();
+  if (array) {
+    std::string spec = protocol::FormatIndices(request.array);
+    if (request.array_throttle) spec += "%" + std::to_string(*request.array_throttle);
+    args.push_back("--array=" + spec);
+  }
   if (!request.after.empty()) {
     std::string dependency = request.after_any ? "--dependency=afterany" : "--dependency=afterok";
     for (std::uint64_t id : request.after)
@@ -179,14 +189,14 @@ Result<SbatchJob> MapSubmit(const protocol::SubmitRequest& request,
   }
   if (request.output) {
     HPCB_ASSIGN_OR_RETURN(job.output_template,
-                          SbatchPattern("--output", *request.output, output_is_dir, "output"));
+                          SbatchPattern("--output", *request.output, output_is_dir, "output", array));
     args.push_back("--output=" + job.output_template);
   } else {
     args.push_back("--output=/dev/null");
   }
   if (request.error) {
     HPCB_ASSIGN_OR_RETURN(job.error_template,
-                          SbatchPattern("--error", *request.error, request.error_is_dir, "error"));
+                          SbatchPattern("--error", *request.error, request.error_is_dir, "error", array));
     args.push_back("--error=" + job.error_template);
   }
   args.push_back(request.forward_env ? "--export=ALL" : "--export=NONE");
@@ -207,10 +217,11 @@ Result<SbatchJob> MapSubmit(const protocol::SubmitRequest& request,
   vars.emplace_back("USER", who.user);
   vars.emplace_back("LOGNAME", who.user);
   vars.emplace_back("SHELL", who.shell.empty() ? "/bin/sh" : who.shell);
-  const char* job_id = "\"HPC_BATCH_JOB_ID=$SLURM_JOB_ID\"";
+  std::string job_id = "\"HPC_BATCH_JOB_ID=$SLURM_JOB_ID\"";
+  if (array) job_id += " \"HPC_BATCH_ARRAY_INDEX=$SLURM_ARRAY_TASK_ID\"";
   const char* no_gpus = request.gpu_cores == 0 ? "CUDA_VISIBLE_DEVICES=" : nullptr;
-  job.script = request.forward_env ? ForwardingScript(vars, job_id, no_gpus, request.argv)
-                                   : CleanScript(vars, job_id, no_gpus, request.argv);
+  job.script = request.forward_env ? ForwardingScript(vars, job_id.c_str(), no_gpus, request.argv)
+                                   : CleanScript(vars, job_id.c_str(), no_gpus, request.argv);
   return job;
 }
 
@@ -218,8 +229,11 @@ std::string OutputPathFor(const std::string& output_template, std::uint64_t id) 
   std::string out;
   const std::string id_text = std::to_string(id);
   for (std::size_t i = 0; i < output_template.size(); ++i) {
-    if (output_template.compare(i, 2, "%j") == 0) {
+    if (output_template.compare(i, 2, "%j") == 0 || output_template.compare(i, 2, "%A") == 0) {
       out += id_text;
+      ++i;
+    } else if (output_template.compare(i, 2, "%a") == 0) {
+      out += "INDEX";  // an array's: one file per element
       ++i;
     } else if (output_template.compare(i, 2, "%%") == 0) {
       out += '%';

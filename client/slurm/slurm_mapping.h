@@ -53,8 +53,8 @@ Result<SbatchJob> MapSubmit(const protocol::SubmitRequest& request,
 // passwd` prints it: "name:password:uid:gid:gecos:home:shell".
 Result<Submitter> ParsePasswdEntry(std::string_view line, std::uint32_t uid);
 
-// The path `output_template` names for job `id`: "%j" replaced by the id,
-// "%%" by '%'.
+// The path `output_template` names for job `id`: "%j" (and an array's
+// "%A") replaced by the id, an array's "%a" by "INDEX", "%%" by '%'.
 std::string OutputPathFor(const std::string& output_template, std::uint64_t id);
 
 // The job id printed by `sbatch --parsable` ("ID" or "ID;CLUSTER").

@@ -6,6 +6,7 @@
 
 #include "client/format.h"
 #include "common/units.h"
+#include "protocol/array_spec.h"
 
 namespace hpcb::client::slurm {
 namespace {
@@ -214,6 +215,19 @@ void ReadNameAndArgv(const std::string& name, const std::string& comment, protoc
   }
 }
 
+// Slurm names an array's element ARRAY_INDEX, and its pending elements
+// together ARRAY_[4-100%8]: both are rows of array ARRAY (array_rows.h).
+void ReadArrayId(std::string_view text, protocol::JobRow* row) {
+  const std::size_t underscore = text.find('_');
+  if (underscore == std::string_view::npos) return;
+  row->array_id = row->id;
+  std::string_view index = text.substr(underscore + 1);
+  index = index.substr(0, index.find('.'));  // a step's JobID: 12_3.batch
+  if (auto value = ParseInteger(index, 0, protocol::kMaxArrayIndex)) {
+    row->array_index = static_cast<std::uint32_t>(*value);
+  }
+}
+
 std::optional<double> Seconds(std::string_view text) {
   auto seconds = ParseSlurmDuration(text);
   if (!seconds || !seconds->has_value()) return std::nullopt;
@@ -241,6 +255,7 @@ std::vector<SlurmJob> ParseSqueue(std::string_view text) {
     if (!id) continue;
     protocol::JobRow row;
     row.id = *id;
+    ReadArrayId(f[kSqId], &row);
     row.user = f[kSqUser];
     StateView view = MapJobState(f[kSqState]);
     row.state = view.state;
@@ -287,6 +302,7 @@ std::vector<SlurmJob> ParseSacct(std::string_view text) {
     if (!id) continue;
     protocol::JobRow row;
     row.id = *id;
+    ReadArrayId(f[kSaId], &row);
     row.user = f[kSaUser];
     StateView view = MapJobState(f[kSaState]);
     row.state = view.state;

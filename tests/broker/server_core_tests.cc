@@ -581,6 +581,77 @@ TEST_F(ServerCoreTest, AHeldJobIsPassedByUntilReleasedAndOnlyItsOwnerOrAnAdminHo
             "job 2 is running; only a queued job can be held or released");
 }
 
+// --array: one registration; an element record per index, ids after the
+// array's; each element is made on the root side by its start (StartJob
+// carries the array and index); `%N` caps how many run; kill and hold of
+// the array's id reach every element; once no element needs the array's
+// spec, the root side forgets it; the per-user cap counts elements.
+TEST_F(ServerCoreTest, AnArrayIsRegisteredOnceAndItsElementsStartOneByOneUnderItsThrottle) {
+  options_.max_queued_per_user = 5;
+  StartCore();
+  auto submit_array = [&](std::vector<std::uint32_t> indices, std::optional<std::uint32_t> limit) {
+    protocol::SubmitRequest request;
+    request.argv = {"sleep", "100"};
+    request.cwd = "/tmp";
+    request.cpu = 1;
+    request.output = "/tmp";
+    request.array = std::move(indices);
+    request.array_throttle = limit;
+    return Call(1000, protocol::Encode(request));
+  };
+  EXPECT_EQ(ErrorOf(submit_array({3, 1}, std::nullopt)),
+            "field 'array': array indices must be strictly increasing");
+  EXPECT_NE(ErrorOf(submit_array({1, 2, 3, 4, 5, 6}, std::nullopt))
+                .find("this array has 6 elements, more than the 5 one user may have queued"),
+            std::string::npos);
+  Result<protocol::SubmitReply> reply =
+      protocol::Decode<protocol::SubmitReply>(submit_array({2, 4, 6}, 1));
+  ASSERT_TRUE(reply);
+  const std::uint64_t array = reply->id;
+  EXPECT_EQ(reply->array_elements, 3u);
+  EXPECT_EQ(reply->output_dest, "/tmp/output." + std::to_string(array) + ".log");
+  ASSERT_EQ(executor_.registered.size(), 1u);
+  EXPECT_FALSE(executor_.registered[0].start) << "an array never starts itself";
+  TickNow();
+  // Two cpus are free, but %1 lets one element run.
+  ASSERT_EQ(executor_.started.size(), 1u);
+  EXPECT_EQ(executor_.started[0].id, array + 1);
+  EXPECT_EQ(executor_.started[0].array, array);
+  EXPECT_EQ(executor_.started[0].array_index, 2u);
+  EXPECT_EQ(core_->Find(array + 1)->output_dest, "/tmp/output." + std::to_string(array) + "_2.log");
+  protocol::ListReply listed = List(1000, false, false);
+  ASSERT_EQ(listed.jobs.size(), 3u);
+  EXPECT_EQ(listed.jobs[2].array_id, array);
+  EXPECT_EQ(listed.jobs[2].array_index, 6u);
+  // A list of the array's id is a list of its elements.
+  Result<protocol::ListReply> by_id = protocol::Decode<protocol::ListReply>(
+      Call(1000, protocol::Encode(protocol::ListRequest{false, true, {array}})));
+  ASSERT_TRUE(by_id);
+  EXPECT_EQ(by_id->jobs.size(), 3u);
+
+  Exit(array + 1, 0);
+  ASSERT_EQ(executor_.started.size(), 2u);
+  EXPECT_EQ(executor_.started[1].array_index, 4u);
+  EXPECT_EQ(std::count(executor_.forgotten.begin(), executor_.forgotten.end(), array), 0)
+      << "element 6 still needs the array's spec";
+  Result<protocol::HoldReply> held = protocol::Decode<protocol::HoldReply>(
+      Call(1000, protocol::Encode(protocol::JobIdRequest{protocol::ClientCommand::kHold, array})));
+  ASSERT_TRUE(held);
+  EXPECT_TRUE(held->changed);
+  EXPECT_TRUE(core_->Find(array + 3)->held);
+  EXPECT_EQ(ErrorOf(Kill(1002, array)), "job " + std::to_string(array + 1) + " belongs to alice");
+  Result<protocol::KillReply> killed = protocol::Decode<protocol::KillReply>(Kill(1000, array));
+  ASSERT_TRUE(killed);
+  EXPECT_EQ(killed->state, protocol::KillOutcome::kKilling) << "element 4 runs";
+  EXPECT_EQ(core_->Find(array + 3)->state, JobState::kDone);
+  TickNow();
+  EXPECT_EQ(std::count(executor_.forgotten.begin(), executor_.forgotten.end(), array), 1)
+      << "no element needs the array's spec any more";
+  EXPECT_EQ(std::count(executor_.forgotten.begin(), executor_.forgotten.end(), array + 3), 0)
+      << "an element never made has no spec to forget";
+  EXPECT_EQ(ErrorOf(Kill(1000, array + 10)), "no such job " + std::to_string(array + 10));
+}
+
 // --name: checked again here (a client need not be dispatch), listed, and
 // the list filtered by name is the caller's own jobs with it, an admin's
 // too.

@@ -132,6 +132,29 @@ TEST(ServerJobRecordTest, TheNameRoundTripsAndOldRecordsLoadWithout) {
   EXPECT_EQ(loaded->name, std::nullopt);
 }
 
+TEST(ServerJobRecordTest, AnArrayElementRoundTripsAndOldRecordsLoadAsNone) {
+  JobRecord job = SampleJob();
+  job.array_id = 12;
+  job.array_index = 7;
+  job.array_throttle = 2;
+  Result<JobRecord> back = protocol::Decode<JobRecord>(protocol::Encode(job));
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_EQ(back->array_id, 12u);
+  EXPECT_EQ(back->array_index, 7u);
+  EXPECT_EQ(back->array_throttle, 2u);
+
+  std::string old = protocol::Encode(SampleJob());
+  for (const std::string field :
+       {",\"array_id\":[]", ",\"array_index\":0", ",\"array_throttle\":[]"}) {
+    ASSERT_NE(old.find(field), std::string::npos) << old;
+    old.erase(old.find(field), field.size());
+  }
+  Result<JobRecord> loaded = protocol::Decode<JobRecord>(old);
+  ASSERT_TRUE(loaded) << loaded.error().message();
+  EXPECT_EQ(loaded->array_id, std::nullopt);
+  EXPECT_EQ(loaded->array_throttle, std::nullopt);
+}
+
 TEST(ServerQueueStoreTest, DrainingIsKeptAndOldSnapshotsLoadAsNotDraining) {
   TempDir dir;
   QueueStore store(dir.path());

@@ -135,7 +135,7 @@ TEST(ExecutorMessagesTest, StartAndSignalRanges) {
   auto start = [](const std::string& cpus, const std::string& memory_max) {
     return R"({"req":1,"id":1,"placement":{"cpus":)" + cpus +
            R"(,"mems":[0],"gpus":[],"mem_by_node":[],"gpu_link":[],"spans_nodes":false},)" +
-           R"("memory_max":)" + memory_max + "}";
+           R"("memory_max":)" + memory_max + R"(,"array":[],"array_index":0})";
   };
   EXPECT_FALSE(Decode<StartJob>(start("[]", "[]")));
   EXPECT_FALSE(Decode<StartJob>(start("[-3]", "[]")));

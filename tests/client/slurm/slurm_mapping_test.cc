@@ -335,6 +335,30 @@ TEST(MapSubmitTest, ANameIsTheSlurmNameAndTheCommandLineGoesToTheComment) {
                    "--chdir=/home/alice/bench"}));
 }
 
+TEST(MapSubmitTest, AnArrayIsSbatchArrayWithAnOutputPerElement) {
+  protocol::SubmitRequest request = Request({"./run.sh"});
+  request.array = {1, 2, 3, 7, 9, 11};
+  request.array_throttle = 2;
+  auto job = MapSubmit(request, {}, kAlice, true);
+  ASSERT_TRUE(job) << job.error().message();
+  EXPECT_TRUE(Has(job->args, "--array=1-3,7,9,11%2"));
+  EXPECT_TRUE(Has(job->args, "--output=/home/alice/bench/output.%A_%a.log"));
+  EXPECT_EQ(OutputPathFor(job->output_template, 5), "/home/alice/bench/output.5_INDEX.log");
+  EXPECT_NE(job->script.find("\"HPC_BATCH_ARRAY_INDEX=$SLURM_ARRAY_TASK_ID\""), std::string::npos)
+      << job->script;
+  request.forward_env = true;
+  job = MapSubmit(request, {}, kAlice, true);
+  ASSERT_TRUE(job);
+  EXPECT_NE(job->script.find("\"HPC_BATCH_ARRAY_INDEX=$SLURM_ARRAY_TASK_ID\""), std::string::npos)
+      << job->script;
+  request.array.clear();
+  job = MapSubmit(request, {}, kAlice, true);
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->script.find("HPC_BATCH_ARRAY_INDEX"), std::string::npos);
+  EXPECT_FALSE(std::any_of(job->args.begin(), job->args.end(),
+                           [](const std::string& arg) { return arg.rfind("--array", 0) == 0; }));
+}
+
 TEST(SlurmTextTest, SbatchIds) {
   EXPECT_EQ(*ParseSbatchId("812\n"), 812u);
   EXPECT_EQ(*ParseSbatchId("812;cluster2\n"), 812u);

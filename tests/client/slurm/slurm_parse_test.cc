@@ -97,6 +97,30 @@ TEST(SlurmTextTest, ANamedJobsCommandComesFromItsComment) {
   EXPECT_EQ(finished[0].row.argv, (Words{"true"}));
 }
 
+// squeue names an array's element ARRAY_INDEX and its pending elements
+// together ARRAY_[4-100%8]; sacct an element's step ARRAY_INDEX.batch.
+TEST(SlurmTextTest, ArrayElementsAreRowsOfTheirArray) {
+  auto row = [](const std::string& id, const std::string& state) {
+    return Record({id, "alice", state, "None", "N/A", "0:00", "5:00", "1", "1G", "N/A", "OK", "0",
+                   "/dev/null", "(null)", "true"});
+  };
+  std::vector<SlurmJob> jobs =
+      ParseSqueue(row("40_3", "RUNNING") + row("40_[4-100%8]", "PENDING") + row("41", "PENDING"));
+  ASSERT_EQ(jobs.size(), 3u);
+  EXPECT_EQ(jobs[0].row.id, 40u);
+  EXPECT_EQ(jobs[0].row.array_id, 40u);
+  EXPECT_EQ(jobs[0].row.array_index, 3u);
+  EXPECT_EQ(jobs[1].row.array_id, 40u);
+  EXPECT_EQ(jobs[1].row.array_index, std::nullopt);
+  EXPECT_EQ(jobs[2].row.array_id, std::nullopt);
+  std::vector<SlurmJob> finished = ParseSacct(
+      Record({"42_7", "alice", "COMPLETED", "2024-05-01T10:00:00", "00:00:05", "00:02:00", "1",
+              "1G", "cpu=1", "0:0", "node1", "None", "(null)", "true"}));
+  ASSERT_EQ(finished.size(), 1u);
+  EXPECT_EQ(finished[0].row.array_id, 42u);
+  EXPECT_EQ(finished[0].row.array_index, 7u);
+}
+
 TEST(SlurmTextTest, SacctRows) {
   EXPECT_EQ(SacctFormat(),
             "JobID,User,State,Start,Elapsed,Timelimit,AllocCPUS,ReqMem,AllocTRES,ExitCode,"

@@ -1,0 +1,121 @@
+// Job arrays (`dispatch new --array`): one registration on the root side
+// for the whole array, one record here per element, each made into a job
+// of its own on the root side by its first start.
+#include <algorithm>
+
+#include "broker/broker_core.h"
+#include "common/base/log.h"
+#include "protocol/client_messages.h"
+
+namespace hpcb::broker {
+
+std::vector<std::uint64_t> BrokerCore::ElementsOf(std::uint64_t array) const {
+  // The elements hold the ids right after the array's, and no other job
+  // does; some may have gone under --keep-finished.
+  std::vector<std::uint64_t> ids;
+  for (auto it = jobs_.upper_bound(array); it != jobs_.end() && it->second.array_id == array;
+       ++it) {
+    ids.push_back(it->first);
+  }
+  return ids;
+}
+
+Result<std::vector<JobRecord*>> BrokerCore::LookupJobs(const Peer& peer, std::uint64_t id) {
+  if (jobs_.contains(id)) {
+    HPCB_ASSIGN_OR_RETURN(JobRecord * job, Lookup(peer, id));
+    return std::vector<JobRecord*>{job};
+  }
+  std::vector<JobRecord*> elements;
+  for (std::uint64_t element : ElementsOf(id)) {
+    HPCB_ASSIGN_OR_RETURN(JobRecord * job, Lookup(peer, element));
+    elements.push_back(job);
+  }
+  if (elements.empty()) return Error(ErrorCode::kNotFound, "no such job " + std::to_string(id));
+  return elements;
+}
+
+void BrokerCore::ExpandArray(JobRecord& array, const protocol::SubmitRequest& request,
+                             Respond respond) {
+  const std::uint64_t id = array.id;
+  protocol::SubmitReply answer{id,
+                               JobState::kQueued,
+                               array.max_time_s,
+                               array.demand.cpu,
+                               array.max_mem_gb,
+                               array.mem_defaulted,
+                               array.output_dest,
+                               0,
+                               0};
+  answer.draining = draining_;
+  answer.array_elements = static_cast<std::uint32_t>(request.array.size());
+  // A policy may have placed the array's record while it registered; it
+  // never starts itself.
+  if (array.holds_placement) scheduler_.Release(array.placement);
+  JobRecord element = std::move(array);
+  jobs_.erase(id);
+  element.holds_placement = false;
+  element.placement = Placement{};
+  MarkChanged(id);
+  element.array_id = id;
+  element.array_throttle = request.array_throttle;
+  element.on_executor = false;
+  // Named as the root side names it (ExecutorServer::MakeArrayElement).
+  const std::string array_log = "/output." + std::to_string(id) + ".log";
+  std::optional<std::string> base;
+  if (element.output_dest && element.output_dest->ends_with(array_log)) {
+    base = element.output_dest->substr(0, element.output_dest->size() - 4);
+  }
+  for (std::size_t i = 0; i < request.array.size(); ++i) {
+    element.id = id + 1 + i;
+    element.array_index = request.array[i];
+    if (base) element.output_dest = *base + "_" + std::to_string(element.array_index) + ".log";
+    jobs_.emplace(element.id, element);
+    MarkChanged(element.id);
+  }
+  array_unmade_[id] = request.array.size();
+  LogInfo("array " + std::to_string(id) + " of " + std::to_string(request.array.size()) +
+          " elements submitted by uid " + std::to_string(element.uid));
+  AnswerWhenWritten(std::move(respond), Response{protocol::Encode(answer), std::nullopt},
+                    [this, id](const Error& error) -> Response {
+                      // Not saved, so not acknowledged: the elements not
+                      // started yet are taken back, and the array's spec
+                      // with them (a started one has its own and runs on).
+                      for (std::uint64_t unsaved : ElementsOf(id)) {
+                        if (jobs_.at(unsaved).holds_placement) continue;
+                        jobs_.erase(unsaved);
+                        MarkChanged(unsaved);
+                      }
+                      array_unmade_.erase(id);
+                      ForgetOnExecutor(id);
+                      return Response{
+                          protocol::Encode(protocol::ErrorReply::From(Error(ErrorCode::kUnavailable,
+                                           "the queue could not be saved (" + error.message() +
+                                               "); the array was not submitted"))),
+                          std::nullopt};
+                    });
+  Schedule();
+}
+
+void BrokerCore::ElementMadeOrGone(JobRecord& job) {
+  if (!job.array_id || job.on_executor) return;
+  auto unmade = array_unmade_.find(*job.array_id);
+  if (unmade == array_unmade_.end()) return;
+  if (--unmade->second == 0) {
+    // Every element has its own spec or ended: the array's is done with.
+    ForgetOnExecutor(*job.array_id);
+    array_unmade_.erase(unmade);
+  }
+}
+
+std::map<std::uint64_t, std::uint32_t> BrokerCore::ThrottledRoom() const {
+  std::map<std::uint64_t, std::uint32_t> room;
+  for (auto it = FirstUnfinished(); it != jobs_.end(); ++it) {
+    const JobRecord& job = it->second;
+    if (!job.array_throttle) continue;
+    auto slot = room.try_emplace(*job.array_id, *job.array_throttle).first;
+    if (job.holds_placement && slot->second > 0) --slot->second;
+  }
+  return room;
+}
+
+}  // namespace hpcb::broker
