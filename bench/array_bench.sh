@@ -23,7 +23,10 @@ if [ "$(id -u)" -eq 0 ]; then
   as_user=(setpriv --reuid=nobody --regid=nogroup --clear-groups --)
 fi
 daemon=""
+sleeper=""
 cleanup() {
+  # Jobs outlive the daemon: the sleeping one is killed first.
+  [ -n "$sleeper" ] && dispatch kill "$sleeper" >/dev/null 2>&1
   [ -n "$daemon" ] && kill -TERM "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
   rm -rf "$scratch"
 }
@@ -60,7 +63,7 @@ sleeper=$(dispatch new --no-output -- sleep 3600 | sed -n 's/^job \([0-9]*\) .*/
 submit_ms=$(best dispatch new --no-output --array "1-$n" --after "$sleeper" -- true)
 array=$(sed -n 's/^array \([0-9]*\) .*/\1/p' "$scratch/out")
 list_ms=$(best dispatch list)
-rows=$(grep -c "_\[1-$n\]" "$scratch/out")
+rows=$(grep -c "_\[1-$n\]" "$scratch/out" || true)
 long_ms=$(best dispatch list --long)
 kill -TERM "$daemon"; wait "$daemon" || true
 start

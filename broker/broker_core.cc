@@ -31,6 +31,13 @@ std::string Id(std::uint64_t id) {
   return std::to_string(id);
 }
 
+// The count a folded array's row adds an element to (JobRow::array_counts).
+const char* ArrayCountOf(const JobRecord& job) {
+  if (job.done()) return "done";
+  if (job.running()) return "running";
+  return job.held ? "held" : "queued";
+}
+
 // Logs what the executor said to a call whose answer changes nothing here.
 ExecutorChannel::Done<protocol::Ack> LogRefusal(std::string what) {
   return [what = std::move(what)](Result<protocol::Ack> ack) {
@@ -715,6 +722,8 @@ std::string BrokerCore::ListPage(ListCursor& cursor, bool* more) {
   reply.now = clock_.Now();
   reply.draining = draining_;
   const std::set<std::uint64_t> only(cursor.request.ids.begin(), cursor.request.ids.end());
+  // Folding: each folded row's place in the page and its elements' indices.
+  std::vector<std::pair<std::size_t, std::vector<std::uint32_t>>> folds;
   std::size_t bytes = 0;
   for (auto it = jobs_.upper_bound(cursor.after); it != jobs_.end(); ++it) {
     const auto& [id, job] = *it;
@@ -730,13 +739,24 @@ std::string BrokerCore::ListPage(ListCursor& cursor, bool* more) {
     if (!cursor.request.all && job.uid != cursor.uid) continue;
     if (!cursor.request.finished && job.done()) continue;
     if (cursor.request.name && job.name != cursor.request.name) continue;
+    const bool fold = cursor.request.fold_arrays && job.array_id;
+    if (fold && !folds.empty() && folds.back().first + 1 == reply.jobs.size() &&
+        reply.jobs.back().array_id == job.array_id) {
+      folds.back().second.push_back(job.array_index);
+      ++reply.jobs.back().array_counts[ArrayCountOf(job)];
+      continue;
+    }
+    if (fold) folds.push_back({reply.jobs.size(), {job.array_index}});
     // An estimate, so a row is encoded once: its strings and a margin.
     bytes += 400 + job.cwd.size() + job.user.size() + job.output_dest.value_or("").size() +
              job.error_dest.value_or("").size();
     for (const std::string& arg : job.argv)
       bytes += arg.size() + 4;
     reply.jobs.push_back(BuildRow(job, reply.now));
+    if (fold) reply.jobs.back().array_counts[ArrayCountOf(job)] = 1;
   }
+  for (auto& [place, indices] : folds)
+    reply.jobs[place].array_indices = protocol::FormatIndices(indices);
   std::string page = protocol::Encode(reply);
   cursor.sent += page.size();
   if (reply.more && cursor.sent > kMaxListBytes) {

@@ -75,24 +75,25 @@ void BrokerCore::ExpandArray(JobRecord& array, const protocol::SubmitRequest& re
   array_unmade_[id] = request.array.size();
   LogInfo("array " + std::to_string(id) + " of " + std::to_string(request.array.size()) +
           " elements submitted by uid " + std::to_string(element.uid));
-  AnswerWhenWritten(std::move(respond), Response{protocol::Encode(answer), std::nullopt},
-                    [this, id](const Error& error) -> Response {
-                      // Not saved, so not acknowledged: the elements not
-                      // started yet are taken back, and the array's spec
-                      // with them (a started one has its own and runs on).
-                      for (std::uint64_t unsaved : ElementsOf(id)) {
-                        if (jobs_.at(unsaved).holds_placement) continue;
-                        jobs_.erase(unsaved);
-                        MarkChanged(unsaved);
-                      }
-                      array_unmade_.erase(id);
-                      ForgetOnExecutor(id);
-                      return Response{
-                          protocol::Encode(protocol::ErrorReply::From(Error(ErrorCode::kUnavailable,
-                                           "the queue could not be saved (" + error.message() +
-                                               "); the array was not submitted"))),
-                          std::nullopt};
-                    });
+  AnswerWhenWritten(
+      std::move(respond), Response{protocol::Encode(answer), std::nullopt},
+      [this, id](const Error& error) -> Response {
+        // Not saved, so not acknowledged: the elements not
+        // started yet are taken back, and the array's spec
+        // with them (a started one has its own and runs on).
+        for (std::uint64_t unsaved : ElementsOf(id)) {
+          if (jobs_.at(unsaved).holds_placement) continue;
+          jobs_.erase(unsaved);
+          MarkChanged(unsaved);
+        }
+        array_unmade_.erase(id);
+        ForgetOnExecutor(id);
+        return Response{
+            protocol::Encode(protocol::ErrorReply::From(
+                Error(ErrorCode::kUnavailable, "the queue could not be saved (" + error.message() +
+                                                   "); the array was not submitted"))),
+            std::nullopt};
+      });
   Schedule();
 }
 

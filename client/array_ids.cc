@@ -12,9 +12,9 @@ Result<TypedId> ParseTypedId(const std::string& word) {
   Result<std::uint64_t> id = ParseJobId(word.substr(0, underscore));
   const std::string index =
       underscore == std::string::npos ? std::string() : word.substr(underscore + 1);
-  const bool digits = !index.empty() && index.size() <= 6 &&
-                      std::all_of(index.begin(), index.end(),
-                                  [](unsigned char c) { return std::isdigit(c) != 0; });
+  const bool digits =
+      !index.empty() && index.size() <= 6 &&
+      std::all_of(index.begin(), index.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
   if (!id || (underscore != std::string::npos && !digits)) {
     return InvalidArgument("argument ID: invalid job id: '" + word.substr(0, 40) + "'");
   }
@@ -43,8 +43,8 @@ Result<std::vector<std::uint64_t>> ResolveTypedIds(const std::vector<TypedId>& t
       if (!one.index || row.array_index == one.index) found.push_back(row.id);
     }
     if (one.index && found.empty()) {
-      return Error(ErrorCode::kNotFound, "no such job " + std::to_string(one.id) + "_" +
-                                             std::to_string(*one.index));
+      return Error(ErrorCode::kNotFound,
+                   "no such job " + std::to_string(one.id) + "_" + std::to_string(*one.index));
     }
     if (one.index || (expand_arrays && !found.empty())) {
       ids.insert(ids.end(), found.begin(), found.end());

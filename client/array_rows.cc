@@ -1,34 +1,40 @@
 #include "client/array_rows.h"
 
 #include <cstdint>
+#include <map>
 
 #include "protocol/array_spec.h"
 
 namespace hpcb::client {
 namespace {
 
+// "2 running, 5 queued, 1 done", in that order.
+std::string CountsText(const std::map<std::string, std::uint32_t>& counts) {
+  std::string text;
+  for (const char* what : {"running", "queued", "held", "done"}) {
+    auto count = counts.find(what);
+    if (count == counts.end() || count->second == 0) continue;
+    text += (text.empty() ? "" : ", ") + std::to_string(count->second) + " " + what;
+  }
+  return text;
+}
+
 std::string Counts(const std::vector<const protocol::JobRow*>& elements) {
-  std::size_t running = 0, queued = 0, held = 0, done = 0;
+  std::map<std::string, std::uint32_t> counts;
   for (const protocol::JobRow* row : elements) {
     switch (row->state) {
       case protocol::JobState::kRunning:
-        ++running;
+        ++counts["running"];
         break;
       case protocol::JobState::kQueued:
-        ++(row->held ? held : queued);
+        ++counts[row->held ? "held" : "queued"];
         break;
       case protocol::JobState::kDone:
-        ++done;
+        ++counts["done"];
         break;
     }
   }
-  std::string text;
-  for (const auto& [count, what] : {std::pair{running, "running"}, std::pair{queued, "queued"},
-                                    std::pair{held, "held"}, std::pair{done, "done"}}) {
-    if (count == 0) continue;
-    text += (text.empty() ? "" : ", ") + std::to_string(count) + " " + what;
-  }
-  return text;
+  return CountsText(counts);
 }
 
 }  // namespace
@@ -44,6 +50,12 @@ std::vector<ListLine> ListLines(const std::vector<protocol::JobRow>& rows, bool 
   std::vector<ListLine> lines;
   for (std::size_t i = 0; i < rows.size();) {
     const protocol::JobRow& row = rows[i];
+    if (row.array_id && row.array_indices) {  // folded by the daemon
+      lines.push_back({&row, std::to_string(*row.array_id) + "_[" + *row.array_indices + "]",
+                       CountsText(row.array_counts)});
+      ++i;
+      continue;
+    }
     std::size_t end = i + 1;
     if (fold && row.array_id) {
       while (end < rows.size() && rows[end].array_id == row.array_id)
@@ -61,7 +73,8 @@ std::vector<ListLine> ListLines(const std::vector<protocol::JobRow>& rows, bool 
       if (rows[j].array_index) indices.push_back(*rows[j].array_index);
     }
     lines.push_back({&row,
-                     std::to_string(*row.array_id) + "_[" + (indices.empty() ? "*" : protocol::FormatIndices(indices)) + "]",
+                     std::to_string(*row.array_id) + "_[" +
+                         (indices.empty() ? "*" : protocol::FormatIndices(indices)) + "]",
                      Counts(elements)});
     i = end;
   }

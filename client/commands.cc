@@ -180,7 +180,9 @@ int RunDrain(const std::string& socket, bool on, Io io) {
 
 int RunList(const std::string& socket, const protocol::ListRequest& request, bool json,
             bool long_format, Io io) {
-  Result<protocol::ListReply> reply = ListJobs(socket, request);
+  protocol::ListRequest asked = request;
+  asked.fold_arrays = !json && !long_format;  // --long shows every element
+  Result<protocol::ListReply> reply = ListJobs(socket, asked);
   if (!reply) return ReportError(reply.error(), io);
   if (json) {
     io.out << protocol::Encode(*reply) << "\n";

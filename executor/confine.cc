@@ -112,6 +112,7 @@ const std::vector<AllowedSyscall>& SeccompAllowList() {
       {"brk", "the heap growing past what start-up left (many queued jobs)", true},
       {"mmap", "allocations too large for the heap (a long output line, a big spec)", true},
       {"munmap", "freeing those", true},
+      {"mremap", "glibc's realloc growing one of those (parsing an array's index list)", true},
       {"exit_group", "leaving when the broker goes away"},
       {"restart_syscall", "the kernel resuming a poll a stop signal interrupted", true},
       {"futex", "glibc's once-only set-up on the first C++ exception (a malformed message)", true},

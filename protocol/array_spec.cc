@@ -91,8 +91,7 @@ Result<void> CheckArray(const std::vector<std::uint32_t>& indices,
   if (!indices.empty() && indices.back() > kMaxArrayIndex) {
     return InvalidArgument("array indices are 0 to " + std::to_string(kMaxArrayIndex));
   }
-  if (std::adjacent_find(indices.begin(), indices.end(), std::greater_equal<>()) !=
-      indices.end()) {
+  if (std::adjacent_find(indices.begin(), indices.end(), std::greater_equal<>()) != indices.end()) {
     return InvalidArgument("array indices must be strictly increasing");
   }
   if (throttle && (indices.empty() || *throttle == 0)) {

@@ -23,7 +23,7 @@ inline constexpr std::uint32_t kMaxArrayIndex = 999999;
 inline constexpr std::size_t kMaxArraySpecBytes = 4096;
 
 struct ArraySpec {
-  std::vector<std::uint32_t> indices;   // strictly increasing, never empty
+  std::vector<std::uint32_t> indices;     // strictly increasing, never empty
   std::optional<std::uint32_t> throttle;  // `%N`: at most N running at once
 };
 

@@ -115,6 +115,9 @@ struct ListRequest {
   std::vector<std::uint64_t> ids;
   // Only the jobs with this --name (kill/wait/attach --name).
   std::optional<std::string> name;
+  // An array's elements as one row (JobRow::array_indices): what plain
+  // `list` shows, so a 10,000-element array costs one row, not 10,000.
+  bool fold_arrays = false;
   static constexpr std::string_view kCmd = "list";
   template <class F>
   void Fields(F&& field) {
@@ -122,6 +125,7 @@ struct ListRequest {
     field("finished", finished);
     field("ids", ids);
     field("name", name, kMayBeMissing);
+    field("fold_arrays", fold_arrays, kMayBeMissing);
   }
   Result<void> Validate() const;
 };
@@ -156,6 +160,12 @@ struct JobRow {
   // An element of an array (`--array`): shown as ARRAY_INDEX.
   std::optional<std::uint64_t> array_id;
   std::optional<std::uint32_t> array_index;
+  // Folded (ListRequest::fold_arrays): the first listed element's row
+  // standing for every listed element of its array: their indices
+  // ("1-3,7") and how many are in each state ("running", "queued",
+  // "held", "done").
+  std::optional<std::string> array_indices;
+  std::map<std::string, std::uint32_t> array_counts;
 
   template <class F>
   void Fields(F&& field) {
@@ -186,6 +196,8 @@ struct JobRow {
     field("error_dest", error_dest, kMayBeMissing);
     field("array_id", array_id, kMayBeMissing);
     field("array_index", array_index, kMayBeMissing);
+    field("array_indices", array_indices, kMayBeMissing);
+    field("array_counts", array_counts, kMayBeMissing);
   }
 };
 

@@ -628,6 +628,16 @@ TEST_F(ServerCoreTest, AnArrayIsRegisteredOnceAndItsElementsStartOneByOneUnderIt
       Call(1000, protocol::Encode(protocol::ListRequest{false, true, {array}})));
   ASSERT_TRUE(by_id);
   EXPECT_EQ(by_id->jobs.size(), 3u);
+  // Folded by the daemon: one row, the indices and the counts.
+  protocol::ListRequest fold{false, false, {}};
+  fold.fold_arrays = true;
+  Result<protocol::ListReply> folded =
+      protocol::Decode<protocol::ListReply>(Call(1000, protocol::Encode(fold)));
+  ASSERT_TRUE(folded);
+  ASSERT_EQ(folded->jobs.size(), 1u);
+  EXPECT_EQ(folded->jobs[0].array_indices, "2,4,6");
+  EXPECT_EQ(folded->jobs[0].array_counts,
+            (std::map<std::string, std::uint32_t>{{"queued", 2}, {"running", 1}}));
 
   Exit(array + 1, 0);
   ASSERT_EQ(executor_.started.size(), 2u);

@@ -84,9 +84,9 @@ TEST(ArrayRowsTest, SlurmsFoldedPendingElementsJoinTheirArraysLine) {
   pending.array_id = 12;  // squeue's 12_[4-100%8]: no index of its own
   JobRow held = ElementRow(12, 12, 3, JobState::kQueued);
   held.held = true;
-  std::vector<ListLine> lines = ListLines({ElementRow(12, 12, 1, JobState::kRunning), held,
-                                           pending},
-                                          /*fold=*/true);
+  std::vector<ListLine> lines =
+      ListLines({ElementRow(12, 12, 1, JobState::kRunning), held, pending},
+                /*fold=*/true);
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0].id, "12_[1,3]");
   EXPECT_EQ(lines[0].summary, "1 running, 1 queued, 1 held");

@@ -41,8 +41,8 @@ class ArrayE2eTest : public ::testing::Test {
   }
   // The row of list's output whose ID column is `id` as text ("12_[1-3]").
   static std::string RowWithId(const std::string& list, const std::string& id) {
-    std::regex row("(^|\n)([^\n]*\\S+  " + std::regex_replace(id, std::regex(R"([\[\]])"), R"(\$&)") +
-                   "  [^\n]*)");
+    std::regex row("(^|\n)([^\n]*\\S+  " +
+                   std::regex_replace(id, std::regex(R"([\[\]])"), R"(\$&)") + "  [^\n]*)");
     std::smatch match;
     return std::regex_search(list, match, row) ? match[2].str() : "";
   }
@@ -52,14 +52,15 @@ class ArrayE2eTest : public ::testing::Test {
 TEST_F(ArrayE2eTest, ElementsRunWithTheirIndexWriteTheirOwnOutputAndFoldInList) {
   StartOrFail();
   CommandResult submitted =
-      Dispatch({"new", "--max-mem", "0.25", "--array", "1-5:2,10%2", "--output", daemon_.work(), "--",
-                "sh", "-c", "echo index=$HPC_BATCH_ARRAY_INDEX; sleep 1"});
+      Dispatch({"new", "--max-mem", "0.25", "--array", "1-5:2,10%2", "--output", daemon_.work(),
+                "--", "sh", "-c", "echo index=$HPC_BATCH_ARRAY_INDEX; sleep 1"});
   ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
   std::smatch match;
   ASSERT_TRUE(std::regex_search(submitted.out, match, std::regex("^array ([0-9]+) of 4 jobs ")))
       << submitted.out;
   const std::string array = match[1];
-  EXPECT_NE(submitted.out.find(daemon_.work() + "/output." + array + "_INDEX.log"), std::string::npos)
+  EXPECT_NE(submitted.out.find(daemon_.work() + "/output." + array + "_INDEX.log"),
+            std::string::npos)
       << submitted.out;
 
   const std::string folded = Dispatch({"list"}).out;
@@ -141,8 +142,7 @@ TEST_F(ArrayE2eTest, AQueuedArrayOutlivesARestartAndThenRuns) {
 
   daemon_.Stop();
   StartOrFail();
-  EXPECT_NE(RowWithId(Dispatch({"list"}).out, array + "_[0-2]").find("3 queued"),
-            std::string::npos)
+  EXPECT_NE(RowWithId(Dispatch({"list"}).out, array + "_[0-2]").find("3 queued"), std::string::npos)
       << "queued after the restart\n"
       << Dispatch({"list"}).out << daemon_.log();
   CommandResult waited = Dispatch({"wait", array});
@@ -157,15 +157,14 @@ TEST_F(ArrayE2eTest, ThePerUserCapCountsElementsAndABadSpecIsAUsageError) {
   StartOrFail({"--max-queued-per-user", "5"});
   CommandResult big = Dispatch({"new", "--array", "1-6", "--", "true"});
   EXPECT_EQ(big.exit_code, 1);
-  EXPECT_NE(big.err.find("you have 0 queued jobs and this array has 6 elements"),
-            std::string::npos)
+  EXPECT_NE(big.err.find("you have 0 queued jobs and this array has 6 elements"), std::string::npos)
       << big.err;
   CommandResult bad = Dispatch({"new", "--array", "5-1", "--", "true"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("argument --array: '5-1' ends before it starts"), std::string::npos)
       << bad.err;
-  CommandResult file = Dispatch(
-      {"new", "--array", "1-2", "--output", daemon_.work() + "/one.log", "--", "true"});
+  CommandResult file =
+      Dispatch({"new", "--array", "1-2", "--output", daemon_.work() + "/one.log", "--", "true"});
   EXPECT_EQ(file.exit_code, 2);
   EXPECT_NE(file.err.find("with --array, --output names a directory"), std::string::npos)
       << file.err;

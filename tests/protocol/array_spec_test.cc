@@ -1,8 +1,8 @@
 #include "protocol/array_spec.h"
 
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <string>
 
 namespace hpcb::protocol {
 namespace {
@@ -28,9 +28,10 @@ TEST(ArraySpecTest, RangesStepsListsAndThrottle) {
 
 TEST(ArraySpecTest, RefusesWhatIsNotASpec) {
   for (const char* bad :
-       {"", "%4", "1-", "-3", "a", "1-3:0", "5-1", "1,,2", "1,", ",1", "1-3%0", "1-3%", "1-3%x",
-        "1%2%3", "+1", " 1", "1 ", "1:2", "1-3:", "1-3:2:1", "1-1000000", "1,1", "1-3,2",
-        "99999999999999999999", "0x10", "1-2-3"}) {
+       {"",     "%4",   "1-",    "-3",      "a",         "1-3:0", "5-1",   "1,,2",
+        "1,",   ",1",   "1-3%0", "1-3%",    "1-3%x",     "1%2%3", "+1",    " 1",
+        "1 ",   "1:2",  "1-3:",  "1-3:2:1", "1-1000000", "1,1",   "1-3,2", "99999999999999999999",
+        "0x10", "1-2-3"}) {
     EXPECT_FALSE(ParseArraySpec(bad)) << "'" << bad << "'";
   }
   Result<ArraySpec> twice = ParseArraySpec("1-3,2");
