@@ -168,10 +168,12 @@ enum SqueueField {
   kSqFieldCount
 };
 
-constexpr const char* kSqueueFields[] = {"JobID",     "UserName",      "State",         "Reason",
-                                         "StartTime", "TimeUsed",      "TimeLimit",     "NumCPUs",
-                                         "MinMemory", "tres-per-node", "OverSubscribe", "exit_code",
-                                         "STDOUT",    "Comment",       "Name"};
+// JobArrayID: a plain job's id, an array element's ARRAY_INDEX, its
+// pending elements' ARRAY_[4-100%8] (JobID would give each its own id).
+constexpr const char* kSqueueFields[] = {
+    "JobArrayID",    "UserName",  "State",   "Reason",    "StartTime",
+    "TimeUsed",      "TimeLimit", "NumCPUs", "MinMemory", "tres-per-node",
+    "OverSubscribe", "exit_code", "STDOUT",  "Comment",   "Name"};
 
 enum SacctField {
   kSaId,

@@ -283,7 +283,7 @@ TEST_F(SlurmDispatchTest, ListAsksSqueueForTheCallersJobs) {
             "alice  5   ./bench.sh  -      queued (Priority)  1h        4G   no\n");
   Words calls = Calls("squeue");
   ASSERT_EQ(calls.size(), 1u);
-  EXPECT_EQ(calls[0].rfind("--noheader|--Format=JobID:0", 0), 0u) << calls[0];
+  EXPECT_EQ(calls[0].rfind("--noheader|--Format=JobArrayID:0", 0), 0u) << calls[0];
   EXPECT_NE(calls[0].find("|--user="), std::string::npos) << calls[0];
 
   run = Dispatch({"list", "--all", "--json"});

@@ -25,8 +25,8 @@ std::string Record(const Words& fields) {
 }
 
 TEST(SlurmTextTest, SqueueRows) {
-  EXPECT_EQ(SqueueFormat().substr(0, 21),
-            std::string("JobID:0") + kFieldSeparator + ",UserName:0" + kFieldSeparator + ",");
+  EXPECT_EQ(SqueueFormat().substr(0, 26),
+            std::string("JobArrayID:0") + kFieldSeparator + ",UserName:0" + kFieldSeparator + ",");
   EXPECT_EQ(SqueueFormat().substr(SqueueFormat().size() - 7), ",Name:0");
   std::string text =
       Record({"12", "alice", "RUNNING", "None", "2024-05-01T10:00:00", "1:02:03", "2:00:00", "4",
