@@ -189,7 +189,7 @@ void JobRecord::Fields(A& ar) {
     protocol::GetIfPresent(ar, "held", held);              // files written before holds
     protocol::GetIfPresent(ar, "name", name);              // files written before --name
     protocol::GetIfPresent(ar, "error_dest", error_dest);  // and before --error
-    protocol::GetIfPresent(ar, "array_id", array_id);  // files written before arrays
+    protocol::GetIfPresent(ar, "array_id", array_id);      // files written before arrays
     protocol::GetIfPresent(ar, "array_index", array_index);
     protocol::GetIfPresent(ar, "array_throttle", array_throttle);
   }

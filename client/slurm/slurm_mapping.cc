@@ -188,15 +188,15 @@ Result<SbatchJob> MapSubmit(const protocol::SubmitRequest& request,
     if (!request.after_any) args.push_back("--kill-on-invalid-dep=yes");
   }
   if (request.output) {
-    HPCB_ASSIGN_OR_RETURN(job.output_template,
-                          SbatchPattern("--output", *request.output, output_is_dir, "output", array));
+    HPCB_ASSIGN_OR_RETURN(job.output_template, SbatchPattern("--output", *request.output,
+                                                             output_is_dir, "output", array));
     args.push_back("--output=" + job.output_template);
   } else {
     args.push_back("--output=/dev/null");
   }
   if (request.error) {
-    HPCB_ASSIGN_OR_RETURN(job.error_template,
-                          SbatchPattern("--error", *request.error, request.error_is_dir, "error", array));
+    HPCB_ASSIGN_OR_RETURN(job.error_template, SbatchPattern("--error", *request.error,
+                                                            request.error_is_dir, "error", array));
     args.push_back("--error=" + job.error_template);
   }
   args.push_back(request.forward_env ? "--export=ALL" : "--export=NONE");
