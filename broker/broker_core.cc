@@ -493,6 +493,13 @@ void BrokerCore::Submit(const Peer& peer, const std::string& text, Respond respo
   if (Result<void> array = protocol::CheckArray(request->array, request->array_throttle); !array) {
     return refuse(array.error().WithContext("field 'array'"));
   }
+  // As dispatch checks: each element names its own files in a directory;
+  // one file for all of them would keep only the last element's.
+  if (!request->array.empty() && ((request->output && !request->output_is_dir) ||
+                                  (request->error && !request->error_is_dir))) {
+    return refuse(
+        InvalidArgument("field 'array': an array's --output and --error must name directories"));
+  }
   // The cap counts an array's elements, each a queued job.
   const std::size_t queued = QueuedJobsOf(peer.uid);
   const std::size_t adding = std::max<std::size_t>(1, request->array.size());

@@ -166,6 +166,11 @@ std::optional<int> BuildSubmit(const NewFlags& f, const std::vector<std::string>
     Result<bool> is_dir = CheckOutputPlace(*request->error, delivered_by_daemon);
     if (!is_dir) return ReportError(is_dir.error(), call.io);
     request->error_is_dir = *is_dir;
+    if (!request->array.empty() && !*is_dir) {
+      return usage_error(
+          "with --array, --error names a directory: each element writes its own "
+          "error.ID_INDEX.log there");
+    }
   }
   // Looked for as the job will look for it: on its PATH, from here, as
   // the user. Not for a job that waits for others, which may well make

@@ -198,10 +198,13 @@ Result<void> ExecutorServer::MakeArrayElement(const protocol::StartJob& request)
   spec.id = request.id;
   spec.array.clear();
   spec.env["HPC_BATCH_ARRAY_INDEX"] = std::to_string(request.array_index);
-  const std::string name = "/output." + std::to_string(*request.array);
-  if (spec.output_dest && spec.output_dest->ends_with(name + ".log")) {
-    spec.output_dest->replace(spec.output_dest->size() - 4, 4,
-                              "_" + std::to_string(request.array_index) + ".log");
+  // DIR/output.ARRAY.log becomes DIR/output.ARRAY_INDEX.log, and so for
+  // --error's DIR/error.ARRAY.log: no two elements share a file.
+  for (auto [dest, stem] :
+       {std::pair{&spec.output_dest, "/output."}, std::pair{&spec.error_dest, "/error."}}) {
+    if (*dest && (*dest)->ends_with(stem + std::to_string(*request.array) + ".log")) {
+      (*dest)->replace((*dest)->size() - 4, 4, "_" + std::to_string(request.array_index) + ".log");
+    }
   }
   HPCB_TRY(MakeJobDir(spec, /*start_follows=*/true));
   // Taken out (in memory only), so this run of the executor starts an

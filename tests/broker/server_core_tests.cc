@@ -589,18 +589,22 @@ TEST_F(ServerCoreTest, AHeldJobIsPassedByUntilReleasedAndOnlyItsOwnerOrAnAdminHo
 TEST_F(ServerCoreTest, AnArrayIsRegisteredOnceAndItsElementsStartOneByOneUnderItsThrottle) {
   options_.max_queued_per_user = 5;
   StartCore();
-  auto submit_array = [&](std::vector<std::uint32_t> indices, std::optional<std::uint32_t> limit) {
+  auto submit_array = [&](std::vector<std::uint32_t> indices, std::optional<std::uint32_t> limit,
+                          bool output_is_dir = true) {
     protocol::SubmitRequest request;
     request.argv = {"sleep", "100"};
     request.cwd = "/tmp";
     request.cpu = 1;
     request.output = "/tmp";
+    request.output_is_dir = output_is_dir;
     request.array = std::move(indices);
     request.array_throttle = limit;
     return Call(1000, protocol::Encode(request));
   };
   EXPECT_EQ(ErrorOf(submit_array({3, 1}, std::nullopt)),
             "field 'array': array indices must be strictly increasing");
+  EXPECT_EQ(ErrorOf(submit_array({1, 2}, std::nullopt, /*output_is_dir=*/false)),
+            "field 'array': an array's --output and --error must name directories");
   EXPECT_NE(ErrorOf(submit_array({1, 2, 3, 4, 5, 6}, std::nullopt))
                 .find("this array has 6 elements, more than the 5 one user may have queued"),
             std::string::npos);

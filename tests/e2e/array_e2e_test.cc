@@ -168,6 +168,35 @@ TEST_F(ArrayE2eTest, ThePerUserCapCountsElementsAndABadSpecIsAUsageError) {
   EXPECT_EQ(file.exit_code, 2);
   EXPECT_NE(file.err.find("with --array, --output names a directory"), std::string::npos)
       << file.err;
+  CommandResult error_file =
+      Dispatch({"new", "--array", "1-2", "--error", daemon_.work() + "/errors.log", "--", "true"});
+  EXPECT_EQ(error_file.exit_code, 2);
+  EXPECT_NE(error_file.err.find("with --array, --error names a directory"), std::string::npos)
+      << error_file.err;
+}
+
+// --error DIR: each element's stderr in its own error.ARRAY_INDEX.log,
+// apart from its stdout.
+TEST_F(ArrayE2eTest, EachElementsStderrGoesToItsOwnFile) {
+  StartOrFail();
+  const std::string errors = daemon_.work();  // stems differ: output., error.
+  CommandResult submitted = Dispatch(
+      {"new", "--max-mem", "0.25", "--array", "1-2", "--output", daemon_.work(), "--error", errors,
+       "--", "sh", "-c", "echo out=$HPC_BATCH_ARRAY_INDEX; echo err=$HPC_BATCH_ARRAY_INDEX >&2"});
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(submitted.out, match, std::regex("^array ([0-9]+) of 2 jobs ")))
+      << submitted.out;
+  const std::string array = match[1];
+  CommandResult waited = Dispatch({"wait", array});
+  EXPECT_EQ(waited.exit_code, 0) << waited.err << daemon_.log();
+  for (const char* index : {"1", "2"}) {
+    const std::string element = array + "_" + index;
+    EXPECT_EQ(testing::ReadText(daemon_.work() + "/output." + element + ".log"),
+              std::string("out=") + index + "\n");
+    EXPECT_EQ(testing::ReadText(errors + "/error." + element + ".log"),
+              std::string("err=") + index + "\n");
+  }
 }
 
 }  // namespace
