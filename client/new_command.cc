@@ -148,28 +148,34 @@ std::optional<int> BuildSubmit(const NewFlags& f, const std::vector<std::string>
     request->after = *ids;
     request->after_any = opt == f.after_any_opt;
   }
+  // Checked here, as the user: the root side never resolves a user's
+  // path, and the delivery checks again as the user when the job ends.
+  // An array's elements each write their own STEM.ID_INDEX.log, so it
+  // needs a directory.
+  auto place = [&](const std::string& given, std::optional<std::string>& path, bool& is_dir,
+                   const char* flag, const char* stem) -> std::optional<int> {
+    path = MakeAbsolute(given, *cwd);
+    Result<bool> dir = CheckOutputPlace(*path, delivered_by_daemon);
+    if (!dir) return ReportError(dir.error(), call.io);
+    is_dir = *dir;
+    if (!request->array.empty() && !is_dir) {
+      return usage_error(std::string("with --array, ") + flag +
+                         " names a directory: each element writes its own " + stem +
+                         ".ID_INDEX.log there");
+    }
+    return std::nullopt;
+  };
   if (!f.no_output) {
-    request->output = MakeAbsolute(f.output_opt->count() > 0 ? f.output : ".", *cwd);
-    // Checked here, as the user: the root side never resolves a user's
-    // path, and the delivery checks again as the user when the job ends.
-    Result<bool> is_dir = CheckOutputPlace(*request->output, delivered_by_daemon);
-    if (!is_dir) return ReportError(is_dir.error(), call.io);
-    request->output_is_dir = *is_dir;
-    if (!request->array.empty() && !*is_dir) {
-      return usage_error(
-          "with --array, --output names a directory: each element writes its own "
-          "output.ID_INDEX.log there");
+    if (std::optional<int> failed =
+            place(f.output_opt->count() > 0 ? f.output : ".", request->output,
+                  request->output_is_dir, "--output", "output")) {
+      return failed;
     }
   }
   if (f.error_opt->count() > 0) {
-    request->error = MakeAbsolute(f.error, *cwd);
-    Result<bool> is_dir = CheckOutputPlace(*request->error, delivered_by_daemon);
-    if (!is_dir) return ReportError(is_dir.error(), call.io);
-    request->error_is_dir = *is_dir;
-    if (!request->array.empty() && !*is_dir) {
-      return usage_error(
-          "with --array, --error names a directory: each element writes its own "
-          "error.ID_INDEX.log there");
+    if (std::optional<int> failed =
+            place(f.error, request->error, request->error_is_dir, "--error", "error")) {
+      return failed;
     }
   }
   // Looked for as the job will look for it: on its PATH, from here, as

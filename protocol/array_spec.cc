@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <charconv>
 #include <string>
+#include <vector>
+
+#include "common/units.h"
 
 namespace hpcb::protocol {
 namespace {
@@ -101,17 +104,9 @@ Result<void> CheckArray(const std::vector<std::uint32_t>& indices,
 }
 
 std::string FormatIndices(const std::vector<std::uint32_t>& indices) {
-  std::string out;
-  for (std::size_t i = 0; i < indices.size();) {
-    std::size_t j = i;
-    while (j + 1 < indices.size() && indices[j + 1] == indices[j] + 1)
-      ++j;
-    if (!out.empty()) out += ',';
-    out += std::to_string(indices[i]);
-    if (j > i) out += '-' + std::to_string(indices[j]);
-    i = j + 1;
-  }
-  return out;
+  // Indices are at most kMaxArrayIndex, so each fits an int; the folding
+  // is the cpu list's.
+  return FormatCpuRanges(std::vector<int>(indices.begin(), indices.end()));
 }
 
 }  // namespace hpcb::protocol
