@@ -1099,8 +1099,15 @@ void BrokerCore::OnStartReply(std::uint64_t id, const Result<protocol::StartRepl
 
 void BrokerCore::ApplyStart(JobRecord& job, const Result<protocol::StartReply>& reply) {
   job.phase = JobPhase::kIdle;
-  ElementMadeOrGone(job);
-  job.on_executor = true;
+  // A start refused as "not now" (kUnavailable) leaves an element the root
+  // side had not made yet unmade: it makes one only once a start's checks
+  // pass (ExecutorServer::MakeArrayElement).
+  const bool not_now =
+      reply && reply->error && reply->error->ToError().code() == ErrorCode::kUnavailable;
+  if (!not_now || !job.array_id) {
+    ElementMadeOrGone(job);
+    job.on_executor = true;
+  }
   MarkChanged(job.id, Held::kAlsoOnRootSide);  // a failed start's Finish asks for the sync
   if (!reply) return ReconcileStart(job.id, reply.error());
   const double now = clock_.Now();

@@ -113,8 +113,11 @@ class ExecutorServer {
   void OnRegister(std::uint64_t req, const protocol::Packet& packet);
   // Once the submitter and its frame are read: dir, spec, optional start.
   void FinishRegister(protocol::RegisterJob request, LaunchSpec spec);
-  // An array's element, made at its first start (StartJob::array).
+  // An array's element, made at its first start (StartJob::array), once
+  // the start's own checks have passed.
   Result<void> MakeArrayElement(const protocol::StartJob& request);
+  // Refused if `bytes` more would take `uid` past --max-user-state-mib.
+  Result<void> CheckStateRoom(std::uint32_t uid, std::uint64_t bytes) const;
 
   // job_start.cc
   void OnStart(std::uint64_t req, const std::string& text);

@@ -204,6 +204,20 @@ void ExecutorServer::LoadSpecs() {
     }
     jobs_[id] = std::move(spec);
   }
+  // An element saved without its array's record of it (a power cut between
+  // the two renames, or an array of an older release): its own spec says
+  // its index was used.
+  for (auto& [id, spec] : jobs_) {
+    const std::size_t before = spec.array_started.size();
+    for (std::size_t i = 0; i < spec.array.size(); ++i) {
+      const std::uint32_t index = spec.array[i];
+      if (jobs_.contains(id + 1 + i) &&
+          std::count(spec.array_started.begin(), spec.array_started.end(), index) == 0) {
+        spec.array_started.push_back(index);
+      }
+    }
+    if (spec.array_started.size() != before) (void)Save(spec);
+  }
   PruneLeftovers();
 }
 

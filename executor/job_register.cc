@@ -57,16 +57,8 @@ void ExecutorServer::OnRegister(std::uint64_t req, const protocol::Packet& packe
   Result<protocol::SubmitRequest> submitted = Decode<protocol::SubmitRequest>(*frame);
   if (!submitted) return fail(submitted.error().WithContext("submission"));
   // The spec is about the size of the submission that makes it.
-  const std::uint64_t held = usage_.Of(peer->uid);
-  const std::uint64_t limit = static_cast<std::uint64_t>(config_.max_user_state_mib) << 20;
-  if (held + frame->size() > limit) {
-    return fail(Error(ErrorCode::kResourceExhausted,
-                      "your jobs hold " + std::to_string(held >> 20) +
-                          " MiB in the state directory (queued jobs and undelivered output), "
-                          "the most one user may (--max-user-state-mib " +
-                          std::to_string(config_.max_user_state_mib) +
-                          "); let some finish or have old ones forgotten"));
-  }
+  if (Result<void> room = CheckStateRoom(peer->uid, frame->size()); !room)
+    return fail(room.error());
   LaunchSpec spec;
   spec.id = id;
   spec.argv = std::move(submitted->argv);
@@ -184,32 +176,68 @@ void ExecutorServer::FinishRegister(protocol::RegisterJob request, LaunchSpec sp
   SendToBroker(Encode(answer->reply));
 }
 
+Result<void> ExecutorServer::CheckStateRoom(std::uint32_t uid, std::uint64_t bytes) const {
+  const std::uint64_t held = usage_.Of(uid);
+  const std::uint64_t limit = static_cast<std::uint64_t>(config_.max_user_state_mib) << 20;
+  if (held + bytes <= limit) return Ok();
+  return Error(ErrorCode::kResourceExhausted,
+               "your jobs hold " + std::to_string(held >> 20) +
+                   " MiB in the state directory (queued jobs and undelivered output), the most "
+                   "one user may (--max-user-state-mib " +
+                   std::to_string(config_.max_user_state_mib) +
+                   "); let some finish or have old ones forgotten");
+}
+
 Result<void> ExecutorServer::MakeArrayElement(const protocol::StartJob& request) {
   // An array is only ever registered: it never starts itself (BeginStart).
   auto array = jobs_.find(*request.array);
-  std::vector<std::uint32_t> none;
-  std::vector<std::uint32_t>& left = array != jobs_.end() ? array->second.array : none;
-  auto index = std::find(left.begin(), left.end(), request.array_index);
-  if (index == left.end() || ::access(job_dir(request.id).c_str(), F_OK) == 0) {
-    return InvalidArgument("job " + std::to_string(request.id) +
-                           " is not an unstarted element of a registered array");
+  const std::vector<std::uint32_t> none;
+  const std::vector<std::uint32_t>& indices = array != jobs_.end() ? array->second.array : none;
+  const std::uint32_t index = request.array_index;
+  // The id is the index's own (ids right after the array's, in list
+  // order), so an index has one id, and one made element holds it.
+  auto at = std::lower_bound(indices.begin(), indices.end(), index);
+  const bool listed =
+      at != indices.end() && *at == index &&
+      request.id == *request.array + 1 + static_cast<std::uint64_t>(at - indices.begin());
+  if (!listed ||
+      std::count(array->second.array_started.begin(), array->second.array_started.end(), index) >
+          0 ||
+      ::access(job_dir(request.id).c_str(), F_OK) == 0) {
+    return InvalidArgument("job " + std::to_string(request.id) + " is not the unstarted element " +
+                           std::to_string(index) + " of a registered array " +
+                           std::to_string(*request.array));
   }
   LaunchSpec spec = array->second;
   spec.id = request.id;
   spec.array.clear();
-  spec.env["HPC_BATCH_ARRAY_INDEX"] = std::to_string(request.array_index);
+  spec.array_started.clear();
+  spec.env["HPC_BATCH_ARRAY_INDEX"] = std::to_string(index);
   // DIR/output.ARRAY.log becomes DIR/output.ARRAY_INDEX.log, and so for
-  // --error's DIR/error.ARRAY.log: no two elements share a file.
+  // --error's. (The broker refuses an array whose places are files; one
+  // it let through has its elements' files put beside that file.)
   for (auto [dest, stem] :
-       {std::pair{&spec.output_dest, "/output."}, std::pair{&spec.error_dest, "/error."}}) {
-    if (*dest && (*dest)->ends_with(stem + std::to_string(*request.array) + ".log")) {
-      (*dest)->replace((*dest)->size() - 4, 4, "_" + std::to_string(request.array_index) + ".log");
+       {std::pair{&spec.output_dest, "output"}, std::pair{&spec.error_dest, "error"}}) {
+    if (*dest) {
+      *dest = protocol::ResolveDestination((*dest)->substr(0, (*dest)->rfind('/')), true,
+                                           *request.array, stem, index);
     }
   }
+  // Charged as a registration is: each element is a spec of its own.
+  if (Result<void> room = CheckStateRoom(spec.who.uid, protocol::Encode(spec).size()); !room) {
+    return Error(ErrorCode::kUnavailable, room.error().message() + "; the element stays queued");
+  }
   HPCB_TRY(MakeJobDir(spec, /*start_follows=*/true));
-  // Taken out (in memory only), so this run of the executor starts an
-  // index once.
-  left.erase(index);
+  // Saved in this turn, as the element's spec is (BeginStart), so neither
+  // reaches the disk without the other but through a power cut between two
+  // renames, which recovery mends from the element's spec.
+  array->second.array_started.push_back(index);
+  if (Result<void> saved = Save(array->second); !saved) {
+    array->second.array_started.pop_back();
+    (void)RemoveJobDir(job_dir(spec.id), OwnerOf(spec));
+    return saved.error().WithContext("cannot record the start of array " +
+                                     std::to_string(*request.array) + "'s element");
+  }
   never_saved_.insert(spec.id);
   jobs_[spec.id] = std::move(spec);
   return Ok();

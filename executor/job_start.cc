@@ -60,13 +60,13 @@ void ExecutorServer::BeginStart(const protocol::StartJob& request, StartDone don
     if (!logged) LogWarning("refused start of job " + std::to_string(id) + ": " + error.message());
     done({.id = id, .error = WireError::From(error)});
   };
-  if (request.array && PhaseOf(id) == JobPhase::kUnknown) {
-    if (Result<void> made = MakeArrayElement(request); !made) return refuse(made.error());
-  }
-  if (Result<void> allowed = CheckPhase(JobOperation::kStart, PhaseOf(id), id); !allowed) {
+  // An array's element is made by its first start, once the checks below
+  // have passed (a refused start leaves it unmade and its index unused).
+  const bool new_element = request.array && PhaseOf(id) == JobPhase::kUnknown;
+  if (Result<void> allowed = new_element ? Ok() : CheckPhase(JobOperation::kStart, PhaseOf(id), id);
+      !allowed) {
     return refuse(allowed.error());
   }
-  auto it = jobs_.find(id);
   // A run record without an end means a shepherd was given this job and
   // may yet start it (one a wedged launcher's spawn left behind), or one
   // that cannot be read says nothing either way: no job is started twice,
@@ -100,7 +100,10 @@ void ExecutorServer::BeginStart(const protocol::StartJob& request, StartDone don
                                                      " is full; the job stays queued"),
                   /*logged=*/true);
   }
-  LaunchSpec& spec = it->second;
+  if (Result<void> made = new_element ? MakeArrayElement(request) : Ok(); !made) {
+    return refuse(made.error());
+  }
+  LaunchSpec& spec = jobs_.at(id);
   if (!spec.array.empty()) return refuse(InvalidArgument("an array starts element by element"));
   in_flight_[id] = JobPhase::kStarting;
   UniqueFd cgroup_dir;

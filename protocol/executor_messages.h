@@ -172,6 +172,9 @@ struct JobSummary {
   // itself; each element is a job of its own, made from it by its start
   // (StartJob::array), its index only in its environment.
   std::vector<std::uint32_t> array;
+  // An array's indices whose element was made, in the order they were:
+  // saved with the element's own spec, so none is made twice.
+  std::vector<std::uint32_t> array_started;
   template <class F>
   void Fields(F&& field) {
     field("id", id);
@@ -191,6 +194,7 @@ struct JobSummary {
     field("name", name, kMayBeMissing);    // specs from before --name
     field("error_dest", error_dest, kMayBeMissing);
     field("array", array, kMayBeMissing);  // specs from before arrays
+    field("array_started", array_started, kMayBeMissing);
   }
 };
 
@@ -229,7 +233,8 @@ struct StartJob {
   PlacementRecord placement;
   std::optional<std::uint64_t> memory_max;  // bytes; none = untracked
   // Element `array_index` of registered array `array`: the first start
-  // makes job `id` from the array's spec (an index outside it is refused).
+  // makes job `id` from the array's spec. `id` is the array's id plus one
+  // plus the index's place in its list; any other is refused.
   std::optional<std::uint64_t> array;
   std::uint32_t array_index = 0;
   HPCB_FIELDS(id, placement, memory_max, array, array_index)

@@ -35,13 +35,14 @@ Result<void> ChildExited::Validate() const {
 }
 
 std::string ResolveDestination(const std::string& path, bool is_dir, std::uint64_t id,
-                               std::string_view stem) {
+                               std::string_view stem, std::optional<std::uint32_t> array_index) {
   if (!is_dir) return path;
   std::string dir = path;
   while (dir.size() > 1 && dir.back() == '/')
     dir.pop_back();
   if (dir == "/") dir.clear();
-  return dir + "/" + std::string(stem) + "." + std::to_string(id) + ".log";
+  const std::string element = array_index ? "_" + std::to_string(*array_index) : "";
+  return dir + "/" + std::string(stem) + "." + std::to_string(id) + element + ".log";
 }
 
 }  // namespace hpcb::protocol

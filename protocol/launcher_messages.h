@@ -86,11 +86,12 @@ struct SpawnReply {
 };
 
 // Where job `id`'s output sent to `path` goes: an existing directory gets
-// DIR/<stem>.<id>.log (output, or error for --error's stderr), anything
-// else is the exact path. Pure; the client's check as the user
-// (client::CheckOutputPlace) says which `path` is.
+// DIR/<stem>.<id>.log (output, or error for --error's stderr; an array's
+// element's DIR/<stem>.<id>_<index>.log), anything else is the exact path. Pure; the client's check
+// as the user (client::CheckOutputPlace) says which `path` is.
 std::string ResolveDestination(const std::string& path, bool is_dir, std::uint64_t id,
-                               std::string_view stem = "output");
+                               std::string_view stem = "output",
+                               std::optional<std::uint32_t> array_index = std::nullopt);
 
 // executor -> launcher, fds: [buffer, read-only]. Copies at most
 // `max_bytes` of it to `dest` as the user. Reply: DeliverReply.

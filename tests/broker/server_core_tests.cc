@@ -666,6 +666,36 @@ TEST_F(ServerCoreTest, AnArrayIsRegisteredOnceAndItsElementsStartOneByOneUnderIt
   EXPECT_EQ(ErrorOf(Kill(1000, array + 10)), "no such job " + std::to_string(array + 10));
 }
 
+// A start the root side refuses as "not now" (the state directory is
+// full, say) made no element: the element is tried again, and the
+// array's spec, which it will be made from, is not forgotten.
+TEST_F(ServerCoreTest, AnElementsStartRefusedAsNotNowLeavesItUnmade) {
+  StartCore();
+  protocol::SubmitRequest request;
+  request.argv = {"true"};
+  request.cwd = "/tmp";
+  request.cpu = 1;
+  request.array = {1};
+  executor_.start_error = "the state directory is full; the job stays queued";
+  executor_.start_error_code = ErrorCode::kUnavailable;
+  Result<protocol::SubmitReply> reply =
+      protocol::Decode<protocol::SubmitReply>(Call(1000, protocol::Encode(request)));
+  ASSERT_TRUE(reply);
+  const std::uint64_t array = reply->id;
+  TickNow();
+  ASSERT_EQ(executor_.started.size(), 1u);
+  EXPECT_EQ(core_->Find(array + 1)->state, JobState::kQueued);
+  EXPECT_EQ(std::count(executor_.forgotten.begin(), executor_.forgotten.end(), array), 0)
+      << "the element is still to be made from the array's spec";
+  executor_.start_error.reset();
+  clock_.Advance(1);
+  TickNow();
+  ASSERT_EQ(executor_.started.size(), 2u);
+  EXPECT_EQ(executor_.started[1].array, array);
+  EXPECT_EQ(core_->Find(array + 1)->state, JobState::kRunning);
+  EXPECT_EQ(std::count(executor_.forgotten.begin(), executor_.forgotten.end(), array), 1);
+}
+
 // --name: checked again here (a client need not be dispatch), listed, and
 // the list filtered by name is the caller's own jobs with it, an admin's
 // too.

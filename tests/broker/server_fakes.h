@@ -48,6 +48,7 @@ class FakeExecutor : public ExecutorChannel {
   // What a deliver_again fails with; none: it is delivered.
   std::optional<std::string> deliver_again_error;
   std::optional<std::string> start_error;
+  ErrorCode start_error_code = ErrorCode::kFailedPrecondition;
   // A start made with a registration ends before the spawn (refused, or
   // failed setting up) and is answered with it, not on its own.
   bool start_refused_early = false;
@@ -206,7 +207,7 @@ class FakeExecutor : public ExecutorChannel {
     protocol::StartReply reply;
     reply.id = start.id;
     if (start_error) {
-      reply.error = protocol::WireError::From(Error(ErrorCode::kFailedPrecondition, *start_error));
+      reply.error = protocol::WireError::From(Error(start_error_code, *start_error));
     }
     reply.pid = 100 + static_cast<std::int64_t>(start.id);
     return reply;

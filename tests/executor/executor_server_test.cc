@@ -769,5 +769,132 @@ TEST_F(ExecutorServerTest, PhaseEndedRefusesASignalAndAStart) {
   EXPECT_EQ(RefusalOf(ForgetText(6)), "") << "an ended job may be forgotten";
 }
 
+// Array elements (`dispatch new --array`): the root side makes each from
+// the array's spec at its first start, under the id its index gives, once.
+class ArrayElementTest : public ExecutorServerTest {
+ protected:
+  // Registers array `id` of `indices` running `argv` (no output file).
+  std::string RegisterArray(std::uint64_t id, std::vector<std::uint32_t> indices,
+                            std::vector<std::string> argv = {"true"}) {
+    UniqueFd server_end, client_end;
+    Connect(server_end, client_end);
+    protocol::SubmitRequest submit = Submission();
+    submit.argv = std::move(argv);
+    submit.array = std::move(indices);
+    EXPECT_TRUE(protocol::WriteFrame(client_end.get(), protocol::Encode(submit)));
+    Packet packet{protocol::Encode(protocol::RegisterJob{.req = id, .id = id}), {}};
+    packet.fds.emplace_back(::dup(server_end.get()));
+    server_->Handle(packet);
+    return NextReply();
+  }
+  static std::string ElementStart(std::uint64_t array, std::uint32_t index, std::uint64_t id,
+                                  std::vector<int> cpus = {0}) {
+    return protocol::Encode(protocol::StartJob{.req = 7,
+                                               .id = id,
+                                               .placement = {.cpus = std::move(cpus), .mems = {0}},
+                                               .array = array,
+                                               .array_index = index});
+  }
+  // Starts element `id` and answers its spawn as failed: it has ended.
+  void StartAndFail(std::uint64_t array, std::uint32_t index, std::uint64_t id) {
+    server_->Handle(Packet{ElementStart(array, index, id), {}});
+    ASSERT_TRUE(server_->EndTurn());
+    std::optional<Packet> asked = LauncherRequest(2000);
+    ASSERT_TRUE(asked) << "no spawn was asked for";
+    Result<protocol::SpawnRequest> spawn = protocol::Decode<protocol::SpawnRequest>(asked->bytes);
+    ASSERT_TRUE(spawn) << asked->bytes;
+    AnswerSpawn(spawn->req, id, 0);
+  }
+  void RestartExecutor() {
+    server_ = std::make_unique<ExecutorServer>(config_, facts_, launcher_a_.get(), broker_a_.get());
+    server_->Recover();
+    Send(protocol::Encode(protocol::Hello{}));
+  }
+};
+
+TEST_F(ArrayElementTest, AnElementHasTheIdItsIndexGivesAndIsMadeOnceEvenAfterARestart) {
+  Send(protocol::Encode(protocol::Hello{}));
+  ASSERT_FALSE(IsError(RegisterArray(10, {3, 5, 8})));
+  // Index 5 is the second: job 12, and no other id.
+  EXPECT_NE(RefusalOf(ElementStart(10, 5, 13)).find("not the unstarted element 5"),
+            std::string::npos);
+  EXPECT_NE(RefusalOf(ElementStart(10, 4, 12)).find("not the unstarted element 4"),
+            std::string::npos);
+  ASSERT_NO_FATAL_FAILURE(StartAndFail(10, 5, 12));
+  EXPECT_NE(SpecFile(10).find(R"("array_started":[5])"), std::string::npos) << SpecFile(10);
+  // Ended and forgotten, then the executor restarts: the array's own spec
+  // says index 5 was used.
+  ASSERT_EQ(RefusalOf(ForgetText(12)), "");
+  while (server_->StepRemovals()) {
+  }
+  RestartExecutor();
+  EXPECT_NE(RefusalOf(ElementStart(10, 5, 12)).find("not the unstarted element 5"),
+            std::string::npos);
+  // The others still start.
+  ASSERT_NO_FATAL_FAILURE(StartAndFail(10, 8, 13));
+}
+
+TEST_F(ArrayElementTest, AnElementSavedWithoutItsArraysRecordIsStillCountedStartedAfterARestart) {
+  Send(protocol::Encode(protocol::Hello{}));
+  ASSERT_FALSE(IsError(RegisterArray(20, {1, 2})));
+  ASSERT_NO_FATAL_FAILURE(StartAndFail(20, 2, 22));
+  // The array's spec as an older release, or a power cut before its
+  // rename, left it: without the index.
+  const std::string path = config_.state_dir + "/specs/20.json";
+  std::string text = testing::ReadText(path);
+  const std::string recorded = R"("array_started":[2])";
+  ASSERT_NE(text.find(recorded), std::string::npos) << text;
+  text.replace(text.find(recorded), recorded.size(), R"("array_started":[])");
+  ASSERT_TRUE(host::WriteFileAtomic(path, text, 0600));
+  RestartExecutor();
+  EXPECT_NE(SpecFile(20).find(recorded), std::string::npos) << SpecFile(20);
+  ASSERT_EQ(RefusalOf(ForgetText(22)), "");
+  EXPECT_NE(RefusalOf(ElementStart(20, 2, 22)).find("not the unstarted element 2"),
+            std::string::npos);
+}
+
+TEST_F(ArrayElementTest, AStartRefusedByItsOwnChecksLeavesTheElementUnmade) {
+  Send(protocol::Encode(protocol::Hello{}));
+  ASSERT_FALSE(IsError(RegisterArray(30, {7})));
+  EXPECT_NE(RefusalOf(ElementStart(30, 7, 31, {9})).find("cpus"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(config_.state_dir + "/jobs/31"));
+  EXPECT_EQ(SpecFile(30).find(R"("array_started":[7])"), std::string::npos);
+  ASSERT_NO_FATAL_FAILURE(StartAndFail(30, 7, 31));
+}
+
+// The broker checks an array's list; one that repeats an index (from a
+// compromised broker) still runs that index once.
+TEST_F(ArrayElementTest, AListThatRepeatsAnIndexStillMakesItOnce) {
+  Send(protocol::Encode(protocol::Hello{}));
+  ASSERT_FALSE(IsError(RegisterArray(40, {5, 5})));
+  ASSERT_NO_FATAL_FAILURE(StartAndFail(40, 5, 41));
+  EXPECT_NE(RefusalOf(ElementStart(40, 5, 42)).find("not the unstarted element 5"),
+            std::string::npos);
+}
+
+TEST_F(ArrayElementTest, AnElementPastTheUsersStateLimitWaitsQueued) {
+  config_.max_user_state_mib = 1;
+  server_ = std::make_unique<ExecutorServer>(config_, facts_, launcher_a_.get(), broker_a_.get());
+  Send(protocol::Encode(protocol::Hello{}));
+  // Each element's spec holds this 100 KiB command: the tenth cannot fit.
+  ASSERT_FALSE(IsError(RegisterArray(50, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11},
+                                     {"true", std::string(100 * 1024, 'x')})));
+  std::string refused;
+  std::uint32_t index = 0;
+  for (; index < 12; ++index) {
+    server_->Handle(Packet{ElementStart(50, index, 51 + index), {}});
+    ASSERT_TRUE(server_->EndTurn());
+    if (LauncherRequest(1000)) continue;  // made, and its spawn asked for
+    refused = NextReply();
+    break;
+  }
+  EXPECT_NE(refused.find("--max-user-state-mib"), std::string::npos) << refused;
+  Result<protocol::StartReply> reply = protocol::Decode<protocol::StartReply>(refused);
+  ASSERT_TRUE(reply && reply->error) << refused;
+  EXPECT_EQ(reply->error->ToError().code(), ErrorCode::kUnavailable) << "it stays queued";
+  EXPECT_GT(index, 3u);
+  EXPECT_FALSE(std::filesystem::exists(config_.state_dir + "/jobs/" + std::to_string(51 + index)));
+}
+
 }  // namespace
 }  // namespace hpcb::executor
