@@ -10,6 +10,11 @@
 # the same on any machine. Daemons run in user mode on scratch paths; as
 # root everything runs as `nobody`.
 #
+# Beside the submission rate of the 8-client burst, its completed jobs/s:
+# from its first submission until its last job has ended, each system
+# running as many jobs at once as it is set to (ours and task-spooler one
+# per cpu; nq one after another, as it always does).
+#
 # What is timed is the submit command itself: each client is one bash loop
 # running as the user (one setpriv per loop, not per call) that stamps
 # $EPOCHREALTIME around every call, so no wrapper fork lands in a figure.
@@ -136,8 +141,8 @@ start_system() {
         --log-level WARNING 2>"$dir/log" &
       DAEMON=$!; pids+=($!)
       CLIENT=(env PYTHONPATH="$BENCH_UPSTREAM" python3 -m hpc_batch.client);;
-    ts)  # its server forks off the first client call
-      (cd "$dir/work" && TS_SOCKET=$dir/sock TMPDIR=$dir "${as_user[@]}" tsp -S 1 >/dev/null)
+    ts)  # its server forks off the first client call; as many slots as cpus, as ours runs
+      (cd "$dir/work" && TS_SOCKET=$dir/sock TMPDIR=$dir "${as_user[@]}" tsp -S "$(nproc)" >/dev/null)
       DAEMON=$(pgrep -u "$(stat -c %u "$dir")" -x tsp | tail -1 || true);;
   esac
   if [ "$name" = ours ] || [ "$name" = upstream ]; then
@@ -196,6 +201,7 @@ measure_submits() {
   first=$(for c in $(seq $CLIENTS); do head -1 "$out.burst.$c"; done | sort -n | head -1)
   last=$(for c in $(seq $CLIENTS); do tail -1 "$out.burst.$c"; done | sort -n | tail -1)
   TPUT[$name]=$(( BURST / CLIENTS * CLIENTS * 1000000 / (last - first) ))
+  BURST_FIRST[$name]=$first
   for c in $(seq $CLIENTS); do sed '1d;$d' "$out.burst.$c"; done > "$out.burstlat"
   BP50[$name]=$(percentile 50 < "$out.burstlat")
 }
@@ -203,6 +209,11 @@ measure() {
   local name=$1 out=$scratch/$1
   measure_submits "$name"
   wait_drained "$name"
+  # End to end: from the burst's first submission to its last job's end
+  # (as each system's own listing shows it, polled every 0.1 s; nq's wait
+  # returns at the end itself).
+  local drained=${EPOCHREALTIME/./}
+  DONE[$name]=$(( BURST / CLIENTS * CLIENTS * 1000000 / (drained - BURST_FIRST[$name]) ))
   loop "$name" s2e "$S2E_RUNS" > "$out.s2e"
   S2E[$name]=$(awk '{print $1}' "$out.s2e" | percentile 50)
   FLOOR[$name]=$(awk '{print $2}' "$out.s2e" | percentile 50)
@@ -229,7 +240,7 @@ stop_system() {
   esac
 }
 
-declare -A P50 P99 SP50 BP50 TPUT S2E FLOOR LIST LISTED RSS
+declare -A P50 P99 SP50 BP50 TPUT BURST_FIRST DONE S2E FLOOR LIST LISTED RSS
 systems=()
 for s in "${wanted[@]}"; do
   case $s in
@@ -292,6 +303,7 @@ row "submit p99, 1 client (us)" P99
 [ "$SPACED" -gt 0 ] && row "submit p50, 2.5 s apart (us)" SP50
 row "submit p50, $CLIENTS clients (us)" BP50
 row "submissions/s, $CLIENTS clients" TPUT
+row "completed jobs/s, same burst" DONE
 row "submit-to-exec p50 (us)" S2E
 row "floor beside it (us)" FLOOR
 declare -A RSSIDLE=([ours]=${RSS[ours.idle]:-} [ts]=${RSS[ts.idle]:-} [upstream]=${RSS[upstream.idle]:-})
@@ -304,7 +316,7 @@ has ts && echo "task-spooler submits at $(ratio "${TPUT[ts]}" "${TPUT[floor]}") 
 echo "hpc-batch roles idle: broker ${RSS[ours.broker.idle]:-?} KiB, executor ${RSS[ours.executor.idle]:-?} KiB, all ${RSS[ours.idle]:-?} KiB"
 echo "hpc-batch: list --finished of ${LISTED[ours]:-?} jobs ${LIST[ours]:-?} us; RSS with $QUEUED queued ${RSS[ours.busy]:-?} KiB"
 has upstream && echo "upstream: list --finished ${LIST[upstream]} us; RSS idle ${RSS[upstream.idle]} KiB, with $QUEUED queued ${RSS[upstream.busy]} KiB"
-echo "nq has no daemon (a process per queued job); ts keeps its queue in its server's memory."
+echo "nq has no daemon (a process per queued job) and runs its jobs one after another; ts keeps its queue in its server's memory."
 echo "load average before: $LOAD_BEFORE, after: $LOAD_AFTER ($(nproc) cpus)"
 echo "one 4 KiB O_DSYNC write in $(dirname "$scratch"): $SYNC_BEFORE us before, $SYNC_AFTER us after"
 # The filesystem matters as much as the disk: ext4 without a journal (as on
