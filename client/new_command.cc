@@ -91,6 +91,11 @@ std::optional<int> BuildSubmit(const NewFlags& f, const std::vector<std::string>
     }
     request->name = f.name;
   }
+  if (f.notify_opt->count() > 0) {
+    Result<void> valid = protocol::CheckNotifyCommand(f.notify);
+    if (!valid) return usage_error("argument " + valid.error().message());
+    request->notify = f.notify;
+  }
   if (f.array_opt->count() > 0) {
     Result<protocol::ArraySpec> array = protocol::ParseArraySpec(f.array);
     if (!array) return usage_error("argument " + array.error().message());
@@ -220,6 +225,9 @@ void AddNewFlags(CLI::App* sub, Flags* flags) {
                 "stay attached: stream the output, exit with the job's exit code");
   f->name_opt = sub->add_option("--name", f->name,
                                 "NAME for list, and for kill/wait/attach --name (Slurm's -J)");
+  f->notify_opt = sub->add_option("--notify", f->notify,
+                                  "CMD: run `sh -c CMD` as you when the job ends (at most 10 s; "
+                                  "gets HPC_BATCH_JOB_ID, _JOB_STATE, _EXIT_CODE)");
   f->array_opt = sub->add_option("--array", f->array,
                                  "SPEC: an array of jobs, e.g. 1-100, 1-100:4, 1,5,9, 1-100%8 "
                                  "(each gets HPC_BATCH_ARRAY_INDEX)");

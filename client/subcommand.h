@@ -28,7 +28,7 @@ struct NewFlags {
   std::int64_t gpu_cores = 0;
   double max_mem = 0;
   bool numa_local = false, numa_local_mem = false, numa_local_gpu = false;
-  std::string gpu_link, max_time, output, error, after, after_any, name;
+  std::string gpu_link, max_time, output, error, after, after_any, name, notify;
   bool env = false, exclusive = false, no_output = false, wait = false;
   CLI::Option* cpu_opt = nullptr;
   CLI::Option* mem_opt = nullptr;
@@ -39,6 +39,7 @@ struct NewFlags {
   CLI::Option* after_opt = nullptr;
   CLI::Option* after_any_opt = nullptr;
   CLI::Option* name_opt = nullptr;
+  CLI::Option* notify_opt = nullptr;
   std::string array;  // --array SPEC (protocol/array_spec.h)
   CLI::Option* array_opt = nullptr;
 };

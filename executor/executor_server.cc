@@ -215,6 +215,7 @@ void ExecutorServer::OnSignal(std::uint64_t req, const std::string& text) {
   if (::kill(-static_cast<pid_t>(spec.pid), sig) != 0 && errno != ESRCH) {
     return Refuse(req, id, "signal to " + JobText(id), Error::FromErrno(errno, "kill"));
   }
+  if (request->note != protocol::SignalNote::kNone) signalled_[id] = request->note;
   SendToBroker(Encode(protocol::Ack{req, id, std::nullopt}));
 }
 

@@ -152,6 +152,11 @@ class ExecutorServer {
                      const std::optional<std::string>& to,
                      std::function<void(std::optional<std::string>)> done);
   void AppendLine(const LaunchSpec& spec, const std::string& line);
+  // After its output is delivered: the job's --notify command is queued
+  // behind its user's others, and runs now if it is their only one.
+  void Notify(const LaunchSpec& spec, const protocol::JobExited& event);
+  // Has the launcher run `uid`'s first waiting command, then the next.
+  void RunNotify(std::uint32_t uid);
   // Tells the broker of jobs whose delivery has run past a second that
   // their cpus are free (JobExited::delivering).
   void ReleaseSlowDeliveries();
@@ -244,6 +249,13 @@ class ExecutorServer {
   // Job cgroups whose rmdir failed in Finish (EBUSY): retried from Tick
   // until removed or past the deadline.
   std::map<std::uint64_t, std::chrono::steady_clock::time_point> cgroups_to_remove_;
+  // Running jobs the broker signalled, and why (SignalJob::note), for
+  // HPC_BATCH_JOB_STATE. Dropped when they end.
+  std::map<std::uint64_t, protocol::SignalNote> signalled_;
+  // --notify commands by user: the front one is running, the others wait
+  // (at most kMaxWaitingNotify), so one user's slow command holds up only
+  // their own and never this loop. Memory only: a restart drops them.
+  std::map<std::uint32_t, std::deque<protocol::NotifyRequest>> notify_;
   // Dirs of forgotten jobs, taken apart a bounded number of entries per
   // loop turn (a job may have left millions of files).
   std::deque<TreeRemoval> removals_;

@@ -31,4 +31,12 @@ std::vector<std::string> BuildJobEnv(const host::PasswdFacts& who,
   return out;
 }
 
+std::string_view EndState(protocol::SignalNote note, bool oom,
+                          std::optional<std::int64_t> exit_code) {
+  if (note != protocol::SignalNote::kNone) return protocol::NameOf(note);
+  if (oom) return "oom";
+  if (!exit_code) return "error";  // it never ran, or its end went unrecorded
+  return exit_code == 0 ? "done" : "failed";
+}
+
 }  // namespace hpcb::executor

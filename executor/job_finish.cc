@@ -14,12 +14,15 @@
 #include "common/host/run_record.h"
 #include "executor/executor_server.h"
 #include "executor/job_cgroup.h"
+#include "executor/job_env.h"
 
 namespace hpcb::executor {
 namespace {
 
 using protocol::Encode;
+using protocol::SignalNote;
 using protocol::SpecState;
+using protocol::WireError;
 
 // The job info readable by the user and the admin group (never the env).
 struct JobInfo {
@@ -76,6 +79,12 @@ constexpr std::size_t kMaxOutputError = 400;
 // catches a launcher that stopped answering at all.
 constexpr std::chrono::milliseconds kDeliverBaseDeadline{120000};
 constexpr std::uint64_t kDeliverBytesPerS = 4u << 20;
+
+// Past this a user's --notify commands are dropped (logged), and this
+// long the launcher has to answer one (it kills the command itself after
+// kNotifySeconds).
+constexpr std::size_t kMaxWaitingNotify = 32;
+constexpr std::chrono::seconds kNotifyDeadline{protocol::kNotifySeconds + 20};
 
 }  // namespace
 
@@ -278,7 +287,46 @@ void ExecutorServer::Finish(std::uint64_t id) {
     LogInfo("job " + std::to_string(id) + " finished (exit=" +
             (event.exit_code ? std::to_string(*event.exit_code) : std::string("unknown")) + ")");
     SendToBroker(Encode(event));
+    Notify(done_spec, event);
   });
+}
+
+void ExecutorServer::Notify(const LaunchSpec& spec, const protocol::JobExited& event) {
+  const auto note = signalled_.extract(spec.id);
+  if (!spec.notify) return;
+  std::deque<protocol::NotifyRequest>& waiting = notify_[spec.who.uid];
+  if (waiting.size() > kMaxWaitingNotify) {
+    return LogWarning("job " + std::to_string(spec.id) + ": its --notify command is dropped: " +
+                      spec.who.user + " has " + std::to_string(kMaxWaitingNotify) + " waiting");
+  }
+  const std::string_view state =
+      EndState(note ? note.mapped() : SignalNote::kNone, event.oom, event.exit_code);
+  std::map<std::string, std::string> end{
+      {"HPC_BATCH_JOB_STATE", std::string(state)},
+      {"HPC_BATCH_EXIT_CODE", event.exit_code ? std::to_string(*event.exit_code) : ""}};
+  if (spec.array_index) end["HPC_BATCH_ARRAY_INDEX"] = std::to_string(*spec.array_index);
+  const host::PasswdFacts who{spec.who.user, spec.home, spec.shell};
+  waiting.push_back({.id = spec.id,
+                     .who = spec.who,
+                     .command = *spec.notify,
+                     .cwd = spec.cwd,
+                     .env = BuildJobEnv(who, end, spec.id, {}, false, facts_.lang)});
+  if (waiting.size() == 1) RunNotify(spec.who.uid);
+}
+
+void ExecutorServer::RunNotify(std::uint32_t uid) {
+  const protocol::NotifyRequest& hook = notify_.at(uid).front();
+  AskLauncher<protocol::DeliverReply>(
+      hook, {}, kNotifyDeadline, "the launcher's --notify run",
+      [this, uid, id = hook.id](Result<protocol::DeliverReply> reply) {
+        std::optional<WireError> error = reply ? reply->error : WireError::From(reply.error());
+        if (error)
+          LogWarning("job " + std::to_string(id) + ": its --notify command " + error->message);
+        std::deque<protocol::NotifyRequest>& waiting = notify_.at(uid);
+        waiting.pop_front();
+        if (waiting.empty()) return (void)notify_.erase(uid);
+        RunNotify(uid);
+      });
 }
 
 void ExecutorServer::ReleaseSlowDeliveries() {

@@ -66,6 +66,7 @@ void ExecutorServer::OnRegister(std::uint64_t req, const protocol::Packet& packe
   spec.env = std::move(submitted->env);
   spec.name = std::move(submitted->name);
   spec.array = std::move(submitted->array);
+  spec.notify = std::move(submitted->notify);
   spec.request = protocol::JobRequest{
       *submitted,
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()};
@@ -212,6 +213,7 @@ Result<void> ExecutorServer::MakeArrayElement(const protocol::StartJob& request)
   spec.id = request.id;
   spec.array.clear();
   spec.array_started.clear();
+  spec.array_index = index;
   spec.env["HPC_BATCH_ARRAY_INDEX"] = std::to_string(index);
   // DIR/output.ARRAY.log becomes DIR/output.ARRAY_INDEX.log, and so for
   // --error's. (The broker refuses an array whose places are files; one

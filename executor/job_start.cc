@@ -250,6 +250,7 @@ void ExecutorServer::FailStart(std::uint64_t id, const std::string& message, boo
     it->second.end_time = host::EpochNow();
     (void)Save(it->second);
     WriteInfo(it->second);
+    Notify(it->second, protocol::JobExited{.id = id});
     if (!output_error) return;
     // The broker has it as finished; this only adds why its output is not
     // where it should be.

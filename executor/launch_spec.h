@@ -32,6 +32,8 @@ struct LaunchSpec : protocol::JobSummary {
   std::uint64_t proc_start = 0;            // its /proc start time (a pid reuse guard)
   std::int64_t shepherd = 0;               // its parent (launcher/job_shepherd.h)
   std::uint64_t shepherd_start = 0;
+  std::optional<std::string> notify;         // SubmitRequest::notify
+  std::optional<std::uint32_t> array_index;  // an array's element
   template <class F>
   void Fields(F&& field) {
     JobSummary::Fields(field);
@@ -42,6 +44,8 @@ struct LaunchSpec : protocol::JobSummary {
     field("proc_start", proc_start);
     field("shepherd", shepherd);
     field("shepherd_start", shepherd_start);
+    field("notify", notify, protocol::kMayBeMissing);  // specs from before --notify
+    field("array_index", array_index, protocol::kMayBeMissing);
   }
   Result<void> Validate() const;
 };

@@ -135,6 +135,23 @@ void LauncherServer::OnRequest(const protocol::Packet& packet) {
         return Send(Encode(protocol::DeliverReply{req, WireError::From(request.error())}));
       return StartDeliver(*request, packet);
     }
+    case LauncherKind::kNotify: {
+      // Safe: the user's own command (from their submission, which root
+      // read itself) runs only in a helper that has become the user; its
+      // process group is killed after kNotifySeconds.
+      Result<protocol::NotifyRequest> request = Decode<protocol::NotifyRequest>(packet.bytes);
+      if (!request)
+        return Send(Encode(protocol::DeliverReply{req, WireError::From(request.error())}));
+      // The helper kills the command itself; the slack is for a helper
+      // that could not (its user stopped it).
+      const std::chrono::seconds limit(protocol::kNotifySeconds);
+      return StartHelper(req, request->id, LauncherKind::kNotify, request->who, {},
+                         limit + kShepherdSlack,
+                         [&](const std::vector<int>&) -> Result<std::string> {
+                           HPCB_TRY(NotifyHere(*request, limit));
+                           return std::string();
+                         });
+    }
     case LauncherKind::kSpawnReply:
     case LauncherKind::kDeliverReply:
     case LauncherKind::kChildExited:
@@ -198,17 +215,12 @@ void LauncherServer::StartSpawn(const protocol::SpawnRequest& request,
 
 void LauncherServer::StartDeliver(const protocol::DeliverRequest& request,
                                   const protocol::Packet& packet) {
-  auto refuse = [&](const Error& error) {
-    Send(Encode(protocol::DeliverReply{request.req, WireError::From(error)}));
-  };
-  if (Result<void> allowed = CheckIdentityAllowed(request.who, as_root_); !allowed) {
-    return refuse(allowed.error());
-  }
-  if (packet.fds.size() != 1) return refuse(InvalidArgument("deliver needs the buffer fd"));
-  if (Result<void> safe = MayBecomeTheUser(); !safe) return refuse(safe.error());
   struct stat buffer {};
-  if (::fstat(packet.fds[0].get(), &buffer) != 0 || !S_ISREG(buffer.st_mode)) {
-    return refuse(InvalidArgument("the output buffer is not a regular file"));
+  if (packet.fds.size() != 1 || ::fstat(packet.fds[0].get(), &buffer) != 0 ||
+      !S_ISREG(buffer.st_mode)) {
+    return Send(Encode(protocol::DeliverReply{
+        request.req,
+        WireError::From(InvalidArgument("deliver needs the buffer, a regular file"))}));
   }
   // The copy may take as long as the bytes it may copy need, and no longer.
   const std::uint64_t bytes =
@@ -217,19 +229,31 @@ void LauncherServer::StartDeliver(const protocol::DeliverRequest& request,
       kDeliverBaseDeadline + std::chrono::seconds(bytes / kDeliverBytesPerS);
   const std::string dest = request.dest;
   const std::uint64_t max_bytes = request.max_bytes;
-  Result<HelperChild> helper =
-      StartUserHelper(request.who, as_root_, {packet.fds[0].get()},
-                      [&](const std::vector<int>& kept) -> Result<std::string> {
-                        HPCB_TRY(DeliverHere(kept[0], dest, max_bytes));
-                        return std::string();
-                      });
+  StartHelper(request.req, request.id, LauncherKind::kDeliver, request.who, {packet.fds[0].get()},
+              allowed_time, [&](const std::vector<int>& kept) -> Result<std::string> {
+                HPCB_TRY(DeliverHere(kept[0], dest, max_bytes));
+                return std::string();
+              });
+}
+
+void LauncherServer::StartHelper(std::uint64_t req, std::uint64_t id, LauncherKind kind,
+                                 const protocol::UserIdentity& who, std::vector<int> keep,
+                                 std::chrono::milliseconds allowed, const HelperBody& body) {
+  auto refuse = [&](const Error& error) {
+    Send(Encode(protocol::DeliverReply{req, WireError::From(error)}));
+  };
+  if (Result<void> allowed_who = CheckIdentityAllowed(who, as_root_); !allowed_who) {
+    return refuse(allowed_who.error());
+  }
+  if (Result<void> safe = MayBecomeTheUser(); !safe) return refuse(safe.error());
+  Result<HelperChild> helper = StartUserHelper(who, as_root_, std::move(keep), body);
   if (!helper) return refuse(helper.error());
-  tasks_.emplace(helper->pid, Task{.kind = LauncherKind::kDeliver,
-                                   .req = request.req,
-                                   .id = request.id,
+  tasks_.emplace(helper->pid, Task{.kind = kind,
+                                   .req = req,
+                                   .id = id,
                                    .answer = std::move(helper->answer),
-                                   .allowed = allowed_time,
-                                   .deadline = Clock::now() + allowed_time});
+                                   .allowed = allowed,
+                                   .deadline = Clock::now() + allowed});
 }
 
 void LauncherServer::OnAnswerReadable(pid_t pid, Task& task) {
@@ -254,7 +278,7 @@ void LauncherServer::Answer(pid_t pid, Task& task, const std::optional<Error>& f
   if (task.answered) return;
   task.answered = true;
   task.answer.reset();
-  if (task.kind == LauncherKind::kDeliver) {
+  if (task.kind != LauncherKind::kSpawn) {
     Result<std::string> done =
         failure ? Result<std::string>(*failure) : ParseHelperAnswer(task.text);
     if (!task.orphaned) Send(Encode(protocol::DeliverReply{task.req, protocol::ErrorOf(done)}));
@@ -296,8 +320,9 @@ void LauncherServer::ExpireTasks() {
     Task& task = tasks_.at(pid);
     // Not reaped yet, so the pid is still this child's.
     if (!task.reaped) (void)::kill(pid, SIGKILL);
-    const char* what =
-        task.kind == LauncherKind::kSpawn ? "starting the job" : "delivering the output";
+    const char* what = task.kind == LauncherKind::kSpawn     ? "starting the job"
+                       : task.kind == LauncherKind::kDeliver ? "delivering the output"
+                                                             : "running the --notify command";
     LogWarning(std::string(what) + " for job " + std::to_string(task.id) +
                " timed out; its child (pid " + std::to_string(pid) + ") was killed");
     Answer(pid, task,

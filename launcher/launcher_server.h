@@ -1,5 +1,5 @@
 // The launcher's service loop. It takes requests from the executor only
-// (spawn a job, deliver output as a user),
+// (spawn a job; deliver output or run a --notify command, as a user),
 // runs each in a child of its own (a shepherd or a user helper) and answers
 // when that child does, so no request waits behind another. It reaps its
 // children, reports the end of each shepherd to the executor, and handles
@@ -37,6 +37,7 @@
 #include "launcher/job_shepherd.h"
 #include "launcher/job_spawn.h"
 #include "launcher/launcher_setup.h"
+#include "launcher/user_helper.h"
 #include "protocol/framing.h"
 #include "protocol/launcher_messages.h"
 #include "protocol/outbox.h"
@@ -98,6 +99,11 @@ class LauncherServer {
   Result<void> MayBecomeTheUser() const;
   void StartSpawn(const protocol::SpawnRequest& request, const protocol::Packet& packet);
   void StartDeliver(const protocol::DeliverRequest& request, const protocol::Packet& packet);
+  // A user helper (user_helper.h) for `kind`, a deliver or a notify, with
+  // `allowed` to answer; refused with a DeliverReply when it cannot start.
+  void StartHelper(std::uint64_t req, std::uint64_t id, protocol::LauncherKind kind,
+                   const protocol::UserIdentity& who, std::vector<int> keep,
+                   std::chrono::milliseconds allowed, const HelperBody& body);
   void OnAnswerReadable(pid_t pid, Task& task);
   // The children's answer pipes, added to `fds`; returns whose each is.
   std::vector<pid_t> WatchAnswers(std::vector<struct pollfd>& fds) const;

@@ -7,6 +7,7 @@
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,8 +16,10 @@
 #include <cstring>
 #include <ctime>
 #include <string_view>
+#include <vector>
 
 #include "common/base/unique_fd.h"
+#include "launcher/signal_reset.h"
 #include "protocol/framing.h"
 
 namespace hpcb::launcher {
@@ -182,6 +185,53 @@ Result<void> DeliverHere(int buffer_fd, const std::string& dest, std::uint64_t m
   // dropped as soon as we answer.
   (void)::fsync(dir_fd.get());
   return Ok();
+}
+
+Result<void> NotifyHere(const protocol::NotifyRequest& hook, std::chrono::seconds limit) {
+  if (::chdir(hook.cwd.c_str()) != 0) return Error::FromErrno(errno, "could not enter " + hook.cwd);
+  UniqueFd null(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  if (!null.valid()) return Error::FromErrno(errno, "open /dev/null");
+  std::vector<const char*> argv{"sh", "-c", hook.command.c_str(), nullptr};
+  std::vector<const char*> envp;
+  for (const std::string& entry : hook.env)
+    envp.push_back(entry.c_str());
+  envp.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) return Error::FromErrno(errno, "fork");
+  if (pid == 0) {
+    for (int fd = 0; fd <= 2; ++fd)
+      (void)::dup2(null.get(), fd);
+    ::syscall(SYS_close_range, 3u, ~0u, 0u);  // the helper's answer pipe too
+    ResetAllSignals();
+    sigset_t none;
+    sigemptyset(&none);
+    if (::setpgid(0, 0) == 0 && ::sigprocmask(SIG_SETMASK, &none, nullptr) == 0) {
+      ::execve("/bin/sh", const_cast<char* const*>(argv.data()),
+               const_cast<char* const*>(envp.data()));
+    }
+    ::_exit(127);
+  }
+  (void)::setpgid(pid, pid);  // as the child does, whichever runs first
+  // The shell's pidfd is readable once it exits, and it stays unreaped
+  // until the kill: its pid names the group until every process left in
+  // the group has been sent SIGKILL.
+  UniqueFd exited(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  struct pollfd watch {
+    exited.get(), POLLIN, 0
+  };
+  const bool in_time =
+      exited.valid() && ::poll(&watch, 1, static_cast<int>(limit.count()) * 1000) == 1;
+  (void)::kill(-pid, SIGKILL);
+  int status = 0;
+  (void)::waitpid(pid, &status, 0);
+  if (!exited.valid()) return Error(ErrorCode::kInternal, "cannot watch the command (pidfd_open)");
+  if (!in_time)
+    return Error(ErrorCode::kUnavailable,
+                 "was killed after " + std::to_string(limit.count()) + " s");
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return Ok();
+  return Error(ErrorCode::kFailedPrecondition,
+               WIFEXITED(status) ? "exited " + std::to_string(WEXITSTATUS(status))
+                                 : "was killed by signal " + std::to_string(WTERMSIG(status)));
 }
 
 }  // namespace hpcb::launcher

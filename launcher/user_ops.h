@@ -1,12 +1,13 @@
-// What the launcher does as a user: the identity drop (fork-safe), and the
-// one file operation a helper child runs after it: delivering a job's
-// output. Root never opens a
-// user-chosen path; these run only in a child that has become the user.
+// What the launcher does as a user: the identity drop (fork-safe), and what
+// a helper child runs after it: delivering a job's output, running a
+// job's --notify command. Root never opens a user-chosen path nor runs a
+// user's command; these run only in a child that has become the user.
 #ifndef HPCB_LAUNCHER_USER_OPS_H_
 #define HPCB_LAUNCHER_USER_OPS_H_
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -37,6 +38,12 @@ Result<void> CheckIdentityAllowed(const protocol::UserIdentity& who, bool as_roo
 // is not a regular file of ours with one link (a symlink, a FIFO, another
 // user's file planted there).
 Result<void> DeliverHere(int buffer_fd, const std::string& dest, std::uint64_t max_bytes);
+
+// In the current process (already the user, a helper): runs `hook` as
+// NotifyRequest says, waits for its shell at most `limit`, then kills the
+// hook's process group, whatever of it is left. An error unless the shell
+// exited 0 in time.
+Result<void> NotifyHere(const protocol::NotifyRequest& hook, std::chrono::seconds limit);
 
 }  // namespace hpcb::launcher
 

@@ -154,6 +154,7 @@ check_completion() {
     expect_completion "max-time" "$tmp/fake/dispatch" job 12 ""
     expect_completion "add get set" dispatch job 12 max-time ""
     expect_completion "--after --after-any" dispatch new --aft
+    expect_completion "--no-output --notify" dispatch new --no
     expect_completion "12 15 7" "$tmp/fake/dispatch" new --after ""
     expect_completion "--timeout" dispatch wait 7 --t
     expect_completion "--help --json" dispatch info --

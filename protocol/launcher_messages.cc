@@ -3,12 +3,9 @@
 #include "protocol/user_requests.h"
 
 namespace hpcb::protocol {
+namespace {
 
-Result<void> SpawnRequest::Validate() const {
-  if (id == 0) return InvalidArgument("job id must be positive");
-  HPCB_TRY(who.Validate());
-  HPCB_TRY(CheckArgv(argv));
-  HPCB_TRY(CheckPath(cwd, "cwd"));
+Result<void> CheckEnvEntries(const std::vector<std::string>& env) {
   if (env.size() > kMaxArgs) return InvalidArgument("too many environment entries");
   std::size_t bytes = 0;
   for (const auto& entry : env) {
@@ -18,6 +15,17 @@ Result<void> SpawnRequest::Validate() const {
     bytes += entry.size() + 1;
   }
   if (bytes > kMaxEnvBytes + 4096) return InvalidArgument("environment too large");
+  return Ok();
+}
+
+}  // namespace
+
+Result<void> SpawnRequest::Validate() const {
+  if (id == 0) return InvalidArgument("job id must be positive");
+  HPCB_TRY(who.Validate());
+  HPCB_TRY(CheckArgv(argv));
+  HPCB_TRY(CheckPath(cwd, "cwd"));
+  HPCB_TRY(CheckEnvEntries(env));
   if (placement.cpus.empty()) return InvalidArgument("a job needs at least one cpu");
   return placement.Validate();
 }
@@ -27,6 +35,14 @@ Result<void> DeliverRequest::Validate() const {
   if (max_bytes == 0) return InvalidArgument("max_bytes must be positive");
   HPCB_TRY(who.Validate());
   return CheckPath(dest, "output path");
+}
+
+Result<void> NotifyRequest::Validate() const {
+  if (id == 0) return InvalidArgument("job id must be positive");
+  HPCB_TRY(who.Validate());
+  HPCB_TRY(CheckNotifyCommand(command));
+  HPCB_TRY(CheckPath(cwd, "cwd"));
+  return CheckEnvEntries(env);
 }
 
 Result<void> ChildExited::Validate() const {

@@ -39,17 +39,19 @@ enum class LauncherKind {
   kDeliverReply,
   kChildExited,
   kRefused,
+  kNotify,
 };
 
 template <>
 struct EnumNames<LauncherKind> {
-  static constexpr std::array<std::pair<LauncherKind, std::string_view>, 6> kNames{{
+  static constexpr std::array<std::pair<LauncherKind, std::string_view>, 7> kNames{{
       {LauncherKind::kSpawn, "spawn"},
       {LauncherKind::kSpawnReply, "spawn_reply"},
       {LauncherKind::kDeliver, "deliver"},
       {LauncherKind::kDeliverReply, "deliver_reply"},
       {LauncherKind::kChildExited, "child_exited"},
       {LauncherKind::kRefused, "refused"},
+      {LauncherKind::kNotify, "notify"},
   }};
 };
 
@@ -106,11 +108,31 @@ struct DeliverRequest {
   Result<void> Validate() const;
 };
 
+// The answer to a DeliverRequest or a NotifyRequest.
 struct DeliverReply {
   static constexpr LauncherKind kKind = LauncherKind::kDeliverReply;
   std::uint64_t req = 0;
   std::optional<WireError> error;
   HPCB_FIELDS(error)
+};
+
+// executor -> launcher, no fds: job `id` ended, so its `--notify` command
+// (the user's own, from their submission, kept in the launch spec) runs
+// as the user: `/bin/sh -c command` in `cwd`, with `env` alone and stdin,
+// stdout and stderr on /dev/null, in a process group of its own, which is
+// killed when the shell exits or kNotifySeconds after it started.
+// Reply: DeliverReply, an error unless the shell exited 0.
+inline constexpr int kNotifySeconds = 10;
+struct NotifyRequest {
+  static constexpr LauncherKind kKind = LauncherKind::kNotify;
+  std::uint64_t req = 0;
+  std::uint64_t id = 0;
+  UserIdentity who;
+  std::string command;
+  std::string cwd;
+  std::vector<std::string> env;  // "K=V", final
+  HPCB_FIELDS(id, who, command, cwd, env)
+  Result<void> Validate() const;
 };
 
 // launcher -> executor, an event (req 0): a child of the launcher that is

@@ -62,6 +62,14 @@ Result<void> CheckPath(const std::string& path, const char* what) {
   return Ok();
 }
 
+Result<void> CheckNotifyCommand(const std::string& command) {
+  if (command.empty() || command.size() > kMaxNotifyBytes || HasNul(command)) {
+    return InvalidArgument("--notify's command must be 1 to " + std::to_string(kMaxNotifyBytes) +
+                           " bytes, without a NUL byte");
+  }
+  return Ok();
+}
+
 bool PlausibleUserName(std::string_view name) {
   if (name.empty() || name.size() > 64 || name[0] == '-') return false;
   for (std::size_t i = 0; i < name.size(); ++i) {
@@ -96,6 +104,7 @@ Result<void> SubmitRequest::Validate() const {
   if (max_mem_gb && *max_mem_gb < 0.001) {
     return InvalidArgument("--max-mem must be at least 0.001 (GiB)");
   }
+  if (notify) HPCB_TRY(CheckNotifyCommand(*notify));
   if (exec_error && exec_error->size() > 8192) return InvalidArgument("exec_error is too long");
   if (after.size() > kMaxDependencies) {
     return InvalidArgument("--after names " + std::to_string(after.size()) + " jobs, limit " +

@@ -26,10 +26,13 @@ inline constexpr std::size_t kMaxArgBytes = std::size_t{128} * 1024;
 inline constexpr std::size_t kMaxPathBytes = 4096;
 inline constexpr std::size_t kMaxEnvBytes = std::size_t{256} * 1024;  // sum of k+v+2
 inline constexpr std::size_t kMaxDependencies = 64;                   // ids in --after
+inline constexpr std::size_t kMaxNotifyBytes = 4096;                  // --notify's command
 
 Result<void> CheckArgv(const std::vector<std::string>& argv);
 Result<void> CheckEnv(const std::map<std::string, std::string>& env);
 Result<void> CheckPath(const std::string& path, const char* what);
+// `--notify`'s command: 1 to kMaxNotifyBytes, no NUL.
+Result<void> CheckNotifyCommand(const std::string& command);
 
 // Letters, digits, `.`, `_`, `-` and `@`, a `$` at the end, not starting
 // with `-`, at most 64 bytes: what useradd and directory services make.
@@ -86,6 +89,9 @@ struct SubmitRequest : ResourceRequest {
   // (CheckArray, array_spec.h) and alone applies the throttle.
   std::vector<std::uint32_t> array;
   std::optional<std::uint32_t> array_throttle;
+  // `--notify`: a shell command run as the user when the job ends
+  // (NotifyRequest, launcher_messages.h). Root keeps it in the launch spec.
+  std::optional<std::string> notify;
 
   static constexpr std::string_view kCmd = "new";
   template <class F>
@@ -108,6 +114,7 @@ struct SubmitRequest : ResourceRequest {
     field("name", name, kMayBeMissing);
     field("array", array, kMayBeMissing);
     field("array_throttle", array_throttle, kMayBeMissing);
+    field("notify", notify, kMayBeMissing);
   }
   Result<void> Validate() const;
 };

@@ -137,6 +137,13 @@ Result<SbatchJob> MapSubmit(const protocol::SubmitRequest& request,
                    "across the host bridge or the socket interconnect. Submit without "
                    "--gpu-link to accept that");
   }
+  if (request.notify) {
+    return Refused("--notify",
+                   "Slurm runs no command of the user's when a job ends; its --mail-type and "
+                   "--mail-user send mail instead, through the cluster's mailer, if it has "
+                   "one. Submit without --notify, and use `dispatch wait ID && CMD` (or "
+                   "sbatch --mail-type=END) to be told");
+  }
   if (request.argv.empty()) return InvalidArgument("no command given");
   SbatchJob job;
   std::vector<std::string>& args = job.args;

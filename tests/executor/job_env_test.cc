@@ -54,5 +54,16 @@ TEST(BuildJobEnvTest, EmptyShellIsBinSh) {
   EXPECT_EQ(EnvValue(env, "SHELL"), "/bin/sh");
 }
 
+TEST(EndStateTest, TheBrokersReasonComesFirstThenOomThenTheExitCode) {
+  using protocol::SignalNote;
+  EXPECT_EQ(EndState(SignalNote::kTimeout, true, -15), "timeout");
+  EXPECT_EQ(EndState(SignalNote::kKilled, false, 0), "killed");
+  EXPECT_EQ(EndState(SignalNote::kNone, true, -9), "oom");
+  EXPECT_EQ(EndState(SignalNote::kNone, false, std::nullopt), "error");
+  EXPECT_EQ(EndState(SignalNote::kNone, false, 0), "done");
+  EXPECT_EQ(EndState(SignalNote::kNone, false, 3), "failed");
+  EXPECT_EQ(EndState(SignalNote::kNone, false, -11), "failed");
+}
+
 }  // namespace
 }  // namespace hpcb::executor

@@ -4,6 +4,7 @@
 #include "common/host/run_record.h"
 #include "protocol/executor_messages.h"
 #include "protocol/launcher_messages.h"
+#include "protocol/user_requests.h"
 
 namespace hpcb::protocol {
 namespace {
@@ -119,6 +120,31 @@ TEST(LauncherMessagesTest, DeliverNeedsAnAbsolutePath) {
   EXPECT_TRUE(deliver.Validate());
   ChildExited exited{.req = 0, .pid = 0, .status = 0};
   EXPECT_FALSE(exited.Validate());
+}
+
+TEST(LauncherMessagesTest, NotifyCarriesABoundedCommandAndAnAbsoluteCwd) {
+  NotifyRequest hook{.req = 1,
+                     .id = 4,
+                     .who = {1000, 1000, "a", {}},
+                     .command = "echo $HPC_BATCH_JOB_ID",
+                     .cwd = "/tmp",
+                     .env = {"HPC_BATCH_JOB_ID=4"}};
+
+  Result<NotifyRequest> decoded = Decode<NotifyRequest>(Encode(hook));
+
+  ASSERT_TRUE(decoded) << decoded.error().message();
+  EXPECT_EQ(decoded->command, hook.command);
+  EXPECT_EQ(decoded->env, hook.env);
+  for (auto broken :
+       {+[](NotifyRequest& r) { r.command.clear(); },
+        +[](NotifyRequest& r) { r.command.assign(kMaxNotifyBytes + 1, 'x'); },
+        +[](NotifyRequest& r) { r.command += std::string(1, '\0'); },
+        +[](NotifyRequest& r) { r.cwd = "tmp"; }, +[](NotifyRequest& r) { r.env = {"NO_EQUALS"}; },
+        +[](NotifyRequest& r) { r.id = 0; }}) {
+    NotifyRequest bad = hook;
+    broken(bad);
+    EXPECT_FALSE(Decode<NotifyRequest>(Encode(bad)));
+  }
 }
 
 TEST(ExecutorMessagesTest, WrongTypesNameTheField) {

@@ -8,8 +8,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "common/base/unique_fd.h"
 #include "launcher/user_helper.h"
@@ -154,6 +157,84 @@ TEST(UserHelperTest, AnswersComeBackThroughThePipeWithTheirCode) {
   EXPECT_EQ(bad.error().code(), ErrorCode::kPermissionDenied);
   EXPECT_FALSE(ParseHelperAnswer(""));
   EXPECT_EQ(ParseHelperAnswer("").error().message(), "the user helper died without an answer");
+}
+
+// NotifyHere in a helper of our own (it changes its process's directory
+// and signal mask); its answer, and how long it took.
+struct HookRun {
+  Result<std::string> answer;
+  std::chrono::steady_clock::duration took;
+};
+HookRun RunHookInHelper(const protocol::NotifyRequest& hook, std::chrono::seconds limit) {
+  protocol::UserIdentity who{::getuid(), ::getgid(), "me", {}};
+  const auto start = std::chrono::steady_clock::now();
+  Result<HelperChild> child =
+      StartUserHelper(who, false, {}, [&](const std::vector<int>&) -> Result<std::string> {
+        HPCB_TRY(NotifyHere(hook, limit));
+        return std::string();
+      });
+  if (!child) return {child.error(), {}};
+  std::string text;
+  char buf[256];
+  for (ssize_t n; (n = ::read(child->answer.get(), buf, sizeof buf)) > 0;)
+    text.append(buf, static_cast<std::size_t>(n));
+  int status = 0;
+  ::waitpid(child->pid, &status, 0);
+  return {ParseHelperAnswer(text), std::chrono::steady_clock::now() - start};
+}
+
+TEST(NotifyTest, RunsTheCommandInItsDirectoryWithOnlyItsEnvironment) {
+  testing::TempDir dir;
+  const protocol::NotifyRequest hook{.id = 3,
+                                     .command = "pwd > where; env > env; read line; echo $? > in",
+                                     .cwd = dir.path(),
+                                     .env = {"HPC_BATCH_JOB_ID=3", "PATH=/usr/bin:/bin"}};
+
+  HookRun run = RunHookInHelper(hook, std::chrono::seconds(10));
+
+  ASSERT_TRUE(run.answer) << run.answer.error().message();
+  EXPECT_EQ(testing::ReadText(dir.path() + "/where"), dir.path() + "\n");
+  const std::string env = testing::ReadText(dir.path() + "/env");
+  EXPECT_NE(env.find("HPC_BATCH_JOB_ID=3\n"), std::string::npos) << env;
+  EXPECT_EQ(env.find("HOME="), std::string::npos) << env;
+  EXPECT_EQ(testing::ReadText(dir.path() + "/in"), "1\n") << "stdin is /dev/null";
+}
+
+TEST(NotifyTest, AFailureSaysHowItEnded) {
+  testing::TempDir dir;
+  protocol::NotifyRequest hook{.id = 3, .command = "exit 3", .cwd = dir.path()};
+
+  HookRun exited = RunHookInHelper(hook, std::chrono::seconds(10));
+  hook.cwd = dir.path() + "/gone";
+  HookRun nowhere = RunHookInHelper(hook, std::chrono::seconds(10));
+
+  ASSERT_FALSE(exited.answer);
+  EXPECT_EQ(exited.answer.error().message(), "exited 3");
+  ASSERT_FALSE(nowhere.answer);
+  EXPECT_NE(nowhere.answer.error().message().find("could not enter " + hook.cwd), std::string::npos)
+      << nowhere.answer.error().message();
+}
+
+TEST(NotifyTest, ACommandPastItsLimitIsKilledWithWhatItLeftRunning) {
+  testing::TempDir dir;
+  const protocol::NotifyRequest hook{
+      .id = 3, .command = "sleep 30 & echo $! > bg; wait; touch survived", .cwd = dir.path()};
+
+  HookRun run = RunHookInHelper(hook, std::chrono::seconds(1));
+
+  ASSERT_FALSE(run.answer);
+  EXPECT_EQ(run.answer.error().message(), "was killed after 1 s");
+  EXPECT_LT(run.took, std::chrono::seconds(5));
+  const pid_t background = std::stoi(testing::ReadText(dir.path() + "/bg"));
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {
+    const std::string stat = "/proc/" + std::to_string(background) + "/stat";
+    gone =
+        !std::filesystem::exists(stat) || testing::ReadText(stat).find(") Z ") != std::string::npos;
+    if (!gone) ::usleep(20000);
+  }
+  EXPECT_TRUE(gone) << "the background sleep outlived the command";
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/survived"));
 }
 
 }  // namespace

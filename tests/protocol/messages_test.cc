@@ -101,6 +101,35 @@ TEST(SubmitValidateTest, RefusesBadDependencies) {
   EXPECT_TRUE(r.Validate());
 }
 
+TEST(SubmitValidateTest, TheNotifyCommandIsBoundedAndHasNoNul) {
+  SubmitRequest r = MinimalSubmit();
+  r.notify = "";
+  EXPECT_FALSE(r.Validate());
+  r.notify = std::string(kMaxNotifyBytes + 1, 'x');
+  EXPECT_EQ(r.Validate().error().message(),
+            "--notify's command must be 1 to 4096 bytes, without a NUL byte");
+  r.notify = std::string("echo a") + '\0' + "b";
+  EXPECT_FALSE(r.Validate());
+  r.notify = std::string(kMaxNotifyBytes, 'x');
+  EXPECT_TRUE(r.Validate());
+}
+
+TEST(ClientMessagesTest, TheNotifyCommandTravelsAndOldSubmissionsHaveNone) {
+  SubmitRequest r = MinimalSubmit();
+  r.notify = "notify-send \"$HPC_BATCH_JOB_ID\"";
+  Result<SubmitRequest> decoded = Decode<SubmitRequest>(Encode(r));
+  ASSERT_TRUE(decoded) << decoded.error().message();
+  EXPECT_EQ(decoded->notify, r.notify);
+
+  std::string old = Encode(MinimalSubmit());
+  const std::string field = R"(,"notify":[])";
+  ASSERT_NE(old.find(field), std::string::npos) << old;
+  old.erase(old.find(field), field.size());
+  Result<SubmitRequest> older = Decode<SubmitRequest>(old);
+  ASSERT_TRUE(older) << older.error().message();
+  EXPECT_FALSE(older->notify);
+}
+
 TEST(ClientMessagesTest, ListNamesAtMostSoManyIds) {
   ListRequest request;
   request.ids.assign(kMaxListIds, 1);
