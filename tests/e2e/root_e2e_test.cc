@@ -400,6 +400,37 @@ TEST_F(RootE2eTest, StderrApartIsDeliveredAsTheOwnerAndNeverFollowsASymlink) {
       << finished.err;
 }
 
+// 3a. A --notify command runs as its job's owner, never as root, and one
+// user's hanging command does not delay another user's.
+TEST_F(RootE2eTest, NotifyRunsAsTheOwnerAndOneUsersHangingCommandDelaysNoOtherUser) {
+  Boot();
+  const int hung = Submit(alice_, {"--notify", "sleep 60", "--", "true"});
+  const int queued = Submit(alice_, {"--notify", "id -u > alice.notified", "--", "true"});
+  ASSERT_GT(queued, 0);
+  ASSERT_TRUE(WaitFinished(alice_, hung)) << daemon_->log();
+  ASSERT_TRUE(WaitFinished(alice_, queued)) << daemon_->log();
+  const auto bob_ended = std::chrono::steady_clock::now();
+  const int bobs =
+      Submit(bob_, {"--notify", "id -u > bob.notified; id -G >> bob.notified", "--", "true"});
+  ASSERT_GT(bobs, 0);
+
+  const std::string bob_file = DirOf(bob_) + "/bob.notified";
+  ASSERT_TRUE(DaemonHarness::WaitFor(
+      [&] { return Slurp(bob_file).find('\n') != std::string::npos; }, seconds(8)))
+      << "bob's command waited for alice's hanging one\n"
+      << daemon_->log();
+  EXPECT_LT(std::chrono::steady_clock::now() - bob_ended, seconds(8));
+  EXPECT_EQ(Slurp(bob_file).substr(0, Slurp(bob_file).find('\n')), std::to_string(bob_.uid));
+  struct stat st {};
+  ASSERT_EQ(::stat(bob_file.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, bob_.uid);
+  const std::string alice_file = DirOf(alice_) + "/alice.notified";
+  EXPECT_FALSE(std::filesystem::exists(alice_file)) << "alice's second ran beside her first";
+  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return !Slurp(alice_file).empty(); }, seconds(25)))
+      << daemon_->log();
+  EXPECT_EQ(Slurp(alice_file), std::to_string(alice_.uid) + "\n");
+}
+
 // 3b. Things another user plants where the output is to go, in a shared
 // sticky directory like /tmp: a file anyone may write, a FIFO, a symlink,
 // a hard link to one of their files. None is written, read or waited on;
