@@ -78,6 +78,19 @@ TEST(MapSubmitTest, GpuLinkIsRefusedAndSaysWhatIsLost) {
   EXPECT_NE(job.error().message().find("host bridge"), std::string::npos);
 }
 
+TEST(MapSubmitTest, NotifyIsRefusedAndPointsAtMailTypeAndWait) {
+  protocol::SubmitRequest request = Request({"./train"});
+  request.notify = "touch done";
+
+  auto job = MapSubmit(request, {}, kAlice, true);
+
+  ASSERT_FALSE(job);
+  EXPECT_EQ(job.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(job.error().message().rfind("--notify cannot be mapped to Slurm", 0), 0u);
+  EXPECT_NE(job.error().message().find("--mail-type"), std::string::npos);
+  EXPECT_NE(job.error().message().find("dispatch wait ID && CMD"), std::string::npos);
+}
+
 TEST(MapSubmitTest, NumaLocalGpuWithoutGpusAddsNothing) {
   protocol::SubmitRequest request = Request({"true"});
   request.numa_local_gpu = true;
