@@ -1116,6 +1116,16 @@ void BrokerCore::ApplyStart(JobRecord& job, const Result<protocol::StartReply>& 
     // keeps its place in the queue and is tried again by a later pass.
     scheduler_.Release(job.placement);
     job.holds_placement = false;
+    if (job.term_time) {
+      // Killed while this start was under way: it never ran, and ends here
+      // as a queued job that is killed does.
+      job.term_time.reset();
+      job.kill_at.reset();
+      ForgetOnExecutor(job.id);
+      Finish(job, std::nullopt, now);
+      ApplyRetention();
+      return;
+    }
     constexpr double kFirstRetryS = 0.1;
     constexpr double kLongestRetryS = 10;
     const bool first = job.start_backoff_s == 0;

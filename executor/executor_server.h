@@ -116,6 +116,8 @@ class ExecutorServer {
   // An array's element, made at its first start (StartJob::array), once
   // the start's own checks have passed.
   Result<void> MakeArrayElement(const protocol::StartJob& request);
+  // What MakeArrayElement checks before it changes anything.
+  Result<void> CheckArrayElement(const protocol::StartJob& request) const;
   // Refused if `bytes` more would take `uid` past --max-user-state-mib.
   Result<void> CheckStateRoom(std::uint32_t uid, std::uint64_t bytes) const;
 

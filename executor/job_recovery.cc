@@ -205,8 +205,9 @@ void ExecutorServer::LoadSpecs() {
     jobs_[id] = std::move(spec);
   }
   // An element saved without its array's record of it (a power cut between
-  // the two renames, or an array of an older release): its own spec says
-  // its index was used.
+  // the two renames): its own spec says its index was used. Not kept, the
+  // index could be made again once the element is forgotten, so that
+  // stops the executor as an unreadable spec directory does.
   for (auto& [id, spec] : jobs_) {
     const std::size_t before = spec.array_started.size();
     for (std::size_t i = 0; i < spec.array.size(); ++i) {
@@ -216,7 +217,11 @@ void ExecutorServer::LoadSpecs() {
         spec.array_started.push_back(index);
       }
     }
-    if (spec.array_started.size() != before) (void)Save(spec);
+    if (spec.array_started.size() == before) continue;
+    if (Result<void> saved = Save(spec); !saved) {
+      recovery_error_ = saved.error().WithContext("cannot record array " + std::to_string(id) +
+                                                  "'s started elements");
+    }
   }
   PruneLeftovers();
 }

@@ -59,6 +59,13 @@ void ExecutorServer::OnRegister(std::uint64_t req, const protocol::Packet& packe
   // The spec is about the size of the submission that makes it.
   if (Result<void> room = CheckStateRoom(peer->uid, frame->size()); !room)
     return fail(room.error());
+  // Elements are found by their index's place (MakeArrayElement), and
+  // their ids follow the array's.
+  const std::vector<std::uint32_t>& indices = submitted->array;
+  if (std::adjacent_find(indices.begin(), indices.end(), std::greater_equal<>()) != indices.end() ||
+      id + indices.size() < id) {
+    return fail(InvalidArgument("field 'array': indices must be strictly increasing"));
+  }
   LaunchSpec spec;
   spec.id = id;
   spec.argv = std::move(submitted->argv);
@@ -189,7 +196,7 @@ Result<void> ExecutorServer::CheckStateRoom(std::uint32_t uid, std::uint64_t byt
                    "); let some finish or have old ones forgotten");
 }
 
-Result<void> ExecutorServer::MakeArrayElement(const protocol::StartJob& request) {
+Result<void> ExecutorServer::CheckArrayElement(const protocol::StartJob& request) const {
   // An array is only ever registered: it never starts itself (BeginStart).
   auto array = jobs_.find(*request.array);
   const std::vector<std::uint32_t> none;
@@ -209,6 +216,13 @@ Result<void> ExecutorServer::MakeArrayElement(const protocol::StartJob& request)
                            std::to_string(index) + " of a registered array " +
                            std::to_string(*request.array));
   }
+  return Ok();
+}
+
+Result<void> ExecutorServer::MakeArrayElement(const protocol::StartJob& request) {
+  HPCB_TRY(CheckArrayElement(request));
+  auto array = jobs_.find(*request.array);
+  const std::uint32_t index = request.array_index;
   LaunchSpec spec = array->second;
   spec.id = request.id;
   spec.array.clear();
@@ -230,9 +244,12 @@ Result<void> ExecutorServer::MakeArrayElement(const protocol::StartJob& request)
     return Error(ErrorCode::kUnavailable, room.error().message() + "; the element stays queued");
   }
   HPCB_TRY(MakeJobDir(spec, /*start_follows=*/true));
-  // Saved in this turn, as the element's spec is (BeginStart), so neither
-  // reaches the disk without the other but through a power cut between two
-  // renames, which recovery mends from the element's spec.
+  // Saved in this turn, as the element's spec is (BeginStart), both made
+  // durable by the turn's commit. A power cut that keeps only the element's
+  // is mended by recovery; one that keeps only this leaves the index used
+  // and the element unmade (its start is then refused); one before the
+  // commit keeps neither, and the element, whose spawn may have begun, was
+  // never acknowledged as started.
   array->second.array_started.push_back(index);
   if (Result<void> saved = Save(array->second); !saved) {
     array->second.array_started.pop_back();

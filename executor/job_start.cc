@@ -63,7 +63,8 @@ void ExecutorServer::BeginStart(const protocol::StartJob& request, StartDone don
   // An array's element is made by its first start, once the checks below
   // have passed (a refused start leaves it unmade and its index unused).
   const bool new_element = request.array && PhaseOf(id) == JobPhase::kUnknown;
-  if (Result<void> allowed = new_element ? Ok() : CheckPhase(JobOperation::kStart, PhaseOf(id), id);
+  if (Result<void> allowed = new_element ? CheckArrayElement(request)
+                                         : CheckPhase(JobOperation::kStart, PhaseOf(id), id);
       !allowed) {
     return refuse(allowed.error());
   }

@@ -696,6 +696,37 @@ TEST_F(ServerCoreTest, AnElementsStartRefusedAsNotNowLeavesItUnmade) {
   EXPECT_EQ(std::count(executor_.forgotten.begin(), executor_.forgotten.end(), array), 1);
 }
 
+// A kill that comes while an element's start is under way, which the root
+// side then refuses as "not now": the element ends killed, and is never
+// started again.
+TEST_F(ServerCoreTest, AnElementKilledWhileItsStartIsRefusedAsNotNowEnds) {
+  StartCore();
+  protocol::SubmitRequest request;
+  request.argv = {"true"};
+  request.cwd = "/tmp";
+  request.cpu = 1;
+  request.array = {1};
+  executor_.start_error = "the state directory is full; the job stays queued";
+  executor_.start_error_code = ErrorCode::kUnavailable;
+  Result<protocol::SubmitReply> reply =
+      protocol::Decode<protocol::SubmitReply>(Call(1000, protocol::Encode(request)));
+  ASSERT_TRUE(reply);
+  const std::uint64_t element = reply->id + 1;
+  ASSERT_EQ(executor_.started.size(), 1u);
+  // Tried again, and killed while that try is under way.
+  executor_.hold_answers = true;
+  clock_.Advance(1);
+  TickNow();
+  ASSERT_EQ(executor_.started.size(), 2u);
+  Kill(1000, element);
+  executor_.hold_answers = false;
+  executor_.Flush();
+  clock_.Advance(20);
+  TickNow();
+  EXPECT_EQ(core_->Find(element)->state, JobState::kDone);
+  EXPECT_EQ(executor_.started.size(), 2u) << "a killed element was started again";
+}
+
 // --name: checked again here (a client need not be dispatch), listed, and
 // the list filtered by name is the caller's own jobs with it, an admin's
 // too.

@@ -849,6 +849,8 @@ TEST_F(ArrayElementTest, AnElementSavedWithoutItsArraysRecordIsStillCountedStart
   RestartExecutor();
   EXPECT_NE(SpecFile(20).find(recorded), std::string::npos) << SpecFile(20);
   ASSERT_EQ(RefusalOf(ForgetText(22)), "");
+  while (server_->StepRemovals()) {
+  }
   EXPECT_NE(RefusalOf(ElementStart(20, 2, 22)).find("not the unstarted element 2"),
             std::string::npos);
 }
@@ -862,14 +864,16 @@ TEST_F(ArrayElementTest, AStartRefusedByItsOwnChecksLeavesTheElementUnmade) {
   ASSERT_NO_FATAL_FAILURE(StartAndFail(30, 7, 31));
 }
 
-// The broker checks an array's list; one that repeats an index (from a
-// compromised broker) still runs that index once.
-TEST_F(ArrayElementTest, AListThatRepeatsAnIndexStillMakesItOnce) {
+// The broker checks an array's list; the root side, which finds an
+// element by its index's place in it, checks its order again.
+TEST_F(ArrayElementTest, AListOutOfOrderOrRepeatingAnIndexIsRefusedAtRegistration) {
   Send(protocol::Encode(protocol::Hello{}));
-  ASSERT_FALSE(IsError(RegisterArray(40, {5, 5})));
-  ASSERT_NO_FATAL_FAILURE(StartAndFail(40, 5, 41));
-  EXPECT_NE(RefusalOf(ElementStart(40, 5, 42)).find("not the unstarted element 5"),
-            std::string::npos);
+  for (const std::vector<std::uint32_t>& indices :
+       {std::vector<std::uint32_t>{5, 3}, std::vector<std::uint32_t>{5, 5}}) {
+    const std::string reply = RegisterArray(45, indices);
+    EXPECT_NE(reply.find("field 'array': indices must be strictly increasing"), std::string::npos)
+        << reply;
+  }
 }
 
 TEST_F(ArrayElementTest, AnElementPastTheUsersStateLimitWaitsQueued) {
