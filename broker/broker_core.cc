@@ -85,9 +85,12 @@ Result<void> BrokerCore::Start(QueueFile loaded) {
   // they hold that the queue file lost (damaged, deleted, a write that did
   // not land) is rebuilt from them, never killed or dropped.
   for (const auto& [id, summary] : held) {
-    // An array is rebuilt by its elements' records alone (none made yet
-    // has a spec of its own to rebuild from).
+    // An array has no record here: its elements are rebuilt after every
+    // started one has been, from its own spec.
     if (!jobs_.contains(id) && summary.array.empty()) Rebuild(summary);
+  }
+  for (const auto& [id, summary] : held) {
+    if (!summary.array.empty()) RebuildElements(summary, held);
   }
   const double now = clock_.Now();
   std::size_t restored = 0;
@@ -411,7 +414,7 @@ Result<JobRecord> BrokerCore::RecordFor(std::uint64_t id,
   return job;
 }
 
-void BrokerCore::Rebuild(const protocol::JobSummary& summary) {
+void BrokerCore::Rebuild(const protocol::JobSummary& summary, std::optional<ElementOf> element) {
   const std::uint64_t id = summary.id;
   Result<JobRecord> made = RecordFor(id, summary.request);
   JobRecord job = made ? std::move(*made) : JobRecord{};
@@ -425,6 +428,10 @@ void BrokerCore::Rebuild(const protocol::JobSummary& summary) {
   job.output_dest = summary.output_dest;
   job.error_dest = summary.error_dest;
   job.submit_time = summary.request.submit_time;
+  if (element) {
+    job.array_id = element->array;
+    job.array_index = element->index;
+  }
   if (!made) {
     // It no longer fits this machine (the daemon's flags changed): it is
     // kept and reported, never run on a placement it cannot have.
@@ -436,7 +443,7 @@ void BrokerCore::Rebuild(const protocol::JobSummary& summary) {
       if (made) break;
       job.state = JobState::kDone;
       job.end_time = clock_.Now();
-      ForgetOnExecutor(id);
+      if (!element) ForgetOnExecutor(id);  // an element's is its array's
       break;
     case SpecState::kRunning:
       job.state = JobState::kRunning;
@@ -459,8 +466,10 @@ void BrokerCore::Rebuild(const protocol::JobSummary& summary) {
       job.usage = summary.usage;
       break;
   }
-  LogWarning("job " + Id(id) + " (" + job.user + ") was missing from the queue file; rebuilt " +
-             "from the root side's record as " + std::string(protocol::NameOf(job.state)));
+  if (!element) {
+    LogWarning("job " + Id(id) + " (" + job.user + ") was missing from the queue file; rebuilt " +
+               "from the root side's record as " + std::string(protocol::NameOf(job.state)));
+  }
   MarkChanged(id);
   jobs_.emplace(id, std::move(job));
 }
@@ -1381,6 +1390,11 @@ void BrokerCore::ApplyRetention() {
   for (std::uint64_t id : RetentionVictims(jobs_, options_.keep_finished)) {
     JobRecord& job = jobs_.at(id);
     if (job.phase != JobPhase::kIdle) continue;  // a call for it (its forget) is under way
+    // The bargain: an ended element is kept while its array's spec is
+    // (more than --keep-finished may be): the spec lists every index, so
+    // a restart takes an element with neither a record here nor a spec of
+    // its own for one never started (RebuildElements), and would run it.
+    if (job.array_id && array_unmade_.contains(*job.array_id)) continue;
     if (job.on_executor) {
       ForgetOnExecutor(id);
       job.phase = JobPhase::kForgetting;  // OnRetentionForget drops it

@@ -152,8 +152,13 @@ class BrokerCore {
   // lost job (Start) go through it, so both book exactly the same job.
   Result<JobRecord> RecordFor(std::uint64_t id, const protocol::JobRequest& request) const;
   // A job the root side holds but the queue file lost, rebuilt from the
-  // executor's record of it.
-  void Rebuild(const protocol::JobSummary& summary);
+  // executor's record of it. `element`: an unstarted element, from its
+  // array's record (RebuildElements logs for the whole array).
+  struct ElementOf {
+    std::uint64_t array = 0;
+    std::uint32_t index = 0;
+  };
+  void Rebuild(const protocol::JobSummary& summary, std::optional<ElementOf> element = {});
   void Submit(const Peer& peer, const std::string& text, Respond respond);
   void CompleteSubmit(std::uint64_t id, protocol::SubmitRequest request,
                       Result<protocol::RegisterReply> reply, Respond respond);
@@ -192,6 +197,12 @@ class BrokerCore {
   void ElementMadeOrGone(JobRecord& job);
   // For each throttled array (`%N`), how many more elements may start now.
   std::map<std::uint64_t, std::uint32_t> ThrottledRoom() const;
+  // Array `array` (the root side's record, `held` all it holds) after the
+  // queue file lost some of its elements: each element that has a spec
+  // of its own was rebuilt from it and is marked as the array's here;
+  // each that has none (not started) is rebuilt, queued, from the array's.
+  void RebuildElements(const protocol::JobSummary& array,
+                       const std::map<std::uint64_t, protocol::JobSummary>& held);
   void AnswerWhenWritten(Respond respond, Response response,
                          std::function<Response(const Error&)> if_lost = nullptr);
   // A submission whose command dispatch found it cannot execute: ended at

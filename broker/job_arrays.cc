@@ -8,6 +8,20 @@
 #include "protocol/client_messages.h"
 
 namespace hpcb::broker {
+namespace {
+
+// DIR/STEM.ARRAY.log as the root side names element INDEX's
+// (ExecutorServer::MakeArrayElement): DIR/STEM.ARRAY_INDEX.log.
+std::optional<std::string> ElementPath(std::optional<std::string> path, std::uint64_t array,
+                                       std::uint32_t index, const std::string& stem) {
+  const std::string ending = "/" + stem + "." + std::to_string(array) + ".log";
+  if (path && path->ends_with(ending)) {
+    path->replace(path->size() - 4, 4, "_" + std::to_string(index) + ".log");
+  }
+  return path;
+}
+
+}  // namespace
 
 std::vector<std::uint64_t> BrokerCore::ElementsOf(std::uint64_t array) const {
   // The elements hold the ids right after the array's, and no other job
@@ -59,16 +73,13 @@ void BrokerCore::ExpandArray(JobRecord& array, const protocol::SubmitRequest& re
   element.array_id = id;
   element.array_throttle = request.array_throttle;
   element.on_executor = false;
-  // Named as the root side names it (ExecutorServer::MakeArrayElement).
-  const std::string array_log = "/output." + std::to_string(id) + ".log";
-  std::optional<std::string> base;
-  if (element.output_dest && element.output_dest->ends_with(array_log)) {
-    base = element.output_dest->substr(0, element.output_dest->size() - 4);
-  }
+  const std::optional<std::string> output = element.output_dest;
+  const std::optional<std::string> errors = element.error_dest;
   for (std::size_t i = 0; i < request.array.size(); ++i) {
     element.id = id + 1 + i;
     element.array_index = request.array[i];
-    if (base) element.output_dest = *base + "_" + std::to_string(element.array_index) + ".log";
+    element.output_dest = ElementPath(output, id, element.array_index, "output");
+    element.error_dest = ElementPath(errors, id, element.array_index, "error");
     jobs_.emplace(element.id, element);
     MarkChanged(element.id);
   }
@@ -117,6 +128,39 @@ std::map<std::uint64_t, std::uint32_t> BrokerCore::ThrottledRoom() const {
     if (job.holds_placement && slot->second > 0) --slot->second;
   }
   return room;
+}
+
+void BrokerCore::RebuildElements(const protocol::JobSummary& array,
+                                 const std::map<std::uint64_t, protocol::JobSummary>& held) {
+  // The index list is the one registered: the executor takes a started
+  // index out of it in memory only, and never restarts without the broker.
+  protocol::JobSummary unstarted = array;
+  unstarted.array.clear();
+  unstarted.state = protocol::SpecState::kRegistered;
+  std::size_t rebuilt = 0;
+  for (std::size_t i = 0; i < array.array.size(); ++i) {
+    const std::uint64_t id = array.id + 1 + i;
+    const std::uint32_t index = array.array[i];
+    auto found = jobs_.find(id);
+    if (found == jobs_.end() && !held.contains(id)) {
+      unstarted.id = id;
+      unstarted.output_dest = ElementPath(array.output_dest, array.id, index, "output");
+      unstarted.error_dest = ElementPath(array.error_dest, array.id, index, "error");
+      Rebuild(unstarted, ElementOf{array.id, index});
+      ++rebuilt;
+    } else if (found != jobs_.end() && !found->second.array_id) {
+      // Rebuilt from its own spec, which does not name its array.
+      found->second.array_id = array.id;
+      found->second.array_index = index;
+      MarkChanged(id);
+    }
+  }
+  if (rebuilt > 0) {
+    LogWarning("array " + std::to_string(array.id) + ": " + std::to_string(rebuilt) +
+               " unstarted element(s) were missing from the queue file; rebuilt from the " +
+               "array's launch spec, queued (a %N throttle, a hold and --after are the " +
+               "broker's alone and are not restored)");
+  }
 }
 
 }  // namespace hpcb::broker

@@ -977,6 +977,96 @@ TEST_F(ServerCoreTest, JobsTheQueueFileLostAreRebuiltFromTheRootSide) {
   EXPECT_EQ(Submit(1000).id, 12u);
 }
 
+// The queue file is gone while array 5 (indices 2, 4, 6: elements 6 to 8)
+// has one element running: that one is rebuilt from its own spec and
+// marked as the array's; the two never started, which have none, from the
+// array's spec, queued, each named and started as its element.
+TEST_F(ServerCoreTest, AnArraysUnstartedElementsTheQueueFileLostAreRebuiltFromItsSpec) {
+  protocol::JobSummary array;
+  array.id = 5;
+  array.who.uid = 1000;
+  array.who.gid = 1000;
+  array.argv = {"sh", "work.sh"};
+  array.cwd = "/home/alice";
+  array.output_dest = "/home/alice/output.5.log";
+  array.error_dest = "/home/alice/error.5.log";
+  array.request.cpu = 1;
+  array.request.max_time_s = 600;
+  array.array = {2, 4, 6};
+  protocol::JobSummary first = array;
+  first.id = 6;
+  first.array.clear();
+  first.output_dest = "/home/alice/output.5_2.log";
+  first.start_time = 950;
+  first.placement = protocol::PlacementRecord{{1}, {0}, {}, {{-1, 2.5}}, {}, false};
+  executor_.summaries[5] = array;
+  executor_.summaries[6] = first;
+  executor_.hello.registered = {5};
+  executor_.hello.running = {6};
+  executor_.next_id = 9;
+  QueueFile empty;
+  empty.next_id = 1;
+  StartCore(empty);
+
+  ASSERT_NE(core_->Find(6), nullptr);
+  EXPECT_EQ(core_->Find(6)->state, JobState::kRunning);
+  EXPECT_EQ(core_->Find(6)->array_id, 5u);
+  EXPECT_EQ(core_->Find(6)->array_index, 2u);
+  for (std::uint64_t id : {7, 8}) {
+    const JobRecord* element = core_->Find(id);
+    ASSERT_NE(element, nullptr) << "element " << id << " was never started and must not be lost";
+    EXPECT_EQ(element->array_id, 5u);
+    EXPECT_EQ(element->array_index, id == 7 ? 4u : 6u);
+    EXPECT_EQ(element->argv, array.argv);
+    EXPECT_EQ(element->output_dest,
+              "/home/alice/output.5_" + std::to_string(element->array_index) + ".log");
+    EXPECT_EQ(element->error_dest,
+              "/home/alice/error.5_" + std::to_string(element->array_index) + ".log");
+  }
+  ASSERT_EQ(executor_.started.size(), 1u) << "one cpu is free";
+  EXPECT_EQ(executor_.started[0].id, 7u);
+  EXPECT_EQ(executor_.started[0].array, 5u);
+  EXPECT_EQ(executor_.started[0].array_index, 4u);
+  EXPECT_EQ(core_->Find(8)->state, JobState::kQueued);
+  EXPECT_TRUE(executor_.forgotten.empty()) << "element 8 still needs the array's spec";
+  EXPECT_EQ(Submit(1000).id, 9u);
+}
+
+// With --keep-finished 0, an ended element is kept while its array's spec
+// is still held: a restart then finds every element, and runs none again.
+TEST_F(ServerCoreTest, AnEndedElementIsKeptWhileItsArraysSpecIsHeld) {
+  options_.keep_finished = 0;
+  StartCore();
+  protocol::SubmitRequest request;
+  request.argv = {"true"};
+  request.cwd = "/tmp";
+  request.cpu = 1;
+  request.output = "/tmp";
+  request.output_is_dir = true;
+  request.array = {1, 2, 3};
+  request.array_throttle = 1;
+  Result<protocol::SubmitReply> reply =
+      protocol::Decode<protocol::SubmitReply>(Call(1000, protocol::Encode(request)));
+  ASSERT_TRUE(reply);
+  const std::uint64_t array = reply->id;
+  TickNow();
+
+  Exit(array + 1, 0);
+  core_->Flush();
+  executor_.Flush();
+  ASSERT_NE(core_->Find(array + 1), nullptr) << "elements 2 and 3 still need the array's spec";
+  EXPECT_EQ(std::count(executor_.forgotten.begin(), executor_.forgotten.end(), array + 1), 0);
+  Exit(array + 2, 0);
+  ASSERT_EQ(executor_.started.size(), 3u);
+  EXPECT_EQ(std::count(executor_.forgotten.begin(), executor_.forgotten.end(), array), 1)
+      << "each element has its own spec now";
+  Exit(array + 3, 0);
+  core_->Flush();
+  executor_.Flush();
+  EXPECT_EQ(core_->Find(array + 1), nullptr);
+  EXPECT_EQ(core_->Find(array + 3), nullptr);
+}
+
 TEST_F(ServerCoreTest, HelloReconcilesTheLoadedQueue) {
   QueueFile loaded;
   loaded.next_id = 10;
