@@ -787,6 +787,9 @@ std::string BrokerCore::ListPage(ListCursor& cursor, bool* more) {
 }
 
 Result<std::string> BrokerCore::Attach(const Peer& peer, std::uint64_t id, Response& response) {
+  if (!jobs_.contains(id)) {
+    HPCB_ASSIGN_OR_RETURN(id, ElementToAttach(peer, id));
+  }
   HPCB_ASSIGN_OR_RETURN(JobRecord * job, Lookup(peer, id));
   if (job->done() && job->reason == JobReason::kDependency) {
     // It never ran, so there is no output to point at.

@@ -189,6 +189,10 @@ class BrokerCore {
   std::vector<std::uint64_t> ElementsOf(std::uint64_t array) const;
   // Job `id`, or every element of array `id`, each the caller's to act on.
   Result<std::vector<JobRecord*>> LookupJobs(const Peer& peer, std::uint64_t id);
+  // `dispatch attach` of array `array`: its one queued or running element;
+  // if none is, the one that ended last. kFailedPrecondition, naming them
+  // (ARRAY_INDEX), when several are queued or running.
+  Result<std::uint64_t> ElementToAttach(const Peer& peer, std::uint64_t array);
   // A registered array (`array` its record while registering) becomes its
   // elements' records, queued; answers the submission.
   void ExpandArray(JobRecord& array, const protocol::SubmitRequest& request, Respond respond);

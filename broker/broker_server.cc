@@ -212,7 +212,11 @@ void BrokerServer::PumpAttach(std::uint64_t key, Connection& connection) {
   // Opened at once, even for a queued job: the buffer exists from its
   // registration, and an fd opened now still reads it after a delivery has
   // removed it (a short job can start, end and be delivered in between).
-  if (!connection.output.valid() && !connection.output_requested && job != nullptr) {
+  // Trap: an array's element has no buffer until its start makes it; it is
+  // opened on the first turn after, so an element that starts, ends and is
+  // delivered within one turn streams nothing (its output is in its file).
+  if (!connection.output.valid() && !connection.output_requested && job != nullptr &&
+      job->on_executor) {
     connection.output_requested = true;
     core_.OpenOutput(id, [this, key](Result<UniqueFd> fd) {
       auto it = connections_.find(key);

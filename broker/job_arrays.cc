@@ -48,6 +48,31 @@ Result<std::vector<JobRecord*>> BrokerCore::LookupJobs(const Peer& peer, std::ui
   return elements;
 }
 
+Result<std::uint64_t> BrokerCore::ElementToAttach(const Peer& peer, std::uint64_t array) {
+  HPCB_ASSIGN_OR_RETURN(std::vector<JobRecord*> elements, LookupJobs(peer, array));
+  std::vector<const JobRecord*> active;
+  const JobRecord* ended = nullptr;
+  for (const JobRecord* job : elements) {
+    if (!job->done()) {
+      active.push_back(job);
+    } else if (ended == nullptr || job->end_time >= ended->end_time) {
+      ended = job;
+    }
+  }
+  if (active.size() > 1) {
+    std::string ids;
+    for (const JobRecord* job : active) {
+      ids += (ids.empty() ? "" : ", ") + std::to_string(array) + "_" +
+             std::to_string(job->array_index);
+    }
+    return Error(ErrorCode::kFailedPrecondition,
+                 std::to_string(active.size()) + " elements of array " + std::to_string(array) +
+                     " are queued or running (" + ids + "); attach follows one: name it as " +
+                     std::to_string(array) + "_INDEX");
+  }
+  return active.empty() ? ended->id : active.front()->id;
+}
+
 void BrokerCore::ExpandArray(JobRecord& array, const protocol::SubmitRequest& request,
                              Respond respond) {
   const std::uint64_t id = array.id;

@@ -22,6 +22,30 @@ Result<TypedId> ParseTypedId(const std::string& word) {
   return TypedId{*id, static_cast<std::uint32_t>(std::stoul(index))};
 }
 
+std::string TypedIdText(const TypedId& id) {
+  std::string text = std::to_string(id.id);
+  if (id.index) text += "_" + std::to_string(*id.index);
+  return text;
+}
+
+Result<std::vector<TypedId>> ParseTypedIdList(const std::string& text, const char* flag) {
+  std::vector<TypedId> ids;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string word = text.substr(start, comma - start);
+    Result<TypedId> id = ParseTypedId(word);
+    if (!id) {
+      return InvalidArgument(std::string("argument ") + flag + ": '" + word.substr(0, 40) +
+                             "' is not a job id (expected ID[,ID...])");
+    }
+    ids.push_back(*id);
+    start = comma + 1;
+  }
+  return ids;
+}
+
 std::vector<std::uint64_t> ListIdsOf(const std::vector<TypedId>& typed) {
   std::vector<std::uint64_t> ids;
   for (const TypedId& one : typed) {

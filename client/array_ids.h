@@ -1,5 +1,5 @@
-// Job ids as users type them for kill, wait, hold and release: N, or
-// A_I for element I of array A (as list shows it). An element's own id is
+// Job ids as users type them for kill, wait, attach, output, hold, release
+// and --after: N, or A_I for element I of array A (as list shows it). An element's own id is
 // found in a list of the arrays named, which the daemon answers with their
 // elements' rows.
 #ifndef HPCB_CLIENT_ARRAY_IDS_H_
@@ -22,6 +22,13 @@ struct TypedId {
 
 // "argument ID: invalid job id: 'x'" for anything else.
 Result<TypedId> ParseTypedId(const std::string& word);
+
+// "A" or "A_I", as typed (and as Slurm names an element).
+std::string TypedIdText(const TypedId& id);
+
+// "3,4_2,7" for `flag` (--after, --after-any); an error names the flag and
+// the word.
+Result<std::vector<TypedId>> ParseTypedIdList(const std::string& text, const char* flag);
 
 // The ids the list of `typed` ids asks about (each array's once).
 std::vector<std::uint64_t> ListIdsOf(const std::vector<TypedId>& typed);

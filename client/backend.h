@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "client/array_ids.h"
 #include "client/backend_config.h"
 #include "client/io.h"
 #include "client/wait.h"
@@ -34,10 +35,18 @@ class Backend {
   // output folder too); see CheckOutputPlace.
   virtual bool DaemonDeliversOutput() const = 0;
 
+  // Whether an element's ARRAY_INDEX reaches the methods below as typed
+  // (Slurm names an element so itself); else it is looked up first
+  // (JobsWithIds) and they get the element's own id, without an index.
+  virtual bool NamesElementsItself() const = 0;
+
   // `request` as `dispatch new` built it; `command_env` the leading
-  // NAME=VALUE words of the command alone; `wait`: `new --wait`.
+  // NAME=VALUE words of the command alone; `after`: --after/--after-any as
+  // typed (request.after holds them looked up, unless NamesElementsItself);
+  // `wait`: `new --wait`.
   virtual int Submit(const protocol::SubmitRequest& request,
-                     const std::map<std::string, std::string>& command_env, bool wait, Io io) = 0;
+                     const std::map<std::string, std::string>& command_env,
+                     const std::vector<TypedId>& after, bool wait, Io io) = 0;
   // `long_format`: the usage columns (what finished jobs used).
   virtual int List(const protocol::ListRequest& request, bool json, bool long_format, Io io) = 0;
   // The caller's own jobs named `name` (a checked name): queued, running
@@ -48,10 +57,10 @@ class Backend {
   // its elements' rows (array_ids.h). Not rendered, as JobsNamed.
   virtual Result<std::vector<protocol::JobRow>> JobsWithIds(
       const std::vector<std::uint64_t>& ids) = 0;
-  virtual int Attach(std::uint64_t id, Io io) = 0;
-  virtual int Kill(std::uint64_t id, Io io) = 0;
+  virtual int Attach(const TypedId& id, Io io) = 0;
+  virtual int Kill(const TypedId& id, Io io) = 0;
   // `hold` (true) or `release`, job by job; 1 if any was refused.
-  virtual int Hold(const std::vector<std::uint64_t>& ids, bool hold, Io io) = 0;
+  virtual int Hold(const std::vector<TypedId>& ids, bool hold, Io io) = 0;
   // `request.value` is set for set and add.
   virtual int JobField(const protocol::JobFieldRequest& request, bool json, Io io) = 0;
   virtual int Wait(const std::vector<std::uint64_t>& ids, const WaitOptions& options, Io io) = 0;
@@ -59,7 +68,7 @@ class Backend {
   // `drain` (on) or `resume` (off).
   virtual int Drain(bool on, Io io) = 0;
   // `to`: `output --to` as typed, made absolute and checked here.
-  virtual int Output(std::uint64_t id, const std::optional<std::string>& to, Io io) = 0;
+  virtual int Output(const TypedId& id, const std::optional<std::string>& to, Io io) = 0;
 };
 
 // The backend `config` names.

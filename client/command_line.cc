@@ -83,22 +83,4 @@ Result<std::uint64_t> ParseJobId(const std::string& word) {
   return *id;
 }
 
-Result<std::vector<std::uint64_t>> ParseIdList(const std::string& text, const char* flag) {
-  std::vector<std::uint64_t> ids;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    std::size_t comma = text.find(',', start);
-    if (comma == std::string::npos) comma = text.size();
-    const std::string word = text.substr(start, comma - start);
-    std::optional<std::uint64_t> id = JobIdOf(word);
-    if (!id) {
-      return InvalidArgument(std::string("argument ") + flag + ": '" + word.substr(0, 40) +
-                             "' is not a job id (expected ID[,ID...])");
-    }
-    ids.push_back(*id);
-    start = comma + 1;
-  }
-  return ids;
-}
-
 }  // namespace hpcb::client

@@ -45,10 +45,6 @@ std::string MakeAbsolute(const std::string& path, const std::string& cwd);
 // "-1" for 2^64 - 1. The error is "argument ID: invalid job id: '...'".
 Result<std::uint64_t> ParseJobId(const std::string& word);
 
-// "3,4,7" -> {3, 4, 7}, for `flag` (--after, --after-any); an error names
-// the word that is not a job id.
-Result<std::vector<std::uint64_t>> ParseIdList(const std::string& text, const char* flag);
-
 }  // namespace hpcb::client
 
 #endif  // HPCB_CLIENT_COMMAND_LINE_H_

@@ -263,7 +263,7 @@ int RunHold(const std::string& socket, const std::vector<std::uint64_t>& ids, bo
       code = ReportError(reply.error(), io);
       continue;
     }
-    io.out << RenderHold(id, *reply);
+    io.out << RenderHold(std::to_string(id), *reply);
   }
   return code;
 }

@@ -424,8 +424,8 @@ std::string RenderKill(std::uint64_t id, const protocol::KillReply& reply) {
   return "job " + std::to_string(id) + ": kill signal sent\n";
 }
 
-std::string RenderHold(std::uint64_t id, const protocol::HoldReply& reply) {
-  const std::string job = "job " + std::to_string(id);
+std::string RenderHold(const std::string& id, const protocol::HoldReply& reply) {
+  const std::string job = "job " + id;
   if (reply.held) return job + (reply.changed ? " held\n" : " was already held\n");
   return job + (reply.changed ? " released\n" : " was not held\n");
 }

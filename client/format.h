@@ -78,7 +78,8 @@ std::string RenderAttachNotice(std::uint64_t id, const protocol::AttachReply& re
 
 std::string RenderKill(std::uint64_t id, const protocol::KillReply& reply);
 // "job N held", "job N released", or that nothing changed.
-std::string RenderHold(std::uint64_t id, const protocol::HoldReply& reply);
+// `id` as typed (12, or 12_3 for Slurm's element).
+std::string RenderHold(const std::string& id, const protocol::HoldReply& reply);
 
 std::string RenderJobField(std::uint64_t id, std::string_view field, std::string_view action,
                            const protocol::JobFieldReply& reply);

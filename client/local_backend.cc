@@ -10,10 +10,11 @@
 
 namespace hpcb::client {
 
-// request.env already holds the command's NAME=VALUE words.
+// request.env already holds the command's NAME=VALUE words, and
+// request.after the --after ids looked up.
 int LocalBackend::Submit(const protocol::SubmitRequest& request,
-                         const std::map<std::string, std::string>& /*command_env*/, bool wait,
-                         Io io) {
+                         const std::map<std::string, std::string>& /*command_env*/,
+                         const std::vector<TypedId>& /*after*/, bool wait, Io io) {
   if (wait) return RunSubmitAndWait(socket_, request, io);
   return RunSubmit(socket_, request, io);
 }
@@ -37,16 +38,19 @@ Result<std::vector<protocol::JobRow>> LocalBackend::JobsWithIds(
   return std::move(reply.jobs);
 }
 
-int LocalBackend::Attach(std::uint64_t id, Io io) {
-  return RunAttach(socket_, id, io);
+int LocalBackend::Attach(const TypedId& id, Io io) {
+  return RunAttach(socket_, id.id, io);
 }
 
-int LocalBackend::Kill(std::uint64_t id, Io io) {
-  return RunKill(socket_, id, io);
+int LocalBackend::Kill(const TypedId& id, Io io) {
+  return RunKill(socket_, id.id, io);
 }
 
-int LocalBackend::Hold(const std::vector<std::uint64_t>& ids, bool hold, Io io) {
-  return RunHold(socket_, ids, hold, io);
+int LocalBackend::Hold(const std::vector<TypedId>& ids, bool hold, Io io) {
+  std::vector<std::uint64_t> own;
+  for (const TypedId& id : ids)
+    own.push_back(id.id);
+  return RunHold(socket_, own, hold, io);
 }
 
 int LocalBackend::JobField(const protocol::JobFieldRequest& request, bool json, Io io) {
@@ -65,9 +69,9 @@ int LocalBackend::Drain(bool on, Io io) {
   return RunDrain(socket_, on, io);
 }
 
-int LocalBackend::Output(std::uint64_t id, const std::optional<std::string>& to, Io io) {
+int LocalBackend::Output(const TypedId& id, const std::optional<std::string>& to, Io io) {
   protocol::OutputRequest request;
-  request.id = id;
+  request.id = id.id;
   if (to) {
     std::optional<std::string> cwd = CurrentDirectory();
     if (!cwd) {

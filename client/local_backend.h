@@ -15,21 +15,24 @@ class LocalBackend final : public Backend {
   explicit LocalBackend(std::string socket) : socket_(std::move(socket)) {}
 
   bool DaemonDeliversOutput() const override { return true; }
+  bool NamesElementsItself() const override { return false; }
   int Submit(const protocol::SubmitRequest& request,
-             const std::map<std::string, std::string>& command_env, bool wait, Io io) override;
+             const std::map<std::string, std::string>& command_env,
+             const std::vector<TypedId>& after, bool wait, Io io) override;
   int List(const protocol::ListRequest& request, bool json, bool long_format, Io io) override;
   // One list request, filtered by the daemon to the caller's jobs with
   // that name.
   Result<std::vector<protocol::JobRow>> JobsNamed(const std::string& name) override;
   Result<std::vector<protocol::JobRow>> JobsWithIds(const std::vector<std::uint64_t>& ids) override;
-  int Attach(std::uint64_t id, Io io) override;
-  int Kill(std::uint64_t id, Io io) override;
-  int Hold(const std::vector<std::uint64_t>& ids, bool hold, Io io) override;
+  // The ids below are jobs' own (an element's looked up): no index.
+  int Attach(const TypedId& id, Io io) override;
+  int Kill(const TypedId& id, Io io) override;
+  int Hold(const std::vector<TypedId>& ids, bool hold, Io io) override;
   int JobField(const protocol::JobFieldRequest& request, bool json, Io io) override;
   int Wait(const std::vector<std::uint64_t>& ids, const WaitOptions& options, Io io) override;
   int Info(bool json, Io io) override;
   int Drain(bool on, Io io) override;
-  int Output(std::uint64_t id, const std::optional<std::string>& to, Io io) override;
+  int Output(const TypedId& id, const std::optional<std::string>& to, Io io) override;
 
  private:
   std::string socket_;

@@ -13,6 +13,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "client/array_ids.h"
 #include "client/command_line.h"
 #include "client/exec_check.h"
 #include "client/output_place.h"
@@ -45,11 +46,30 @@ void NameSubmitter(protocol::SubmitRequest& request) {
   request.shell = absolute("SHELL");
 }
 
-// Fills `request` from parsed flags; returns an exit code on failure.
-// `delivered_by_daemon`: see Backend::DaemonDeliversOutput.
+// --after's ids as typed, as job ids in `request` (an element's looked
+// up in one list, unless the backend names elements itself: then its
+// array's id stands in, and the backend uses `typed`).
+std::optional<int> ResolveAfter(const std::vector<TypedId>& typed, protocol::SubmitRequest* request,
+                                const Invocation& call) {
+  const bool look_up =
+      !call.backend.NamesElementsItself() &&
+      std::any_of(typed.begin(), typed.end(), [](const TypedId& id) { return id.index; });
+  Result<std::vector<protocol::JobRow>> rows = std::vector<protocol::JobRow>{};
+  if (look_up) rows = call.backend.JobsWithIds(ListIdsOf(typed));
+  if (!rows) return ReportError(rows.error(), call.io);
+  Result<std::vector<std::uint64_t>> ids = ResolveTypedIds(typed, *rows, /*expand_arrays=*/false);
+  if (!ids)
+    return ReportError(Error(ids.error().code(), "--after: " + ids.error().message()), call.io);
+  request->after = std::move(*ids);
+  return std::nullopt;
+}
+
+// Fills `request` (and `after`, --after as typed) from parsed flags;
+// returns an exit code on failure. `delivered_by_daemon`: see
+// Backend::DaemonDeliversOutput.
 std::optional<int> BuildSubmit(const NewFlags& f, const std::vector<std::string>& words,
                                bool delivered_by_daemon, protocol::SubmitRequest* request,
-                               const Invocation& call) {
+                               std::vector<TypedId>* after, const Invocation& call) {
   auto usage_error = [&call](const std::string& message) {
     return UsageError(call.usage, message, call.io);
   };
@@ -148,10 +168,11 @@ std::optional<int> BuildSubmit(const NewFlags& f, const std::vector<std::string>
   for (const auto& [opt, text, name] : {std::tuple{f.after_opt, &f.after, "--after"},
                                         std::tuple{f.after_any_opt, &f.after_any, "--after-any"}}) {
     if (opt->count() == 0) continue;
-    auto ids = ParseIdList(*text, name);
+    auto ids = ParseTypedIdList(*text, name);
     if (!ids) return usage_error(ids.error().message());
-    request->after = *ids;
+    *after = *ids;
     request->after_any = opt == f.after_any_opt;
+    if (std::optional<int> failed = ResolveAfter(*after, request, call)) return failed;
   }
   // Checked here, as the user: the root side never resolves a user's
   // path, and the delivery checks again as the user when the job ends.
@@ -238,11 +259,12 @@ void AddNewFlags(CLI::App* sub, Flags* flags) {
 
 int RunNew(const Flags& flags, const Invocation& call) {
   protocol::SubmitRequest request;
+  std::vector<TypedId> after;
   if (auto code = BuildSubmit(flags.new_job, call.command, call.backend.DaemonDeliversOutput(),
-                              &request, call)) {
+                              &request, &after, call)) {
     return *code;
   }
-  return call.backend.Submit(request, PeelAssignments(call.command).env, flags.new_job.wait,
+  return call.backend.Submit(request, PeelAssignments(call.command).env, after, flags.new_job.wait,
                              call.io);
 }
 

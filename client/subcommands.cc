@@ -21,14 +21,21 @@ Result<std::uint64_t> SingleId(const std::string& word) {
   return ParseJobId(word);
 }
 
-// What kill, wait, attach, hold and release act on, as job ids, or an
-// exit code when there is nothing to act on (a usage error, or said why).
+// What kill, wait, attach, hold and release act on, or an exit code when
+// there is nothing to act on (a usage error, or said why).
 struct Targets {
-  std::vector<std::uint64_t> ids;
+  std::vector<TypedId> ids;
   std::optional<int> exit;
 };
 
-// Only kill and attach take '' (job 0, SingleId).
+std::vector<TypedId> Untyped(const std::vector<std::uint64_t>& ids) {
+  std::vector<TypedId> typed;
+  for (std::uint64_t id : ids)
+    typed.push_back(TypedId{id, std::nullopt});
+  return typed;
+}
+
+// Only kill, attach and output take '' (job 0, as SingleId does for job).
 std::optional<int> RefuseEmptyId(const std::vector<std::string>& words, const Invocation& call) {
   if (std::find(words.begin(), words.end(), "") == words.end()) return std::nullopt;
   return UsageError(call.usage, "argument ID: invalid job id: ''", call.io);
@@ -37,7 +44,8 @@ std::optional<int> RefuseEmptyId(const std::vector<std::string>& words, const In
 // Ids as typed (N or A_I, array_ids.h), as job ids: A_I looked up in one
 // list; with `expand_arrays` (wait), an array's id stands for its
 // elements. kill, hold and release hand an array's id to the daemon,
-// which acts on every element.
+// which acts on every element. A backend that names elements itself
+// (Slurm) gets them as typed.
 Targets IdsOf(const std::vector<std::string>& words, bool expand_arrays, const Invocation& call) {
   std::vector<TypedId> typed;
   bool look_up = expand_arrays;
@@ -47,12 +55,27 @@ Targets IdsOf(const std::vector<std::string>& words, bool expand_arrays, const I
     look_up = look_up || one->index.has_value();
     typed.push_back(*one);
   }
+  if (call.backend.NamesElementsItself()) {
+    // Trap: its wait polls jobs by their own ids, which a pending element
+    // does not have yet.
+    for (const TypedId& one : typed) {
+      if (expand_arrays && one.index) {
+        return {{},
+                ReportError(Error(ErrorCode::kFailedPrecondition,
+                                  "wait " + TypedIdText(one) +
+                                      " is not available with the Slurm backend; 'dispatch wait " +
+                                      std::to_string(one.id) + "' waits for the whole array"),
+                            call.io)};
+      }
+    }
+    return {std::move(typed), std::nullopt};
+  }
   Result<std::vector<protocol::JobRow>> rows = std::vector<protocol::JobRow>{};
   if (look_up) rows = call.backend.JobsWithIds(ListIdsOf(typed));
   if (!rows) return {{}, ReportError(rows.error(), call.io)};
   Result<std::vector<std::uint64_t>> ids = ResolveTypedIds(typed, *rows, expand_arrays);
   if (!ids) return {{}, ReportError(ids.error(), call.io)};
-  return {std::move(*ids), std::nullopt};
+  return {Untyped(*ids), std::nullopt};
 }
 
 // kill, wait and attach take ids or --name NAME.
@@ -85,7 +108,7 @@ Targets TargetsOf(const Flags& flags, const std::vector<std::string>& ids, Named
   if (!rows) return {{}, ReportError(rows.error(), call.io)};
   Result<std::vector<std::uint64_t>> picked = JobsForName(*rows, flags.job_name, use);
   if (!picked) return {{}, ReportError(picked.error(), call.io)};
-  return {std::move(*picked), std::nullopt};
+  return {Untyped(*picked), std::nullopt};
 }
 
 void AddList(CLI::App* sub, Flags* flags) {
@@ -109,6 +132,7 @@ void AddAttach(CLI::App* sub, Flags* flags) {
 int RunAttach(const Flags& flags, const Invocation& call) {
   Targets targets = TargetsOf(flags, {flags.attach_id}, NamedUse::kAttach, call);
   if (targets.exit) return *targets.exit;
+  // An array's id goes to the daemon, which picks the element to follow.
   return call.backend.Attach(targets.ids.front(), call.io);
 }
 
@@ -122,7 +146,7 @@ int RunKill(const Flags& flags, const Invocation& call) {
   Targets targets = TargetsOf(flags, {flags.kill_id}, NamedUse::kKill, call);
   if (targets.exit) return *targets.exit;
   int code = kExitOk;
-  for (std::uint64_t id : targets.ids) {
+  for (const TypedId& id : targets.ids) {
     if (int killed = call.backend.Kill(id, call.io); killed != kExitOk) code = killed;
   }
   return code;
@@ -190,11 +214,11 @@ void AddOutput(CLI::App* sub, Flags* flags) {
 
 int RunOutput(const Flags& flags, const Invocation& call) {
   const OutputFlags& f = flags.output;
-  Result<std::uint64_t> id = SingleId(f.id);
-  if (!id) return UsageError(call.usage, id.error().message(), call.io);
+  Targets targets = IdsOf({f.id}, /*expand_arrays=*/false, call);
+  if (targets.exit) return *targets.exit;
   std::optional<std::string> to;
   if (f.to_opt->count() > 0) to = f.to;
-  return call.backend.Output(*id, to, call.io);
+  return call.backend.Output(targets.ids.front(), to, call.io);
 }
 
 void AddWait(CLI::App* sub, Flags* flags) {
@@ -215,7 +239,10 @@ int RunWait(const Flags& flags, const Invocation& call) {
   }
   Targets targets = TargetsOf(flags, flags.ids, NamedUse::kWait, call);
   if (targets.exit) return *targets.exit;
-  return call.backend.Wait(targets.ids, options, call.io);
+  std::vector<std::uint64_t> ids;
+  for (const TypedId& id : targets.ids)
+    ids.push_back(id.id);  // an element's looked up (IdsOf)
+  return call.backend.Wait(ids, options, call.io);
 }
 
 void AddIds(CLI::App* sub, Flags* flags) {

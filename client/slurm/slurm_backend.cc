@@ -126,9 +126,9 @@ struct Followed {
 // Prints the output file at `path` of job `id` (`job` as scontrol last
 // showed it) from its first byte as it grows, asking slurmctld every
 // poll_interval whether the job has ended.
-Followed FollowOutput(const BackendConfig& config, std::uint64_t id, const std::string& path,
+Followed FollowOutput(const BackendConfig& config, const std::string& id, const std::string& path,
                       std::map<std::string, std::string> job, Io io) {
-  const std::string name = "job " + IdText(id);
+  const std::string name = "job " + id;
   Tail tail;
   bool opened = false;
   bool forgotten = false;  // slurmctld no longer knows the job: it ended
@@ -183,7 +183,8 @@ Followed FollowOutput(const BackendConfig& config, std::uint64_t id, const std::
 SlurmBackend::SlurmBackend(BackendConfig config) : config_(std::move(config)) {}
 
 int SlurmBackend::Submit(const protocol::SubmitRequest& request,
-                         const std::map<std::string, std::string>& command_env, bool wait, Io io) {
+                         const std::map<std::string, std::string>& command_env,
+                         const std::vector<TypedId>& after, bool wait, Io io) {
   // Not request.exec_error: Slurm runs the command on a node of its
   // choosing, whose files this machine's need not be.
   protocol::SubmitRequest checked = request;
@@ -194,7 +195,10 @@ int SlurmBackend::Submit(const protocol::SubmitRequest& request,
   // The output place was checked as the user when the request was built
   // (CheckOutputPlace, as for the local backend): Slurm itself would
   // only fail the job once it starts.
-  auto job = MapSubmit(checked, command_env, *who, checked.output_is_dir);
+  std::vector<std::string> dependencies;
+  for (const TypedId& id : after)
+    dependencies.push_back(TypedIdText(id));
+  auto job = MapSubmit(checked, command_env, *who, checked.output_is_dir, dependencies);
   if (!job) return ReportSlurmError(job.error(), io);
   auto outcome = RunTool(config_, "sbatch", job->args, job->script);
   if (!outcome) return ReportSlurmError(outcome.error(), io);
@@ -225,14 +229,14 @@ int SlurmBackend::Submit(const protocol::SubmitRequest& request,
 
 int SlurmBackend::FollowThenWait(std::uint64_t id, const std::string& path, Io io) {
   if (!path.empty()) {
-    auto job = ShowJob(config_, id);
+    auto job = ShowJob(config_, IdText(id));
     if (!job) return ReportSlurmError(job.error(), io);
     const std::string state = Field(*job, "JobState");
     if (MapJobState(state).state == protocol::JobState::kQueued) {
       io.err << "job " << id << " is queued; waiting for it to start...\n";
       io.err.flush();
     }
-    Followed followed = FollowOutput(config_, id, path, std::move(*job), io);
+    Followed followed = FollowOutput(config_, IdText(id), path, std::move(*job), io);
     if (followed.code != kExitOk) return followed.code;
     // A job that never started wrote nothing; the wait says why.
     auto row = JobRowOf(config_, id);
@@ -319,12 +323,13 @@ Result<std::vector<protocol::JobRow>> SlurmBackend::JobsNamed(const std::string&
   return rows;
 }
 
-int SlurmBackend::Attach(std::uint64_t id, Io io) {
+int SlurmBackend::Attach(const TypedId& typed, Io io) {
+  const std::string id = TypedIdText(typed);
   auto job = ShowJob(config_, id);
   if (!job) return ReportSlurmError(job.error(), io);
   const std::string state = Field(*job, "JobState");
   const std::string path = Field(*job, "StdOut");
-  const std::string name = "job " + IdText(id);
+  const std::string name = "job " + id;
   if (path.empty() || path == "/dev/null") {
     io.err << name
            << (IsTerminalState(state)
@@ -345,22 +350,22 @@ int SlurmBackend::Attach(std::uint64_t id, Io io) {
                           io);
 }
 
-int SlurmBackend::Kill(std::uint64_t id, Io io) {
+int SlurmBackend::Kill(const TypedId& typed, Io io) {
+  const std::string id = TypedIdText(typed);
   auto job = ShowJob(config_, id);
   if (!job) return ReportSlurmError(job.error(), io);
   const std::string state = Field(*job, "JobState");
   if (IsTerminalState(state)) {
     return ReportSlurmError(
-        Error(ErrorCode::kFailedPrecondition, "job " + IdText(id) + " already finished"), io);
+        Error(ErrorCode::kFailedPrecondition, "job " + id + " already finished"), io);
   }
-  auto outcome = RunTool(config_, "scancel", {IdText(id)});
+  auto outcome = RunTool(config_, "scancel", {id});
   if (!outcome) return ReportSlurmError(outcome.error(), io);
   // scancel says "error:" (or "denied") yet may exit 0.
   if (!outcome->succeeded() || !Trimmed(outcome->err).empty()) {
-    return ReportSlurmError(
-        Error(ErrorCode::kFailedPrecondition,
-              "Slurm refused to cancel job " + IdText(id) + ": " + Complaint(*outcome)),
-        io);
+    return ReportSlurmError(Error(ErrorCode::kFailedPrecondition,
+                                  "Slurm refused to cancel job " + id + ": " + Complaint(*outcome)),
+                            io);
   }
   if (MapJobState(state).state == protocol::JobState::kQueued) {
     io.out << "job " << id << " removed from the queue\n";
@@ -370,10 +375,11 @@ int SlurmBackend::Kill(std::uint64_t id, Io io) {
   return kExitOk;
 }
 
-int SlurmBackend::Hold(const std::vector<std::uint64_t>& ids, bool hold, Io io) {
+int SlurmBackend::Hold(const std::vector<TypedId>& ids, bool hold, Io io) {
   const char* verb = hold ? "hold" : "release";
   int code = kExitOk;
-  for (std::uint64_t id : ids) {
+  for (const TypedId& typed : ids) {
+    const std::string id = TypedIdText(typed);
     auto job = ShowJob(config_, id);
     if (!job) {
       code = ReportSlurmError(job.error(), io);
@@ -381,11 +387,11 @@ int SlurmBackend::Hold(const std::vector<std::uint64_t>& ids, bool hold, Io io) 
     }
     const std::string state = Field(*job, "JobState");
     if (MapJobState(state).state != protocol::JobState::kQueued) {
-      code = ReportSlurmError(Error(ErrorCode::kFailedPrecondition,
-                                    "job " + IdText(id) + " " +
-                                        (IsTerminalState(state) ? "has finished" : "is running") +
-                                        "; only a queued job can be held or released"),
-                              io);
+      code = ReportSlurmError(
+          Error(ErrorCode::kFailedPrecondition,
+                "job " + id + " " + (IsTerminalState(state) ? "has finished" : "is running") +
+                    "; only a queued job can be held or released"),
+          io);
       continue;
     }
     const std::string reason = Field(*job, "Reason");
@@ -394,7 +400,7 @@ int SlurmBackend::Hold(const std::vector<std::uint64_t>& ids, bool hold, Io io) 
       io.out << RenderHold(id, protocol::HoldReply{hold, false});
       continue;
     }
-    auto outcome = RunTool(config_, "scontrol", {verb, IdText(id)});
+    auto outcome = RunTool(config_, "scontrol", {verb, id});
     if (!outcome) {
       code = ReportSlurmError(outcome.error(), io);
       continue;
@@ -402,7 +408,7 @@ int SlurmBackend::Hold(const std::vector<std::uint64_t>& ids, bool hold, Io io) 
     if (!outcome->succeeded() || !Trimmed(outcome->err).empty()) {
       code = ReportSlurmError(
           Error(ErrorCode::kFailedPrecondition, "Slurm refused to " + std::string(verb) + " job " +
-                                                    IdText(id) + ": " + Complaint(*outcome)),
+                                                    id + ": " + Complaint(*outcome)),
           io);
       continue;
     }
@@ -414,7 +420,7 @@ int SlurmBackend::Hold(const std::vector<std::uint64_t>& ids, bool hold, Io io) 
 // Plain text even with --json: there is no daemon reply to print.
 int SlurmBackend::JobField(const protocol::JobFieldRequest& request, bool /*json*/, Io io) {
   const std::uint64_t id = request.id;
-  auto job = ShowJob(config_, id);
+  auto job = ShowJob(config_, IdText(id));
   if (!job) return ReportSlurmError(job.error(), io);
   auto before = TimeLimitOf(*job, id);
   if (!before) return ReportSlurmError(before.error(), io);
@@ -449,7 +455,7 @@ int SlurmBackend::JobField(const protocol::JobFieldRequest& request, bool /*json
                                       "takes a Slurm operator or administrator)"),
                             io);
   }
-  auto updated = ShowJob(config_, id);
+  auto updated = ShowJob(config_, IdText(id));
   if (!updated) return ReportSlurmError(updated.error(), io);
   auto after = TimeLimitOf(*updated, id);
   if (!after) return ReportSlurmError(after.error(), io);
@@ -550,7 +556,8 @@ int SlurmBackend::Drain(bool on, Io io) {
   return kExitOk;
 }
 
-int SlurmBackend::Output(std::uint64_t id, const std::optional<std::string>& to, Io io) {
+int SlurmBackend::Output(const TypedId& typed, const std::optional<std::string>& to, Io io) {
+  const std::string id = TypedIdText(typed);
   if (to) {
     return ReportSlurmError(
         Error(ErrorCode::kFailedPrecondition,
@@ -561,18 +568,17 @@ int SlurmBackend::Output(std::uint64_t id, const std::optional<std::string>& to,
   auto job = ShowJob(config_, id);
   if (!job) return ReportSlurmError(job.error(), io);
   const std::string path = Field(*job, "StdOut");
-  const std::string name = "job " + IdText(id);
+  const std::string name = "job " + id;
   if (path.empty() || path == "/dev/null") {
     return ReportSlurmError(
         Error(ErrorCode::kFailedPrecondition, name + " ran with --no-output; nothing was kept"),
         io);
   }
   if (!IsTerminalState(Field(*job, "JobState"))) {
-    return ReportSlurmError(
-        Error(ErrorCode::kFailedPrecondition,
-              name + " has not finished; Slurm writes its output to " + path +
-                  " as it runs ('dispatch attach " + IdText(id) + "' follows it)"),
-        io);
+    return ReportSlurmError(Error(ErrorCode::kFailedPrecondition,
+                                  name + " has not finished; Slurm writes its output to " + path +
+                                      " as it runs ('dispatch attach " + id + "' follows it)"),
+                            io);
   }
   if (::access(path.c_str(), F_OK) != 0) {
     return ReportSlurmError(

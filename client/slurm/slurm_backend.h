@@ -25,32 +25,36 @@ class SlurmBackend final : public Backend {
   explicit SlurmBackend(BackendConfig config);
 
   bool DaemonDeliversOutput() const override { return false; }
+  // Slurm takes an element's ARRAY_INDEX itself (scancel, scontrol,
+  // sbatch --dependency), and an array's id for all its elements.
+  bool NamesElementsItself() const override { return true; }
   // sbatch gets `command_env` alone: request.env also holds the forwarded
   // environment, which sbatch --export=ALL forwards itself.
   int Submit(const protocol::SubmitRequest& request,
-             const std::map<std::string, std::string>& command_env, bool wait, Io io) override;
+             const std::map<std::string, std::string>& command_env,
+             const std::vector<TypedId>& after, bool wait, Io io) override;
   int List(const protocol::ListRequest& request, bool json, bool long_format, Io io) override;
   // `squeue --user=<you> --name=NAME --states=all`: finished jobs only
   // while slurmctld remembers them (MinJobAge).
   Result<std::vector<protocol::JobRow>> JobsNamed(const std::string& name) override;
-  // None: Slurm takes an array's id itself (scancel, scontrol hold), and
-  // an element's A_I is not looked up (array_ids.h).
+  // None: Slurm takes an array's id and an element's A_I itself
+  // (NamesElementsItself).
   Result<std::vector<protocol::JobRow>> JobsWithIds(
       const std::vector<std::uint64_t>& /*ids*/) override {
     return std::vector<protocol::JobRow>{};
   }
-  int Attach(std::uint64_t id, Io io) override;
-  int Kill(std::uint64_t id, Io io) override;
+  int Attach(const TypedId& id, Io io) override;
+  int Kill(const TypedId& id, Io io) override;
   // `scontrol hold` / `scontrol release`, job by job, said as the local
   // backend says it.
-  int Hold(const std::vector<std::uint64_t>& ids, bool hold, Io io) override;
+  int Hold(const std::vector<TypedId>& ids, bool hold, Io io) override;
   int JobField(const protocol::JobFieldRequest& request, bool json, Io io) override;
   // The local backend's wait loop (WaitForJobs) over JobRowOf: the same
   // lines and exit codes.
   int Wait(const std::vector<std::uint64_t>& ids, const WaitOptions& options, Io io) override;
   int Info(bool json, Io io) override;
   int Drain(bool on, Io io) override;
-  int Output(std::uint64_t id, const std::optional<std::string>& to, Io io) override;
+  int Output(const TypedId& id, const std::optional<std::string>& to, Io io) override;
 
  private:
   // `new --wait` once job `id` is submitted: its output file (`path`;

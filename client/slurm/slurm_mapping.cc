@@ -129,7 +129,8 @@ Result<Submitter> ParsePasswdEntry(std::string_view line, std::uint32_t uid) {
 
 Result<SbatchJob> MapSubmit(const protocol::SubmitRequest& request,
                             const std::map<std::string, std::string>& command_env,
-                            const Submitter& who, bool output_is_dir) {
+                            const Submitter& who, bool output_is_dir,
+                            const std::vector<std::string>& after) {
   if (request.min_gpu_link) {
     return Refused("--gpu-link",
                    "Slurm cannot be asked for GPUs joined by a given link (NV, PIX, PXB, PHB, "
@@ -186,8 +187,12 @@ Result<SbatchJob> MapSubmit(const protocol::SubmitRequest& request,
   }
   if (!request.after.empty()) {
     std::string dependency = request.after_any ? "--dependency=afterany" : "--dependency=afterok";
-    for (std::uint64_t id : request.after)
-      dependency += ":" + std::to_string(id);
+    if (after.empty()) {
+      for (std::uint64_t id : request.after)
+        dependency += ":" + std::to_string(id);
+    }
+    for (const std::string& id : after)
+      dependency += ":" + id;
     args.push_back(dependency);
     // As locally, a job whose --after can no longer be met ends (as
     // "dependency") instead of staying queued for ever, which is Slurm's

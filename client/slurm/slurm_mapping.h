@@ -43,11 +43,14 @@ struct SbatchJob {
 
 // `request` as parsed from `dispatch new` (its env is ignored);
 // `command_env` holds the leading NAME=VALUE words of the command;
-// `output_is_dir` says whether request.output names an existing directory.
+// `output_is_dir` says whether request.output names an existing directory;
+// `after`: --after's ids as typed (12, or 12_3 for an element), which
+// Slurm's dependencies take as they are; empty: request.after.
 // Options Slurm cannot honour are refused here, with the reason.
 Result<SbatchJob> MapSubmit(const protocol::SubmitRequest& request,
                             const std::map<std::string, std::string>& command_env,
-                            const Submitter& who, bool output_is_dir);
+                            const Submitter& who, bool output_is_dir,
+                            const std::vector<std::string>& after = {});
 
 // The submitter from the password-database entry of `uid` as `getent
 // passwd` prints it: "name:password:uid:gid:gecos:home:shell".

@@ -119,26 +119,26 @@ Result<Submitter> CurrentUser(const BackendConfig& config) {
   return ParsePasswdEntry(outcome.out, ::getuid());
 }
 
-Error NoSuchJob(std::uint64_t id) {
+Error NoSuchJob(const std::string& id) {
   return Error(ErrorCode::kNotFound,
-               "no such job " + IdText(id) +
+               "no such job " + id +
                    " (Slurm does not know it: it never existed, or ended long enough ago "
                    "that slurmctld has forgotten it)");
 }
 
-Result<std::map<std::string, std::string>> ShowJob(const BackendConfig& config, std::uint64_t id) {
-  HPCB_ASSIGN_OR_RETURN(ProcessOutcome outcome,
-                        RunTool(config, "scontrol", {"show", "job", IdText(id)}));
+Result<std::map<std::string, std::string>> ShowJob(const BackendConfig& config,
+                                                   const std::string& id) {
+  HPCB_ASSIGN_OR_RETURN(ProcessOutcome outcome, RunTool(config, "scontrol", {"show", "job", id}));
   if (!outcome.succeeded()) {
     if (SaysInvalidJobId(outcome)) return NoSuchJob(id);
     return Error(SaysControllerUnreachable(outcome) ? ErrorCode::kUnavailable
                                                     : ErrorCode::kFailedPrecondition,
-                 "cannot read job " + IdText(id) + ": " + Complaint(outcome));
+                 "cannot read job " + id + ": " + Complaint(outcome));
   }
   auto fields = ParseScontrolRecord(outcome.out);
   if (fields.count("JobState") == 0) {
-    return Error(ErrorCode::kInternal, "scontrol show job " + IdText(id) +
-                                           " printed no JobState: " + Trimmed(outcome.out));
+    return Error(ErrorCode::kInternal,
+                 "scontrol show job " + id + " printed no JobState: " + Trimmed(outcome.out));
   }
   return fields;
 }
@@ -150,19 +150,19 @@ Result<protocol::JobRow> AccountedRow(const BackendConfig& config, std::uint64_t
   HPCB_ASSIGN_OR_RETURN(ProcessOutcome outcome,
                         RunTool(config, "sacct", SacctArgs({"--jobs=" + IdText(id)})));
   if (!outcome.succeeded()) {
-    if (SaysNoAccounting(outcome)) return NoSuchJob(id);
+    if (SaysNoAccounting(outcome)) return NoSuchJob(IdText(id));
     return Error(ErrorCode::kFailedPrecondition, "sacct: " + Complaint(outcome));
   }
   for (SlurmJob& found : ParseSacct(outcome.out)) {
     if (found.row.id == id) return std::move(found.row);
   }
-  return NoSuchJob(id);
+  return NoSuchJob(IdText(id));
 }
 
 }  // namespace
 
 Result<protocol::JobRow> JobRowOf(const BackendConfig& config, std::uint64_t id) {
-  auto job = ShowJob(config, id);
+  auto job = ShowJob(config, IdText(id));
   if (job) return RowFromShowJob(id, *job);
   if (job.error().code() != ErrorCode::kNotFound) return job.error();
   return AccountedRow(config, id);

@@ -48,12 +48,14 @@ Result<std::string> ToolOutput(const BackendConfig& config, const std::string& t
 // The calling user as the password database has it (through getent).
 Result<Submitter> CurrentUser(const BackendConfig& config);
 
-// kNotFound, saying that Slurm does not know job `id`.
-Error NoSuchJob(std::uint64_t id);
+// kNotFound, saying that Slurm does not know job `id` (as typed: 12, 12_3).
+Error NoSuchJob(const std::string& id);
 
 // `scontrol show job ID`, read into KEY -> VALUE; NoSuchJob when Slurm
-// does not know the job.
-Result<std::map<std::string, std::string>> ShowJob(const BackendConfig& config, std::uint64_t id);
+// does not know the job. `id` as Slurm takes it: 12, or 12_3 for an
+// array's element (whose record is the array's while it is pending).
+Result<std::map<std::string, std::string>> ShowJob(const BackendConfig& config,
+                                                   const std::string& id);
 
 // Job `id` as slurmctld shows it (RowFromShowJob), else as sacct recorded
 // it; NoSuchJob when neither knows it (without accounting, a job slurmctld

@@ -64,6 +64,21 @@ TEST(ArrayIdsTest, ElementIdsAreLookedUpAndArraysExpandedOnlyWhenAsked) {
   EXPECT_EQ(missing.error().message(), "no such job 12_2");
 }
 
+TEST(ArrayIdsTest, AfterListsTakeElementsAndSayWhichWordIsNotAnId) {
+  Result<std::vector<TypedId>> ids = ParseTypedIdList("12_5,16", "--after");
+  ASSERT_TRUE(ids);
+  ASSERT_EQ(ids->size(), 2u);
+  EXPECT_EQ(TypedIdText((*ids)[0]), "12_5");
+  EXPECT_EQ(TypedIdText((*ids)[1]), "16");
+  for (const char* bad : {"", "3,", "0", "12_x", "x"}) {
+    Result<std::vector<TypedId>> parsed = ParseTypedIdList(bad, "--after-any");
+    ASSERT_FALSE(parsed) << bad;
+    EXPECT_NE(parsed.error().message().find("argument --after-any: '"), std::string::npos);
+    EXPECT_NE(parsed.error().message().find("' is not a job id (expected ID[,ID...])"),
+              std::string::npos);
+  }
+}
+
 TEST(ArrayRowsTest, AnArrayIsOneLineWithCountsUnlessExpanded) {
   std::vector<ListLine> folded = ListLines(kArrayRows, /*fold=*/true);
   ASSERT_EQ(folded.size(), 2u);

@@ -1,11 +1,13 @@
 // End to end: job arrays (`dispatch new --array`): each element runs with
 // its index in HPC_BATCH_ARRAY_INDEX and writes output.ARRAY_INDEX.log;
-// list folds an array, --long shows its elements; kill, wait, hold and
-// --after take the array's id or an element's ARRAY_INDEX; the queued part
-// of an array outlives a restart; the per-user cap counts elements.
+// list folds an array, --long shows its elements; kill, wait, hold,
+// attach and --after take the array's id or an element's ARRAY_INDEX; the
+// queued part of an array outlives a restart, and the loss of the queue
+// file; the per-user cap counts elements.
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <regex>
 #include <string>
 #include <thread>
@@ -151,6 +153,116 @@ TEST_F(ArrayE2eTest, AQueuedArrayOutlivesARestartAndThenRuns) {
     EXPECT_EQ(testing::ReadText(daemon_.work() + "/output." + array + "_" + index + ".log"),
               std::string("i=") + index + "\n");
   }
+}
+
+// --after ARRAY_INDEX waits for that element, --after ARRAY for every
+// element (as Slurm's afterok on an array's id), both across a restart;
+// an element that is not there is refused by the client.
+TEST_F(ArrayE2eTest, AfterTakesOneElementOrTheWholeArrayAcrossARestart) {
+  StartOrFail();
+  const int sleeper = Submit({"--", "sleep", "2"});
+  const std::string array = std::to_string(
+      Submit({"--array", "1-2", "--after", std::to_string(sleeper), "--no-output", "--", "sh", "-c",
+              "sleep $HPC_BATCH_ARRAY_INDEX; touch done.$HPC_BATCH_ARRAY_INDEX"}));
+  const int on_one =
+      Submit({"--after", array + "_2", "--no-output", "--", "sh", "-c", "test -e done.2"});
+  const int on_all = Submit(
+      {"--after", array, "--no-output", "--", "sh", "-c", "test -e done.1 && test -e done.2"});
+  const int on_any = Submit({"--after-any", std::to_string(sleeper) + "," + array + "_1",
+                             "--no-output", "--", "sh", "-c", "test -e done.1"});
+  ASSERT_GT(on_one, 0);
+  ASSERT_GT(on_all, 0);
+  ASSERT_GT(on_any, 0);
+  CommandResult missing = Dispatch({"new", "--after", array + "_7", "--", "true"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(missing.err, "dispatch: --after: no such job " + array + "_7\n");
+
+  daemon_.Stop();
+  StartOrFail();
+  for (int job : {on_one, on_all, on_any}) {
+    CommandResult waited = Dispatch({"wait", std::to_string(job)});
+    EXPECT_EQ(waited.exit_code, 0) << job << ": " << waited.err << daemon_.log();
+  }
+}
+
+// attach ARRAY follows its one queued or running element, and refuses,
+// naming them, while several are; attach and wait take ARRAY_INDEX.
+TEST_F(ArrayE2eTest, AttachTakesAnElementOrAnArrayWithOneElementLeft) {
+  StartOrFail();
+  const int sleeper = Submit({"--", "sleep", "30"});
+  const std::string array = std::to_string(
+      Submit({"--array", "1-2", "--after-any", std::to_string(sleeper), "--output", daemon_.work(),
+              "--", "sh", "-c", "sleep 1; echo out=$HPC_BATCH_ARRAY_INDEX"}));
+
+  CommandResult several = Dispatch({"attach", array});
+  EXPECT_EQ(several.exit_code, 1);
+  EXPECT_EQ(several.err, "dispatch: 2 elements of array " + array + " are queued or running (" +
+                             array + "_1, " + array + "_2); attach follows one: name it as " +
+                             array + "_INDEX\n");
+  EXPECT_EQ(Dispatch({"kill", array + "_1"}).exit_code, 0);
+  EXPECT_EQ(Dispatch({"kill", std::to_string(sleeper)}).exit_code, 0);
+  CommandResult one = Dispatch({"attach", array});
+  EXPECT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_EQ(one.out, "out=2\n") << one.err;
+
+  CommandResult element = Dispatch({"attach", array + "_2"});
+  EXPECT_EQ(element.exit_code, 0) << element.err;
+  EXPECT_NE(element.err.find("has finished"), std::string::npos) << element.err;
+  CommandResult waited = Dispatch({"wait", array + "_2"});
+  EXPECT_EQ(waited.exit_code, 0) << waited.err;
+  EXPECT_EQ(Dispatch({"attach", array + "_9"}).err, "dispatch: no such job " + array + "_9\n");
+}
+
+// The queue file and its journal are lost while an array waits: its
+// elements, which have no spec of their own yet, are rebuilt from the
+// array's (the --after is the broker's alone and goes with the file).
+TEST_F(ArrayE2eTest, AQueuedArrayOutlivesTheLossOfTheQueueFile) {
+  StartOrFail();
+  const int sleeper = Submit({"--", "sleep", "30"});
+  const std::string array =
+      std::to_string(Submit({"--array", "0-2", "--after", std::to_string(sleeper), "--output",
+                             daemon_.work(), "--", "sh", "-c", "echo i=$HPC_BATCH_ARRAY_INDEX"}));
+
+  daemon_.Stop();
+  std::filesystem::remove(daemon_.state() + "/broker/queue.json");
+  std::filesystem::remove(daemon_.state() + "/broker/queue.journal");
+  StartOrFail();
+  CommandResult waited = Dispatch({"wait", array});
+  EXPECT_EQ(waited.exit_code, 0) << waited.err << daemon_.log();
+  for (const char* index : {"0", "1", "2"}) {
+    EXPECT_EQ(testing::ReadText(daemon_.work() + "/output." + array + "_" + index + ".log"),
+              std::string("i=") + index + "\n");
+  }
+  EXPECT_NE(RowWithId(Dispatch({"list", "--finished"}).out, array + "_[0-2]").find("3 done"),
+            std::string::npos)
+      << Dispatch({"list", "--finished"}).out;
+  EXPECT_EQ(Dispatch({"kill", std::to_string(sleeper)}).exit_code, 0);
+}
+
+// --max-queued-per-user counts an array's queued elements as jobs, both
+// for a later plain job and for a later array.
+TEST_F(ArrayE2eTest, QueuedElementsCountAgainstThePerUserCap) {
+  StartOrFail({"--max-queued-per-user", "5"});
+  const std::string sleeper = std::to_string(Submit({"--", "sleep", "30"}));
+  // Started, so that it is not one of the queued jobs counted.
+  ASSERT_TRUE(DaemonHarness::WaitFor(
+      [&] {
+        return Dispatch({"list", "--json"}).out.find("\"state\":\"running\"") != std::string::npos;
+      },
+      std::chrono::seconds(20)));
+  Submit({"--array", "1-3", "--after", sleeper, "--no-output", "--", "true"});
+  CommandResult second = Dispatch({"new", "--array", "1-3", "--after", sleeper, "--", "true"});
+  EXPECT_EQ(second.exit_code, 1);
+  EXPECT_NE(second.err.find("you have 3 queued jobs and this array has 3 elements"),
+            std::string::npos)
+      << second.err;
+  Submit({"--after", sleeper, "--no-output", "--", "true"});
+  Submit({"--after", sleeper, "--no-output", "--", "true"});
+  CommandResult sixth = Dispatch({"new", "--after", sleeper, "--no-output", "--", "true"});
+  EXPECT_EQ(sixth.exit_code, 1);
+  EXPECT_NE(sixth.err.find("you have 5 queued jobs, the most one user may have"), std::string::npos)
+      << sixth.err;
+  EXPECT_EQ(Dispatch({"kill", sleeper}).exit_code, 0);
 }
 
 TEST_F(ArrayE2eTest, ThePerUserCapCountsElementsAndABadSpecIsAUsageError) {
