@@ -51,8 +51,11 @@ void NameSubmitter(protocol::SubmitRequest& request) {
 // array's id stands in, and the backend uses `typed`).
 std::optional<int> ResolveAfter(const std::vector<TypedId>& typed, protocol::SubmitRequest* request,
                                 const Invocation& call) {
+  if (call.backend.NamesElementsItself()) {
+    request->after = ListIdsOf(typed);
+    return std::nullopt;
+  }
   const bool look_up =
-      !call.backend.NamesElementsItself() &&
       std::any_of(typed.begin(), typed.end(), [](const TypedId& id) { return id.index; });
   Result<std::vector<protocol::JobRow>> rows = std::vector<protocol::JobRow>{};
   if (look_up) rows = call.backend.JobsWithIds(ListIdsOf(typed));

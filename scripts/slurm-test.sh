@@ -445,6 +445,44 @@ array_ran() {
   wait_for 90 "array $ida to run" array_ran &&
   ok "--array runs each element with its index and its own output; list names them" || bad "--array"
 
+# 8f. An element's ARRAY_INDEX is Slurm's own name for it: hold, release,
+# kill, --after, attach and output take it as it is; wait refuses it.
+run ae0 dispatch new --no-output -- sleep 4
+ide0=$(job_id ae0)
+run ae1 dispatch new --array 1-3 --after "$ide0" -- sh -c 'echo "element=$HPC_BATCH_ARRAY_INDEX"'
+ide=$(job_id ae1)
+run ae2 dispatch hold "${ide}_2"
+held_reason() { timeout 10 squeue -h -j "${ide}_2" -o %r 2>/dev/null; }
+[ "$(rc_of ae2)" = 0 ] && [ "$(out_of ae2)" = "job ${ide}_2 held" ] && held_reason | grep -q JobHeldUser &&
+  ok "hold ARRAY_INDEX holds that element" || bad "hold ARRAY_INDEX ($(held_reason))"
+run ae3 dispatch release "${ide}_2"
+[ "$(rc_of ae3)" = 0 ] && [ "$(out_of ae3)" = "job ${ide}_2 released" ] &&
+  ok "release ARRAY_INDEX releases it" || bad "release ARRAY_INDEX"
+run ae4 dispatch kill "${ide}_3"
+[ "$(rc_of ae4)" = 0 ] && [ "$(out_of ae4)" = "job ${ide}_3 removed from the queue" ] &&
+  ok "kill ARRAY_INDEX removes that element" || bad "kill ARRAY_INDEX"
+run ae5 dispatch new --no-output --after "${ide}_1" -- true
+ide5=$(job_id ae5)
+timeout 10 scontrol show job "$ide5" | grep -q "Dependency=afterok:${ide}_1" &&
+  ok "--after ARRAY_INDEX is Slurm's afterok on that element" || bad "--after ARRAY_INDEX"
+run ae6 dispatch wait "${ide}_1"
+[ "$(rc_of ae6)" = 1 ] && grep -q "^dispatch: wait ${ide}_1 is not available with the Slurm backend" "$scratch/ae6.err" &&
+  ok "wait ARRAY_INDEX is refused, saying why" || bad "wait ARRAY_INDEX"
+elements_ran() {
+  grep -qx element=1 "$scratch/home/output.${ide}_1.log" 2>/dev/null &&
+    grep -qx element=2 "$scratch/home/output.${ide}_2.log" 2>/dev/null
+}
+wait_for 90 "elements 1 and 2 of array $ide to run" elements_ran || true
+run ae7 dispatch attach "${ide}_1"
+[ "$(rc_of ae7)" = 0 ] && [ "$(out_of ae7)" = element=1 ] &&
+  ok "attach ARRAY_INDEX prints that element's output" || bad "attach ARRAY_INDEX"
+run ae8 dispatch output "${ide}_2"
+[ "$(rc_of ae8)" = 0 ] && [ "$(out_of ae8)" = "job ${ide}_2's output is at $scratch/home/output.${ide}_2.log" ] &&
+  [ ! -e "$scratch/home/output.${ide}_3.log" ] &&
+  ok "output ARRAY_INDEX names that element's file; the killed one wrote none" || bad "output ARRAY_INDEX"
+run ae9 dispatch wait "$ide5"
+[ "$(rc_of ae9)" = 0 ] && ok "a job after an element runs once it ended" || bad "a job after an element"
+
 # 8d. --after / --after-any become sbatch --dependency=afterok / afterany.
 run dep1 dispatch new --no-output -- sh -c 'sleep 2; exit 1'
 idd1=$(job_id dep1)

@@ -603,6 +603,33 @@ TEST_F(SlurmDispatchTest, AfterBecomesASlurmDependency) {
   EXPECT_NE(calls[1].find("|--dependency=afterany:4|--output"), std::string::npos) << calls[1];
 }
 
+// An array's element ARRAY_INDEX is Slurm's own name for it: it goes to
+// scontrol, scancel and sbatch --dependency as it is, never looked up.
+TEST_F(SlurmDispatchTest, ElementIdsGoToSlurmAsTheyAre) {
+  Say("show.out", Record("PENDING", "0:0", "(null)", "Priority"));
+  SlurmOutcome run = Dispatch({"kill", "12_3"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.out, "job 12_3 removed from the queue\n");
+  EXPECT_EQ(Calls("scancel"), (Words{"12_3"}));
+  run = Dispatch({"hold", "12_4"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.out, "job 12_4 held\n");
+  EXPECT_EQ(Calls("scontrol"), (Words{"show|job|12_3", "show|job|12_4", "hold|12_4"}));
+
+  Say("sbatch.out", "20\n");
+  run = Dispatch({"new", "--no-output", "--after", "12_3,4", "--", "./next"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  ASSERT_EQ(Calls("sbatch").size(), 1u);
+  EXPECT_NE(Calls("sbatch")[0].find("|--dependency=afterok:12_3:4|"), std::string::npos)
+      << Calls("sbatch")[0];
+
+  run = Dispatch({"wait", "12_3"});
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.err,
+            "dispatch: wait 12_3 is not available with the Slurm backend; 'dispatch wait 12' "
+            "waits for the whole array\n");
+}
+
 TEST_F(SlurmDispatchTest, APercentInTheOutputFolderIsShownAsItIs) {
   const std::string folder = dir_ + "/100%job";
   ASSERT_EQ(::mkdir(folder.c_str(), 0755), 0);
