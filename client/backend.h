@@ -63,7 +63,7 @@ class Backend {
   virtual int Hold(const std::vector<TypedId>& ids, bool hold, Io io) = 0;
   // `request.value` is set for set and add.
   virtual int JobField(const protocol::JobFieldRequest& request, bool json, Io io) = 0;
-  virtual int Wait(const std::vector<std::uint64_t>& ids, const WaitOptions& options, Io io) = 0;
+  virtual int Wait(const std::vector<TypedId>& ids, const WaitOptions& options, Io io) = 0;
   virtual int Info(bool json, Io io) = 0;
   // `drain` (on) or `resume` (off).
   virtual int Drain(bool on, Io io) = 0;

@@ -46,19 +46,27 @@ int LocalBackend::Kill(const TypedId& id, Io io) {
   return RunKill(socket_, id.id, io);
 }
 
-int LocalBackend::Hold(const std::vector<TypedId>& ids, bool hold, Io io) {
+namespace {
+
+std::vector<std::uint64_t> OwnIds(const std::vector<TypedId>& ids) {
   std::vector<std::uint64_t> own;
   for (const TypedId& id : ids)
     own.push_back(id.id);
-  return RunHold(socket_, own, hold, io);
+  return own;
+}
+
+}  // namespace
+
+int LocalBackend::Hold(const std::vector<TypedId>& ids, bool hold, Io io) {
+  return RunHold(socket_, OwnIds(ids), hold, io);
 }
 
 int LocalBackend::JobField(const protocol::JobFieldRequest& request, bool json, Io io) {
   return RunJobField(socket_, request, json, io);
 }
 
-int LocalBackend::Wait(const std::vector<std::uint64_t>& ids, const WaitOptions& options, Io io) {
-  return RunWait(socket_, ids, options, io);
+int LocalBackend::Wait(const std::vector<TypedId>& ids, const WaitOptions& options, Io io) {
+  return RunWait(socket_, OwnIds(ids), options, io);
 }
 
 int LocalBackend::Info(bool json, Io io) {

@@ -29,7 +29,7 @@ class LocalBackend final : public Backend {
   int Kill(const TypedId& id, Io io) override;
   int Hold(const std::vector<TypedId>& ids, bool hold, Io io) override;
   int JobField(const protocol::JobFieldRequest& request, bool json, Io io) override;
-  int Wait(const std::vector<std::uint64_t>& ids, const WaitOptions& options, Io io) override;
+  int Wait(const std::vector<TypedId>& ids, const WaitOptions& options, Io io) override;
   int Info(bool json, Io io) override;
   int Drain(bool on, Io io) override;
   int Output(const TypedId& id, const std::optional<std::string>& to, Io io) override;

@@ -55,21 +55,7 @@ Targets IdsOf(const std::vector<std::string>& words, bool expand_arrays, const I
     look_up = look_up || one->index.has_value();
     typed.push_back(*one);
   }
-  if (call.backend.NamesElementsItself()) {
-    // Trap: its wait polls jobs by their own ids, which a pending element
-    // does not have yet.
-    for (const TypedId& one : typed) {
-      if (expand_arrays && one.index) {
-        return {{},
-                ReportError(Error(ErrorCode::kFailedPrecondition,
-                                  "wait " + TypedIdText(one) +
-                                      " is not available with the Slurm backend; 'dispatch wait " +
-                                      std::to_string(one.id) + "' waits for the whole array"),
-                            call.io)};
-      }
-    }
-    return {std::move(typed), std::nullopt};
-  }
+  if (call.backend.NamesElementsItself()) return {std::move(typed), std::nullopt};
   Result<std::vector<protocol::JobRow>> rows = std::vector<protocol::JobRow>{};
   if (look_up) rows = call.backend.JobsWithIds(ListIdsOf(typed));
   if (!rows) return {{}, ReportError(rows.error(), call.io)};
@@ -239,10 +225,7 @@ int RunWait(const Flags& flags, const Invocation& call) {
   }
   Targets targets = TargetsOf(flags, flags.ids, NamedUse::kWait, call);
   if (targets.exit) return *targets.exit;
-  std::vector<std::uint64_t> ids;
-  for (const TypedId& id : targets.ids)
-    ids.push_back(id.id);  // an element's looked up (IdsOf)
-  return call.backend.Wait(ids, options, call.io);
+  return call.backend.Wait(targets.ids, options, call.io);
 }
 
 void AddIds(CLI::App* sub, Flags* flags) {

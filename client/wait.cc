@@ -125,6 +125,7 @@ int WaitForJobs(const std::vector<std::uint64_t>& ids, const WaitOptions& option
   }
   std::set<std::uint64_t> pending(unique.begin(), unique.end());
   std::map<std::uint64_t, protocol::JobRow> ended;
+  std::map<std::uint64_t, protocol::JobRow> last;  // each unfinished job's
   ProgressDisplay progress(io);
   const auto begin = std::chrono::steady_clock::now();
   bool answered = false;            // the daemon answered at least once
@@ -159,6 +160,7 @@ int WaitForJobs(const std::vector<std::uint64_t>& ids, const WaitOptions& option
         }
         if (row->second.state != protocol::JobState::kDone) {
           unfinished.push_back(row->second);
+          last[id] = row->second;
           continue;
         }
         progress.Clear();
@@ -171,9 +173,13 @@ int WaitForJobs(const std::vector<std::uint64_t>& ids, const WaitOptions& option
     }
     if (options.timeout_s && elapsed >= *options.timeout_s) {
       progress.Clear();
+      // As the last poll named them: an element as ARRAY_INDEX.
       std::string left;
-      for (std::uint64_t id : pending)
-        left += (left.empty() ? "" : ", ") + std::to_string(id);
+      for (std::uint64_t id : pending) {
+        auto row = last.find(id);
+        left += (left.empty() ? "" : ", ") +
+                (row != last.end() ? JobIdText(row->second) : std::to_string(id));
+      }
       io.err << "dispatch: --timeout reached; still unfinished: job " << left << "\n";
       return kExitTimeout;
     }

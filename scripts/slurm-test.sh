@@ -446,7 +446,7 @@ array_ran() {
   ok "--array runs each element with its index and its own output; list names them" || bad "--array"
 
 # 8f. An element's ARRAY_INDEX is Slurm's own name for it: hold, release,
-# kill, --after, attach and output take it as it is; wait refuses it.
+# kill, --after, wait, attach and output take it as it is.
 run ae0 dispatch new --no-output -- sleep 4
 ide0=$(job_id ae0)
 run ae1 dispatch new --array 1-3 --after "$ide0" -- sh -c 'echo "element=$HPC_BATCH_ARRAY_INDEX"'
@@ -465,14 +465,15 @@ run ae5 dispatch new --no-output --after "${ide}_1" -- true
 ide5=$(job_id ae5)
 timeout 10 scontrol show job "$ide5" | grep -q "Dependency=afterok:${ide}_1" &&
   ok "--after ARRAY_INDEX is Slurm's afterok on that element" || bad "--after ARRAY_INDEX"
-run ae6 dispatch wait "${ide}_1"
-[ "$(rc_of ae6)" = 1 ] && grep -q "^dispatch: wait ${ide}_1 is not available with the Slurm backend" "$scratch/ae6.err" &&
-  ok "wait ARRAY_INDEX is refused, saying why" || bad "wait ARRAY_INDEX"
-elements_ran() {
-  grep -qx element=1 "$scratch/home/output.${ide}_1.log" 2>/dev/null &&
-    grep -qx element=2 "$scratch/home/output.${ide}_2.log" 2>/dev/null
-}
-wait_for 90 "elements 1 and 2 of array $ide to run" elements_ran || true
+run ae6 dispatch wait "${ide}_1" "${ide}_2"
+[ "$(rc_of ae6)" = 0 ] && [ "$(err_of ae6)" = "$(printf 'job %s_1 finished: exit 0\njob %s_2 finished: exit 0' "$ide" "$ide")" ] &&
+  grep -qx element=1 "$scratch/home/output.${ide}_1.log" && grep -qx element=2 "$scratch/home/output.${ide}_2.log" &&
+  ok "wait ARRAY_INDEX waits for that element, from before it starts" || bad "wait ARRAY_INDEX"
+# A pending element cancelled is no record of slurmctld's ("Job A_3 not
+# found"); without accounting, it is as unknown as a forgotten job.
+run ae6b dispatch wait "${ide}_3"
+[ "$(rc_of ae6b)" = 1 ] && grep -q "^dispatch: no such job ${ide}_3 (Slurm does not know it" "$scratch/ae6b.err" &&
+  ok "wait of a killed pending element says Slurm does not know it" || bad "wait of a killed element"
 run ae7 dispatch attach "${ide}_1"
 [ "$(rc_of ae7)" = 0 ] && [ "$(out_of ae7)" = element=1 ] &&
   ok "attach ARRAY_INDEX prints that element's output" || bad "attach ARRAY_INDEX"

@@ -245,7 +245,7 @@ int SlurmBackend::FollowThenWait(std::uint64_t id, const std::string& path, Io i
              << " cannot be opened here\n";
     }
   }
-  return Wait({id}, WaitOptions{}, io);
+  return Wait({TypedId{id, std::nullopt}}, WaitOptions{}, io);
 }
 
 // Slurm keeps no usage columns to show: `long_format` changes nothing.
@@ -467,13 +467,30 @@ int SlurmBackend::JobField(const protocol::JobFieldRequest& request, bool /*json
   return kExitOk;
 }
 
-int SlurmBackend::Wait(const std::vector<std::uint64_t>& ids, const WaitOptions& options, Io io) {
+int SlurmBackend::Wait(const std::vector<TypedId>& ids, const WaitOptions& options, Io io) {
+  // Each element waited for is polled under a key of its own that no
+  // Slurm job id (32 bits) reaches.
+  constexpr std::uint64_t kElementKeys = std::uint64_t{1} << 63;
+  std::map<std::uint64_t, TypedId> elements;
+  std::vector<std::uint64_t> keys;
+  for (const TypedId& id : ids) {
+    if (!id.index) {
+      keys.push_back(id.id);
+      continue;
+    }
+    auto same = std::find_if(elements.begin(), elements.end(), [&id](const auto& element) {
+      return element.second.id == id.id && element.second.index == id.index;
+    });
+    const std::uint64_t key = same != elements.end() ? same->first : kElementKeys + elements.size();
+    elements.emplace(key, id);
+    keys.push_back(key);
+  }
   std::optional<Clock::time_point> deadline;
   if (options.timeout_s) {
     deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                   std::chrono::duration<double>(*options.timeout_s));
   }
-  auto poll = [this, deadline](const std::set<std::uint64_t>& pending)
+  auto poll = [this, deadline, &elements](const std::set<std::uint64_t>& pending)
       -> Result<std::map<std::uint64_t, protocol::JobRow>> {
     // No Slurm command outlives --timeout.
     BackendConfig config = config_;
@@ -482,13 +499,28 @@ int SlurmBackend::Wait(const std::vector<std::uint64_t>& ids, const WaitOptions&
       config.slurm_timeout =
           std::max(std::chrono::milliseconds(1), std::min(left, config.slurm_timeout));
     }
-    return JobRowsOf(config, pending);
+    std::map<std::uint64_t, protocol::JobRow> rows;
+    std::set<std::uint64_t> jobs;
+    for (std::uint64_t key : pending) {
+      auto element = elements.find(key);
+      if (element == elements.end()) {
+        jobs.insert(key);
+        continue;
+      }
+      HPCB_ASSIGN_OR_RETURN(rows[key],
+                            ElementRowOf(config, element->second.id, *element->second.index));
+    }
+    if (jobs.empty()) return rows;
+    Result<std::map<std::uint64_t, protocol::JobRow>> found = JobRowsOf(config, jobs);
+    if (!found) return found.error();
+    rows.merge(*found);
+    return rows;
   };
   PollPace pace;
   pace.poll_s = std::chrono::duration<double>(config_.poll_interval).count();
   pace.max_s = std::chrono::duration<double>(kLongestPoll).count();
   pace.patient_from_start = true;
-  return WaitForJobs(ids, options, pace, poll, io, ReportSlurmError);
+  return WaitForJobs(keys, options, pace, poll, io, ReportSlurmError);
 }
 
 int SlurmBackend::Info(bool json, Io io) {

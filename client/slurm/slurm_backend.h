@@ -51,7 +51,8 @@ class SlurmBackend final : public Backend {
   int JobField(const protocol::JobFieldRequest& request, bool json, Io io) override;
   // The local backend's wait loop (WaitForJobs) over JobRowOf: the same
   // lines and exit codes.
-  int Wait(const std::vector<std::uint64_t>& ids, const WaitOptions& options, Io io) override;
+  // An element (12_3) is polled by its name (ElementRowOf).
+  int Wait(const std::vector<TypedId>& ids, const WaitOptions& options, Io io) override;
   int Info(bool json, Io io) override;
   int Drain(bool on, Io io) override;
   int Output(const TypedId& id, const std::optional<std::string>& to, Io io) override;

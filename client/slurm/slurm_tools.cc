@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <functional>
 #include <limits>
 #include <utility>
 
@@ -12,8 +13,14 @@
 namespace hpcb::client::slurm {
 namespace {
 
-bool SaysInvalidJobId(const ProcessOutcome& outcome) {
-  return outcome.err.find("Invalid job id") != std::string::npos;
+// Trap: for an array's element (12_3) that slurmctld does not hold, as one
+// cancelled while pending, scontrol says "Job 12_3 not found" instead, and
+// on stdout.
+bool SaysInvalidJobId(const ProcessOutcome& outcome, const std::string& id) {
+  const std::string not_found = "Job " + id + " not found";
+  return outcome.err.find("Invalid job id") != std::string::npos ||
+         outcome.err.find(not_found) != std::string::npos ||
+         outcome.out.find(not_found) != std::string::npos;
 }
 
 }  // namespace
@@ -130,7 +137,7 @@ Result<std::map<std::string, std::string>> ShowJob(const BackendConfig& config,
                                                    const std::string& id) {
   HPCB_ASSIGN_OR_RETURN(ProcessOutcome outcome, RunTool(config, "scontrol", {"show", "job", id}));
   if (!outcome.succeeded()) {
-    if (SaysInvalidJobId(outcome)) return NoSuchJob(id);
+    if (SaysInvalidJobId(outcome, id)) return NoSuchJob(id);
     return Error(SaysControllerUnreachable(outcome) ? ErrorCode::kUnavailable
                                                     : ErrorCode::kFailedPrecondition,
                  "cannot read job " + id + ": " + Complaint(outcome));
@@ -145,18 +152,25 @@ Result<std::map<std::string, std::string>> ShowJob(const BackendConfig& config,
 
 namespace {
 
-// Job `id` as sacct recorded it; NoSuchJob when it has no record of it.
-Result<protocol::JobRow> AccountedRow(const BackendConfig& config, std::uint64_t id) {
+// Job `name` (12, or 12_3) as sacct recorded it: the row `wanted`
+// picks; NoSuchJob when it has no record of it.
+Result<protocol::JobRow> AccountedRow(const BackendConfig& config, const std::string& name,
+                                      const std::function<bool(const protocol::JobRow&)>& wanted) {
   HPCB_ASSIGN_OR_RETURN(ProcessOutcome outcome,
-                        RunTool(config, "sacct", SacctArgs({"--jobs=" + IdText(id)})));
+                        RunTool(config, "sacct", SacctArgs({"--jobs=" + name})));
   if (!outcome.succeeded()) {
-    if (SaysNoAccounting(outcome)) return NoSuchJob(IdText(id));
+    if (SaysNoAccounting(outcome)) return NoSuchJob(name);
     return Error(ErrorCode::kFailedPrecondition, "sacct: " + Complaint(outcome));
   }
   for (SlurmJob& found : ParseSacct(outcome.out)) {
-    if (found.row.id == id) return std::move(found.row);
+    if (wanted(found.row)) return std::move(found.row);
   }
-  return NoSuchJob(IdText(id));
+  return NoSuchJob(name);
+}
+
+Result<protocol::JobRow> AccountedRow(const BackendConfig& config, std::uint64_t id) {
+  return AccountedRow(config, IdText(id),
+                      [id](const protocol::JobRow& row) { return row.id == id; });
 }
 
 }  // namespace
@@ -166,6 +180,22 @@ Result<protocol::JobRow> JobRowOf(const BackendConfig& config, std::uint64_t id)
   if (job) return RowFromShowJob(id, *job);
   if (job.error().code() != ErrorCode::kNotFound) return job.error();
   return AccountedRow(config, id);
+}
+
+Result<protocol::JobRow> ElementRowOf(const BackendConfig& config, std::uint64_t array,
+                                      std::uint32_t index) {
+  const std::string name = IdText(array) + "_" + std::to_string(index);
+  auto job = ShowJob(config, name);
+  if (!job) {
+    if (job.error().code() != ErrorCode::kNotFound) return job.error();
+    return AccountedRow(config, name, [array, index](const protocol::JobRow& row) {
+      return row.array_id == array && row.array_index == index;
+    });
+  }
+  protocol::JobRow row = RowFromShowJob(array, *job);
+  row.array_id = array;
+  row.array_index = index;
+  return row;
 }
 
 Result<std::map<std::uint64_t, protocol::JobRow>> JobRowsOf(const BackendConfig& config,

@@ -62,6 +62,12 @@ Result<std::map<std::string, std::string>> ShowJob(const BackendConfig& config,
 // forgot after MinJobAge is as unknown as one that never existed).
 Result<protocol::JobRow> JobRowOf(const BackendConfig& config, std::uint64_t id);
 
+// Element `index` of array `array` as JobRowOf gives a job, asked for by
+// its name (12_3): a pending element has no job id of its own yet, and
+// shows as its array's pending record.
+Result<protocol::JobRow> ElementRowOf(const BackendConfig& config, std::uint64_t array,
+                                      std::uint32_t index);
+
 // Jobs `ids` as JobRowOf gives each, in one slurmctld request (`scontrol
 // show job ID` for one job, `scontrol show job` for more); sacct only for
 // those slurmctld no longer knows. NoSuchJob for one neither knows.

@@ -623,11 +623,19 @@ TEST_F(SlurmDispatchTest, ElementIdsGoToSlurmAsTheyAre) {
   EXPECT_NE(Calls("sbatch")[0].find("|--dependency=afterok:12_3:4|"), std::string::npos)
       << Calls("sbatch")[0];
 
-  run = Dispatch({"wait", "12_3"});
+  // wait polls an element by its name: pending, it has no id of its own.
+  Say("show.out", Record("COMPLETED", "0:0"));
+  run = Dispatch({"wait", "12_3", "12_3"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.err, "job 12_3 finished: exit 0\n");
+  EXPECT_EQ(Calls("scontrol").back(), "show|job|12_3");
+
+  // An element slurmctld does not hold is "not found", said on stdout.
+  Say("show.out", "Job 12_9 not found\n");
+  Say("scontrol.rc", "1");
+  run = Dispatch({"kill", "12_9"});
   EXPECT_EQ(run.code, 1);
-  EXPECT_EQ(run.err,
-            "dispatch: wait 12_3 is not available with the Slurm backend; 'dispatch wait 12' "
-            "waits for the whole array\n");
+  EXPECT_EQ(run.err.rfind("dispatch: no such job 12_9 (Slurm does not know it", 0), 0u) << run.err;
 }
 
 TEST_F(SlurmDispatchTest, APercentInTheOutputFolderIsShownAsItIs) {
