@@ -43,8 +43,8 @@ class SlurmBackend final : public Backend {
       const std::vector<std::uint64_t>& /*ids*/) override {
     return std::vector<protocol::JobRow>{};
   }
-  int Attach(const TypedId& id, Io io) override;
-  int Kill(const TypedId& id, Io io) override;
+  int Attach(const TypedId& typed, Io io) override;
+  int Kill(const TypedId& typed, Io io) override;
   // `scontrol hold` / `scontrol release`, job by job, said as the local
   // backend says it.
   int Hold(const std::vector<TypedId>& ids, bool hold, Io io) override;
@@ -55,7 +55,7 @@ class SlurmBackend final : public Backend {
   int Wait(const std::vector<TypedId>& ids, const WaitOptions& options, Io io) override;
   int Info(bool json, Io io) override;
   int Drain(bool on, Io io) override;
-  int Output(const TypedId& id, const std::optional<std::string>& to, Io io) override;
+  int Output(const TypedId& typed, const std::optional<std::string>& to, Io io) override;
 
  private:
   // `new --wait` once job `id` is submitted: its output file (`path`;
