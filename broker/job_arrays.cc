@@ -157,8 +157,9 @@ std::map<std::uint64_t, std::uint32_t> BrokerCore::ThrottledRoom() const {
 
 void BrokerCore::RebuildElements(const protocol::JobSummary& array,
                                  const std::map<std::uint64_t, protocol::JobSummary>& held) {
-  // The index list is the one registered: the executor takes a started
-  // index out of it in memory only, and never restarts without the broker.
+  // The index list is the one registered; `array_started` holds the
+  // indices the root side has made an element for (saved with it), so an
+  // element that ran and was forgotten does not come back as unstarted.
   protocol::JobSummary unstarted = array;
   unstarted.array.clear();
   unstarted.state = protocol::SpecState::kRegistered;
@@ -167,7 +168,8 @@ void BrokerCore::RebuildElements(const protocol::JobSummary& array,
     const std::uint64_t id = array.id + 1 + i;
     const std::uint32_t index = array.array[i];
     auto found = jobs_.find(id);
-    if (found == jobs_.end() && !held.contains(id)) {
+    const bool made = std::count(array.array_started.begin(), array.array_started.end(), index) > 0;
+    if (found == jobs_.end() && !held.contains(id) && !made) {
       unstarted.id = id;
       unstarted.output_dest = ElementPath(array.output_dest, array.id, index, "output");
       unstarted.error_dest = ElementPath(array.error_dest, array.id, index, "error");

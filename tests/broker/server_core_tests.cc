@@ -977,10 +977,12 @@ TEST_F(ServerCoreTest, JobsTheQueueFileLostAreRebuiltFromTheRootSide) {
   EXPECT_EQ(Submit(1000).id, 12u);
 }
 
-// The queue file is gone while array 5 (indices 2, 4, 6: elements 6 to 8)
-// has one element running: that one is rebuilt from its own spec and
+// The queue file is gone while array 5 (indices 2, 4, 6, 9: elements 6 to
+// 9) has one element running: that one is rebuilt from its own spec and
 // marked as the array's; the two never started, which have none, from the
-// array's spec, queued, each named and started as its element.
+// array's spec, queued, each named and started as its element; the one
+// the root side made and has forgotten (its index in array_started) is
+// not made again.
 TEST_F(ServerCoreTest, AnArraysUnstartedElementsTheQueueFileLostAreRebuiltFromItsSpec) {
   protocol::JobSummary array;
   array.id = 5;
@@ -992,10 +994,12 @@ TEST_F(ServerCoreTest, AnArraysUnstartedElementsTheQueueFileLostAreRebuiltFromIt
   array.error_dest = "/home/alice/error.5.log";
   array.request.cpu = 1;
   array.request.max_time_s = 600;
-  array.array = {2, 4, 6};
+  array.array = {2, 4, 6, 9};
+  array.array_started = {2, 9};  // 9's element ran and was forgotten
   protocol::JobSummary first = array;
   first.id = 6;
   first.array.clear();
+  first.array_started.clear();
   first.output_dest = "/home/alice/output.5_2.log";
   first.start_time = 950;
   first.placement = protocol::PlacementRecord{{1}, {0}, {}, {{-1, 2.5}}, {}, false};
@@ -1003,7 +1007,7 @@ TEST_F(ServerCoreTest, AnArraysUnstartedElementsTheQueueFileLostAreRebuiltFromIt
   executor_.summaries[6] = first;
   executor_.hello.registered = {5};
   executor_.hello.running = {6};
-  executor_.next_id = 9;
+  executor_.next_id = 10;
   QueueFile empty;
   empty.next_id = 1;
   StartCore(empty);
@@ -1028,8 +1032,9 @@ TEST_F(ServerCoreTest, AnArraysUnstartedElementsTheQueueFileLostAreRebuiltFromIt
   EXPECT_EQ(executor_.started[0].array, 5u);
   EXPECT_EQ(executor_.started[0].array_index, 4u);
   EXPECT_EQ(core_->Find(8)->state, JobState::kQueued);
+  EXPECT_EQ(core_->Find(9), nullptr) << "index 9 was used; it must not run again";
   EXPECT_TRUE(executor_.forgotten.empty()) << "element 8 still needs the array's spec";
-  EXPECT_EQ(Submit(1000).id, 9u);
+  EXPECT_EQ(Submit(1000).id, 10u);
 }
 
 // With --keep-finished 0, an ended element is kept while its array's spec
