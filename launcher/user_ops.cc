@@ -196,6 +196,11 @@ Result<void> NotifyHere(const protocol::NotifyRequest& hook, std::chrono::second
   for (const std::string& entry : hook.env)
     envp.push_back(entry.c_str());
   envp.push_back(nullptr);
+  // Without pidfds (Linux before 5.3) nothing could bound it: refused
+  // before it runs at all.
+  if (!UniqueFd(static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0))).valid()) {
+    return Error::FromErrno(errno, "cannot watch the command (pidfd_open)");
+  }
   const pid_t pid = ::fork();
   if (pid < 0) return Error::FromErrno(errno, "fork");
   if (pid == 0) {
@@ -205,13 +210,14 @@ Result<void> NotifyHere(const protocol::NotifyRequest& hook, std::chrono::second
     ResetAllSignals();
     sigset_t none;
     sigemptyset(&none);
-    if (::setpgid(0, 0) == 0 && ::sigprocmask(SIG_SETMASK, &none, nullptr) == 0) {
+    // A session of its own, as a job's: no terminal the daemon was started
+    // from is the command's (TIOCSTI), and its group is its own.
+    if (::setsid() >= 0 && ::sigprocmask(SIG_SETMASK, &none, nullptr) == 0) {
       ::execve("/bin/sh", const_cast<char* const*>(argv.data()),
                const_cast<char* const*>(envp.data()));
     }
     ::_exit(127);
   }
-  (void)::setpgid(pid, pid);  // as the child does, whichever runs first
   // The shell's pidfd is readable once it exits, and it stays unreaped
   // until the kill: its pid names the group until every process left in
   // the group has been sent SIGKILL.

@@ -24,9 +24,11 @@ namespace fs = std::filesystem;
 using std::chrono::seconds;
 
 // Writes its environment to notified.ID (through a temporary, so that a
-// file seen is whole), and what it found of the job's output to seen.ID.
+// file seen is whole), what it found of the job's output to seen.ID, and
+// its session and pid to session.ID.
 constexpr const char* kRecordHook =
-    "id=$HPC_BATCH_JOB_ID; cat output.$id.log > seen.$id 2>&1; env > .n.$id && mv .n.$id "
+    "id=$HPC_BATCH_JOB_ID; cat output.$id.log > seen.$id 2>&1; "
+    "echo \"$(cut -d' ' -f6 /proc/$$/stat) $$\" > session.$id; env > .n.$id && mv .n.$id "
     "notified.$id";
 
 class NotifyE2eTest : public ::testing::Test {
@@ -79,6 +81,12 @@ TEST_F(NotifyE2eTest, TheHookSeesHowTheJobEndedAndItsDeliveredOutput) {
   EXPECT_EQ(env.count("HPC_BATCH_ARRAY_INDEX"), 0u);
   EXPECT_EQ(daemon_.ReadWorkFile("seen." + std::to_string(failed)), "hello\n")
       << "it runs once the output is delivered";
+  // A session of its own: no terminal the daemon was started from is its.
+  std::istringstream session(daemon_.ReadWorkFile("session." + std::to_string(failed)));
+  std::string sid, pid;
+  session >> sid >> pid;
+  EXPECT_FALSE(sid.empty());
+  EXPECT_EQ(sid, pid) << "the command's shell does not lead a session of its own";
   env = EnvOfHook(done);
   EXPECT_EQ(env["HPC_BATCH_JOB_STATE"], "done") << daemon_.log();
   EXPECT_EQ(env["HPC_BATCH_EXIT_CODE"], "0");

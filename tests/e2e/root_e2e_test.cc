@@ -416,11 +416,26 @@ TEST_F(RootE2eTest, NotifyRunsAsTheOwnerAndOneUsersHangingCommandDelaysNoOtherUs
 
   const std::string bob_file = DirOf(bob_) + "/bob.notified";
   ASSERT_TRUE(DaemonHarness::WaitFor(
-      [&] { return Slurp(bob_file).find('\n') != std::string::npos; }, seconds(8)))
+      [&] {
+        const std::string text = Slurp(bob_file);
+        return std::count(text.begin(), text.end(), '\n') == 2;
+      },
+      seconds(8)))
       << "bob's command waited for alice's hanging one\n"
       << daemon_->log();
   EXPECT_LT(std::chrono::steady_clock::now() - bob_ended, seconds(8));
   EXPECT_EQ(Slurp(bob_file).substr(0, Slurp(bob_file).find('\n')), std::to_string(bob_.uid));
+  // Its groups are the job's: bob's group first, never root's.
+  std::istringstream bob_lines(Slurp(bob_file));
+  std::string uid_line, groups_line;
+  std::getline(bob_lines, uid_line);
+  std::getline(bob_lines, groups_line);
+  std::istringstream groups(groups_line);
+  std::string first_group, group;
+  groups >> first_group;
+  EXPECT_EQ(first_group, std::to_string(bob_.gid)) << groups_line;
+  for (std::istringstream rest(groups_line); rest >> group;)
+    EXPECT_NE(group, "0") << groups_line;
   struct stat st {};
   ASSERT_EQ(::stat(bob_file.c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, bob_.uid);
