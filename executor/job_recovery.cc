@@ -79,6 +79,7 @@ Result<void> ExecutorServer::SettleStep() {
     settling_.clear();
   }
   LoadSpecs();
+  if (recovery_error_) return *recovery_error_;
   return CompleteRecovery();
 }
 
