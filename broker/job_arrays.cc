@@ -2,23 +2,23 @@
 // for the whole array, one record here per element, each made into a job
 // of its own on the root side by its first start.
 #include <algorithm>
+#include <string_view>
 
 #include "broker/broker_core.h"
 #include "common/base/log.h"
 #include "protocol/client_messages.h"
+#include "protocol/launcher_messages.h"
 
 namespace hpcb::broker {
 namespace {
 
-// DIR/STEM.ARRAY.log as the root side names element INDEX's
-// (ExecutorServer::MakeArrayElement): DIR/STEM.ARRAY_INDEX.log.
-std::optional<std::string> ElementPath(std::optional<std::string> path, std::uint64_t array,
-                                       std::uint32_t index, const std::string& stem) {
-  const std::string ending = "/" + stem + "." + std::to_string(array) + ".log";
-  if (path && path->ends_with(ending)) {
-    path->replace(path->size() - 4, 4, "_" + std::to_string(index) + ".log");
-  }
-  return path;
+// Element INDEX's file beside the array's DIR/STEM.ARRAY.log, named by the
+// same rule the root side names it by (ExecutorServer::MakeArrayElement):
+// DIR/STEM.ARRAY_INDEX.log.
+std::optional<std::string> ElementPath(const std::optional<std::string>& path, std::uint64_t array,
+                                       std::uint32_t index, std::string_view stem) {
+  if (!path) return path;
+  return protocol::ResolveDestination(path->substr(0, path->rfind('/')), true, array, stem, index);
 }
 
 }  // namespace

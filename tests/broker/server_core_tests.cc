@@ -44,6 +44,23 @@ class ServerCoreTest : public ::testing::Test {
     return reply ? *reply : protocol::SubmitReply{};
   }
 
+  // Starts the core and submits an array of one element (index 1) while
+  // the root side refuses every start as "not now"; its id, or 0.
+  std::uint64_t SubmitArrayOfOneWhileStartsAreNotNow() {
+    StartCore();
+    protocol::SubmitRequest request;
+    request.argv = {"true"};
+    request.cwd = "/tmp";
+    request.cpu = 1;
+    request.array = {1};
+    executor_.start_error = "the state directory is full; the job stays queued";
+    executor_.start_error_code = ErrorCode::kUnavailable;
+    Result<protocol::SubmitReply> reply =
+        protocol::Decode<protocol::SubmitReply>(Call(1000, protocol::Encode(request)));
+    EXPECT_TRUE(reply);
+    return reply ? reply->id : 0;
+  }
+
   // Submits a one-cpu job that waits for `after` (any ending when
   // `any`); returns the reply frame.
   std::string SubmitAfter(uid_t uid, std::vector<std::uint64_t> after, bool any = false) {
@@ -670,18 +687,8 @@ TEST_F(ServerCoreTest, AnArrayIsRegisteredOnceAndItsElementsStartOneByOneUnderIt
 // full, say) made no element: the element is tried again, and the
 // array's spec, which it will be made from, is not forgotten.
 TEST_F(ServerCoreTest, AnElementsStartRefusedAsNotNowLeavesItUnmade) {
-  StartCore();
-  protocol::SubmitRequest request;
-  request.argv = {"true"};
-  request.cwd = "/tmp";
-  request.cpu = 1;
-  request.array = {1};
-  executor_.start_error = "the state directory is full; the job stays queued";
-  executor_.start_error_code = ErrorCode::kUnavailable;
-  Result<protocol::SubmitReply> reply =
-      protocol::Decode<protocol::SubmitReply>(Call(1000, protocol::Encode(request)));
-  ASSERT_TRUE(reply);
-  const std::uint64_t array = reply->id;
+  const std::uint64_t array = SubmitArrayOfOneWhileStartsAreNotNow();
+  ASSERT_NE(array, 0u);
   TickNow();
   ASSERT_EQ(executor_.started.size(), 1u);
   EXPECT_EQ(core_->Find(array + 1)->state, JobState::kQueued);
@@ -700,18 +707,9 @@ TEST_F(ServerCoreTest, AnElementsStartRefusedAsNotNowLeavesItUnmade) {
 // side then refuses as "not now": the element ends killed, and is never
 // started again.
 TEST_F(ServerCoreTest, AnElementKilledWhileItsStartIsRefusedAsNotNowEnds) {
-  StartCore();
-  protocol::SubmitRequest request;
-  request.argv = {"true"};
-  request.cwd = "/tmp";
-  request.cpu = 1;
-  request.array = {1};
-  executor_.start_error = "the state directory is full; the job stays queued";
-  executor_.start_error_code = ErrorCode::kUnavailable;
-  Result<protocol::SubmitReply> reply =
-      protocol::Decode<protocol::SubmitReply>(Call(1000, protocol::Encode(request)));
-  ASSERT_TRUE(reply);
-  const std::uint64_t element = reply->id + 1;
+  const std::uint64_t array = SubmitArrayOfOneWhileStartsAreNotNow();
+  ASSERT_NE(array, 0u);
+  const std::uint64_t element = array + 1;
   ASSERT_EQ(executor_.started.size(), 1u);
   // Tried again, and killed while that try is under way.
   executor_.hold_answers = true;
