@@ -37,15 +37,9 @@ struct LaunchSpec : protocol::JobSummary {
   template <class F>
   void Fields(F&& field) {
     JobSummary::Fields(field);
-    field("home", home);
-    field("shell", shell);
-    field("env", env);
-    field("pid", pid);
-    field("proc_start", proc_start);
-    field("shepherd", shepherd);
-    field("shepherd_start", shepherd_start);
-    field("notify", notify, protocol::kMayBeMissing);  // specs from before --notify
-    field("array_index", array_index, protocol::kMayBeMissing);
+    HPCB_FIELD_LIST(home, shell, env, pid, proc_start, shepherd, shepherd_start);
+    // Not in specs older than --notify and arrays.
+    HPCB_MISSABLE_FIELDS(notify, array_index);
   }
   Result<void> Validate() const;
 };

@@ -27,36 +27,9 @@
 namespace hpcb::protocol {
 
 // The "cmd" of a request: a wire enum, dispatched by one switch.
-enum class ClientCommand {
-  kNew,
-  kList,
-  kKill,
-  kAttach,
-  kJob,
-  kOutput,
-  kInfo,
-  kDrain,
-  kResume,
-  kHold,
-  kRelease,
-};
-
-template <>
-struct EnumNames<ClientCommand> {
-  static constexpr std::array<std::pair<ClientCommand, std::string_view>, 11> kNames{{
-      {ClientCommand::kNew, "new"},
-      {ClientCommand::kList, "list"},
-      {ClientCommand::kKill, "kill"},
-      {ClientCommand::kAttach, "attach"},
-      {ClientCommand::kJob, "job"},
-      {ClientCommand::kOutput, "output"},
-      {ClientCommand::kInfo, "info"},
-      {ClientCommand::kDrain, "drain"},
-      {ClientCommand::kResume, "resume"},
-      {ClientCommand::kHold, "hold"},
-      {ClientCommand::kRelease, "release"},
-  }};
-};
+HPCB_WIRE_ENUM(ClientCommand, (kNew, "new"), (kList, "list"), (kKill, "kill"), (kAttach, "attach"),
+               (kJob, "job"), (kOutput, "output"), (kInfo, "info"), (kDrain, "drain"),
+               (kResume, "resume"), (kHold, "hold"), (kRelease, "release"));
 
 struct SubmitReply {
   std::uint64_t id = 0;
@@ -80,18 +53,9 @@ struct SubmitReply {
   static constexpr bool kOk = true;
   template <class F>
   void Fields(F&& field) {
-    field("id", id);
-    field("state", state);
-    field("max_time_s", max_time_s);
-    field("cpu", cpu);
-    field("max_mem_gb", max_mem_gb);
-    field("mem_defaulted", mem_defaulted);
-    field("output_dest", output_dest);
-    field("granted_cpus", granted_cpus);
-    field("granted_cores", granted_cores);
-    field("start_error", start_error, kMayBeMissing);
-    field("draining", draining, kMayBeMissing);
-    field("array_elements", array_elements, kMayBeMissing);
+    HPCB_FIELD_LIST(id, state, max_time_s, cpu, max_mem_gb, mem_defaulted, output_dest,
+                    granted_cpus, granted_cores);
+    HPCB_MISSABLE_FIELDS(start_error, draining, array_elements);
   }
 };
 
@@ -121,11 +85,8 @@ struct ListRequest {
   static constexpr std::string_view kCmd = "list";
   template <class F>
   void Fields(F&& field) {
-    field("all", all);
-    field("finished", finished);
-    field("ids", ids);
-    field("name", name, kMayBeMissing);
-    field("fold_arrays", fold_arrays, kMayBeMissing);
+    HPCB_FIELD_LIST(all, finished, ids);
+    HPCB_MISSABLE_FIELDS(name, fold_arrays);
   }
   Result<void> Validate() const;
 };
@@ -169,35 +130,11 @@ struct JobRow {
 
   template <class F>
   void Fields(F&& field) {
-    field("user", user);
-    field("id", id);
-    field("argv", argv);
-    field("start_time", start_time);
-    field("uptime_s", uptime_s);
-    field("max_time_s", max_time_s);
-    field("exclusive", exclusive);
-    field("max_mem_gb", max_mem_gb);
-    field("mem_defaulted", mem_defaulted);
-    field("mem_spans_nodes", mem_spans_nodes);
-    field("cpu", cpu);
-    field("gpus", gpus);
-    field("gpu_link", gpu_link);
-    field("state", state);
-    field("exit_code", exit_code);
-    field("reason", reason);
-    field("detail", detail);
-    field("output_dest", output_dest);
-    field("output_error", output_error);
-    field("usage", usage);
-    field("after", after);
-    field("after_any", after_any);
-    field("held", held, kMayBeMissing);
-    field("name", name, kMayBeMissing);
-    field("error_dest", error_dest, kMayBeMissing);
-    field("array_id", array_id, kMayBeMissing);
-    field("array_index", array_index, kMayBeMissing);
-    field("array_indices", array_indices, kMayBeMissing);
-    field("array_counts", array_counts, kMayBeMissing);
+    HPCB_FIELD_LIST(user, id, argv, start_time, uptime_s, max_time_s, exclusive, max_mem_gb,
+                    mem_defaulted, mem_spans_nodes, cpu, gpus, gpu_link, state, exit_code, reason,
+                    detail, output_dest, output_error, usage, after, after_any);
+    HPCB_MISSABLE_FIELDS(held, name, error_dest, array_id, array_index, array_indices,
+                         array_counts);
   }
 };
 

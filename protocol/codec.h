@@ -44,22 +44,31 @@
 
 // HPCB_FIELDS(a, b) writes `template <class F> void Fields(F&& field) {
 // field("a", a); field("b", b); }`: each wire name is its member's name,
-// in the order listed. The bargain: one line per message instead of one
-// per field, for these lines of preprocessor recursion (C++20 __VA_OPT__;
-// 64 fields at least; a list too long for the rescans fails to compile).
-// A list with a marked field (kMayBeMissing), a wire name unlike its
-// member's or a base class's fields stays hand-written.
-#define HPCB_FIELDS(...)                     \
-  template <class F>                         \
-  void Fields(F&& field) {                   \
-    HPCB_EXPAND64_(HPCB_FIELD_(__VA_ARGS__)) \
+// in the order listed. A list with marked fields, or a base class's,
+// writes its Fields() from the statement forms: HPCB_FIELD_LIST(a, b)
+// calls the two alone (one statement), HPCB_MISSABLE_FIELDS(c) `field("c",
+// c, kMayBeMissing)`. HPCB_WIRE_ENUM (below) declares a wire enum and its
+// names from one list. The bargain: one line per message or enum instead
+// of one (or two) per field, for these lines of preprocessor recursion
+// (C++20 __VA_OPT__; 64 items at least; a list too long for the rescans
+// fails to compile, it never comes out partial).
+#define HPCB_FIELDS(...)          \
+  template <class F>              \
+  void Fields(F&& field) {        \
+    HPCB_FIELD_LIST(__VA_ARGS__); \
   }
-#define HPCB_FIELD_(member, ...) \
-  field(#member, member);        \
-  __VA_OPT__(HPCB_FIELD_AGAIN_ HPCB_PARENS_(__VA_ARGS__))
-#define HPCB_FIELD_AGAIN_() HPCB_FIELD_
+#define HPCB_FIELD_LIST(...) (HPCB_FOR_EACH_(HPCB_FIELD_, , __VA_ARGS__) void())
+#define HPCB_MISSABLE_FIELDS(...) (HPCB_FOR_EACH_(HPCB_MISSABLE_FIELD_, , __VA_ARGS__) void())
+#define HPCB_FIELD_(unused, member) field(#member, member),
+#define HPCB_MISSABLE_FIELD_(unused, member) \
+  field(#member, member, ::hpcb::protocol::kMayBeMissing),
+// HPCB_FOR_EACH_(m, context, a, b) is `m(context, a) m(context, b)`.
+#define HPCB_FOR_EACH_(macro, context, ...) \
+  __VA_OPT__(HPCB_EXPAND64_(HPCB_FOR_EACH_STEP_(macro, context, __VA_ARGS__)))
+#define HPCB_FOR_EACH_STEP_(macro, context, item, ...) \
+  macro(context, item) __VA_OPT__(HPCB_FOR_EACH_AGAIN_ HPCB_PARENS_(macro, context, __VA_ARGS__))
+#define HPCB_FOR_EACH_AGAIN_() HPCB_FOR_EACH_STEP_
 #define HPCB_PARENS_ ()
-// Each level rescans its argument four times as often as the one below.
 #define HPCB_EXPAND64_(...) \
   HPCB_EXPAND16_(HPCB_EXPAND16_(HPCB_EXPAND16_(HPCB_EXPAND16_(__VA_ARGS__))))
 #define HPCB_EXPAND16_(...) HPCB_EXPAND4_(HPCB_EXPAND4_(HPCB_EXPAND4_(HPCB_EXPAND4_(__VA_ARGS__))))
@@ -131,14 +140,25 @@ std::string DescribeType() {
 }
 
 // A wire enum is an enum class with a specialisation of EnumNames listing
-// every value with its name:
-//   template <> struct EnumNames<JobState> {
-//     static constexpr std::array<std::pair<JobState, std::string_view>, 3> kNames{...};
-//   };
+// every value with its name, both declared from one list (in
+// hpcb::protocol):
+//   HPCB_WIRE_ENUM(JobState, (kQueued, "queued"), (kRunning, "running"));
 // It is written as its name and read back only if the name is one of them,
 // so an unknown state or kind fails at the field that holds it.
 template <class E>
 struct EnumNames;
+
+#define HPCB_WIRE_ENUM(Enum, ...)                                                    \
+  enum class Enum { HPCB_FOR_EACH_(HPCB_ENUM_VALUE_, Enum, __VA_ARGS__) };           \
+  template <>                                                                        \
+  struct EnumNames<Enum> {                                                           \
+    static constexpr auto kNames = std::to_array<std::pair<Enum, std::string_view>>( \
+        {HPCB_FOR_EACH_(HPCB_ENUM_NAME_, Enum, __VA_ARGS__)});                       \
+  }
+#define HPCB_ENUM_VALUE_(Enum, pair) HPCB_FIRST_ pair,
+#define HPCB_ENUM_NAME_(Enum, pair) {Enum::HPCB_FIRST_ pair, HPCB_SECOND_ pair},
+#define HPCB_FIRST_(value, name) value
+#define HPCB_SECOND_(value, name) name
 
 template <class E>
 concept WireEnum = std::is_enum_v<E> && requires {

@@ -46,79 +46,21 @@ namespace hpcb::protocol {
 // 8: no output_update event: the broker asks for a kept output's retries.
 inline constexpr std::int64_t kProtocolVersion = 8;
 
-enum class ExecutorKind {
-  kHello,
-  kHelloReply,
-  kListJobs,
-  kListJobsReply,
-  kRegister,
-  kRegisterReply,
-  kStart,
-  kStartReply,
-  kSignal,
-  kForget,
-  kOpenOutput,
-  kAck,
-  kExited,
-  kDeliverAgain,
-  kOutputReply,
-};
-
-template <>
-struct EnumNames<ExecutorKind> {
-  static constexpr std::array<std::pair<ExecutorKind, std::string_view>, 15> kNames{{
-      {ExecutorKind::kHello, "hello"},
-      {ExecutorKind::kHelloReply, "hello_reply"},
-      {ExecutorKind::kListJobs, "list_jobs"},
-      {ExecutorKind::kListJobsReply, "list_jobs_reply"},
-      {ExecutorKind::kRegister, "register"},
-      {ExecutorKind::kRegisterReply, "register_reply"},
-      {ExecutorKind::kStart, "start"},
-      {ExecutorKind::kStartReply, "start_reply"},
-      {ExecutorKind::kSignal, "signal"},
-      {ExecutorKind::kForget, "forget"},
-      {ExecutorKind::kOpenOutput, "open_output"},
-      {ExecutorKind::kAck, "ack"},
-      {ExecutorKind::kExited, "exited"},
-      {ExecutorKind::kDeliverAgain, "deliver_again"},
-      {ExecutorKind::kOutputReply, "output_reply"},
-  }};
-};
+HPCB_WIRE_ENUM(ExecutorKind, (kHello, "hello"), (kHelloReply, "hello_reply"),
+               (kListJobs, "list_jobs"), (kListJobsReply, "list_jobs_reply"),
+               (kRegister, "register"), (kRegisterReply, "register_reply"), (kStart, "start"),
+               (kStartReply, "start_reply"), (kSignal, "signal"), (kForget, "forget"),
+               (kOpenOutput, "open_output"), (kAck, "ack"), (kExited, "exited"),
+               (kDeliverAgain, "deliver_again"), (kOutputReply, "output_reply"));
 
 // Where the root side's record of a job stands (its launch spec).
-enum class SpecState { kRegistered, kRunning, kExited };
+HPCB_WIRE_ENUM(SpecState, (kRegistered, "registered"), (kRunning, "running"), (kExited, "exited"));
 
-template <>
-struct EnumNames<SpecState> {
-  static constexpr std::array<std::pair<SpecState, std::string_view>, 3> kNames{{
-      {SpecState::kRegistered, "registered"},
-      {SpecState::kRunning, "running"},
-      {SpecState::kExited, "exited"},
-  }};
-};
-
-enum class SignalKind { kTerm, kKill };
-
-template <>
-struct EnumNames<SignalKind> {
-  static constexpr std::array<std::pair<SignalKind, std::string_view>, 2> kNames{{
-      {SignalKind::kTerm, "term"},
-      {SignalKind::kKill, "kill"},
-  }};
-};
+HPCB_WIRE_ENUM(SignalKind, (kTerm, "term"), (kKill, "kill"));
 
 // The fixed line the executor appends to a job's output before signalling
 // it: none, or the time-limit line (which quotes SignalJob::limit_s).
-enum class SignalNote { kNone, kTimeout, kKilled };
-
-template <>
-struct EnumNames<SignalNote> {
-  static constexpr std::array<std::pair<SignalNote, std::string_view>, 3> kNames{{
-      {SignalNote::kNone, ""},
-      {SignalNote::kTimeout, "timeout"},
-      {SignalNote::kKilled, "killed"},
-  }};
-};
+HPCB_WIRE_ENUM(SignalNote, (kNone, ""), (kTimeout, "timeout"), (kKilled, "killed"));
 
 // broker -> executor, first message. Reply: HelloReply.
 struct Hello {
@@ -177,24 +119,11 @@ struct JobSummary {
   std::vector<std::uint32_t> array_started;
   template <class F>
   void Fields(F&& field) {
-    field("id", id);
-    field("state", state);
-    field("who", who);
-    field("output_dest", output_dest);
-    field("argv", argv);
-    field("cwd", cwd);
-    field("request", request);
-    field("placement", placement);
-    field("start_time", start_time);
-    field("exit_code", exit_code);
-    field("oom", oom);
-    field("end_time", end_time);
-    field("output_error", output_error);
-    field("usage", usage, kMayBeMissing);  // specs and executors from before accounting
-    field("name", name, kMayBeMissing);    // specs from before --name
-    field("error_dest", error_dest, kMayBeMissing);
-    field("array", array, kMayBeMissing);  // specs from before arrays
-    field("array_started", array_started, kMayBeMissing);
+    HPCB_FIELD_LIST(id, state, who, output_dest, argv, cwd, request, placement, start_time,
+                    exit_code, oom, end_time, output_error);
+    // Not in specs (nor from executors) older than accounting, --name,
+    // --error and arrays.
+    HPCB_MISSABLE_FIELDS(usage, name, error_dest, array, array_started);
   }
 };
 
@@ -359,14 +288,8 @@ struct JobExited {
   bool delivering = false;
   template <class F>
   void Fields(F&& field) {
-    field("id", id);
-    field("exit_code", exit_code);
-    field("oom", oom);
-    field("end_time", end_time);
-    field("output_error", output_error);
-    field("note", note);
-    field("usage", usage);
-    field("delivering", delivering, kMayBeMissing);
+    HPCB_FIELD_LIST(id, exit_code, oom, end_time, output_error, note, usage);
+    HPCB_MISSABLE_FIELDS(delivering);
   }
   Result<void> Validate() const;  // broker_checks.cc
 };

@@ -11,42 +11,15 @@
 
 namespace hpcb::protocol {
 
-enum class JobState { kQueued, kRunning, kDone };
-
-template <>
-struct EnumNames<JobState> {
-  static constexpr std::array<std::pair<JobState, std::string_view>, 3> kNames{{
-      {JobState::kQueued, "queued"},
-      {JobState::kRunning, "running"},
-      {JobState::kDone, "done"},
-  }};
-};
+HPCB_WIRE_ENUM(JobState, (kQueued, "queued"), (kRunning, "running"), (kDone, "done"));
 
 // Why a job ended other than by exiting on its own. kDependency: a job
 // it waited for (`--after`) did not succeed, so it never ran.
-enum class JobReason { kKilled, kTimeout, kError, kOom, kDependency };
-
-template <>
-struct EnumNames<JobReason> {
-  static constexpr std::array<std::pair<JobReason, std::string_view>, 5> kNames{{
-      {JobReason::kKilled, "killed"},
-      {JobReason::kTimeout, "timeout"},
-      {JobReason::kError, "error"},
-      {JobReason::kOom, "oom"},
-      {JobReason::kDependency, "dependency"},
-  }};
-};
+HPCB_WIRE_ENUM(JobReason, (kKilled, "killed"), (kTimeout, "timeout"), (kError, "error"),
+               (kOom, "oom"), (kDependency, "dependency"));
 
 // What `dispatch kill` did.
-enum class KillOutcome { kRemoved, kKilling };
-
-template <>
-struct EnumNames<KillOutcome> {
-  static constexpr std::array<std::pair<KillOutcome, std::string_view>, 2> kNames{{
-      {KillOutcome::kRemoved, "removed"},
-      {KillOutcome::kKilling, "killing"},
-  }};
-};
+HPCB_WIRE_ENUM(KillOutcome, (kRemoved, "removed"), (kKilling, "killing"));
 
 }  // namespace hpcb::protocol
 

@@ -36,7 +36,7 @@ struct JobRequest : ResourceRequest {
   template <class F>
   void Fields(F&& field) {
     ResourceRequest::Fields(field);
-    field("submit_time", submit_time);
+    HPCB_FIELD_LIST(submit_time);
   }
 };
 

@@ -20,15 +20,7 @@ namespace hpcb::protocol {
 // (daemons it left behind included) and the memory the kernel charged it
 // (page cache too); wait4's rusage counts the job and the descendants it
 // reaped, and its peak is the largest single process's resident set.
-enum class UsageSource { kCgroup, kRusage };
-
-template <>
-struct EnumNames<UsageSource> {
-  static constexpr std::array<std::pair<UsageSource, std::string_view>, 2> kNames{{
-      {UsageSource::kCgroup, "cgroup"},
-      {UsageSource::kRusage, "rusage"},
-  }};
-};
+HPCB_WIRE_ENUM(UsageSource, (kCgroup, "cgroup"), (kRusage, "rusage"));
 
 struct JobUsage {
   UsageSource source = UsageSource::kRusage;

@@ -32,28 +32,9 @@ namespace hpcb::protocol {
 
 using hpcb::kCleanPath;
 
-enum class LauncherKind {
-  kSpawn,
-  kSpawnReply,
-  kDeliver,
-  kDeliverReply,
-  kChildExited,
-  kRefused,
-  kNotify,
-};
-
-template <>
-struct EnumNames<LauncherKind> {
-  static constexpr std::array<std::pair<LauncherKind, std::string_view>, 7> kNames{{
-      {LauncherKind::kSpawn, "spawn"},
-      {LauncherKind::kSpawnReply, "spawn_reply"},
-      {LauncherKind::kDeliver, "deliver"},
-      {LauncherKind::kDeliverReply, "deliver_reply"},
-      {LauncherKind::kChildExited, "child_exited"},
-      {LauncherKind::kRefused, "refused"},
-      {LauncherKind::kNotify, "notify"},
-  }};
-};
+HPCB_WIRE_ENUM(LauncherKind, (kSpawn, "spawn"), (kSpawnReply, "spawn_reply"), (kDeliver, "deliver"),
+               (kDeliverReply, "deliver_reply"), (kChildExited, "child_exited"),
+               (kRefused, "refused"), (kNotify, "notify"));
 
 // executor -> launcher. fds: [stdout's buffer, stderr's (the same file
 // unless --error), both O_WRONLY|O_APPEND], then, with cgroups, the job

@@ -96,25 +96,12 @@ struct SubmitRequest : ResourceRequest {
   static constexpr std::string_view kCmd = "new";
   template <class F>
   void Fields(F&& field) {
-    field("argv", argv);
-    field("cwd", cwd);
+    HPCB_FIELD_LIST(argv, cwd);
     ResourceRequest::Fields(field);
-    field("forward_env", forward_env);
-    field("env", env);
-    field("output", output);
-    field("output_is_dir", output_is_dir, kMayBeMissing);
-    field("error", error, kMayBeMissing);
-    field("error_is_dir", error_is_dir, kMayBeMissing);
-    field("user", user, kMayBeMissing);
-    field("home", home, kMayBeMissing);
-    field("shell", shell, kMayBeMissing);
-    field("after", after);
-    field("after_any", after_any);
-    field("exec_error", exec_error, kMayBeMissing);
-    field("name", name, kMayBeMissing);
-    field("array", array, kMayBeMissing);
-    field("array_throttle", array_throttle, kMayBeMissing);
-    field("notify", notify, kMayBeMissing);
+    HPCB_FIELD_LIST(forward_env, env, output);
+    HPCB_MISSABLE_FIELDS(output_is_dir, error, error_is_dir, user, home, shell);
+    HPCB_FIELD_LIST(after, after_any);
+    HPCB_MISSABLE_FIELDS(exec_error, name, array, array_throttle, notify);
   }
   Result<void> Validate() const;
 };
@@ -132,9 +119,8 @@ struct OutputRequest {
   static constexpr std::string_view kCmd = "output";
   template <class F>
   void Fields(F&& field) {
-    field("id", id);
-    field("to", to);
-    field("to_is_dir", to_is_dir, kMayBeMissing);
+    HPCB_FIELD_LIST(id, to);
+    HPCB_MISSABLE_FIELDS(to_is_dir);
   }
   Result<void> Validate() const;
 };

@@ -57,18 +57,12 @@ struct RunRecord {
 
   template <class F>
   void Fields(F&& field) {
-    field("id", id);
-    field("pid", pid);
-    field("shepherd", shepherd);
-    field("shepherd_start", shepherd_start, protocol::kMayBeMissing);  // records of older releases
-    field("start_time", start_time);
-    field("status", status);
-    field("end_time", end_time);
-    field("user_s", user_s);
-    field("system_s", system_s);
-    field("max_rss_kib", max_rss_kib);
+    HPCB_FIELD_LIST(id, pid, shepherd);
+    // Not in records of older releases.
+    HPCB_MISSABLE_FIELDS(shepherd_start);
+    HPCB_FIELD_LIST(start_time, status, end_time, user_s, system_s, max_rss_kib);
     // Records written before the field (jobs kept running across an upgrade).
-    field("placement", placement, protocol::kMayBeMissing);
+    HPCB_MISSABLE_FIELDS(placement);
   }
   Result<void> Validate() const;
 };

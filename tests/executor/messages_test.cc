@@ -2,12 +2,35 @@
 #include <gtest/gtest.h>
 
 #include "common/host/run_record.h"
+#include "executor/launch_spec.h"
 #include "protocol/executor_messages.h"
 #include "protocol/launcher_messages.h"
 #include "protocol/user_requests.h"
 
 namespace hpcb::protocol {
 namespace {
+
+// Launch specs, run records and queued submissions outlive the release
+// that wrote them, and the wire enums are their names: a change in this
+// text is a format change (a new field must be kMayBeMissing to read old
+// files). It also holds the field lists to what the hand-written ones were.
+TEST(RecordFormatTest, FilesOnDiskKeepTheirKeysInOrder) {
+  EXPECT_EQ(
+      Encode(host::RunRecord{}),
+      R"({"id":0,"pid":0,"shepherd":0,"shepherd_start":0,"start_time":0.0,"status":[],"end_time":[],"user_s":0.0,"system_s":0.0,"max_rss_kib":0,"placement":[]})");
+  EXPECT_EQ(
+      Encode(executor::LaunchSpec{}),
+      R"({"id":0,"state":"registered","who":{"uid":0,"gid":0,"user":"","groups":[]},"output_dest":[],"argv":[],"cwd":"","request":{"cpu":[],"gpu_cores":0,"max_mem_gb":[],"max_time_s":[],"exclusive":false,"numa_local_mem":false,"numa_local_gpu":false,"min_gpu_link":[],"submit_time":0.0},"placement":[],"start_time":0.0,"exit_code":[],"oom":false,"end_time":0.0,"output_error":[],"usage":[],"name":[],"error_dest":[],"array":[],"array_started":[],"home":"","shell":"","env":[],"pid":0,"proc_start":0,"shepherd":0,"shepherd_start":0,"notify":[],"array_index":[]})");
+  EXPECT_EQ(
+      Encode(SubmitRequest{}),
+      R"({"cmd":"new","argv":[],"cwd":"","cpu":[],"gpu_cores":0,"max_mem_gb":[],"max_time_s":[],"exclusive":false,"numa_local_mem":false,"numa_local_gpu":false,"min_gpu_link":[],"forward_env":false,"env":[],"output":[],"output_is_dir":false,"error":[],"error_is_dir":false,"user":"","home":"","shell":"","after":[],"after_any":false,"exec_error":[],"name":[],"array":[],"array_throttle":[],"notify":[]})");
+  EXPECT_EQ(NameList<ExecutorKind>(),
+            "hello, hello_reply, list_jobs, list_jobs_reply, register, register_reply, start, "
+            "start_reply, signal, forget, open_output, ack, exited, deliver_again or output_reply");
+  EXPECT_EQ(NameList<LauncherKind>(),
+            "spawn, spawn_reply, deliver, deliver_reply, child_exited, refused or notify");
+  EXPECT_EQ(NameList<SignalNote>(), ", timeout or killed");
+}
 
 TEST(LauncherMessagesTest, SpawnRoundTrip) {
   SpawnRequest spawn;
