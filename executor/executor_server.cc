@@ -13,7 +13,6 @@
 #include "common/base/log.h"
 #include "common/host/host_files.h"
 #include "common/host/run_record.h"
-#include "executor/job_cgroup.h"
 
 namespace hpcb::executor {
 namespace {
@@ -211,7 +210,7 @@ void ExecutorServer::OnSignal(std::uint64_t req, const std::string& text) {
                          "s); killing");
   }
   const int sig = request->signal == protocol::SignalKind::kKill ? SIGKILL : SIGTERM;
-  if (sig == SIGKILL && !config_.no_cgroups) (void)KillJobCgroup(config_.cgroup_root, id);
+  if (sig == SIGKILL) (void)cgroups_.Kill(id);
   if (::kill(-static_cast<pid_t>(spec.pid), sig) != 0 && errno != ESRCH) {
     return Refuse(req, id, "signal to " + JobText(id), Error::FromErrno(errno, "kill"));
   }
@@ -297,7 +296,7 @@ void ExecutorServer::OnLauncherMessage(const protocol::Packet& packet) {
         LogWarning("killing job " + std::to_string(late->id) + " (pid " +
                    std::to_string(late->pid) + "), which started after its start timed out");
         (void)::kill(-static_cast<pid_t>(late->pid), SIGKILL);
-        if (!config_.no_cgroups) (void)KillJobCgroup(config_.cgroup_root, late->id);
+        (void)cgroups_.Kill(late->id);
       }
     }
     return;
@@ -335,16 +334,14 @@ void ExecutorServer::Tick() {
 }
 
 Result<void> ExecutorServer::CompleteRecovery() {
-  if (!config_.no_cgroups) {
-    // Groups a crash left behind; running (adopted or dead-on-arrival) jobs
-    // keep theirs: Finish still reads memory.events there.
-    std::set<std::uint64_t> keep;
-    for (const auto& [id, spec] : jobs_) {
-      if (spec.state == SpecState::kRunning) keep.insert(id);
-    }
-    for (std::uint64_t id : PruneEmptyJobCgroups(config_.cgroup_root, keep)) {
-      LogInfo("removed the leftover empty cgroup of " + JobText(id));
-    }
+  // Groups a crash left behind; running (adopted or dead-on-arrival) jobs
+  // keep theirs: Finish still reads memory.events there.
+  std::set<std::uint64_t> keep;
+  for (const auto& [id, spec] : jobs_) {
+    if (spec.state == SpecState::kRunning) keep.insert(id);
+  }
+  for (std::uint64_t id : cgroups_.PruneEmpty(keep)) {
+    LogInfo("removed the leftover empty cgroup of " + JobText(id));
   }
   // What recovery saved and said, flushed before anything else is read.
   return EndTurn();

@@ -31,6 +31,7 @@
 #include "common/base/result.h"
 #include "common/base/unique_fd.h"
 #include "common/host/run_record.h"
+#include "executor/job_cgroup.h"
 #include "executor/job_dir.h"
 #include "executor/job_phase.h"
 #include "executor/launch_spec.h"
@@ -212,6 +213,7 @@ class ExecutorServer {
                    const std::string& what, std::function<void(Result<Reply>)> done);
 
   protocol::RootConfig config_;
+  JobCgroups cgroups_{config_.no_cgroups ? std::nullopt : std::optional(config_.cgroup_root)};
   // The answers of this loop turn, held until what it saved is durable
   // (EndTurn), then sent in the order they were held. An answer sent before
   // could acknowledge a job that a power cut then loses; a failed commit

@@ -248,13 +248,11 @@ void ExecutorServer::Finish(std::uint64_t id) {
     event.exit_code = ExitCodeFromStatus(static_cast<int>(*record->status));
   if (record && record->end_time) event.end_time = *record->end_time;
   event.usage = MeasureUsage(spec, record ? &*record : nullptr, event.end_time);
-  if (!config_.no_cgroups) {
-    event.oom = JobWasOomKilled(config_.cgroup_root, id);
-    // Whatever the job left behind is killed; the group goes once empty,
-    // retried from Tick (never waited for here).
-    if (Result<void> removed = RemoveJobCgroup(config_.cgroup_root, id); !removed) {
-      cgroups_to_remove_[id] = std::chrono::steady_clock::now() + std::chrono::minutes(5);
-    }
+  event.oom = cgroups_.OomKilled(id);
+  // Whatever the job left behind is killed; the group goes once empty,
+  // retried from Tick (never waited for here).
+  if (Result<void> removed = cgroups_.Remove(id); !removed) {
+    cgroups_to_remove_[id] = std::chrono::steady_clock::now() + std::chrono::minutes(5);
   }
   if (!config_.no_dev_dir) ::unlink((config_.dev_dir + "/jobs/" + std::to_string(id)).c_str());
   if (StateDirNearlyFull()) {
@@ -351,12 +349,10 @@ std::optional<protocol::JobUsage> ExecutorServer::MeasureUsage(const LaunchSpec&
   protocol::JobUsage usage;
   const double start = record && record->start_time > 0 ? record->start_time : spec.start_time;
   usage.wall_s = std::max(0.0, end_time - start);
-  if (!config_.no_cgroups) {
-    Result<protocol::JobUsage> counted = ReadJobCgroupUsage(config_.cgroup_root, spec.id);
-    if (counted) {
-      counted->wall_s = usage.wall_s;
-      return *counted;
-    }
+  if (Result<protocol::JobUsage> counted = cgroups_.Usage(spec.id); counted) {
+    counted->wall_s = usage.wall_s;
+    return *counted;
+  } else if (cgroups_.enabled()) {
     LogWarning(counted.error().message() + "; reporting what wait4 saw instead");
   }
   // The shepherd's wait4 of the job: its own and its reaped descendants'.
@@ -394,7 +390,7 @@ std::uint64_t ExecutorServer::BytesHeld(const LaunchSpec& spec, std::uint64_t sp
 
 void ExecutorServer::RetryCgroupRemovals() {
   for (auto it = cgroups_to_remove_.begin(); it != cgroups_to_remove_.end();) {
-    Result<void> removed = RemoveJobCgroup(config_.cgroup_root, it->first);
+    Result<void> removed = cgroups_.Remove(it->first);
     if (removed || std::chrono::steady_clock::now() > it->second) {
       if (!removed) LogWarning("job cgroup stays: " + removed.error().message());
       it = cgroups_to_remove_.erase(it);

@@ -48,7 +48,7 @@ Result<void> ExecutorServer::ValidatePlacement(const protocol::StartJob& request
   for (int i = 0; i < facts_.gpu_count; ++i)
     gpu_ids.insert(i);
   HPCB_TRY(CheckSubset(request.placement.gpus, gpu_ids, "gpus"));
-  if (!config_.no_cgroups && request.placement.mems.empty()) {
+  if (cgroups_.enabled() && request.placement.mems.empty()) {
     return InvalidArgument("mems must name at least one NUMA node");
   }
   return Ok();
@@ -107,21 +107,13 @@ void ExecutorServer::BeginStart(const protocol::StartJob& request, StartDone don
   LaunchSpec& spec = jobs_.at(id);
   if (!spec.array.empty()) return refuse(InvalidArgument("an array starts element by element"));
   in_flight_[id] = JobPhase::kStarting;
-  UniqueFd cgroup_dir;
-  if (!config_.no_cgroups) {
-    CgroupLimits limits{request.placement.cpus, request.placement.mems, request.memory_max};
-    // Read at each start: swapon can add swap while we run. Unreadable
-    // counts as swap present, which only makes memory.swap.max required.
-    Result<bool> swap = host::HostHasSwap();
-    limits.host_has_swap = !swap || *swap;
-    Result<UniqueFd> made = CreateJobCgroup(config_.cgroup_root, id, limits);
-    if (!made) {
-      // A populated leftover (someone else's processes) is never killed here.
-      const bool someone_elses = made.error().code() == ErrorCode::kAlreadyExists;
-      return FailStart(id, "failed to start job: " + made.error().message(), !someone_elses,
-                       std::move(done));
-    }
-    cgroup_dir = std::move(*made);
+  Result<UniqueFd> cgroup_dir =
+      cgroups_.Create(id, {request.placement.cpus, request.placement.mems, request.memory_max});
+  if (!cgroup_dir) {
+    // A populated leftover (someone else's processes) is never killed here.
+    const bool someone_elses = cgroup_dir.error().code() == ErrorCode::kAlreadyExists;
+    return FailStart(id, "failed to start job: " + cgroup_dir.error().message(), !someone_elses,
+                     std::move(done));
   }
   // A queued job whose dir was lost (an fsck after a disk error, a clean-up
   // by hand) gets it back as at registration: its spec holds all it takes.
@@ -166,7 +158,7 @@ void ExecutorServer::BeginStart(const protocol::StartJob& request, StartDone don
     }
   }
   std::vector<int> fds{buffer->get(), errors->get()};
-  if (cgroup_dir.valid()) fds.push_back(cgroup_dir.get());
+  if (cgroup_dir->valid()) fds.push_back(cgroup_dir->get());
   AskLauncher<protocol::SpawnReply>(
       std::move(spawn), fds, kSpawnDeadline, "the launcher's spawn",
       [this, id, request, done = std::move(done)](Result<protocol::SpawnReply> reply) mutable {
@@ -192,7 +184,7 @@ void ExecutorServer::OnSpawned(std::uint64_t id, const protocol::StartJob& reque
     // its fault. It stays registered for the broker to start again (a late
     // answer that says otherwise gets its job killed: OnLauncherMessage).
     LogWarning("job " + std::to_string(id) + " was not started: " + reply.error().message());
-    if (!config_.no_cgroups) (void)RemoveJobCgroup(config_.cgroup_root, id);
+    (void)cgroups_.Remove(id);
     it->second.placement.reset();  // queued again: it holds nothing
     return done({.id = id,
                  .error = WireError::From(reply.error().WithContext("not started; still queued"))});
@@ -214,7 +206,7 @@ void ExecutorServer::OnSpawned(std::uint64_t id, const protocol::StartJob& reque
     // Running but unrecorded: after a restart nobody could find, limit or
     // account for it, so it does not run at all.
     (void)::kill(-static_cast<pid_t>(spec.pid), SIGKILL);
-    if (!config_.no_cgroups) (void)KillJobCgroup(config_.cgroup_root, id);
+    (void)cgroups_.Kill(id);
     spec.state = SpecState::kRegistered;
     return FailStart(id,
                      "failed to start job: cannot record it as running: " + saved.error().message(),
@@ -237,7 +229,7 @@ void ExecutorServer::FailStart(std::uint64_t id, const std::string& message, boo
   spec.state = SpecState::kExited;
   spec.env.clear();
   (void)Save(spec);
-  if (!config_.no_cgroups && remove_cgroup) (void)RemoveJobCgroup(config_.cgroup_root, id);
+  if (remove_cgroup) (void)cgroups_.Remove(id);
   // The inspection link is for registered and running jobs, as Finish and
   // a restart (PruneLeftovers) leave it.
   if (!config_.no_dev_dir) ::unlink((config_.dev_dir + "/jobs/" + std::to_string(id)).c_str());

@@ -14,7 +14,7 @@ namespace {
 
 // A fake cgroupfs: control files exist before the write, as in the kernel.
 void LayOutJob(const std::string& root, std::uint64_t id) {
-  std::string dir = JobCgroupPath(root, id);
+  std::string dir = JobCgroups(root).PathOf(id);
   for (const char* name : {"cpuset.cpus", "cpuset.mems", "memory.max", "memory.swap.max",
                            "memory.oom.group", "cgroup.kill", "memory.events"}) {
     testing::WriteText(dir + "/" + name, "");
@@ -22,16 +22,16 @@ void LayOutJob(const std::string& root, std::uint64_t id) {
 }
 
 TEST(JobCgroupTest, PathIsBuiltFromTheIdOnly) {
-  EXPECT_EQ(JobCgroupPath("/sys/fs/cgroup", 12), "/sys/fs/cgroup/hpc-batch/job-12");
+  EXPECT_EQ(JobCgroups("/sys/fs/cgroup").PathOf(12), "/sys/fs/cgroup/hpc-batch/job-12");
 }
 
 TEST(JobCgroupTest, WritesEveryLimit) {
   testing::TempDir root;
   LayOutJob(root.path(), 3);
-  auto fd = CreateJobCgroup(root.path(), 3, {{0, 2, 3}, {1}, 25769803776ull});
+  auto fd = JobCgroups(root.path()).Create(3, {{0, 2, 3}, {1}, 25769803776ull});
   ASSERT_TRUE(fd) << fd.error().message();
   EXPECT_TRUE(fd->valid());
-  std::string dir = JobCgroupPath(root.path(), 3);
+  std::string dir = JobCgroups(root.path()).PathOf(3);
   EXPECT_EQ(testing::ReadText(dir + "/cpuset.cpus"), "0,2,3");
   EXPECT_EQ(testing::ReadText(dir + "/cpuset.mems"), "1");
   EXPECT_EQ(testing::ReadText(dir + "/memory.max"), "25769803776");
@@ -42,21 +42,21 @@ TEST(JobCgroupTest, WritesEveryLimit) {
 TEST(JobCgroupTest, NoBudgetLeavesMemoryMaxAlone) {
   testing::TempDir root;
   LayOutJob(root.path(), 4);
-  ASSERT_TRUE(CreateJobCgroup(root.path(), 4, {{0}, {0}, std::nullopt}));
-  EXPECT_EQ(testing::ReadText(JobCgroupPath(root.path(), 4) + "/memory.max"), "");
+  ASSERT_TRUE(JobCgroups(root.path()).Create(4, {{0}, {0}, std::nullopt}));
+  EXPECT_EQ(testing::ReadText(JobCgroups(root.path()).PathOf(4) + "/memory.max"), "");
 }
 
 TEST(JobCgroupTest, MissingCpusetFileIsAnError) {
   testing::TempDir root;
   std::filesystem::create_directories(root.path() + "/hpc-batch");
-  EXPECT_FALSE(CreateJobCgroup(root.path(), 5, {{0}, {0}, std::nullopt}));
+  EXPECT_FALSE(JobCgroups(root.path()).Create(5, {{0}, {0}, std::nullopt}));
 }
 
 TEST(JobCgroupTest, SwapThatCannotBeTurnedOffRefusesTheJob) {
   testing::TempDir root;
   LayOutJob(root.path(), 10);
-  std::filesystem::remove(JobCgroupPath(root.path(), 10) + "/memory.swap.max");
-  auto made = CreateJobCgroup(root.path(), 10, {{0}, {0}, std::nullopt, /*host_has_swap=*/true});
+  std::filesystem::remove(JobCgroups(root.path()).PathOf(10) + "/memory.swap.max");
+  auto made = JobCgroups(root.path()).Create(10, {{0}, {0}, std::nullopt, /*host_has_swap=*/true});
   ASSERT_FALSE(made);
   EXPECT_NE(made.error().message().find("cannot turn swap off"), std::string::npos)
       << made.error().message();
@@ -65,17 +65,17 @@ TEST(JobCgroupTest, SwapThatCannotBeTurnedOffRefusesTheJob) {
 TEST(JobCgroupTest, NoSwapAccountingIsFineOnAHostWithoutSwap) {
   testing::TempDir root;
   LayOutJob(root.path(), 11);
-  std::filesystem::remove(JobCgroupPath(root.path(), 11) + "/memory.swap.max");
-  auto made = CreateJobCgroup(root.path(), 11, {{0}, {0}, std::nullopt, /*host_has_swap=*/false});
+  std::filesystem::remove(JobCgroups(root.path()).PathOf(11) + "/memory.swap.max");
+  auto made = JobCgroups(root.path()).Create(11, {{0}, {0}, std::nullopt, /*host_has_swap=*/false});
   ASSERT_TRUE(made) << made.error().message();
-  EXPECT_EQ(testing::ReadText(JobCgroupPath(root.path(), 11) + "/memory.oom.group"), "1");
+  EXPECT_EQ(testing::ReadText(JobCgroups(root.path()).PathOf(11) + "/memory.oom.group"), "1");
 }
 
 TEST(JobCgroupTest, MissingOomGroupRefusesTheJob) {
   testing::TempDir root;
   LayOutJob(root.path(), 12);
-  std::filesystem::remove(JobCgroupPath(root.path(), 12) + "/memory.oom.group");
-  auto made = CreateJobCgroup(root.path(), 12, {{0}, {0}, std::nullopt, /*host_has_swap=*/false});
+  std::filesystem::remove(JobCgroups(root.path()).PathOf(12) + "/memory.oom.group");
+  auto made = JobCgroups(root.path()).Create(12, {{0}, {0}, std::nullopt, /*host_has_swap=*/false});
   ASSERT_FALSE(made);
   EXPECT_NE(made.error().message().find("memory.oom.group"), std::string::npos)
       << made.error().message();
@@ -84,11 +84,11 @@ TEST(JobCgroupTest, MissingOomGroupRefusesTheJob) {
 TEST(JobCgroupTest, ALeftoverGroupIsReusedOnlyWhenEmpty) {
   testing::TempDir root;
   LayOutJob(root.path(), 13);
-  std::string events = JobCgroupPath(root.path(), 13) + "/cgroup.events";
+  std::string events = JobCgroups(root.path()).PathOf(13) + "/cgroup.events";
   testing::WriteText(events, "populated 0\nfrozen 0\n");
-  EXPECT_TRUE(CreateJobCgroup(root.path(), 13, {{0}, {0}, std::nullopt, false}));
+  EXPECT_TRUE(JobCgroups(root.path()).Create(13, {{0}, {0}, std::nullopt, false}));
   testing::WriteText(events, "populated 1\nfrozen 0\n");
-  auto made = CreateJobCgroup(root.path(), 13, {{0}, {0}, std::nullopt, false});
+  auto made = JobCgroups(root.path()).Create(13, {{0}, {0}, std::nullopt, false});
   ASSERT_FALSE(made);
   EXPECT_NE(made.error().message().find("already holds processes"), std::string::npos)
       << made.error().message();
@@ -97,26 +97,26 @@ TEST(JobCgroupTest, ALeftoverGroupIsReusedOnlyWhenEmpty) {
 TEST(JobCgroupTest, OomOnlyFromOomKill) {
   testing::TempDir root;
   LayOutJob(root.path(), 6);
-  std::string events = JobCgroupPath(root.path(), 6) + "/memory.events";
+  std::string events = JobCgroups(root.path()).PathOf(6) + "/memory.events";
   testing::WriteText(events, "low 0\nhigh 0\nmax 5\noom 2\noom_kill 0\n");
-  EXPECT_FALSE(JobWasOomKilled(root.path(), 6));
+  EXPECT_FALSE(JobCgroups(root.path()).OomKilled(6));
   testing::WriteText(events, "low 0\nhigh 0\nmax 5\noom 2\noom_kill 1\n");
-  EXPECT_TRUE(JobWasOomKilled(root.path(), 6));
+  EXPECT_TRUE(JobCgroups(root.path()).OomKilled(6));
   testing::WriteText(events, "garbage");
-  EXPECT_FALSE(JobWasOomKilled(root.path(), 6));
-  EXPECT_FALSE(JobWasOomKilled(root.path(), 99));
+  EXPECT_FALSE(JobCgroups(root.path()).OomKilled(6));
+  EXPECT_FALSE(JobCgroups(root.path()).OomKilled(99));
 }
 
 TEST(JobCgroupTest, UsageComesFromTheGroupsOwnCounters) {
   testing::TempDir root;
-  const std::string dir = JobCgroupPath(root.path(), 5);
+  const std::string dir = JobCgroups(root.path()).PathOf(5);
   testing::WriteText(dir + "/cpu.stat",
                      "usage_usec 4100000\nuser_usec 3600000\nsystem_usec 500000\n"
                      "nr_periods 0\nnr_throttled 0\nthrottled_usec 0\n");
   testing::WriteText(dir + "/memory.peak", "209715200\n");
   testing::WriteText(dir + "/memory.events", "low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n");
   testing::WriteText(dir + "/pids.peak", "3\n");
-  Result<protocol::JobUsage> usage = ReadJobCgroupUsage(root.path(), 5);
+  Result<protocol::JobUsage> usage = JobCgroups(root.path()).Usage(5);
   ASSERT_TRUE(usage) << usage.error().message();
   EXPECT_EQ(usage->source, protocol::UsageSource::kCgroup);
   EXPECT_DOUBLE_EQ(usage->user_s, 3.6);
@@ -128,48 +128,48 @@ TEST(JobCgroupTest, UsageComesFromTheGroupsOwnCounters) {
 
 TEST(JobCgroupTest, UsageLeavesOutWhatAnOlderKernelLacks) {
   testing::TempDir root;
-  const std::string dir = JobCgroupPath(root.path(), 6);
+  const std::string dir = JobCgroups(root.path()).PathOf(6);
   testing::WriteText(dir + "/cpu.stat", "usage_usec 10\nuser_usec 6\nsystem_usec 4\n");
-  Result<protocol::JobUsage> usage = ReadJobCgroupUsage(root.path(), 6);
+  Result<protocol::JobUsage> usage = JobCgroups(root.path()).Usage(6);
   ASSERT_TRUE(usage) << usage.error().message();
   EXPECT_FALSE(usage->peak_memory_bytes);
   EXPECT_FALSE(usage->peak_pids);
   EXPECT_EQ(usage->oom_kills, 0u);
   // No cpu.stat: no cgroup to speak of, an error the caller reports.
-  EXPECT_FALSE(ReadJobCgroupUsage(root.path(), 7));
+  EXPECT_FALSE(JobCgroups(root.path()).Usage(7));
 }
 
 TEST(JobCgroupTest, KillWritesOneAndRemoveToleratesAbsence) {
   testing::TempDir root;
   LayOutJob(root.path(), 7);
-  ASSERT_TRUE(KillJobCgroup(root.path(), 7));
-  EXPECT_EQ(testing::ReadText(JobCgroupPath(root.path(), 7) + "/cgroup.kill"), "1");
-  EXPECT_TRUE(RemoveJobCgroup(root.path(), 8));
+  ASSERT_TRUE(JobCgroups(root.path()).Kill(7));
+  EXPECT_EQ(testing::ReadText(JobCgroups(root.path()).PathOf(7) + "/cgroup.kill"), "1");
+  EXPECT_TRUE(JobCgroups(root.path()).Remove(8));
   // A fake dir with files in it cannot be rmdir'd: reported, not hidden.
-  EXPECT_FALSE(RemoveJobCgroup(root.path(), 7));
+  EXPECT_FALSE(JobCgroups(root.path()).Remove(7));
 }
 
 TEST(JobCgroupTest, PopulatedOnlyFromCgroupEvents) {
   testing::TempDir root;
   LayOutJob(root.path(), 9);
-  std::string events = JobCgroupPath(root.path(), 9) + "/cgroup.events";
-  EXPECT_FALSE(JobCgroupPopulated(root.path(), 9));  // no file
+  std::string events = JobCgroups(root.path()).PathOf(9) + "/cgroup.events";
+  EXPECT_FALSE(JobCgroups(root.path()).Populated(9));  // no file
   testing::WriteText(events, "populated 1\nfrozen 0\n");
-  EXPECT_TRUE(JobCgroupPopulated(root.path(), 9));
+  EXPECT_TRUE(JobCgroups(root.path()).Populated(9));
   testing::WriteText(events, "populated 0\nfrozen 0\n");
-  EXPECT_FALSE(JobCgroupPopulated(root.path(), 9));
+  EXPECT_FALSE(JobCgroups(root.path()).Populated(9));
 }
 
 TEST(JobCgroupTest, RemoveKillsAndNeverWaitsForAPopulatedGroup) {
   testing::TempDir root;
   LayOutJob(root.path(), 10);
-  testing::WriteText(JobCgroupPath(root.path(), 10) + "/cgroup.events", "populated 1\n");
-  EXPECT_FALSE(RemoveJobCgroup(root.path(), 10));  // tried again later, by the caller
-  EXPECT_EQ(testing::ReadText(JobCgroupPath(root.path(), 10) + "/cgroup.kill"), "1");
+  testing::WriteText(JobCgroups(root.path()).PathOf(10) + "/cgroup.events", "populated 1\n");
+  EXPECT_FALSE(JobCgroups(root.path()).Remove(10));  // tried again later, by the caller
+  EXPECT_EQ(testing::ReadText(JobCgroups(root.path()).PathOf(10) + "/cgroup.kill"), "1");
   // An empty dir stands for an empty cgroup: removed.
-  std::filesystem::create_directories(JobCgroupPath(root.path(), 11));
-  EXPECT_TRUE(RemoveJobCgroup(root.path(), 11));
-  EXPECT_FALSE(std::filesystem::exists(JobCgroupPath(root.path(), 11)));
+  std::filesystem::create_directories(JobCgroups(root.path()).PathOf(11));
+  EXPECT_TRUE(JobCgroups(root.path()).Remove(11));
+  EXPECT_FALSE(std::filesystem::exists(JobCgroups(root.path()).PathOf(11)));
 }
 
 TEST(JobCgroupTest, PruneRemovesOnlyEmptyUnkeptJobGroups) {
@@ -182,7 +182,7 @@ TEST(JobCgroupTest, PruneRemovesOnlyEmptyUnkeptJobGroups) {
   }
   testing::WriteText(base + "/job-4/cgroup.procs", "123\n");
   testing::WriteText(base + "/job-5", "not a dir");
-  auto removed = PruneEmptyJobCgroups(root.path(), {2});
+  auto removed = JobCgroups(root.path()).PruneEmpty({2});
   std::sort(removed.begin(), removed.end());
   EXPECT_EQ(removed, (std::vector<std::uint64_t>{1, 3}));
   EXPECT_FALSE(std::filesystem::exists(base + "/job-1"));
@@ -195,7 +195,29 @@ TEST(JobCgroupTest, PruneRemovesOnlyEmptyUnkeptJobGroups) {
   EXPECT_TRUE(std::filesystem::exists(base + "/other"));
   // Nothing was killed while pruning.
   EXPECT_FALSE(std::filesystem::exists(base + "/job-4/cgroup.kill"));
-  EXPECT_TRUE(PruneEmptyJobCgroups(root.path() + "/absent", {}).empty());
+  EXPECT_TRUE(JobCgroups(root.path() + "/absent").PruneEmpty({}).empty());
+}
+
+// --no-cgroups: every operation is a no-op that succeeds, nothing is made
+// or read, and usage is unavailable (so the caller reports wait4's).
+TEST(JobCgroupTest, WithoutCgroupsNothingIsTouched) {
+  testing::TempDir root;
+  LayOutJob(root.path(), 3);
+  testing::WriteText(JobCgroups(root.path()).PathOf(3) + "/memory.events", "oom_kill 1\n");
+  const JobCgroups none(std::nullopt);
+  EXPECT_FALSE(none.enabled());
+  Result<UniqueFd> made = none.Create(3, {{0}, {0}, std::nullopt});
+  ASSERT_TRUE(made);
+  EXPECT_FALSE(made->valid());
+  EXPECT_FALSE(none.OomKilled(3));
+  EXPECT_FALSE(none.Populated(3));
+  EXPECT_EQ(none.Usage(3).error().code(), ErrorCode::kUnavailable);
+  EXPECT_TRUE(none.Kill(3));
+  EXPECT_TRUE(none.Remove(3));
+  EXPECT_TRUE(none.PruneEmpty({}).empty());
+  EXPECT_EQ(testing::ReadText(JobCgroups(root.path()).PathOf(3) + "/cgroup.kill"), "");
+  EXPECT_EQ(testing::ReadText(JobCgroups(root.path()).PathOf(3) + "/cpuset.cpus"), "");
+  EXPECT_TRUE(JobCgroups(root.path()).OomKilled(3));  // the same files, read with cgroups
 }
 
 }  // namespace
