@@ -91,7 +91,7 @@ const std::vector<AllowedSyscall>& SeccompAllowList() {
       {"mkdir", "job directories and job cgroups"},
       {"rmdir", "removing job cgroups and emptied job directories"},
       {"unlink", "specs, run records, dev entries of forgotten jobs; an emptied old journal"},
-      {"unlinkat", "a delivered buffer and leftover temp files, through a job dir's fd"},
+      {"unlinkat", "a delivered buffer, temp files, a forgotten job's own files, via the dir's fd"},
       {"rename", "a spec or the id high-water mark into place"},
       {"renameat", "info.json into place through the job dir's fd"},
       {"symlink", "the job's /dev inspection entry"},

@@ -240,32 +240,15 @@ void ExecutorServer::OnForget(std::uint64_t req, const std::string& text) {
     // files too) and the broker told.
     return Refuse(req, id, "forget", forgotten.error());
   }
-  // The tree is the user's: removed without following anything in it, a
-  // step per loop turn, after the answer.
-  removals_.emplace_back(job_dir(id), OwnerOf(it->second));
+  // The tree is the user's: root removes only what it made; what the user
+  // added is removed as the user, after the answer.
+  DropJobDir(id, it->second.who);
   if (!config_.no_dev_dir) ::unlink((config_.dev_dir + "/jobs/" + std::to_string(id)).c_str());
   ::unlink(host::RunRecordPath(run_dir(), id).c_str());
   usage_.Remove(id);
   never_saved_.erase(id);
   jobs_.erase(it);
   SendToBroker(Encode(protocol::Ack{req, id, std::nullopt}));
-}
-
-bool ExecutorServer::StepRemovals() {
-  // A few milliseconds of unlinks a turn, shared by as many removals as
-  // it covers: a huge tree delays nobody, and many small ones go together.
-  constexpr std::size_t kEntriesPerTurn = 1000;
-  std::size_t budget = kEntriesPerTurn;
-  while (!removals_.empty() && budget > 0) {
-    TreeRemoval& removal = removals_.front();
-    Result<bool> done = removal.Step(budget);
-    if (done && !*done) break;
-    Result<void> outcome = done ? removal.Outcome() : Result<void>(done.error());
-    if (!outcome) LogWarning("removing " + removal.path() + ": " + outcome.error().message());
-    removals_.pop_front();
-    if (budget > 0) --budget;  // an empty dir still costs its opening
-  }
-  return !removals_.empty();
 }
 
 void ExecutorServer::OnOpenOutput(std::uint64_t req, const std::string& text) {
@@ -361,7 +344,6 @@ Result<void> ExecutorServer::Run() {
     }
     constexpr int kSettlePollMs = 50;
     if (!specs_loaded_) wait_ms = std::min(wait_ms, kSettlePollMs);
-    if (!removals_.empty()) wait_ms = 0;
     // Back-pressure: while either outbox is over its mark no new request
     // is read from the broker (which always reads us, so ours drains);
     // the launcher is always read, so its outbox to us drains too.
@@ -431,10 +413,9 @@ Result<void> ExecutorServer::Run() {
       HPCB_TRY(SettleStep());
       continue;
     }
-    (void)StepRemovals();
     const auto now = std::chrono::steady_clock::now();
     launcher_calls_.ExpireOverdue(now);
-    // A poll that timed out (not one that only looked: a removal pending).
+    // A poll that timed out (not one that only looked: a deadline past).
     if (now - last_tick >= std::chrono::milliseconds(kMaxPollMs) || (ready == 0 && wait_ms > 0)) {
       Tick();
       last_tick = now;

@@ -36,7 +36,6 @@
 #include "executor/job_phase.h"
 #include "executor/launch_spec.h"
 #include "executor/spec_store.h"
-#include "executor/tree_removal.h"
 #include "executor/usage_book.h"
 #include "protocol/executor_messages.h"
 #include "protocol/framing.h"
@@ -82,9 +81,6 @@ class ExecutorServer {
   // stop. Public for tests, which call it where the loop would.
   Result<void> EndTurn();
   bool recovery_failed() const { return recovery_error_.has_value(); }
-  // One step of taking forgotten jobs' dirs apart; true while more is
-  // left. Public for tests, which call it where the loop would.
-  bool StepRemovals();
 
   std::string specs_dir() const { return config_.state_dir + "/specs"; }
   std::string high_water_path() const { return specs_dir() + "/high_water"; }
@@ -160,6 +156,13 @@ class ExecutorServer {
   void Notify(const LaunchSpec& spec, const protocol::JobExited& event);
   // Has the launcher run `uid`'s first waiting command, then the next.
   void RunNotify(std::uint32_t uid);
+  // Job `id`'s dir, gone with the job: root removes what it made there and
+  // the dir (job_dir.h). A dir `who` left more in is queued behind their
+  // others, to be emptied as them (EmptyNextDir).
+  void DropJobDir(std::uint64_t id, const protocol::UserIdentity& who);
+  // Has the launcher empty `uid`'s first waiting dir, then removes it;
+  // what stays is logged, for an admin. Then the next.
+  void EmptyNextDir(std::uint32_t uid);
   // Tells the broker of jobs whose delivery has run past a second that
   // their cpus are free (JobExited::delivering).
   void ReleaseSlowDeliveries();
@@ -260,9 +263,11 @@ class ExecutorServer {
   // (at most kMaxWaitingNotify), so one user's slow command holds up only
   // their own and never this loop. Memory only: a restart drops them.
   std::map<std::uint32_t, std::deque<protocol::NotifyRequest>> notify_;
-  // Dirs of forgotten jobs, taken apart a bounded number of entries per
-  // loop turn (a job may have left millions of files).
-  std::deque<TreeRemoval> removals_;
+  // Dirs their users left files in, to be emptied as them, by user: the
+  // front one is being emptied, so each user has at most one helper at it
+  // (a burst of forgets forks no burst of helpers). Memory only: a restart
+  // finds the others as leftovers (PruneLeftovers).
+  std::map<std::uint32_t, std::deque<protocol::EmptyDirRequest>> to_empty_;
   bool greeted_ = false;
   bool state_dir_full_ = false;  // as the last start found it
   // Recovery waits, in the loop, for starts a restart interrupted; no

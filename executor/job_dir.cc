@@ -102,4 +102,20 @@ Result<void> ReplaceJobFile(int dir_fd, const std::string& name, const std::stri
   return Ok();
 }
 
+Result<UniqueFd> RemoveJobDir(const std::string& path) {
+  UniqueFd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dir.valid()) {
+    if (errno == ENOENT) return UniqueFd();
+    return Error::FromErrno(errno, "open " + path);
+  }
+  // A name the user replaced goes as a name (unlinkat follows nothing); a
+  // directory put in one's place fails (EISDIR) and stays for the helper.
+  for (const char* name : {"output", "error", "info.json", ".info.json.tmp"})
+    (void)::unlinkat(dir.get(), name, 0);
+  // STATE/jobs is root's: the name is the dir we opened.
+  if (::rmdir(path.c_str()) == 0 || errno == ENOENT) return UniqueFd();
+  if (errno != ENOTEMPTY && errno != EEXIST) return Error::FromErrno(errno, "remove " + path);
+  return dir;
+}
+
 }  // namespace hpcb::executor

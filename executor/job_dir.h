@@ -53,7 +53,13 @@ Result<UniqueFd> OpenJobBuffer(int dir_fd, int flags, std::optional<JobDirOwner>
 Result<void> ReplaceJobFile(int dir_fd, const std::string& name, const std::string& text,
                             mode_t mode, std::optional<JobDirOwner> owner);
 
-// RemoveJobDir, and its stepped form: tree_removal.h.
+// Removes the job dir at `path` as far as root does: the files it made
+// there (output, error, info.json and info.json's temp name), by name and
+// never following a link, then the dir itself. An invalid fd when it is
+// gone (or was never there); when its user left more in it, the dir's fd
+// (O_NOFOLLOW) instead, for a helper that has become the user to empty
+// (protocol::EmptyDirRequest). Root never walks the user's tree.
+Result<UniqueFd> RemoveJobDir(const std::string& path);
 
 }  // namespace hpcb::executor
 

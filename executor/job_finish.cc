@@ -85,6 +85,8 @@ constexpr std::uint64_t kDeliverBytesPerS = 4u << 20;
 // kNotifySeconds).
 constexpr std::size_t kMaxWaitingNotify = 32;
 constexpr std::chrono::seconds kNotifyDeadline{protocol::kNotifySeconds + 20};
+// The launcher kills an emptying helper after kEmptyDirSeconds and answers.
+constexpr std::chrono::seconds kEmptyDirDeadline{protocol::kEmptyDirSeconds + 60};
 
 }  // namespace
 
@@ -106,7 +108,7 @@ Result<void> ExecutorServer::MakeJobDir(const LaunchSpec& spec, bool start_follo
   if (Result<UniqueFd> made = CreateJobDir(dir, OwnerOf(spec), info, spec.error_dest.has_value());
       !made) {
     // A half-made dir would block the id: nothing of it may stay.
-    if (made.error().code() != ErrorCode::kAlreadyExists) (void)RemoveJobDir(dir, OwnerOf(spec));
+    if (made.error().code() != ErrorCode::kAlreadyExists) DropJobDir(spec.id, spec.who);
     return made.error();
   }
   if (!config_.no_dev_dir) {
@@ -324,6 +326,38 @@ void ExecutorServer::RunNotify(std::uint32_t uid) {
         waiting.pop_front();
         if (waiting.empty()) return (void)notify_.erase(uid);
         RunNotify(uid);
+      });
+}
+
+void ExecutorServer::DropJobDir(std::uint64_t id, const protocol::UserIdentity& who) {
+  Result<UniqueFd> left = RemoveJobDir(job_dir(id));
+  if (!left) return LogWarning("job " + std::to_string(id) + ": " + left.error().message());
+  if (!left->valid()) return;  // the usual case: gone, no helper
+  std::deque<protocol::EmptyDirRequest>& waiting = to_empty_[who.uid];
+  waiting.push_back({.id = id, .who = who});
+  if (waiting.size() == 1) EmptyNextDir(who.uid);
+}
+
+void ExecutorServer::EmptyNextDir(std::uint32_t uid) {
+  const protocol::EmptyDirRequest& next = to_empty_.at(uid).front();
+  const std::string path = job_dir(next.id);
+  auto emptied = [this, uid, path](const std::optional<WireError>& error) {
+    if (::rmdir(path.c_str()) != 0 && errno != ENOENT) {
+      const Error left = Error::FromErrno(errno, "remove " + path);
+      LogWarning(left.message() + (error ? " (" + error->message + ")" : "") +
+                 "; left for an admin");
+    }
+    std::deque<protocol::EmptyDirRequest>& waiting = to_empty_.at(uid);
+    waiting.pop_front();
+    if (waiting.empty()) return (void)to_empty_.erase(uid);
+    EmptyNextDir(uid);
+  };
+  Result<UniqueFd> dir = OpenJobDir(path);
+  if (!dir) return emptied(WireError::From(dir.error()));
+  AskLauncher<protocol::DeliverReply>(
+      next, {dir->get()}, kEmptyDirDeadline, "the launcher's emptying of " + path,
+      [emptied](Result<protocol::DeliverReply> reply) {
+        emptied(reply ? reply->error : WireError::From(reply.error()));
       });
 }
 

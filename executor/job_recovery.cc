@@ -24,6 +24,7 @@ using protocol::SpecState;
 
 // How long a restart waits for a job start it interrupted to settle.
 constexpr std::chrono::milliseconds kSettleDeadline{20000};
+constexpr std::uint32_t kOverflowGid = 65534;  // "nogroup", fs.overflowgid
 
 // A process is the one we recorded: same pid, same start time.
 bool Alive(std::int64_t pid, std::uint64_t recorded_start) {
@@ -235,12 +236,13 @@ void ExecutorServer::PruneLeftovers() {
     if (::access((specs_dir() + "/" + name + ".json.corrupt").c_str(), F_OK) == 0) continue;
     // Made root's and handed to the job's user: its owner is the job's.
     struct stat dir {};
-    std::optional<JobDirOwner> owner;
-    if (facts_.as_root && ::lstat(job_dir(id).c_str(), &dir) == 0)
-      owner = JobDirOwner{dir.st_uid, 0};
-    // Taken apart by the loop, a step a turn, like a forgotten job's.
-    removals_.emplace_back(job_dir(id), owner);
+    if (::lstat(job_dir(id).c_str(), &dir) != 0) continue;
     LogInfo("removing the leftover dir of job " + name + ", which has no launch spec");
+    // The spec that named the user's groups is gone: a helper emptying it
+    // runs as its owner with the overflow gid, which nothing privileged
+    // has. It opens nothing by name, so only the uid decides what it can.
+    DropJobDir(
+        id, {.uid = dir.st_uid, .gid = kOverflowGid, .user = "uid " + std::to_string(dir.st_uid)});
   }
   if (config_.no_dev_dir) return;
   std::error_code ec;

@@ -127,7 +127,7 @@ void ExecutorServer::FinishRegister(protocol::RegisterJob request, LaunchSpec sp
   if (!start_follows) {
     if (Result<void> saved = Save(spec); !saved) {
       never_saved_.erase(id);
-      (void)RemoveJobDir(job_dir(id), OwnerOf(spec));
+      DropJobDir(id, spec.who);
       return fail(saved.error());
     }
   }
@@ -163,7 +163,7 @@ void ExecutorServer::FinishRegister(protocol::RegisterJob request, LaunchSpec sp
         if (Result<void> synced = Save(it->second); !synced) {
           // Not on disk, so not accepted: a reply without an error would
           // have the user told of a job a restart cannot find.
-          (void)RemoveJobDir(job_dir(registered.id), OwnerOf(it->second));
+          DropJobDir(registered.id, it->second.who);
           never_saved_.erase(registered.id);
           jobs_.erase(it);
           registered.error = WireError::From(synced.error().WithContext("cannot save the job"));
@@ -253,7 +253,7 @@ Result<void> ExecutorServer::MakeArrayElement(const protocol::StartJob& request)
   array->second.array_started.push_back(index);
   if (Result<void> saved = Save(array->second); !saved) {
     array->second.array_started.pop_back();
-    (void)RemoveJobDir(job_dir(spec.id), OwnerOf(spec));
+    DropJobDir(spec.id, spec.who);
     return saved.error().WithContext("cannot record the start of array " +
                                      std::to_string(*request.array) + "'s element");
   }

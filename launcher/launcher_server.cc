@@ -152,6 +152,27 @@ void LauncherServer::OnRequest(const protocol::Packet& packet) {
                            return std::string();
                          });
     }
+    case LauncherKind::kEmptyDir: {
+      // Safe: root only looks at the descriptor the executor opened; the
+      // removal runs in a helper that has become the directory's owner,
+      // through that descriptor alone, so it removes nothing that user
+      // could not; it is killed after kEmptyDirSeconds.
+      Result<protocol::EmptyDirRequest> request = Decode<protocol::EmptyDirRequest>(packet.bytes);
+      if (!request)
+        return Send(Encode(protocol::DeliverReply{req, WireError::From(request.error())}));
+      struct stat dir {};
+      if (packet.fds.size() != 1 || ::fstat(packet.fds[0].get(), &dir) != 0 ||
+          !S_ISDIR(dir.st_mode) || dir.st_uid != request->who.uid) {
+        return Send(Encode(protocol::DeliverReply{
+            req, WireError::From(InvalidArgument("empty_dir needs a directory its user owns"))}));
+      }
+      return StartHelper(req, request->id, LauncherKind::kEmptyDir, request->who,
+                         {packet.fds[0].get()}, std::chrono::seconds(protocol::kEmptyDirSeconds),
+                         [](const std::vector<int>& kept) -> Result<std::string> {
+                           HPCB_TRY(EmptyDirHere(kept[0]));
+                           return std::string();
+                         });
+    }
     case LauncherKind::kSpawnReply:
     case LauncherKind::kDeliverReply:
     case LauncherKind::kChildExited:
@@ -322,7 +343,8 @@ void LauncherServer::ExpireTasks() {
     if (!task.reaped) (void)::kill(pid, SIGKILL);
     const char* what = task.kind == LauncherKind::kSpawn     ? "starting the job"
                        : task.kind == LauncherKind::kDeliver ? "delivering the output"
-                                                             : "running the --notify command";
+                       : task.kind == LauncherKind::kNotify  ? "running the --notify command"
+                                                             : "emptying the directory";
     LogWarning(std::string(what) + " for job " + std::to_string(task.id) +
                " timed out; its child (pid " + std::to_string(pid) + ") was killed");
     Answer(pid, task,

@@ -1,5 +1,6 @@
 // The launcher's service loop. It takes requests from the executor only
-// (spawn a job; deliver output or run a --notify command, as a user),
+// (spawn a job; deliver output, run a --notify command or empty a
+// forgotten job's directory, as a user),
 // runs each in a child of its own (a shepherd or a user helper) and answers
 // when that child does, so no request waits behind another. It reaps its
 // children, reports the end of each shepherd to the executor, and handles
@@ -99,7 +100,7 @@ class LauncherServer {
   Result<void> MayBecomeTheUser() const;
   void StartSpawn(const protocol::SpawnRequest& request, const protocol::Packet& packet);
   void StartDeliver(const protocol::DeliverRequest& request, const protocol::Packet& packet);
-  // A user helper (user_helper.h) for `kind`, a deliver or a notify, with
+  // A user helper (user_helper.h) for `kind` (not a spawn), with
   // `allowed` to answer; refused with a DeliverReply when it cannot start.
   void StartHelper(std::uint64_t req, std::uint64_t id, protocol::LauncherKind kind,
                    const protocol::UserIdentity& who, std::vector<int> keep,

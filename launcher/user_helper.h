@@ -1,7 +1,8 @@
 // A user helper: a child of the launcher that has dropped to a user and
-// does one thing as them (check an output path, deliver output). Its
-// answer comes back through a pipe that the launcher's loop polls, so the
-// launcher never waits on it; whoever started it owns its deadline.
+// does one thing as them (deliver output, run a --notify command, empty a
+// job directory). Its answer comes back through a pipe that the launcher's
+// loop polls, so the launcher never waits on it; whoever started it owns
+// its deadline.
 #ifndef HPCB_LAUNCHER_USER_HELPER_H_
 #define HPCB_LAUNCHER_USER_HELPER_H_
 

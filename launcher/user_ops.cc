@@ -1,5 +1,6 @@
 #include "launcher/user_ops.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
@@ -15,6 +16,8 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <memory>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -118,6 +121,53 @@ Result<void> CopyAll(int from, int to, std::uint64_t size) {
     if (static_cast<std::uint64_t>(offset) >= size) break;
   }
   return Ok();
+}
+
+struct DirCloser {
+  void operator()(DIR* dir) const { ::closedir(dir); }
+};
+
+void EmptyBelow(UniqueFd dir, const std::string& at, dev_t dev, int depth,
+                std::optional<Error>& left);
+
+// The directory `name` in `parent` (at `path` below the top) emptied, then
+// removed; `dev` is the top's filesystem, `depth` the levels still allowed.
+Result<void> RemoveTree(int parent, const std::string& name, const std::string& path, dev_t dev,
+                        int depth, std::optional<Error>& left) {
+  UniqueFd sub(::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  struct stat st {};
+  if (!sub.valid() || ::fstat(sub.get(), &st) != 0) return Error::FromErrno(errno, "open " + path);
+  if (st.st_dev != dev)
+    return Error(ErrorCode::kFailedPrecondition, path + " is on another filesystem");
+  if (depth == 0) return Error(ErrorCode::kFailedPrecondition, path + " is nested too deep");
+  EmptyBelow(std::move(sub), path + "/", dev, depth - 1, left);
+  if (::unlinkat(parent, name.c_str(), AT_REMOVEDIR) != 0) {
+    return Error::FromErrno(errno, "remove " + path);
+  }
+  return Ok();
+}
+
+// Removes what `dir` (taken) holds; `at` prefixes its entries' paths. The
+// first thing that stays goes into `left`.
+void EmptyBelow(UniqueFd dir, const std::string& at, dev_t dev, int depth,
+                std::optional<Error>& left) {
+  std::unique_ptr<DIR, DirCloser> stream(::fdopendir(dir.get()));
+  if (!stream) {
+    if (!left) left = Error::FromErrno(errno, "read " + (at.empty() ? "the directory" : at));
+    return;
+  }
+  const int fd = dir.release();
+  while (const struct dirent* entry = ::readdir(stream.get())) {
+    const std::string name = entry->d_name;
+    if (name == "." || name == "..") continue;
+    // Most entries are files: one unlink each. A directory answers EISDIR.
+    if (::unlinkat(fd, name.c_str(), 0) == 0 || errno == ENOENT) continue;
+    const int err = errno;
+    Result<void> removed = err == EISDIR
+                               ? RemoveTree(fd, name, at + name, dev, depth, left)
+                               : Result<void>(Error::FromErrno(err, "remove " + at + name));
+    if (!removed && removed.error().sys_errno() != ENOENT && !left) left = removed.error();
+  }
 }
 
 }  // namespace
@@ -238,6 +288,18 @@ Result<void> NotifyHere(const protocol::NotifyRequest& hook, std::chrono::second
   return Error(ErrorCode::kFailedPrecondition,
                WIFEXITED(status) ? "exited " + std::to_string(WEXITSTATUS(status))
                                  : "was killed by signal " + std::to_string(WTERMSIG(status)));
+}
+
+Result<void> EmptyDirHere(int dir_fd) {
+  struct stat top {};
+  if (::fstat(dir_fd, &top) != 0) return Error::FromErrno(errno, "stat the directory");
+  // A description of our own: the walk's reading never moves the caller's.
+  UniqueFd dir(::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir.valid()) return Error::FromErrno(errno, "open the directory");
+  std::optional<Error> left;
+  EmptyBelow(std::move(dir), "", top.st_dev, kMaxEmptyDepth, left);
+  if (left) return *left;
+  return Ok();
 }
 
 }  // namespace hpcb::launcher

@@ -1,7 +1,7 @@
 // What the launcher does as a user: the identity drop (fork-safe), and what
 // a helper child runs after it: delivering a job's output, running a
-// job's --notify command. Root never opens a user-chosen path nor runs a
-// user's command; these run only in a child that has become the user.
+// job's --notify command, emptying a forgotten job's directory. Root never opens a user-chosen path
+// nor runs a user's command; these run only in a child that has become the user.
 #ifndef HPCB_LAUNCHER_USER_OPS_H_
 #define HPCB_LAUNCHER_USER_OPS_H_
 
@@ -44,6 +44,16 @@ Result<void> DeliverHere(int buffer_fd, const std::string& dest, std::uint64_t m
 // hook's process group, whatever of it is left. An error unless the shell
 // exited 0 in time.
 Result<void> NotifyHere(const protocol::NotifyRequest& hook, std::chrono::seconds limit);
+
+// In the current process (already the user, a helper): removes everything
+// below the directory `dir_fd`, which itself stays. Only through
+// descriptors (openat with O_NOFOLLOW, unlinkat): a symlink goes as a
+// link, and a name swapped meanwhile is never followed. A directory on
+// another filesystem, or more than kMaxEmptyDepth levels down, stays with
+// every directory above it; so does what the user may not remove. The
+// error names the first thing that stayed.
+inline constexpr int kMaxEmptyDepth = 128;
+Result<void> EmptyDirHere(int dir_fd);
 
 }  // namespace hpcb::launcher
 

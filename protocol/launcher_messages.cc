@@ -45,6 +45,11 @@ Result<void> NotifyRequest::Validate() const {
   return CheckEnvEntries(env);
 }
 
+Result<void> EmptyDirRequest::Validate() const {
+  if (id == 0) return InvalidArgument("job id must be positive");
+  return who.Validate();
+}
+
 Result<void> ChildExited::Validate() const {
   if (pid <= 0) return InvalidArgument("pid must be positive");
   return Ok();

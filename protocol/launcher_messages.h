@@ -34,7 +34,7 @@ using hpcb::kCleanPath;
 
 HPCB_WIRE_ENUM(LauncherKind, (kSpawn, "spawn"), (kSpawnReply, "spawn_reply"), (kDeliver, "deliver"),
                (kDeliverReply, "deliver_reply"), (kChildExited, "child_exited"),
-               (kRefused, "refused"), (kNotify, "notify"));
+               (kRefused, "refused"), (kNotify, "notify"), (kEmptyDir, "empty_dir"));
 
 // executor -> launcher. fds: [stdout's buffer, stderr's (the same file
 // unless --error), both O_WRONLY|O_APPEND], then, with cgroups, the job
@@ -89,7 +89,7 @@ struct DeliverRequest {
   Result<void> Validate() const;
 };
 
-// The answer to a DeliverRequest or a NotifyRequest.
+// The answer to a DeliverRequest, a NotifyRequest or an EmptyDirRequest.
 struct DeliverReply {
   static constexpr LauncherKind kKind = LauncherKind::kDeliverReply;
   std::uint64_t req = 0;
@@ -113,6 +113,23 @@ struct NotifyRequest {
   std::string cwd;
   std::vector<std::string> env;  // "K=V", final
   HPCB_FIELDS(id, who, command, cwd, env)
+  Result<void> Validate() const;
+};
+
+// executor -> launcher, fds: [job `id`'s directory, O_DIRECTORY|
+// O_NOFOLLOW, owned by `who`]. A forgotten job's user left more in it than
+// root made there: a helper that has become `who` removes everything below
+// it, through descriptors, never following a link nor leaving the
+// directory's filesystem, and is killed after kEmptyDirSeconds. The
+// directory itself stays (its name is root's to remove). Reply:
+// DeliverReply, an error when something was left.
+inline constexpr int kEmptyDirSeconds = 600;
+struct EmptyDirRequest {
+  static constexpr LauncherKind kKind = LauncherKind::kEmptyDir;
+  std::uint64_t req = 0;
+  std::uint64_t id = 0;
+  UserIdentity who;
+  HPCB_FIELDS(id, who)
   Result<void> Validate() const;
 };
 

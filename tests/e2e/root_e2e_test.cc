@@ -510,20 +510,23 @@ TEST_F(RootE2eTest, NothingAnotherUserPlantsAtTheDestinationIsWrittenOrWaitedOn)
 }
 
 // 3c. A tree of another user's files that the job's owner moved into the
-// job's directory survives the directory's removal: root deletes nothing
-// its owner could not have deleted.
+// job's directory survives the directory's removal: the job's user's
+// helper empties it, and deletes nothing its user could not have deleted.
 TEST_F(RootE2eTest, AForeignTreeMovedIntoAJobDirIsLeftAlone) {
   Boot();
   (void)As(alice_, {"list"});
   const int first = Submit(alice_, {"--", "sleep", "2"});
   ASSERT_GT(first, 0);
   const std::string job_dir = daemon_->state() + "/jobs/" + std::to_string(first);
-  // bob's directory, group-writable for a group alice is in, with his file.
+  // bob's directory, group-writable for a group alice is in (so she may
+  // move it), holding one of his own that only he may write, with his file.
   const std::string tree = DirOf(alice_) + "/bobs-tree";
-  fs::create_directories(tree);
+  fs::create_directories(tree + "/sub");
   (void)!::chown(tree.c_str(), bob_.uid, ::getgrnam(kExtraGroup)->gr_gid);
   ::chmod(tree.c_str(), 02770);
-  WriteFile(tree + "/precious", "bob's data\n", 0644, bob_.uid, bob_.gid);
+  (void)!::chown((tree + "/sub").c_str(), bob_.uid, bob_.gid);
+  ::chmod((tree + "/sub").c_str(), 0755);
+  WriteFile(tree + "/sub/precious", "bob's data\n", 0644, bob_.uid, bob_.gid);
   CommandResult moved = daemon_->RunAs(kAlice, DirOf(alice_), "/bin/mv", {tree, job_dir + "/"});
   ASSERT_EQ(moved.exit_code, 0) << moved.err;
   ASSERT_TRUE(WaitFinished(alice_, first, seconds(15)));
@@ -536,9 +539,11 @@ TEST_F(RootE2eTest, AForeignTreeMovedIntoAJobDirIsLeftAlone) {
       DaemonHarness::WaitFor([&] { return !fs::exists(job_dir + "/info.json"); }, seconds(10)))
       << "the first job was not forgotten\n"
       << daemon_->log();
-  EXPECT_EQ(Slurp(job_dir + "/bobs-tree/precious"), "bob's data\n") << "bob's file was deleted";
-  EXPECT_NE(daemon_->log().find("the job's user does not own"), std::string::npos)
+  ASSERT_TRUE(DaemonHarness::WaitFor(
+      [&] { return daemon_->log().find("left for an admin") != std::string::npos; }, seconds(10)))
       << daemon_->log();
+  EXPECT_EQ(Slurp(job_dir + "/bobs-tree/sub/precious"), "bob's data\n") << "bob's file was deleted";
+  EXPECT_NE(daemon_->log().find("remove " + job_dir), std::string::npos) << daemon_->log();
 }
 
 // 3d. A value forwarded in a job's environment is in no file of the state

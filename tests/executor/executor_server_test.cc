@@ -534,9 +534,79 @@ TEST_F(ExecutorServerTest, StartChecksPlacementAndOrder) {
   // Forget a never-started job: everything goes.
   EXPECT_FALSE(IsError(Send(R"({"req":1,"type":"forget","id":9})")));
   EXPECT_NE(::access((config_.state_dir + "/specs/9.json").c_str(), F_OK), 0);
-  while (server_->StepRemovals()) {
-  }
   EXPECT_NE(::access((config_.state_dir + "/jobs/9").c_str(), F_OK), 0);
+  EXPECT_FALSE(LauncherRequest(0)) << "a dir of root's files alone needs no helper";
+}
+
+// What a user added to their job's dir root leaves alone: after the
+// forget's answer, the launcher is asked to empty the dir as the user,
+// through the dir's fd, and root removes the emptied dir.
+TEST_F(ExecutorServerTest, ForgettingADirTheUserFilledAsksTheLauncherToEmptyIt) {
+  Send(protocol::Encode(protocol::Hello{}));
+  UniqueFd a, b;
+  ASSERT_NO_FATAL_FAILURE(Connect(a, b));
+  ASSERT_FALSE(IsError(Register(9, a.get(), b.get())));
+  const std::string dir = config_.state_dir + "/jobs/9";
+  testing::WriteText(dir + "/junk/file", "x");
+
+  const std::string ack = Send(R"({"req":1,"type":"forget","id":9})");
+  std::optional<Packet> asked = LauncherRequest(2000);
+
+  EXPECT_FALSE(IsError(ack)) << ack;
+  ASSERT_TRUE(asked) << "the launcher was not asked";
+  Result<protocol::EmptyDirRequest> request =
+      protocol::Decode<protocol::EmptyDirRequest>(asked->bytes);
+  ASSERT_TRUE(request) << asked->bytes;
+  EXPECT_EQ(request->id, 9u);
+  EXPECT_EQ(request->who.uid, ::getuid());
+  ASSERT_EQ(asked->fds.size(), 1u);
+  struct stat passed {
+  }, job_dir{};
+  ASSERT_EQ(::fstat(asked->fds[0].get(), &passed), 0);
+  ASSERT_EQ(::stat(dir.c_str(), &job_dir), 0);
+  EXPECT_EQ(passed.st_ino, job_dir.st_ino) << "the fd is the job's dir";
+  EXPECT_FALSE(std::filesystem::exists(dir + "/output")) << "root's own files go at once";
+  // The helper's part, then its answer: root removes the dir.
+  std::filesystem::remove_all(dir + "/junk");
+  server_->OnLauncherMessage(
+      Packet{protocol::Encode(protocol::DeliverReply{.req = request->req}), {}});
+  EXPECT_FALSE(std::filesystem::exists(dir));
+}
+
+// One helper per user at a time, however many of their dirs wait; a dir
+// its helper left full stays (logged) and the next one is asked for.
+TEST_F(ExecutorServerTest, AUsersFilledDirsAreEmptiedOneAtATime) {
+  Send(protocol::Encode(protocol::Hello{}));
+  UniqueFd a, b, c, d;
+  ASSERT_NO_FATAL_FAILURE(Connect(a, b));
+  ASSERT_FALSE(IsError(Register(8, a.get(), b.get())));
+  ASSERT_NO_FATAL_FAILURE(Connect(c, d));
+  ASSERT_FALSE(IsError(Register(9, c.get(), d.get())));
+  for (const char* id : {"8", "9"})
+    testing::WriteText(config_.state_dir + "/jobs/" + id + "/junk", "x");
+
+  ASSERT_FALSE(IsError(Send(R"({"req":1,"type":"forget","id":8})")));
+  ASSERT_FALSE(IsError(Send(R"({"req":2,"type":"forget","id":9})")));
+  std::optional<Packet> first = LauncherRequest(2000);
+  std::optional<Packet> early = LauncherRequest(200);
+  ASSERT_TRUE(first);
+  Result<protocol::EmptyDirRequest> asked =
+      protocol::Decode<protocol::EmptyDirRequest>(first->bytes);
+  ASSERT_TRUE(asked) << first->bytes;
+  server_->OnLauncherMessage(Packet{
+      protocol::Encode(protocol::DeliverReply{
+          .req = asked->req, .error = protocol::WireError::From(InvalidArgument("junk: denied"))}),
+      {}});
+  std::optional<Packet> second = LauncherRequest(2000);
+
+  EXPECT_EQ(asked->id, 8u);
+  EXPECT_FALSE(early) << "a second helper for the same user while the first works";
+  EXPECT_TRUE(std::filesystem::exists(config_.state_dir + "/jobs/8/junk"));
+  ASSERT_TRUE(second) << "the next dir was not asked for";
+  Result<protocol::EmptyDirRequest> next =
+      protocol::Decode<protocol::EmptyDirRequest>(second->bytes);
+  ASSERT_TRUE(next) << second->bytes;
+  EXPECT_EQ(next->id, 9u);
 }
 
 // A queued job's start rewrites no spec before the spawn: its placement
@@ -825,8 +895,6 @@ TEST_F(ArrayElementTest, AnElementHasTheIdItsIndexGivesAndIsMadeOnceEvenAfterARe
   // Ended and forgotten, then the executor restarts: the array's own spec
   // says index 5 was used.
   ASSERT_EQ(RefusalOf(ForgetText(12)), "");
-  while (server_->StepRemovals()) {
-  }
   RestartExecutor();
   EXPECT_NE(RefusalOf(ElementStart(10, 5, 12)).find("not the unstarted element 5"),
             std::string::npos);
@@ -849,8 +917,6 @@ TEST_F(ArrayElementTest, AnElementSavedWithoutItsArraysRecordIsStillCountedStart
   RestartExecutor();
   EXPECT_NE(SpecFile(20).find(recorded), std::string::npos) << SpecFile(20);
   ASSERT_EQ(RefusalOf(ForgetText(22)), "");
-  while (server_->StepRemovals()) {
-  }
   EXPECT_NE(RefusalOf(ElementStart(20, 2, 22)).find("not the unstarted element 2"),
             std::string::npos);
 }

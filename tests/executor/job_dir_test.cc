@@ -7,7 +7,6 @@
 
 #include <filesystem>
 
-#include "executor/tree_removal.h"
 #include "tests/testing/temp_dir.h"
 
 namespace hpcb::executor {
@@ -153,96 +152,47 @@ TEST(JobDirTest, ReplaceFileDoesNotWriteThroughAPlantedSymlink) {
   EXPECT_TRUE(S_ISREG(st.st_mode));
 }
 
-TEST(JobDirTest, RemoveDeletesNestedTreesButNeverFollowsLinks) {
+TEST(JobDirTest, RemoveTakesWhatRootMadeAndTheDir) {
   TempDir tmp;
   std::string dir = tmp.path() + "/1";
-  ASSERT_TRUE(CreateJobDir(dir, std::nullopt, "{}\n"));
-  std::string outside = tmp.path() + "/outside";
-  WriteText(outside + "/keep", "keep\n");
-  WriteText(dir + "/a/b/c", "x");
-  ASSERT_EQ(::symlink(outside.c_str(), (dir + "/a/link").c_str()), 0);
-  ASSERT_EQ(::symlink(outside.c_str(), (dir + "/dirlink").c_str()), 0);
-  auto removed = RemoveJobDir(dir, std::nullopt);
-  ASSERT_TRUE(removed) << removed.error().message();
+  ASSERT_TRUE(CreateJobDir(dir, std::nullopt, "{}\n", /*error_buffer=*/true));
+  WriteText(dir + "/.info.json.tmp", "{}");
+
+  Result<UniqueFd> left = RemoveJobDir(dir);
+
+  ASSERT_TRUE(left) << left.error().message();
+  EXPECT_FALSE(left->valid()) << "nothing is left for the user's helper";
   EXPECT_FALSE(std::filesystem::exists(dir));
-  EXPECT_EQ(ReadText(outside + "/keep"), "keep\n");
-  EXPECT_TRUE(RemoveJobDir(dir, std::nullopt)) << "removing what is gone is fine";
+  Result<UniqueFd> again = RemoveJobDir(dir);
+  ASSERT_TRUE(again) << "removing what is gone is fine";
+  EXPECT_FALSE(again->valid());
 }
 
-TEST(JobDirTest, RemoveOfASymlinkInPlaceOfTheDirRemovesOnlyTheLink) {
-  TempDir tmp;
-  std::string outside = tmp.path() + "/outside";
-  WriteText(outside + "/keep", "keep\n");
-  std::string dir = tmp.path() + "/1";
-  ASSERT_EQ(::symlink(outside.c_str(), dir.c_str()), 0);
-  EXPECT_TRUE(RemoveJobDir(dir, std::nullopt));
-  EXPECT_EQ(ReadText(outside + "/keep"), "keep\n");
-  EXPECT_FALSE(std::filesystem::is_symlink(dir));
-}
-
-TEST(JobDirTest, RemoveRefusesTreesDeeperThanTheBound) {
+// Root never looks below the names it made: what the user added stays,
+// and the dir's fd is handed back for a helper that is the user.
+TEST(JobDirTest, RemoveLeavesWhatTheUserAddedAndHandsBackTheDir) {
   TempDir tmp;
   std::string dir = tmp.path() + "/1";
   ASSERT_TRUE(CreateJobDir(dir, std::nullopt, "{}\n"));
-  WriteText(dir + "/a/b/c/d/e", "x");
-  auto removed = RemoveJobDir(dir, std::nullopt, 2);
-  ASSERT_FALSE(removed);
-  EXPECT_NE(removed.error().message().find("too deep"), std::string::npos);
-}
-
-// A tree taken apart a few entries a step (as a forget does, a step per
-// loop turn): each step stops within its budget, no link is followed, and
-// the tree is gone at the end.
-TEST(JobDirTest, AStepwiseRemovalStaysWithinEachStepsBudget) {
-  TempDir tmp;
-  std::string dir = tmp.path() + "/1";
-  ASSERT_TRUE(CreateJobDir(dir, std::nullopt, "{}\n"));
+  WriteText(dir + "/junk/a", "x");
   std::string outside = tmp.path() + "/outside";
   WriteText(outside + "/keep", "keep\n");
-  for (int i = 0; i < 40; ++i) {
-    WriteText(dir + "/flat/f" + std::to_string(i), "x");
-    WriteText(dir + "/deep/a/b/g" + std::to_string(i), "y");
-  }
-  ASSERT_EQ(::symlink(outside.c_str(), (dir + "/deep/a/link").c_str()), 0);
-  TreeRemoval removal(dir, std::nullopt);
-  int steps = 0;
-  for (;; ++steps) {
-    ASSERT_LT(steps, 1000) << "the removal never ended";
-    std::size_t budget = 10;
-    Result<bool> done = removal.Step(budget);
-    ASSERT_TRUE(done) << done.error().message();
-    if (*done) break;
-    EXPECT_TRUE(std::filesystem::exists(dir)) << "gone before its last step";
-  }
-  EXPECT_GE(steps, 8) << "about 90 entries cannot go in fewer steps of 10";
-  EXPECT_TRUE(removal.Outcome());
-  EXPECT_FALSE(std::filesystem::exists(dir));
-  EXPECT_EQ(ReadText(outside + "/keep"), "keep\n");
-}
+  ASSERT_EQ(::unlink((dir + "/output").c_str()), 0);
+  ASSERT_EQ(::symlink(outside.c_str(), (dir + "/output").c_str()), 0);
 
-// Removals wait their turn without holding anything open: a burst of
-// thousands of forgets must not use up the executor's descriptors.
-TEST(JobDirTest, AWaitingRemovalHoldsNoDescriptor) {
-  TempDir tmp;
-  auto open_fds = [] {
-    return std::distance(std::filesystem::directory_iterator("/proc/self/fd"),
-                         std::filesystem::directory_iterator());
-  };
-  std::vector<TreeRemoval> waiting;
-  for (int i = 0; i < 50; ++i) {
-    const std::string dir = tmp.path() + "/" + std::to_string(i);
-    ASSERT_TRUE(CreateJobDir(dir, std::nullopt, "{}\n"));
-  }
-  const auto before = open_fds();
-  for (int i = 0; i < 50; ++i)
-    waiting.emplace_back(tmp.path() + "/" + std::to_string(i), std::nullopt);
-  EXPECT_EQ(open_fds(), before);
-  for (TreeRemoval& removal : waiting) {
-    std::size_t budget = 100;
-    ASSERT_TRUE(removal.Step(budget));
-  }
-  EXPECT_EQ(open_fds(), before) << "a finished removal kept a descriptor";
-  EXPECT_FALSE(std::filesystem::exists(tmp.path() + "/0"));
+  Result<UniqueFd> left = RemoveJobDir(dir);
+
+  ASSERT_TRUE(left) << left.error().message();
+  ASSERT_TRUE(left->valid());
+  struct stat by_fd {
+  }, by_name{};
+  ASSERT_EQ(::fstat(left->get(), &by_fd), 0);
+  ASSERT_EQ(::stat(dir.c_str(), &by_name), 0);
+  EXPECT_EQ(by_fd.st_ino, by_name.st_ino) << "the fd is the job dir";
+  EXPECT_EQ(ReadText(dir + "/junk/a"), "x");
+  EXPECT_FALSE(std::filesystem::exists(dir + "/info.json"));
+  EXPECT_FALSE(std::filesystem::is_symlink(dir + "/output")) << "the planted link went as a name";
+  EXPECT_EQ(ReadText(outside + "/keep"), "keep\n");
 }
 
 }  // namespace

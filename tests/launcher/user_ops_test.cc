@@ -237,5 +237,64 @@ TEST(NotifyTest, ACommandPastItsLimitIsKilledWithWhatItLeftRunning) {
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/survived"));
 }
 
+// A forgotten job's dir, emptied as its user: everything below goes, the
+// dir itself stays (root removes its name).
+TEST(EmptyDirTest, EmptiesANestedTreeAndKeepsTheDir) {
+  testing::TempDir dir;
+  const std::string top = dir.path() + "/7";
+  testing::WriteText(top + "/output", "x");
+  testing::WriteText(top + "/a/b/c/deep", "x");
+  testing::WriteText(top + "/a/.hidden", "x");
+  std::filesystem::create_directories(top + "/empty/too");
+  UniqueFd fd(::open(top.c_str(), O_RDONLY | O_DIRECTORY));
+
+  Result<void> emptied = EmptyDirHere(fd.get());
+
+  ASSERT_TRUE(emptied) << emptied.error().message();
+  ASSERT_TRUE(std::filesystem::is_directory(top));
+  EXPECT_TRUE(std::filesystem::is_empty(top));
+}
+
+TEST(EmptyDirTest, ALinkToOutsideGoesAsALinkAndWhatItPointsAtStays) {
+  testing::TempDir dir;
+  const std::string top = dir.path() + "/7";
+  const std::string outside = dir.path() + "/outside";
+  testing::WriteText(outside + "/keep", "keep\n");
+  std::filesystem::create_directories(top + "/a");
+  ASSERT_EQ(::symlink(outside.c_str(), (top + "/dirlink").c_str()), 0);
+  ASSERT_EQ(::symlink((outside + "/keep").c_str(), (top + "/a/filelink").c_str()), 0);
+  UniqueFd fd(::open(top.c_str(), O_RDONLY | O_DIRECTORY));
+
+  Result<void> emptied = EmptyDirHere(fd.get());
+
+  ASSERT_TRUE(emptied) << emptied.error().message();
+  EXPECT_TRUE(std::filesystem::is_empty(top));
+  EXPECT_EQ(testing::ReadText(outside + "/keep"), "keep\n");
+}
+
+TEST(EmptyDirTest, ATreeDeeperThanTheBoundStaysAndIsNamed) {
+  testing::TempDir dir;
+  const std::string top = dir.path() + "/7";
+  std::filesystem::create_directories(top);
+  testing::WriteText(top + "/shallow", "x");
+  UniqueFd level(::open(top.c_str(), O_RDONLY | O_DIRECTORY));
+  for (int i = 0; i <= kMaxEmptyDepth; ++i) {
+    ASSERT_EQ(::mkdirat(level.get(), "d", 0700), 0);
+    level.reset(::openat(level.get(), "d", O_RDONLY | O_DIRECTORY));
+    ASSERT_TRUE(level.valid());
+  }
+  UniqueFd fd(::open(top.c_str(), O_RDONLY | O_DIRECTORY));
+
+  Result<void> emptied = EmptyDirHere(fd.get());
+
+  ASSERT_FALSE(emptied);
+  EXPECT_NE(emptied.error().message().find("d/d/d/"), std::string::npos)
+      << emptied.error().message();
+  EXPECT_NE(emptied.error().message().find("nested too deep"), std::string::npos)
+      << emptied.error().message();
+  EXPECT_FALSE(std::filesystem::exists(top + "/shallow"));
+  EXPECT_TRUE(std::filesystem::is_directory(top + "/d"));
+}
+
 }  // namespace
 }  // namespace hpcb::launcher
