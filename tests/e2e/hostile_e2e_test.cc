@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -861,9 +862,11 @@ TEST_F(HostileE2eTest, AFailingJobWithTwoThousandDependentsStallsNoOne) {
 TEST_F(HostileE2eTest, ForgettingAJobDirOfAMillionFilesStallsNoOne) {
   Boot({}, /*scratch_in_memory=*/true);
   const std::string jobs = daemon_->state() + "/jobs";
+  const std::string counted = DirOf(attacker_) + "/junk-count";
   const std::string filler_script =
       "while [ ! -s victim-id ]; do sleep 0.1; done; d=" + jobs +
-      "/$(cat victim-id)/junk; mkdir $d && cd $d && seq 1 1000000 | xargs touch; exit 1";
+      "/$(cat victim-id)/junk; mkdir $d && cd $d && seq 1 1000000 | xargs touch && ls -f | " +
+      "wc -l > " + counted + "; exit 1";
   const int filler = Submit(attacker_, {"--no-output", "--", "sh", "-c", filler_script});
   ASSERT_GT(filler, 0) << Tail(daemon_->log());
   const int doomed =
@@ -886,6 +889,7 @@ TEST_F(HostileE2eTest, ForgettingAJobDirOfAMillionFilesStallsNoOne) {
   std::this_thread::sleep_for(seconds(1));
   ReportAndCheckVictim("million-file-forget");
   EXPECT_TRUE(filled) << "the filler job did not end\n" << Tail(daemon_->log());
+  EXPECT_GE(std::strtol(Slurp(counted).c_str(), nullptr, 10), 1000000) << "the tree was never made";
   EXPECT_TRUE(removed) << doomed_dir << " is still there\n" << Tail(daemon_->log());
 }
 
