@@ -170,6 +170,22 @@ TEST(LauncherMessagesTest, NotifyCarriesABoundedCommandAndAnAbsoluteCwd) {
   }
 }
 
+TEST(LauncherMessagesTest, EmptyDirNamesAJobAndAUser) {
+  EmptyDirRequest request{.req = 1, .id = 4, .who = {1000, 1000, "a", {}}};
+
+  Result<EmptyDirRequest> decoded = Decode<EmptyDirRequest>(Encode(request));
+
+  ASSERT_TRUE(decoded) << decoded.error().message();
+  EXPECT_EQ(decoded->id, 4u);
+  EXPECT_EQ(decoded->who.uid, 1000u);
+  EmptyDirRequest bad = request;
+  bad.id = 0;
+  EXPECT_FALSE(Decode<EmptyDirRequest>(Encode(bad)));
+  bad = request;
+  bad.who.user.clear();
+  EXPECT_FALSE(Decode<EmptyDirRequest>(Encode(bad)));
+}
+
 TEST(ExecutorMessagesTest, WrongTypesNameTheField) {
   auto start = Decode<StartJob>(
       R"({"type":"start","req":1,"id":"x","placement":{"cpus":[0],"mems":[0],"gpus":[],"mem_by_node":[],"gpu_link":[],"spans_nodes":false},"memory_max":[]})");
