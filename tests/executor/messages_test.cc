@@ -27,8 +27,9 @@ TEST(RecordFormatTest, FilesOnDiskKeepTheirKeysInOrder) {
   EXPECT_EQ(NameList<ExecutorKind>(),
             "hello, hello_reply, list_jobs, list_jobs_reply, register, register_reply, start, "
             "start_reply, signal, forget, open_output, ack, exited, deliver_again or output_reply");
-  EXPECT_EQ(NameList<LauncherKind>(),
-            "spawn, spawn_reply, deliver, deliver_reply, child_exited, refused or notify");
+  EXPECT_EQ(
+      NameList<LauncherKind>(),
+      "spawn, spawn_reply, deliver, deliver_reply, child_exited, refused, notify or empty_dir");
   EXPECT_EQ(NameList<SignalNote>(), ", timeout or killed");
 }
 
