@@ -87,6 +87,7 @@ constexpr std::size_t kMaxWaitingNotify = 32;
 constexpr std::chrono::seconds kNotifyDeadline{protocol::kNotifySeconds + 20};
 // The launcher kills an emptying helper after kEmptyDirSeconds and answers.
 constexpr std::chrono::seconds kEmptyDirDeadline{protocol::kEmptyDirSeconds + 60};
+constexpr std::size_t kMaxWaitingDirs = 64;
 
 }  // namespace
 
@@ -334,31 +335,44 @@ void ExecutorServer::DropJobDir(std::uint64_t id, const protocol::UserIdentity& 
   if (!left) return LogWarning("job " + std::to_string(id) + ": " + left.error().message());
   if (!left->valid()) return;  // the usual case: gone, no helper
   std::deque<protocol::EmptyDirRequest>& waiting = to_empty_[who.uid];
+  // A user who stops their helpers holds each for its full deadline: past
+  // this many their dirs wait for the next start (PruneLeftovers).
+  if (waiting.size() >= kMaxWaitingDirs) {
+    return LogWarning(job_dir(id) + " is left until the next start: " + who.user + " has " +
+                      std::to_string(kMaxWaitingDirs) + " dirs waiting to be emptied");
+  }
   waiting.push_back({.id = id, .who = who});
   if (waiting.size() == 1) EmptyNextDir(who.uid);
 }
 
 void ExecutorServer::EmptyNextDir(std::uint32_t uid) {
-  const protocol::EmptyDirRequest& next = to_empty_.at(uid).front();
-  const std::string path = job_dir(next.id);
-  auto emptied = [this, uid, path](const std::optional<WireError>& error) {
-    if (::rmdir(path.c_str()) != 0 && errno != ENOENT) {
-      const Error left = Error::FromErrno(errno, "remove " + path);
-      LogWarning(left.message() + (error ? " (" + error->message + ")" : "") +
-                 "; left for an admin");
+  // A dir that cannot be opened is done at once: the next is tried in this
+  // loop rather than by recursion.
+  for (auto& waiting = to_empty_.at(uid); !waiting.empty(); waiting.pop_front()) {
+    const std::string path = job_dir(waiting.front().id);
+    auto emptied = [this, uid, path](std::optional<WireError> error) {
+      if (::rmdir(path.c_str()) != 0 && errno != ENOENT) {
+        // The helper's reason names a path the user chose: cut short.
+        if (error && error->message.size() > kMaxOutputError)
+          error->message.resize(kMaxOutputError);
+        LogWarning(Error::FromErrno(errno, "remove " + path).message() +
+                   (error ? " (" + error->message + ")" : "") + "; left for an admin");
+      }
+    };
+    Result<UniqueFd> dir = OpenJobDir(path);
+    if (!dir) {
+      emptied(WireError::From(dir.error()));
+      continue;
     }
-    std::deque<protocol::EmptyDirRequest>& waiting = to_empty_.at(uid);
-    waiting.pop_front();
-    if (waiting.empty()) return (void)to_empty_.erase(uid);
-    EmptyNextDir(uid);
-  };
-  Result<UniqueFd> dir = OpenJobDir(path);
-  if (!dir) return emptied(WireError::From(dir.error()));
-  AskLauncher<protocol::DeliverReply>(
-      next, {dir->get()}, kEmptyDirDeadline, "the launcher's emptying of " + path,
-      [emptied](Result<protocol::DeliverReply> reply) {
-        emptied(reply ? reply->error : WireError::From(reply.error()));
-      });
+    return AskLauncher<protocol::DeliverReply>(
+        waiting.front(), {dir->get()}, kEmptyDirDeadline, "the launcher's emptying of " + path,
+        [this, uid, emptied](Result<protocol::DeliverReply> reply) {
+          emptied(reply ? reply->error : WireError::From(reply.error()));
+          to_empty_.at(uid).pop_front();
+          EmptyNextDir(uid);
+        });
+  }
+  to_empty_.erase(uid);
 }
 
 void ExecutorServer::ReleaseSlowDeliveries() {

@@ -609,6 +609,38 @@ TEST_F(ExecutorServerTest, AUsersFilledDirsAreEmptiedOneAtATime) {
   EXPECT_EQ(next->id, 9u);
 }
 
+// A user who stops their helpers holds each for its whole deadline: past
+// 64 dirs waiting, the rest stay on disk for the next start's clean-up
+// instead of growing the queue.
+TEST_F(ExecutorServerTest, AUsersDirsWaitingToBeEmptiedAreBounded) {
+  Send(protocol::Encode(protocol::Hello{}));
+  constexpr std::uint64_t kJobs = 66;
+  for (std::uint64_t id = 1; id <= kJobs; ++id) {
+    UniqueFd a, b;
+    ASSERT_NO_FATAL_FAILURE(Connect(a, b));
+    ASSERT_FALSE(IsError(Register(id, a.get(), b.get())));
+    testing::WriteText(config_.state_dir + "/jobs/" + std::to_string(id) + "/junk", "x");
+  }
+  for (std::uint64_t id = 1; id <= kJobs; ++id) {
+    ASSERT_FALSE(IsError(Send(R"({"req":1,"type":"forget","id":)" + std::to_string(id) + "}")));
+  }
+  std::vector<std::uint64_t> asked;
+  while (std::optional<Packet> packet = LauncherRequest(asked.empty() ? 2000 : 500)) {
+    Result<protocol::EmptyDirRequest> request =
+        protocol::Decode<protocol::EmptyDirRequest>(packet->bytes);
+    ASSERT_TRUE(request) << packet->bytes;
+    asked.push_back(request->id);
+    server_->OnLauncherMessage(
+        Packet{protocol::Encode(protocol::DeliverReply{.req = request->req}), {}});
+  }
+
+  ASSERT_EQ(asked.size(), 64u);
+  EXPECT_EQ(asked.front(), 1u);
+  EXPECT_EQ(asked.back(), 64u);
+  EXPECT_TRUE(std::filesystem::exists(config_.state_dir + "/jobs/65/junk"));
+  EXPECT_TRUE(std::filesystem::exists(config_.state_dir + "/jobs/66/junk"));
+}
+
 // A queued job's start rewrites no spec before the spawn: its placement
 // goes to the launcher with the spawn, for the shepherd's run record, and
 // an executor restarted before the job was saved as running books the job
