@@ -350,7 +350,7 @@ void ExecutorServer::EmptyNextDir(std::uint32_t uid) {
   // loop rather than by recursion.
   for (auto& waiting = to_empty_.at(uid); !waiting.empty(); waiting.pop_front()) {
     const std::string path = job_dir(waiting.front().id);
-    auto emptied = [this, uid, path](std::optional<WireError> error) {
+    auto emptied = [path](std::optional<WireError> error) {
       if (::rmdir(path.c_str()) != 0 && errno != ENOENT) {
         // The helper's reason names a path the user chose: cut short.
         if (error && error->message.size() > kMaxOutputError)
