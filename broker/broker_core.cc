@@ -1106,6 +1106,15 @@ void BrokerCore::OnStartReply(std::uint64_t id, const Result<protocol::StartRepl
   }
   if (it == jobs_.end() || it->second.phase != JobPhase::kStarting) return;
   ApplyStart(it->second, reply);
+  // A start that went through frees nothing and ends nothing, so a pass
+  // now would place what the last one did: a burst's spawn reports would
+  // each pay a walk over the whole queue for no start. Any other outcome
+  // (refused, failed, ended, unknown) may have freed room.
+  if (auto now = jobs_.find(id); now != jobs_.end() && now->second.running() &&
+                                 now->second.holds_placement &&
+                                 now->second.phase == JobPhase::kIdle) {
+    return;
+  }
   Schedule();
 }
 

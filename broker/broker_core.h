@@ -102,6 +102,10 @@ class BrokerCore {
   // Executor events, timers and scheduling; call at least once a second.
   void Tick();
   void OnExited(const protocol::JobExited& event);
+  // The pass that follows a turn's exit events: what they freed is placed
+  // at once; timers and delivery retries wait for the next Tick (each is a
+  // walk over every unfinished job, which a burst would pay per job end).
+  void AfterExits() { Schedule(); }
   // Persists what changed since the last call, then sends the answers that
   // waited for it (or, if the write failed, what each says instead).
   void Flush();

@@ -109,11 +109,15 @@ void BrokerServer::AcceptAll() {
     connection.accepted_at = SteadyNow();
     connection.last_progress = connection.accepted_at;
     connection.fd = std::move(fd);
-    connections_.emplace(next_key_++, std::move(connection));
+    const std::uint64_t key = next_key_++;
+    // A client sends its request right after connecting, so it is usually
+    // queued by now: served in this turn, not after one more poll.
+    OnReadable(key, connections_.emplace(key, std::move(connection)).first->second,
+               /*fresh=*/true);
   }
 }
 
-void BrokerServer::OnReadable(std::uint64_t key, Connection& connection) {
+void BrokerServer::OnReadable(std::uint64_t key, Connection& connection, bool fresh) {
   if (connection.stage != Stage::kReading) {
     // Only EOF or stray bytes can follow a request; an attach ends when
     // the client goes.
@@ -133,6 +137,7 @@ void BrokerServer::OnReadable(std::uint64_t key, Connection& connection) {
     return;
   }
   if (!*frame) {
+    if (fresh) return;
     // Half a frame: poll would report the socket readable again at once,
     // so leave it out of the poll set for a moment instead of spinning.
     connection.retry_at = SteadyNow() + kStalledRetryS;
@@ -372,13 +377,16 @@ Result<void> BrokerServer::Run(const volatile std::sig_atomic_t* stop) {
     }
     executor_.Expire();
     const double now = clock_.Now();
-    // Exit events are applied at once; timers and the policy every second.
+    // Exit events are applied at once, and what they freed is placed;
+    // timers and the policy run every second.
     std::vector<protocol::JobExited> events = executor_.TakeEvents();
     for (const protocol::JobExited& event : events)
       core_.OnExited(event);
-    if (!events.empty() || now - last_tick >= 1.0 || now < last_tick) {
+    if (now - last_tick >= 1.0 || now < last_tick) {
       core_.Tick();
       last_tick = now;
+    } else if (!events.empty()) {
+      core_.AfterExits();
     }
     // One journal write for every change of this turn, then the answers
     // that waited for it.

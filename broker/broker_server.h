@@ -89,7 +89,9 @@ class BrokerServer {
   // newcomer why not (best effort) and logs, at most every few seconds.
   bool MakeRoomFor(uid_t uid, std::size_t from_uid);
   void Refuse(int fd, const std::string& why);
-  void OnReadable(std::uint64_t key, Connection& connection);
+  // `fresh`: just accepted, its request may not have arrived yet; if it
+  // has not, the poll waits for it (no stall as for half a frame).
+  void OnReadable(std::uint64_t key, Connection& connection, bool fresh = false);
   void OnAnswer(std::uint64_t key, const Response& response);
   // Writes what the client will take now; false when it went away.
   bool WriteSome(Connection& connection);

@@ -3,6 +3,7 @@
 #include <grp.h>
 #include <pwd.h>
 
+#include <chrono>
 #include <vector>
 
 #include "broker/daemon_config.h"
@@ -31,10 +32,22 @@ std::optional<gid_t> GroupId(const std::string& group) {
 }  // namespace
 
 std::optional<std::string> SystemUserDb::UserName(uid_t uid) const {
+  const double now =
+      std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  if (auto it = names_.find(uid); it != names_.end() && now - it->second.looked_up_at < kNameTtlS) {
+    return it->second.name;
+  }
   std::vector<char> buffer;
   struct passwd entry {};
-  if (!LookupPasswd(uid, &entry, buffer)) return std::nullopt;
-  return std::string(entry.pw_name);
+  std::optional<std::string> name;
+  if (LookupPasswd(uid, &entry, buffer)) name = std::string(entry.pw_name);
+  if (names_.size() >= kMaxCachedNames) {
+    std::erase_if(names_,
+                  [now](const auto& kept) { return now - kept.second.looked_up_at >= kNameTtlS; });
+    if (names_.size() >= kMaxCachedNames) names_.clear();
+  }
+  names_.insert_or_assign(uid, CachedName{name, now});
+  return name;
 }
 
 bool SystemUserDb::InGroup(uid_t uid, const std::string& group) const {

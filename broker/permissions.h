@@ -6,6 +6,8 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -24,11 +26,28 @@ class UserDb {
 };
 
 // passwd/group databases (getpwuid_r, getgrnam_r, getgrouplist).
+//
+// The bargain: a uid's name is kept for kNameTtlS after it was looked up,
+// so a burst of submissions from one user reads the passwd database once,
+// not once per job (each lookup opened and parsed /etc/passwd, about a
+// fifth of the broker's system calls per submission). A user renamed
+// meanwhile is shown by the old name on jobs submitted within that time;
+// the name is only shown, never checked (identity is the uid).
 class SystemUserDb : public UserDb {
  public:
+  static constexpr double kNameTtlS = 10;
   std::optional<std::string> UserName(uid_t uid) const override;
   bool InGroup(uid_t uid, const std::string& group) const override;
   bool GroupExists(const std::string& group) const override;
+
+ private:
+  struct CachedName {
+    std::optional<std::string> name;
+    double looked_up_at = 0;  // steady clock, seconds
+  };
+  // Bounded: entries past their time are dropped when it is full.
+  static constexpr std::size_t kMaxCachedNames = 1024;
+  mutable std::map<uid_t, CachedName> names_;
 };
 
 class Permissions {
