@@ -74,11 +74,11 @@ struct JobInfo {
 constexpr std::size_t kMaxOutputError = 400;
 
 // How long the launcher has to answer a delivery: this, plus a second per
-// kDeliverBytesPerS. The launcher bounds the delivery itself (a shorter
+// kDeliveryAnswerBytesPerS. The launcher bounds the delivery itself (a shorter
 // deadline, after which it kills the helper and answers); this only
 // catches a launcher that stopped answering at all.
-constexpr std::chrono::milliseconds kDeliverBaseDeadline{120000};
-constexpr std::uint64_t kDeliverBytesPerS = 4u << 20;
+constexpr std::chrono::milliseconds kDeliveryAnswerBase{120000};
+constexpr std::uint64_t kDeliveryAnswerBytesPerS = 4u << 20;
 
 // Past this a user's --notify commands are dropped (logged), and this
 // long the launcher has to answer one (it kills the command itself after
@@ -193,7 +193,8 @@ void ExecutorServer::DeliverBuffer(const LaunchSpec& spec, const std::string& na
   const protocol::DeliverRequest request{
       .id = id, .who = spec.who, .dest = *to, .max_bytes = max_bytes};
   const std::chrono::milliseconds timeout =
-      kDeliverBaseDeadline + std::chrono::seconds(std::min(size, max_bytes) / kDeliverBytesPerS);
+      kDeliveryAnswerBase +
+      std::chrono::seconds(std::min(size, max_bytes) / kDeliveryAnswerBytesPerS);
   AskLauncher<protocol::DeliverReply>(
       request, {buffer->get()}, timeout, "the launcher's output delivery",
       [this, id, name, dest = *to, buffer_path,
