@@ -67,8 +67,7 @@ Result<std::vector<std::uint64_t>> ResolveTypedIds(const std::vector<TypedId>& t
       if (!one.index || row.array_index == one.index) found.push_back(row.id);
     }
     if (one.index && found.empty()) {
-      return Error(ErrorCode::kNotFound,
-                   "no such job " + std::to_string(one.id) + "_" + std::to_string(*one.index));
+      return Error(ErrorCode::kNotFound, "no such job " + TypedIdText(one));
     }
     if (one.index || (expand_arrays && !found.empty())) {
       ids.insert(ids.end(), found.begin(), found.end());

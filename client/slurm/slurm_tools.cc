@@ -7,6 +7,7 @@
 #include <limits>
 #include <utility>
 
+#include "client/array_ids.h"
 #include "client/format.h"
 #include "common/base/cpu_list.h"
 
@@ -184,7 +185,7 @@ Result<protocol::JobRow> JobRowOf(const BackendConfig& config, std::uint64_t id)
 
 Result<protocol::JobRow> ElementRowOf(const BackendConfig& config, std::uint64_t array,
                                       std::uint32_t index) {
-  const std::string name = IdText(array) + "_" + std::to_string(index);
+  const std::string name = TypedIdText({array, index});
   auto job = ShowJob(config, name);
   if (!job) {
     if (job.error().code() != ErrorCode::kNotFound) return job.error();
