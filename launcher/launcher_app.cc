@@ -37,6 +37,14 @@ int LauncherMain(int argc, char** argv) {
   }
   if (std::optional<int> exit_now = CheckFlagsAsNobody(broker.get(), args)) return *exit_now;
   broker.reset();
+  // Every user helper execs this one (user_helper.h): the program installed
+  // with this launcher, however the file is replaced while it runs.
+  Result<std::string> as_user_path = BesideSelf("hpc-batch-as-user");
+  UniqueFd as_user(as_user_path ? ::open(as_user_path->c_str(), O_PATH | O_CLOEXEC) : -1);
+  if (!as_user.valid()) {
+    LogError("cannot find hpc-batch-as-user beside hpc-batchd");
+    return 1;
+  }
   Result<protocol::RootConfig> parsed = ParseRootFlags(args);
   if (!parsed) {
     std::cerr << "hpc-batchd: " << parsed.error().message() << "\n";
@@ -80,9 +88,9 @@ int LauncherMain(int argc, char** argv) {
   // Kept open for the life of this launcher: a broker restarted after a
   // crash listens on the same socket.
   const int listen_fd = listener->get();
-  LauncherServer server(config, as_root, signal_fd.get(), [&args, &executor_flags, listen_fd] {
-    return StartRoles(executor_flags, args, listen_fd);
-  });
+  LauncherServer server(
+      config, as_root, signal_fd.get(), as_user.get(),
+      [&args, &executor_flags, listen_fd] { return StartRoles(executor_flags, args, listen_fd); });
   if (!server.StartRoles()) return 1;
   auto cpus = host::ReadOnlineCpus(config.sys_root);
   LogInfo(std::string("hpc-batchd ") + protocol::kVersion + " ready on " + config.socket + " (" +

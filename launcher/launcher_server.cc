@@ -145,12 +145,9 @@ void LauncherServer::OnRequest(const protocol::Packet& packet) {
       // The helper kills the command itself; the slack is for a helper
       // that could not (its user stopped it).
       const std::chrono::seconds limit(protocol::kNotifySeconds);
-      return StartHelper(req, request->id, LauncherKind::kNotify, request->who, {},
-                         limit + kShepherdSlack,
-                         [&](const std::vector<int>&) -> Result<std::string> {
-                           HPCB_TRY(NotifyHere(*request, limit));
-                           return std::string();
-                         });
+      return StartHelper(
+          req, request->id, LauncherKind::kNotify, request->who, {}, limit + kShepherdSlack,
+          {"notify", request->cwd, std::to_string(limit.count()), request->command}, request->env);
     }
     case LauncherKind::kEmptyDir: {
       // Safe: root only looks at the descriptor the executor opened; the
@@ -168,10 +165,7 @@ void LauncherServer::OnRequest(const protocol::Packet& packet) {
       }
       return StartHelper(req, request->id, LauncherKind::kEmptyDir, request->who,
                          {packet.fds[0].get()}, std::chrono::seconds(protocol::kEmptyDirSeconds),
-                         [](const std::vector<int>& kept) -> Result<std::string> {
-                           HPCB_TRY(EmptyDirHere(kept[0]));
-                           return std::string();
-                         });
+                         {"empty"});
     }
     case LauncherKind::kSpawnReply:
     case LauncherKind::kDeliverReply:
@@ -248,18 +242,15 @@ void LauncherServer::StartDeliver(const protocol::DeliverRequest& request,
       std::min<std::uint64_t>(static_cast<std::uint64_t>(buffer.st_size), request.max_bytes);
   const std::chrono::milliseconds allowed_time =
       kDeliverBaseDeadline + std::chrono::seconds(bytes / kDeliverBytesPerS);
-  const std::string dest = request.dest;
-  const std::uint64_t max_bytes = request.max_bytes;
   StartHelper(request.req, request.id, LauncherKind::kDeliver, request.who, {packet.fds[0].get()},
-              allowed_time, [&](const std::vector<int>& kept) -> Result<std::string> {
-                HPCB_TRY(DeliverHere(kept[0], dest, max_bytes));
-                return std::string();
-              });
+              allowed_time, {"deliver", request.dest, std::to_string(request.max_bytes)});
 }
 
 void LauncherServer::StartHelper(std::uint64_t req, std::uint64_t id, LauncherKind kind,
                                  const protocol::UserIdentity& who, std::vector<int> keep,
-                                 std::chrono::milliseconds allowed, const HelperBody& body) {
+                                 std::chrono::milliseconds allowed,
+                                 const std::vector<std::string>& request,
+                                 const std::vector<std::string>& env) {
   auto refuse = [&](const Error& error) {
     Send(Encode(protocol::DeliverReply{req, WireError::From(error)}));
   };
@@ -267,7 +258,10 @@ void LauncherServer::StartHelper(std::uint64_t req, std::uint64_t id, LauncherKi
     return refuse(allowed_who.error());
   }
   if (Result<void> safe = MayBecomeTheUser(); !safe) return refuse(safe.error());
-  Result<HelperChild> helper = StartUserHelper(who, as_root_, std::move(keep), body);
+  std::vector<std::string> argv{"hpc-batch-as-user"};
+  argv.insert(argv.end(), request.begin(), request.end());
+  Result<HelperChild> helper =
+      StartUserHelper(who, as_root_, std::move(keep), {as_user_program_, argv, env});
   if (!helper) return refuse(helper.error());
   tasks_.emplace(helper->pid, Task{.kind = kind,
                                    .req = req,
@@ -300,8 +294,7 @@ void LauncherServer::Answer(pid_t pid, Task& task, const std::optional<Error>& f
   task.answered = true;
   task.answer.reset();
   if (task.kind != LauncherKind::kSpawn) {
-    Result<std::string> done =
-        failure ? Result<std::string>(*failure) : ParseHelperAnswer(task.text);
+    Result<void> done = failure ? Result<void>(*failure) : ParseHelperAnswer(task.text);
     if (!task.orphaned) Send(Encode(protocol::DeliverReply{task.req, protocol::ErrorOf(done)}));
     if (task.reaped) tasks_.erase(pid);
     return;

@@ -54,10 +54,13 @@ class LauncherServer {
 
   // `as_root`: jobs and deliveries change identity, and each is preceded
   // by a check of PROC_ROOT/sys/fs/suid_dumpable (launcher/dumpable_check.h).
-  LauncherServer(protocol::RootConfig config, bool as_root, int signal_fd, RoleStarter start_roles)
+  // `as_user_program`: hpc-batch-as-user, which every user helper execs.
+  LauncherServer(protocol::RootConfig config, bool as_root, int signal_fd, int as_user_program,
+                 RoleStarter start_roles)
       : config_(std::move(config)),
         as_root_(as_root),
         signal_fd_(signal_fd),
+        as_user_program_(as_user_program),
         start_roles_(std::move(start_roles)) {}
 
   // Starts the roles; false (logged) when they could not be.
@@ -100,11 +103,14 @@ class LauncherServer {
   Result<void> MayBecomeTheUser() const;
   void StartSpawn(const protocol::SpawnRequest& request, const protocol::Packet& packet);
   void StartDeliver(const protocol::DeliverRequest& request, const protocol::Packet& packet);
-  // A user helper (user_helper.h) for `kind` (not a spawn), with
-  // `allowed` to answer; refused with a DeliverReply when it cannot start.
+  // A user helper (user_helper.h) for `kind` (not a spawn): it runs
+  // hpc-batch-as-user with `request` as its command line and `env` as its
+  // environment, and has `allowed` to answer; refused with a DeliverReply
+  // when it cannot start.
   void StartHelper(std::uint64_t req, std::uint64_t id, protocol::LauncherKind kind,
                    const protocol::UserIdentity& who, std::vector<int> keep,
-                   std::chrono::milliseconds allowed, const HelperBody& body);
+                   std::chrono::milliseconds allowed, const std::vector<std::string>& request,
+                   const std::vector<std::string>& env = {});
   void OnAnswerReadable(pid_t pid, Task& task);
   // The children's answer pipes, added to `fds`; returns whose each is.
   std::vector<pid_t> WatchAnswers(std::vector<struct pollfd>& fds) const;
@@ -123,6 +129,7 @@ class LauncherServer {
   protocol::RootConfig config_;
   bool as_root_;
   int signal_fd_;
+  int as_user_program_;
   RoleStarter start_roles_;
   UniqueFd executor_fd_;
   // Never blocks (outbox.h): a burst of exits while the executor sends a

@@ -10,22 +10,19 @@
 #include "protocol/framing.h"
 
 namespace hpcb::launcher {
-namespace {
-
-// Answer format: 'O' then the body's text, or 'E', one byte of ErrorCode,
-// then the message.
-std::string EncodeAnswer(const Result<std::string>& result) {
-  if (result) return "O" + *result;
-  std::string text = "E";
-  text += static_cast<char>(result.error().code());
-  return text + result.error().message();
-}
-
-}  // namespace
 
 Result<HelperChild> StartUserHelper(const protocol::UserIdentity& who, bool change,
-                                    std::vector<int> keep, const HelperBody& body) {
+                                    std::vector<int> keep, const HelperProgram& program) {
   std::vector<gid_t> groups(who.groups.begin(), who.groups.end());
+  // Built before the fork: the child only dups, drops and execs.
+  std::vector<char*> argv;
+  std::vector<char*> envp;
+  std::vector<std::string> texts = program.argv;
+  texts.insert(texts.end(), program.env.begin(), program.env.end());
+  for (std::size_t i = 0; i < texts.size(); ++i)
+    (i < program.argv.size() ? argv : envp).push_back(texts[i].data());
+  argv.push_back(nullptr);
+  envp.push_back(nullptr);
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return Error::FromErrno(errno, "pipe2");
   UniqueFd read_end(pipe_fds[0]);
@@ -33,25 +30,32 @@ Result<HelperChild> StartUserHelper(const protocol::UserIdentity& who, bool chan
   pid_t pid = ::fork();
   if (pid < 0) return Error::FromErrno(errno, "fork");
   if (pid == 0) {
-    // A single-threaded parent: allocating in this child is safe; it never
-    // execs. The answer pipe goes first, the caller's descriptors after it.
+    // The answer pipe, the request's descriptor, then the program's (which
+    // closes on exec).
     std::vector<int> fds{write_end.get()};
     fds.insert(fds.end(), keep.begin(), keep.end());
-    if (!KeepOnlyFds(fds)) ::_exit(1);
-    const int answer_fd = fds[0];
-    if (answer_fd != kHelperAnswerFd) ::_exit(1);
-    std::vector<int> kept(fds.begin() + 1, fds.end());
+    fds.push_back(program.program_fd);
+    if (keep.size() > 1 || !KeepOnlyFds(fds) || fds.back() != 4 + static_cast<int>(keep.size()) ||
+        ::fcntl(fds.back(), F_SETFD, FD_CLOEXEC) != 0) {
+      ::_exit(1);
+    }
+    auto refuse = [](const Error& why) {
+      std::string text = "E";
+      text += static_cast<char>(why.code());
+      (void)protocol::WriteAllToFile(3, text + why.message());
+      ::_exit(1);
+    };
     const int err =
         DropIdentity(change, who.uid, who.gid, groups.data(), static_cast<int>(groups.size()));
-    const Result<std::string> result = err == 0 ? body(kept) : SwitchUserError(who.user, err);
-    (void)protocol::WriteAllToFile(answer_fd, EncodeAnswer(result));
-    ::_exit(0);
+    if (err != 0) refuse(SwitchUserError(who.user, err));
+    ::fexecve(fds.back(), argv.data(), envp.data());
+    refuse(Error::FromErrno(errno, "cannot run hpc-batch-as-user"));
   }
   return HelperChild{pid, std::move(read_end)};
 }
 
-Result<std::string> ParseHelperAnswer(const std::string& text) {
-  if (!text.empty() && text[0] == 'O') return text.substr(1);
+Result<void> ParseHelperAnswer(const std::string& text) {
+  if (text == "O") return Ok();
   if (text.size() >= 2 && text[0] == 'E') {
     auto code = static_cast<ErrorCode>(static_cast<unsigned char>(text[1]));
     if (code < ErrorCode::kInvalidArgument || code > ErrorCode::kInternal) {

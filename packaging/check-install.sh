@@ -15,7 +15,7 @@ trap 'rm -rf "$tmp"' EXIT
 expected_files() {
   printf '%s\n' "$BINDIR/dispatch" "$SBINDIR/hpc-batchd" \
     "$DAEMONDIR/hpc-batchd" "$DAEMONDIR/hpc-batch-executor" "$DAEMONDIR/hpc-batch-broker" \
-    "$UNITDIR/hpc-batch.service" "$SYSUSERSDIR/hpc-batch.conf" "$TMPFILESDIR/hpc-batch.conf" \
+    "$DAEMONDIR/hpc-batch-as-user" "$UNITDIR/hpc-batch.service" "$SYSUSERSDIR/hpc-batch.conf" "$TMPFILESDIR/hpc-batch.conf" \
     "$BASHCOMPDIR/dispatch" "$MANDIR/man1/dispatch.1.gz" "$MANDIR/man8/hpc-batchd.8.gz" \
     "$DOCDIR/README.md" "$DOCDIR/SECURITY.md" "$DOCDIR/copyright" "$DOCDIR/changelog.gz" \
     "$DOCDIR/docs/slurm-migration.md" "$DOCDIR/docs/scheduling.md" \
@@ -75,7 +75,7 @@ $(diff <(expected_files) <(echo "$got"))"
   done
   check "$SBINDIR/hpc-batchd is a relative link" test -L "$root/$SBINDIR/hpc-batchd"
   case $(readlink "$root/$SBINDIR/hpc-batchd") in /*) fail "$SBINDIR/hpc-batchd links to an absolute path";; esac
-  check "the installed roles are executable" test -x "$root/$DAEMONDIR/hpc-batch-executor" -a -x "$root/$DAEMONDIR/hpc-batch-broker"
+  check "the installed roles are executable" test -x "$root/$DAEMONDIR/hpc-batch-executor" -a -x "$root/$DAEMONDIR/hpc-batch-broker" -a -x "$root/$DAEMONDIR/hpc-batch-as-user"
   check "the unit is not executable" test ! -x "$unit"
   check_doc_links "$root/$DOCDIR"
 }

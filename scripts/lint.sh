@@ -35,7 +35,7 @@ check_format() {
   echo "format: ok, ${#files[@]} files ($((SECONDS - start)) s)"
 }
 
-tidy_sources=('broker/*.cc' 'executor/*.cc' 'launcher/*.cc' 'protocol/*.cc' 'common/*.cc'
+tidy_sources=('broker/*.cc' 'executor/*.cc' 'launcher/*.cc' 'as_user/*.cc' 'protocol/*.cc' 'common/*.cc'
               'client/*.cc')
 
 check_tidy() {

@@ -12,12 +12,13 @@ cd "$(dirname "$0")/.."
 start=$SECONDS
 scripts/install-deps.sh --build-only
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-ninja -C build hpc-batchd hpc-batch-executor hpc-batch-broker dispatch >/dev/null
+ninja -C build hpc-batchd hpc-batch-executor hpc-batch-broker hpc-batch-as-user dispatch >/dev/null
 
 scratch=$(mktemp -d /tmp/hpc-batch-quickstart.XXXXXX)
 chmod 0755 "$scratch"
 mkdir -p "$scratch/work" "$scratch/prefix/sbin" "$scratch/prefix/bin"
-cp build/bin/hpc-batchd build/bin/hpc-batch-executor build/bin/hpc-batch-broker "$scratch/prefix/sbin/"
+cp build/bin/hpc-batchd build/bin/hpc-batch-executor build/bin/hpc-batch-broker \
+  build/bin/hpc-batch-as-user "$scratch/prefix/sbin/"
 cp build/bin/dispatch "$scratch/prefix/bin/"
 
 as_user=()

@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t0=$(date +%s)
-for b in bin/hpc-batchd bin/hpc-batch-executor bin/hpc-batch-broker bin/dispatch; do
+for b in bin/hpc-batchd bin/hpc-batch-executor bin/hpc-batch-broker bin/hpc-batch-as-user bin/dispatch; do
   [ -x "build/$b" ] || { echo "vm-test: build/$b is missing; run scripts/build.sh first" >&2; exit 1; }
 done
 set +e

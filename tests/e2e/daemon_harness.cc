@@ -60,7 +60,8 @@ DaemonHarness::DaemonHarness(HarnessOptions options) : options_(std::move(option
   fs::create_directories(dir_ + "/bin");
   fs::create_directories(dir_ + "/work");
   // Copies, so the test user can run them wherever the build tree lives.
-  for (const char* binary : {HPCB_DISPATCH, HPCB_DAEMON, HPCB_EXECUTOR, HPCB_BROKER}) {
+  for (const char* binary :
+       {HPCB_DISPATCH, HPCB_DAEMON, HPCB_EXECUTOR, HPCB_BROKER, HPCB_AS_USER}) {
     std::string name = fs::path(binary).filename().string();
     auto replaced = options_.replace_binaries.find(name);
     fs::copy_file(replaced == options_.replace_binaries.end() ? binary : replaced->second,

@@ -949,6 +949,10 @@ TEST_F(HostileE2eTest, UnreadFiftyMegabyteListsStallNoOne) {
   { std::ofstream go(DirOf(attacker_) + "/go"); }
 }
 
+// A delivery helper once it has exec'd hpc-batch-as-user, as /proc names it
+// (a command name is cut at 15 bytes).
+constexpr char kHelperComm[] = "hpc-batch-as-us";
+
 // 3b. A user stops their own delivery helper (SIGSTOP, as it starts) once
 // their job, holding every cpu, has ended. The delivery waits for its
 // deadline, but the job's cpus do not: another user's two-cpu job runs
@@ -969,7 +973,7 @@ TEST_F(HostileE2eTest, AStoppedDeliveryHelperHoldsNoCpus) {
   const pid_t launcher = daemon_->daemon_pid();
   const int report_fd = report.get();
   Attack(attacker_,
-         [&] { return SignalChildrenNamed(launcher, "hpc-batchd", SIGSTOP, report_fd); });
+         [&] { return SignalChildrenNamed(launcher, kHelperComm, SIGSTOP, report_fd); });
   report.reset();
   TimedResult wide;
   const int waiting = Submit(victim_, {"--cpu", "2", "--", "echo", "wide"}, &wide);
@@ -1017,7 +1021,7 @@ TEST_F(HostileE2eTest, AKilledDeliveryHelperLeavesNoPartialCopy) {
     std::set<pid_t> done;
     for (;;) {
       for (const ProcInfo& info : Descendants(launcher)) {
-        if (info.comm != "hpc-batchd" || info.state == 'Z' || done.contains(info.pid)) continue;
+        if (info.comm != kHelperComm || info.state == 'Z' || done.contains(info.pid)) continue;
         std::this_thread::sleep_for(milliseconds(100));
         if (::kill(info.pid, SIGKILL) == 0) {
           const std::string line = "killed " + std::to_string(info.pid) + "\n";

@@ -21,28 +21,6 @@
 namespace hpcb::launcher {
 namespace {
 
-TEST(DeliverTest, CopiesWholeBufferAndTruncates) {
-  testing::TempDir dir;
-  testing::WriteText(dir.path() + "/buffer", "hello\nworld\n");
-  testing::WriteText(dir.path() + "/dest", "old content that is longer than the new one\n");
-  UniqueFd buffer(::open((dir.path() + "/buffer").c_str(), O_RDONLY));
-  ASSERT_TRUE(DeliverHere(buffer.get(), dir.path() + "/dest", 1 << 20));
-  EXPECT_EQ(testing::ReadText(dir.path() + "/dest"), "hello\nworld\n");
-}
-
-TEST(DeliverTest, SymlinkAtDestinationIsNotFollowed) {
-  testing::TempDir dir;
-  testing::WriteText(dir.path() + "/buffer", "secret?\n");
-  testing::WriteText(dir.path() + "/victim", "untouched");
-  ASSERT_EQ(::symlink((dir.path() + "/victim").c_str(), (dir.path() + "/dest").c_str()), 0);
-  UniqueFd buffer(::open((dir.path() + "/buffer").c_str(), O_RDONLY));
-  auto delivered = DeliverHere(buffer.get(), dir.path() + "/dest", 1 << 20);
-  ASSERT_FALSE(delivered);
-  EXPECT_NE(delivered.error().message().find("symbolic link"), std::string::npos)
-      << delivered.error().message();
-  EXPECT_EQ(testing::ReadText(dir.path() + "/victim"), "untouched");
-}
-
 TEST(CheckIdentityTest, RootRefusesZeroIds) {
   protocol::UserIdentity who{0, 100, "x", {}};
   EXPECT_FALSE(CheckIdentityAllowed(who, true));
@@ -55,13 +33,11 @@ TEST(CheckIdentityTest, RootRefusesZeroIds) {
   who = {::getuid() + 1, 100, "x", {}};
   EXPECT_FALSE(CheckIdentityAllowed(who, false));
 }
-
 TEST(DropIdentityTest, RefusesZeroAndNoChangeIsNoOp) {
   EXPECT_EQ(DropIdentity(false, 0, 0, nullptr, 0), 0);
   EXPECT_NE(DropIdentity(true, 0, 5, nullptr, 0), 0);
   EXPECT_NE(DropIdentity(true, 5, 0, nullptr, 0), 0);
 }
-
 // After the drop the process is the user's but its memory is still a copy
 // of root's: it must be non-dumpable (no trace, no core) and deaf to every
 // signal the user could send it, whatever fs.suid_dumpable says. (On a
@@ -95,92 +71,63 @@ TEST(DropIdentityTest, LeavesTheProcessNonDumpableWithEverySignalBlocked) {
   EXPECT_EQ(answer[2], 3) << "a signal the user may send is not blocked";
 }
 
-TEST(DeliverTest, AFifoAtTheDestinationIsRefusedWithoutBlocking) {
-  testing::TempDir dir;
-  testing::WriteText(dir.path() + "/buffer", "out\n");
-  ASSERT_EQ(::mkfifo((dir.path() + "/dest").c_str(), 0600), 0);
-  UniqueFd buffer(::open((dir.path() + "/buffer").c_str(), O_RDONLY));
-  auto delivered = DeliverHere(buffer.get(), dir.path() + "/dest", 1 << 20);
-  ASSERT_FALSE(delivered);
-  EXPECT_NE(delivered.error().message().find("not a regular file"), std::string::npos)
-      << delivered.error().message();
-}
-
-TEST(DeliverTest, OutputOverTheLimitIsNotDeliveredAndLeavesNothing) {
-  testing::TempDir dir;
-  testing::WriteText(dir.path() + "/buffer", std::string(5000, 'x'));
-  UniqueFd buffer(::open((dir.path() + "/buffer").c_str(), O_RDONLY));
-  auto delivered = DeliverHere(buffer.get(), dir.path() + "/dest", 4096);
-  ASSERT_FALSE(delivered);
-  EXPECT_NE(delivered.error().message().find("over the delivery limit"), std::string::npos)
-      << delivered.error().message();
-  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()),
-                          std::filesystem::directory_iterator()),
-            1)
-      << "only the buffer: no destination, no temp file";
-}
-
-TEST(DeliverTest, AnotherFileHardLinkedAtTheDestinationIsRefused) {
-  testing::TempDir dir;
-  testing::WriteText(dir.path() + "/buffer", "new\n");
-  testing::WriteText(dir.path() + "/other", "other\n");
-  ASSERT_EQ(::link((dir.path() + "/other").c_str(), (dir.path() + "/dest").c_str()), 0);
-  UniqueFd buffer(::open((dir.path() + "/buffer").c_str(), O_RDONLY));
-  auto delivered = DeliverHere(buffer.get(), dir.path() + "/dest", 1 << 20);
-  ASSERT_FALSE(delivered);
-  EXPECT_NE(delivered.error().message().find("hard links"), std::string::npos);
-  EXPECT_EQ(testing::ReadText(dir.path() + "/other"), "other\n");
-}
-
-TEST(UserHelperTest, AnswersComeBackThroughThePipeWithTheirCode) {
+// The helper as the launcher runs it: hpc-batch-as-user exec'd after the
+// (here unchanged) identity drop, answering on the pipe.
+Result<void> RunHelper(std::vector<std::string> request, std::vector<std::string> env = {},
+                       std::vector<int> keep = {}, int program = -1) {
   protocol::UserIdentity who{::getuid(), ::getgid(), "me", {}};
-  auto run = [&](const HelperBody& body) -> Result<std::string> {
-    Result<HelperChild> child = StartUserHelper(who, false, {}, body);
-    if (!child) return child.error();
-    std::string text;
-    char buf[256];
-    for (ssize_t n; (n = ::read(child->answer.get(), buf, sizeof buf)) > 0;)
-      text.append(buf, n);
-    int status = 0;
-    ::waitpid(child->pid, &status, 0);
-    return ParseHelperAnswer(text);
-  };
-  Result<std::string> ok =
-      run([](const std::vector<int>&) -> Result<std::string> { return std::string("fine"); });
-  ASSERT_TRUE(ok) << ok.error().message();
-  EXPECT_EQ(*ok, "fine");
-  Result<std::string> bad = run([](const std::vector<int>&) -> Result<std::string> {
-    return Error(ErrorCode::kPermissionDenied, "nope");
-  });
-  ASSERT_FALSE(bad);
-  EXPECT_EQ(bad.error().message(), "nope");
-  EXPECT_EQ(bad.error().code(), ErrorCode::kPermissionDenied);
-  EXPECT_FALSE(ParseHelperAnswer(""));
-  EXPECT_EQ(ParseHelperAnswer("").error().message(), "the user helper died without an answer");
-}
-
-// NotifyHere in a helper of our own (it changes its process's directory
-// and signal mask); its answer, and how long it took.
-struct HookRun {
-  Result<std::string> answer;
-  std::chrono::steady_clock::duration took;
-};
-HookRun RunHookInHelper(const protocol::NotifyRequest& hook, std::chrono::seconds limit) {
-  protocol::UserIdentity who{::getuid(), ::getgid(), "me", {}};
-  const auto start = std::chrono::steady_clock::now();
-  Result<HelperChild> child =
-      StartUserHelper(who, false, {}, [&](const std::vector<int>&) -> Result<std::string> {
-        HPCB_TRY(NotifyHere(hook, limit));
-        return std::string();
-      });
-  if (!child) return {child.error(), {}};
+  UniqueFd binary(::open(HPCB_AS_USER_BIN, O_PATH | O_CLOEXEC));
+  request.insert(request.begin(), "hpc-batch-as-user");
+  Result<HelperChild> child = StartUserHelper(
+      who, false, std::move(keep), {program >= 0 ? program : binary.get(), request, env});
+  if (!child) return child.error();
   std::string text;
   char buf[256];
   for (ssize_t n; (n = ::read(child->answer.get(), buf, sizeof buf)) > 0;)
     text.append(buf, static_cast<std::size_t>(n));
   int status = 0;
   ::waitpid(child->pid, &status, 0);
-  return {ParseHelperAnswer(text), std::chrono::steady_clock::now() - start};
+  return ParseHelperAnswer(text);
+}
+
+TEST(UserHelperTest, AnswersComeBackThroughThePipeWithTheirCode) {
+  testing::TempDir dir;
+  testing::WriteText(dir.path() + "/buffer", "out\n");
+  UniqueFd buffer(::open((dir.path() + "/buffer").c_str(), O_RDONLY | O_CLOEXEC));
+
+  Result<void> delivered = RunHelper({"deliver", dir.path() + "/dest", "1024"}, {}, {buffer.get()});
+  Result<void> refused = RunHelper({"deliver", dir.path() + "/dest2", "2"}, {}, {buffer.get()});
+  Result<void> unknown = RunHelper({"format-disk"});
+
+  ASSERT_TRUE(delivered) << delivered.error().message();
+  EXPECT_EQ(testing::ReadText(dir.path() + "/dest"), "out\n");
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code(), ErrorCode::kResourceExhausted);
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_FALSE(ParseHelperAnswer(""));
+  EXPECT_EQ(ParseHelperAnswer("").error().message(), "the user helper died without an answer");
+}
+
+TEST(UserHelperTest, AProgramThatCannotRunIsAnsweredAsSuch) {
+  UniqueFd not_a_program(::open("/dev/null", O_PATH | O_CLOEXEC));
+  Result<void> run = RunHelper({"empty"}, {}, {}, not_a_program.get());
+  ASSERT_FALSE(run);
+  EXPECT_NE(run.error().message().find("cannot run hpc-batch-as-user"), std::string::npos)
+      << run.error().message();
+}
+
+// A --notify command, run as the launcher runs it; its answer, and how
+// long it took.
+struct HookRun {
+  Result<void> answer;
+  std::chrono::steady_clock::duration took;
+};
+HookRun RunHook(const protocol::NotifyRequest& hook, std::chrono::seconds limit) {
+  const auto start = std::chrono::steady_clock::now();
+  Result<void> answer =
+      RunHelper({"notify", hook.cwd, std::to_string(limit.count()), hook.command}, hook.env);
+  return {answer, std::chrono::steady_clock::now() - start};
 }
 
 TEST(NotifyTest, RunsTheCommandInItsDirectoryWithOnlyItsEnvironment) {
@@ -190,7 +137,7 @@ TEST(NotifyTest, RunsTheCommandInItsDirectoryWithOnlyItsEnvironment) {
                                      .cwd = dir.path(),
                                      .env = {"HPC_BATCH_JOB_ID=3", "PATH=/usr/bin:/bin"}};
 
-  HookRun run = RunHookInHelper(hook, std::chrono::seconds(10));
+  HookRun run = RunHook(hook, std::chrono::seconds(10));
 
   ASSERT_TRUE(run.answer) << run.answer.error().message();
   EXPECT_EQ(testing::ReadText(dir.path() + "/where"), dir.path() + "\n");
@@ -199,14 +146,13 @@ TEST(NotifyTest, RunsTheCommandInItsDirectoryWithOnlyItsEnvironment) {
   EXPECT_EQ(env.find("HOME="), std::string::npos) << env;
   EXPECT_EQ(testing::ReadText(dir.path() + "/in"), "1\n") << "stdin is /dev/null";
 }
-
 TEST(NotifyTest, AFailureSaysHowItEnded) {
   testing::TempDir dir;
   protocol::NotifyRequest hook{.id = 3, .command = "exit 3", .cwd = dir.path()};
 
-  HookRun exited = RunHookInHelper(hook, std::chrono::seconds(10));
+  HookRun exited = RunHook(hook, std::chrono::seconds(10));
   hook.cwd = dir.path() + "/gone";
-  HookRun nowhere = RunHookInHelper(hook, std::chrono::seconds(10));
+  HookRun nowhere = RunHook(hook, std::chrono::seconds(10));
 
   ASSERT_FALSE(exited.answer);
   EXPECT_EQ(exited.answer.error().message(), "exited 3");
@@ -214,13 +160,12 @@ TEST(NotifyTest, AFailureSaysHowItEnded) {
   EXPECT_NE(nowhere.answer.error().message().find("could not enter " + hook.cwd), std::string::npos)
       << nowhere.answer.error().message();
 }
-
 TEST(NotifyTest, ACommandPastItsLimitIsKilledWithWhatItLeftRunning) {
   testing::TempDir dir;
   const protocol::NotifyRequest hook{
       .id = 3, .command = "sleep 30 & echo $! > bg; wait; touch survived", .cwd = dir.path()};
 
-  HookRun run = RunHookInHelper(hook, std::chrono::seconds(1));
+  HookRun run = RunHook(hook, std::chrono::seconds(1));
 
   ASSERT_FALSE(run.answer);
   EXPECT_EQ(run.answer.error().message(), "was killed after 1 s");
@@ -236,65 +181,5 @@ TEST(NotifyTest, ACommandPastItsLimitIsKilledWithWhatItLeftRunning) {
   EXPECT_TRUE(gone) << "the background sleep outlived the command";
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/survived"));
 }
-
-// A forgotten job's dir, emptied as its user: everything below goes, the
-// dir itself stays (root removes its name).
-TEST(EmptyDirTest, EmptiesANestedTreeAndKeepsTheDir) {
-  testing::TempDir dir;
-  const std::string top = dir.path() + "/7";
-  testing::WriteText(top + "/output", "x");
-  testing::WriteText(top + "/a/b/c/deep", "x");
-  testing::WriteText(top + "/a/.hidden", "x");
-  std::filesystem::create_directories(top + "/empty/too");
-  UniqueFd fd(::open(top.c_str(), O_RDONLY | O_DIRECTORY));
-
-  Result<void> emptied = EmptyDirHere(fd.get());
-
-  ASSERT_TRUE(emptied) << emptied.error().message();
-  ASSERT_TRUE(std::filesystem::is_directory(top));
-  EXPECT_TRUE(std::filesystem::is_empty(top));
-}
-
-TEST(EmptyDirTest, ALinkToOutsideGoesAsALinkAndWhatItPointsAtStays) {
-  testing::TempDir dir;
-  const std::string top = dir.path() + "/7";
-  const std::string outside = dir.path() + "/outside";
-  testing::WriteText(outside + "/keep", "keep\n");
-  std::filesystem::create_directories(top + "/a");
-  ASSERT_EQ(::symlink(outside.c_str(), (top + "/dirlink").c_str()), 0);
-  ASSERT_EQ(::symlink((outside + "/keep").c_str(), (top + "/a/filelink").c_str()), 0);
-  UniqueFd fd(::open(top.c_str(), O_RDONLY | O_DIRECTORY));
-
-  Result<void> emptied = EmptyDirHere(fd.get());
-
-  ASSERT_TRUE(emptied) << emptied.error().message();
-  EXPECT_TRUE(std::filesystem::is_empty(top));
-  EXPECT_EQ(testing::ReadText(outside + "/keep"), "keep\n");
-}
-
-TEST(EmptyDirTest, ATreeDeeperThanTheBoundStaysAndIsNamed) {
-  testing::TempDir dir;
-  const std::string top = dir.path() + "/7";
-  std::filesystem::create_directories(top);
-  testing::WriteText(top + "/shallow", "x");
-  UniqueFd level(::open(top.c_str(), O_RDONLY | O_DIRECTORY));
-  for (int i = 0; i <= kMaxEmptyDepth; ++i) {
-    ASSERT_EQ(::mkdirat(level.get(), "d", 0700), 0);
-    level.reset(::openat(level.get(), "d", O_RDONLY | O_DIRECTORY));
-    ASSERT_TRUE(level.valid());
-  }
-  UniqueFd fd(::open(top.c_str(), O_RDONLY | O_DIRECTORY));
-
-  Result<void> emptied = EmptyDirHere(fd.get());
-
-  ASSERT_FALSE(emptied);
-  EXPECT_NE(emptied.error().message().find("d/d/d/"), std::string::npos)
-      << emptied.error().message();
-  EXPECT_NE(emptied.error().message().find("nested too deep"), std::string::npos)
-      << emptied.error().message();
-  EXPECT_FALSE(std::filesystem::exists(top + "/shallow"));
-  EXPECT_TRUE(std::filesystem::is_directory(top + "/d"));
-}
-
 }  // namespace
 }  // namespace hpcb::launcher
