@@ -1221,14 +1221,17 @@ void BrokerCore::ReconcileStart(std::uint64_t id, const Error& why) {
     }
     scheduler_.Release(job.placement);
     job.holds_placement = false;
+    // Either way its placement was freed in a turn with no exit event, so
+    // the pass runs here: the loop would leave it to the next tick.
     if (*summary && (*summary)->state == SpecState::kRegistered) {
-      return;  // never started: queued again, the next pass places it
+      return Schedule();  // never started: queued again, placed by this pass
     }
     job.reason = JobReason::kError;
     if (*summary) job.output_error = (*summary)->output_error;
     Finish(job, *summary ? (*summary)->exit_code : std::nullopt, now);
     RetryLater(job);
     ApplyRetention();
+    Schedule();
   });
 }
 

@@ -192,6 +192,40 @@ TEST_F(ServerCoreTest, AnOlderJobTheSamePassPlacesIsStartedFirst) {
   EXPECT_EQ(scheduler_.free_cpus(), 0);
 }
 
+// A start whose answer never came is settled by asking the executor
+// (ReconcileStart). Its answer frees the placement: a job that never
+// started is placed again, and one that ended gives its cpus to the next,
+// in that turn, not at the next second's tick.
+TEST_F(ServerCoreTest, AStartFoundNeverMadeIsPlacedAgainAtOnce) {
+  StartCore();
+  EXPECT_EQ(Submit(1000, 2).state, JobState::kRunning);
+  EXPECT_EQ(Submit(1000, 2).state, JobState::kQueued);
+  executor_.starts_lost = 1;
+  executor_.hello.registered = {2};  // what the executor tells of job 2
+  core_->OnExited({0, 1, 0, false, 1005, std::nullopt});
+  core_->AfterExits();  // places job 2; its start's answer is lost
+  executor_.Flush();    // the lost answer, then the executor's word: never started
+  ASSERT_EQ(executor_.started.size(), 3u) << "job 2 is started again without waiting for a tick";
+  EXPECT_EQ(executor_.started[2].id, 2u);
+  EXPECT_EQ(core_->Find(2)->state, JobState::kRunning);
+}
+
+TEST_F(ServerCoreTest, AStartFoundEndedGivesItsCpusToTheNextAtOnce) {
+  StartCore();
+  EXPECT_EQ(Submit(1000, 2).state, JobState::kRunning);
+  EXPECT_EQ(Submit(1000, 2).state, JobState::kQueued);
+  EXPECT_EQ(Submit(1000, 2).state, JobState::kQueued);
+  executor_.starts_lost = 1;
+  executor_.hello.exited = {2};
+  core_->OnExited({0, 1, 0, false, 1005, std::nullopt});
+  core_->AfterExits();
+  executor_.Flush();
+  EXPECT_TRUE(core_->Find(2)->done());
+  ASSERT_EQ(executor_.started.size(), 3u) << "job 3 gets job 2's cpus without waiting for a tick";
+  EXPECT_EQ(executor_.started[2].id, 3u);
+  EXPECT_EQ(core_->Find(3)->state, JobState::kRunning);
+}
+
 // A job whose processes are gone while its output is still on its way
 // (a slow filesystem, a delivery helper its user stopped) gives its cpus
 // back at once; it is done only when the delivery is.

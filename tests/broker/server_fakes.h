@@ -146,8 +146,17 @@ class FakeExecutor : public ExecutorChannel {
       });
     }
   }
+  // The next this many StartJob calls get no answer: the channel's
+  // timeout error instead.
+  int starts_lost = 0;
   void Start(const protocol::StartJob& start, Done<protocol::StartReply> done) override {
     started.push_back(start);
+    if (starts_lost > 0) {
+      --starts_lost;
+      pending.push_back(
+          [done = std::move(done)] { done(Error(ErrorCode::kUnavailable, "no answer")); });
+      return;
+    }
     pending.push_back([done = std::move(done), reply = StartAnswer(start)] { done(reply); });
   }
   void Signal(const protocol::SignalJob& signal, Done<protocol::Ack> done) override {
