@@ -6,8 +6,8 @@
 
 namespace hpcb::launcher {
 
-bool KeepOnlyFds(std::vector<int>& fds) {
-  // First out of the way (above anything 3 + n could name), then down into
+bool KeepOnlyFds(std::vector<int>& fds, int first) {
+  // First out of the way (above anything first + n could name), then down into
   // place: a direct dup2 could clobber a descriptor still to be moved.
   constexpr int kScratch = 64;
   for (int& fd : fds) {
@@ -16,7 +16,7 @@ bool KeepOnlyFds(std::vector<int>& fds) {
     if (moved < 0) return false;
     fd = moved;
   }
-  int next = 3;
+  int next = first;
   for (int& fd : fds) {
     if (fd < 0) continue;
     if (::dup2(fd, next) < 0) return false;

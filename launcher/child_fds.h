@@ -9,10 +9,11 @@
 
 namespace hpcb::launcher {
 
-// In a freshly forked child: moves `fds` (in order) to 3, 4, ... and closes
-// every other descriptor above 2. Returns false if a dup failed. `fds` is
-// rewritten with the new numbers. Async-signal-safe.
-bool KeepOnlyFds(std::vector<int>& fds);
+// In a freshly forked child: moves `fds` (in order) to `first`, `first` + 1,
+// ... and closes every descriptor above the last of them; those below
+// `first` (stdin, stdout, stderr when it is 3) stay. Returns false if a dup
+// failed. `fds` is rewritten with the new numbers. Async-signal-safe.
+bool KeepOnlyFds(std::vector<int>& fds, int first = 3);
 
 }  // namespace hpcb::launcher
 

@@ -14,7 +14,8 @@ namespace hpcb::launcher {
 Result<HelperChild> StartUserHelper(const protocol::UserIdentity& who, bool change,
                                     std::vector<int> keep, const HelperProgram& program) {
   std::vector<gid_t> groups(who.groups.begin(), who.groups.end());
-  // Built before the fork: the child only dups, drops and execs.
+  // Built before the fork: the child only opens /dev/null, dups, drops and
+  // execs.
   std::vector<char*> argv;
   std::vector<char*> envp;
   std::vector<std::string> texts = program.argv;
@@ -30,13 +31,17 @@ Result<HelperChild> StartUserHelper(const protocol::UserIdentity& who, bool chan
   pid_t pid = ::fork();
   if (pid < 0) return Error::FromErrno(errno, "fork");
   if (pid == 0) {
-    // The answer pipe, the request's descriptor, then the program's (which
-    // closes on exec).
-    std::vector<int> fds{write_end.get()};
-    fds.insert(fds.end(), keep.begin(), keep.end());
-    fds.push_back(program.program_fd);
-    if (keep.size() > 1 || !KeepOnlyFds(fds) || fds.back() != 4 + static_cast<int>(keep.size()) ||
-        ::fcntl(fds.back(), F_SETFD, FD_CLOEXEC) != 0) {
+    // Its user may trace the program it execs, and so use whatever that
+    // holds: /dev/null as its stdin, stdout and stderr (the launcher's are
+    // the service's log, perhaps a terminal), then the answer pipe, the
+    // request's descriptor, the program's (which closes on exec); and a
+    // session of its own (no terminal of the launcher's is its own).
+    const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    std::vector<int> fds{
+        null, null, null, write_end.get(), keep.empty() ? -1 : keep[0], program.program_fd};
+    if (keep.size() > 1 || !KeepOnlyFds(fds, 0) ||
+        fds.back() != 4 + static_cast<int>(keep.size()) ||
+        ::fcntl(fds.back(), F_SETFD, FD_CLOEXEC) != 0 || ::setsid() < 0) {
       ::_exit(1);
     }
     auto refuse = [](const Error& why) {

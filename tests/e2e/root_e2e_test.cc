@@ -446,6 +446,29 @@ TEST_F(RootE2eTest, NotifyRunsAsTheOwnerAndOneUsersHangingCommandDelaysNoOtherUs
   EXPECT_EQ(Slurp(alice_file), std::to_string(alice_.uid) + "\n");
 }
 
+// 3a'. Once a user helper has exec'd hpc-batch-as-user, its user may trace
+// it (read its descriptors, copy them out with pidfd_getfd): all it may
+// hold of the launcher's is its answer pipe. Not the launcher's stdin,
+// stdout or stderr (the service's log, where a copied descriptor would
+// let the user forge the daemon's lines or shut the journal's stream for
+// every role), nor its session (a terminal the daemon runs in).
+TEST_F(RootE2eTest, AUserHelpersProgramHoldsNoneOfTheLaunchersStdioOrSession) {
+  Boot();
+  // The command's parent is the helper's program, a process of alice's.
+  const int id = Submit(alice_, {"--notify",
+                                 "for fd in 0 1 2; do readlink /proc/$PPID/fd/$fd; done > "
+                                 "helper.fds; cut -d' ' -f6 /proc/$PPID/stat > helper.sid; "
+                                 "echo $PPID > helper.pid",
+                                 "--", "true"});
+  ASSERT_GT(id, 0);
+  const std::string at = DirOf(alice_) + "/helper.";
+  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return !Slurp(at + "pid").empty(); }, seconds(15)))
+      << daemon_->log();
+  EXPECT_EQ(Slurp(at + "fds"), "/dev/null\n/dev/null\n/dev/null\n")
+      << "the helper holds the launcher's stdio";
+  EXPECT_EQ(Slurp(at + "sid"), Slurp(at + "pid")) << "the helper is in the launcher's session";
+}
+
 // 3b. Things another user plants where the output is to go, in a shared
 // sticky directory like /tmp: a file anyone may write, a FIFO, a symlink,
 // a hard link to one of their files. None is written, read or waited on;
