@@ -972,8 +972,7 @@ TEST_F(HostileE2eTest, AStoppedDeliveryHelperHoldsNoCpus) {
   UniqueFd report = ReportFile("stopped-helpers");
   const pid_t launcher = daemon_->daemon_pid();
   const int report_fd = report.get();
-  Attack(attacker_,
-         [&] { return SignalChildrenNamed(launcher, kHelperComm, SIGSTOP, report_fd); });
+  Attack(attacker_, [&] { return SignalChildrenNamed(launcher, kHelperComm, SIGSTOP, report_fd); });
   report.reset();
   TimedResult wide;
   const int waiting = Submit(victim_, {"--cpu", "2", "--", "echo", "wide"}, &wide);
