@@ -130,12 +130,14 @@ TEST_F(NotifyE2eTest, AHangingHookIsKilledAfterTenSecondsAndTheNextOneRunsAfterI
                            "wait; echo not-killed > hung.end",
                            "--", "true"});
   ASSERT_GT(hung, 0);
-  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return fs::exists(Work("hung.start")); }, seconds(20)))
+  // Read once its time is in it: `date > FILE` makes the file before it
+  // writes the line.
+  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return ReadSeconds("hung.start") > 0; }, seconds(20)))
       << daemon_.log();
   const int next = Submit({"--notify", "date +%s.%N > next.start", "--", "true"});
   ASSERT_GT(next, 0);
 
-  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return fs::exists(Work("next.start")); }, seconds(30)))
+  ASSERT_TRUE(DaemonHarness::WaitFor([&] { return ReadSeconds("next.start") > 0; }, seconds(30)))
       << daemon_.log();
   const double waited = ReadSeconds("next.start") - ReadSeconds("hung.start");
   EXPECT_GE(waited, 9.5) << "the user's next hook ran beside the hanging one";
