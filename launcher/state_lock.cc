@@ -1,7 +1,6 @@
 #include "launcher/state_lock.h"
 
 #include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,8 +14,10 @@ Result<UniqueFd> LockStateDir(const std::string& state_dir) {
   const std::string path = state_dir + "/lock";
   UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd.valid()) return Error::FromErrno(errno, "cannot open " + path);
-  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
-    if (errno != EWOULDBLOCK) return Error::FromErrno(errno, "cannot lock " + path);
+  struct flock whole {};  // l_whence SEEK_SET, l_start and l_len 0: the whole file
+  whole.l_type = F_WRLCK;
+  if (::fcntl(fd.get(), F_SETLK, &whole) != 0) {
+    if (errno != EAGAIN && errno != EACCES) return Error::FromErrno(errno, "cannot lock " + path);
     char text[32] = {};
     const ssize_t got = ::pread(fd.get(), text, sizeof text - 1, 0);
     const long holder = got > 0 ? std::strtol(text, nullptr, 10) : 0;

@@ -1,7 +1,14 @@
-// One daemon per state directory: the launcher holds an exclusive flock on
-// STATE/lock for its life. A second hpc-batchd on the same state would run
-// queued jobs twice and take over the socket; it is refused before it
-// touches anything (the socket, the roles, the records).
+// One daemon per state directory: the launcher holds an exclusive POSIX
+// record lock (fcntl F_SETLK) on STATE/lock for its life. A second
+// hpc-batchd on the same state would run queued jobs twice and take over
+// the socket; it is refused before it touches anything (the socket, the
+// roles, the records).
+//
+// Not flock: a flock belongs to the open file, which every child shares
+// from its fork until it closes its copy, so a shepherd or helper forked
+// just before a reload could still hold it when the re-exec'd launcher
+// asks, and the daemon would refuse itself. A record lock is the
+// process's own and no child has it.
 //
 // The trap: a reload re-execs the launcher, and the lock's fd is close-on-
 // exec (a job or a role must never inherit it), so the lock is let go for
