@@ -2,12 +2,12 @@
 // already become (user_side_ops.h). It answers on descriptor 3, once.
 #include <signal.h>
 #include <sys/prctl.h>
-#include <unistd.h>
 
 #include <string>
 #include <vector>
 
 #include "as_user/user_side_ops.h"
+#include "protocol/framing.h"
 
 extern char** environ;
 
@@ -30,6 +30,6 @@ int main(int argc, char** argv) {
   const hpcb::Result<void> result =
       hpcb::as_user::RunRequest(std::vector<std::string>(argv + 1, argv + argc), env);
   const std::string answer = hpcb::as_user::EncodeAnswer(result);
-  if (::write(hpcb::as_user::kAnswerFd, answer.data(), answer.size()) < 0) return 2;
+  if (!hpcb::protocol::WriteAllToFile(hpcb::as_user::kAnswerFd, answer)) return 2;
   return result ? 0 : 1;
 }

@@ -21,20 +21,11 @@
 #include <vector>
 
 #include "common/base/unique_fd.h"
+#include "protocol/framing.h"
 
 namespace hpcb::as_user {
 
 namespace {
-
-Result<void> WriteAll(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Error::FromErrno(errno, "write");
-    bytes.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return Ok();
-}
 
 // Why `st`, found at the destination, must not be replaced; "" if it may.
 std::string InTheWay(const struct stat& st) {
@@ -76,7 +67,7 @@ Result<void> CopyAll(int from, int to, std::uint64_t size) {
       n -= static_cast<ssize_t>(static_cast<std::uint64_t>(offset) - size);
       offset = static_cast<off_t>(size);
     }
-    HPCB_TRY(WriteAll(to, std::string_view(buf, static_cast<size_t>(n))));
+    HPCB_TRY(protocol::WriteAllToFile(to, std::string_view(buf, static_cast<size_t>(n))));
     if (static_cast<std::uint64_t>(offset) >= size) break;
   }
   return Ok();
