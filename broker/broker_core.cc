@@ -1159,7 +1159,7 @@ void BrokerCore::ApplyStart(JobRecord& job, const Result<protocol::StartReply>& 
     if (first) {
       LogWarning(line);
     } else {
-      LogDebug(line);
+      Log(LogLevel::kDebug, line);
     }
     return;
   }

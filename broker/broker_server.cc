@@ -255,7 +255,7 @@ void BrokerServer::CloseOverdue(double now) {
     switch (connection.stage) {
       case Stage::kReading:
         if (now - connection.accepted_at > limits_.request_deadline_s) {
-          LogDebug("dropping a client that sent no whole request in time");
+          Log(LogLevel::kDebug, "dropping a client that sent no whole request in time");
           connection.closing = true;
         }
         break;

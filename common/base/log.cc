@@ -13,9 +13,6 @@ LogLevel g_level = LogLevel::kInfo;
 void SetLogRole(std::string_view role) {
   g_role = role;
 }
-void SetLogLevel(LogLevel level) {
-  g_level = level;
-}
 void SetLogLevel(std::string_view name) {
   if (name == "debug") g_level = LogLevel::kDebug;
   if (name == "info") g_level = LogLevel::kInfo;

@@ -13,14 +13,13 @@ enum class LogLevel { kDebug = 0, kInfo = 1, kWarning = 2, kError = 3 };
 
 // Role name printed on every line ("launcher", "executor", "broker").
 void SetLogRole(std::string_view role);
-void SetLogLevel(LogLevel level);
 // "debug", "info", "warning", "error"; anything else leaves it unchanged.
 void SetLogLevel(std::string_view name);
 
+// No LogDebug beside these: the root binaries write no debug lines, and
+// this header is counted as root (docs/security/root-size.md); the
+// broker's few call Log(LogLevel::kDebug, ...).
 void Log(LogLevel level, std::string_view message);
-inline void LogDebug(std::string_view m) {
-  Log(LogLevel::kDebug, m);
-}
 inline void LogInfo(std::string_view m) {
   Log(LogLevel::kInfo, m);
 }
