@@ -250,13 +250,14 @@ std::string FormatPeak(std::optional<std::uint64_t> bytes) {
 std::vector<std::string> UsageCells(const protocol::JobRow& row) {
   if (!row.usage) return {"-", "-", "-", "-"};
   const protocol::JobUsage& usage = *row.usage;
+  const double cpu_s = usage.user_s + usage.system_s;
   std::string load = "-";
   if (usage.wall_s > 0.01) {
     char buffer[32];
-    (void)std::snprintf(buffer, sizeof buffer, "%.2f", usage.cpu_s() / usage.wall_s);
+    (void)std::snprintf(buffer, sizeof buffer, "%.2f", cpu_s / usage.wall_s);
     load = buffer;
   }
-  return {FormatSeconds(usage.wall_s), FormatSeconds(usage.cpu_s()), load,
+  return {FormatSeconds(usage.wall_s), FormatSeconds(cpu_s), load,
           FormatPeak(usage.peak_memory_bytes)};
 }
 

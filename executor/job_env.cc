@@ -1,7 +1,7 @@
 #include "executor/job_env.h"
 
+#include "common/base/exec_path.h"
 #include "common/host/host_files.h"
-#include "protocol/launcher_messages.h"
 
 namespace hpcb::executor {
 
@@ -10,7 +10,7 @@ std::vector<std::string> BuildJobEnv(const host::PasswdFacts& who,
                                      std::uint64_t job_id, const std::vector<int>& gpus,
                                      bool machine_has_gpus, const std::string& lang) {
   std::map<std::string, std::string> env;
-  env["PATH"] = protocol::kCleanPath;
+  env["PATH"] = kCleanPath;
   env["LANG"] = lang.empty() ? "C.UTF-8" : lang;
   for (const auto& [key, value] : forwarded)
     env[key] = value;

@@ -79,7 +79,7 @@ Result<std::unique_ptr<PreparedJob>> PreparedJob::Build(const protocol::SpawnReq
   p->argv_ = Pointers(p->argv_text_);
   p->envp_ = Pointers(p->env_text_);
   p->candidates_ =
-      ExecCandidates(request.argv[0], EnvValue(request.env, "PATH").value_or(protocol::kCleanPath));
+      ExecCandidates(request.argv[0], EnvValue(request.env, "PATH").value_or(kCleanPath));
   p->groups_.assign(request.who.groups.begin(), request.who.groups.end());
   p->uid_ = request.who.uid;
   p->gid_ = request.who.gid;

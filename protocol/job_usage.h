@@ -31,8 +31,6 @@ struct JobUsage {
   std::uint64_t oom_kills = 0;             // memory.events oom_kill
   std::optional<std::uint64_t> peak_pids;  // pids.peak, where the kernel has it
 
-  double cpu_s() const { return user_s + system_s; }
-
   HPCB_FIELDS(source, wall_s, user_s, system_s, peak_memory_bytes, oom_kills, peak_pids)
   Result<void> Validate() const;  // broker_checks.cc: only the broker decodes usage
 };

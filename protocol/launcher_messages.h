@@ -22,15 +22,12 @@
 #include <utility>
 #include <vector>
 
-#include "common/base/exec_path.h"
 #include "common/base/result.h"
 #include "protocol/codec.h"
 #include "protocol/envelope.h"
 #include "protocol/job_types.h"
 
 namespace hpcb::protocol {
-
-using hpcb::kCleanPath;
 
 HPCB_WIRE_ENUM(LauncherKind, (kSpawn, "spawn"), (kSpawnReply, "spawn_reply"), (kDeliver, "deliver"),
                (kDeliverReply, "deliver_reply"), (kChildExited, "child_exited"),

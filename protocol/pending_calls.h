@@ -59,8 +59,6 @@ class PendingCalls {
   // The earliest deadline, if any call is outstanding.
   std::optional<Clock::time_point> NextDeadline() const;
 
-  std::size_t size() const { return calls_.size(); }
-
  private:
   struct Call {
     Clock::time_point deadline;

@@ -17,6 +17,23 @@ bool ValidEnvName(const std::string& name) {
   });
 }
 
+Result<void> CheckEnv(const std::map<std::string, std::string>& env) {
+  std::size_t total = 0;
+  for (const auto& [name, value] : env) {
+    if (!ValidEnvName(name)) {
+      return InvalidArgument("environment name '" + name.substr(0, 64) + "' is not valid");
+    }
+    if (HasNul(value))
+      return InvalidArgument("environment value of " + name + " contains a NUL byte");
+    total += name.size() + value.size() + 2;
+  }
+  if (total > kMaxEnvBytes) {
+    return InvalidArgument("environment is too large (" + std::to_string(total) + " bytes, limit " +
+                           std::to_string(kMaxEnvBytes) + ")");
+  }
+  return Ok();
+}
+
 }  // namespace
 
 Result<void> CheckArgv(const std::vector<std::string>& argv) {
@@ -33,23 +50,6 @@ Result<void> CheckArgv(const std::vector<std::string>& argv) {
   if (total > kMaxArgBytes) {
     return InvalidArgument("command is too large (" + std::to_string(total) + " bytes, limit " +
                            std::to_string(kMaxArgBytes) + ")");
-  }
-  return Ok();
-}
-
-Result<void> CheckEnv(const std::map<std::string, std::string>& env) {
-  std::size_t total = 0;
-  for (const auto& [name, value] : env) {
-    if (!ValidEnvName(name)) {
-      return InvalidArgument("environment name '" + name.substr(0, 64) + "' is not valid");
-    }
-    if (HasNul(value))
-      return InvalidArgument("environment value of " + name + " contains a NUL byte");
-    total += name.size() + value.size() + 2;
-  }
-  if (total > kMaxEnvBytes) {
-    return InvalidArgument("environment is too large (" + std::to_string(total) + " bytes, limit " +
-                           std::to_string(kMaxEnvBytes) + ")");
   }
   return Ok();
 }

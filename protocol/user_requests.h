@@ -29,7 +29,6 @@ inline constexpr std::size_t kMaxDependencies = 64;                   // ids in 
 inline constexpr std::size_t kMaxNotifyBytes = 4096;                  // --notify's command
 
 Result<void> CheckArgv(const std::vector<std::string>& argv);
-Result<void> CheckEnv(const std::map<std::string, std::string>& env);
 Result<void> CheckPath(const std::string& path, const char* what);
 // `--notify`'s command: 1 to kMaxNotifyBytes, no NUL.
 Result<void> CheckNotifyCommand(const std::string& command);

@@ -16,7 +16,7 @@ host::PasswdFacts Alice() {
 
 TEST(BuildJobEnvTest, CleanDefaults) {
   auto env = BuildJobEnv(Alice(), {}, 7, {}, false, "");
-  EXPECT_EQ(EnvValue(env, "PATH"), std::string(protocol::kCleanPath));
+  EXPECT_EQ(EnvValue(env, "PATH"), std::string(kCleanPath));
   EXPECT_EQ(EnvValue(env, "LANG"), "C.UTF-8");
   EXPECT_EQ(EnvValue(env, "HOME"), "/home/alice");
   EXPECT_EQ(EnvValue(env, "USER"), "alice");
