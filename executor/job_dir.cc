@@ -1,12 +1,10 @@
 #include "executor/job_dir.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <vector>
 
 #include "protocol/framing.h"
 

@@ -4,7 +4,6 @@
 // to a path but by a helper that has become the job's owner, and a new path
 // only ever comes from the owner's own frame on their own connection.
 #include <fcntl.h>
-#include <unistd.h>
 
 #include "common/base/log.h"
 #include "executor/executor_server.h"

@@ -1,17 +1,13 @@
 #include "executor/launch_spec.h"
 
 #include <dirent.h>
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
 
-#include "common/base/unique_fd.h"
 #include "common/host/host_files.h"
-#include "protocol/framing.h"
 #include "protocol/user_requests.h"
 
 namespace hpcb::executor {

@@ -12,12 +12,9 @@
 #include <vector>
 
 #include "common/base/result.h"
-#include "common/base/unique_fd.h"
 #include "common/host/host_files.h"
 #include "protocol/codec.h"
 #include "protocol/executor_messages.h"
-#include "protocol/job_usage.h"
-#include "protocol/launcher_messages.h"
 
 namespace hpcb::executor {
 

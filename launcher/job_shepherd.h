@@ -17,9 +17,7 @@
 
 #include <chrono>
 #include <cstdint>
-#include <optional>
 #include <string>
-#include <vector>
 
 #include "common/base/result.h"
 #include "common/base/unique_fd.h"

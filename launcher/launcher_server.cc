@@ -13,8 +13,6 @@
 #include <vector>
 
 #include "common/base/log.h"
-#include "common/host/accounts.h"
-#include "common/host/run_record.h"
 #include "launcher/dumpable_check.h"
 #include "launcher/gpu_mask.h"
 #include "launcher/user_helper.h"

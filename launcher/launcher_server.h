@@ -38,7 +38,6 @@
 #include "launcher/job_shepherd.h"
 #include "launcher/job_spawn.h"
 #include "launcher/launcher_setup.h"
-#include "launcher/user_helper.h"
 #include "protocol/framing.h"
 #include "protocol/launcher_messages.h"
 #include "protocol/outbox.h"

@@ -1,9 +1,5 @@
 #include "protocol/executor_messages.h"
 
-#include <algorithm>
-
-#include "protocol/user_requests.h"
-
 namespace hpcb::protocol {
 
 Result<void> Hello::Validate() const {

@@ -24,7 +24,6 @@
 
 #include <array>
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,7 +35,6 @@
 #include "protocol/envelope.h"
 #include "protocol/job_types.h"
 #include "protocol/job_usage.h"
-#include "protocol/user_requests.h"
 
 namespace hpcb::protocol {
 

@@ -14,12 +14,8 @@
 #ifndef HPCB_PROTOCOL_FRAMING_H_
 #define HPCB_PROTOCOL_FRAMING_H_
 
-#include <sys/socket.h>
-#include <sys/types.h>
-
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>

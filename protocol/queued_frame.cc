@@ -3,7 +3,6 @@
 #include <sys/socket.h>
 
 #include <cerrno>
-#include <cstdint>
 
 #include "protocol/framing.h"
 

@@ -16,7 +16,6 @@
 #include <sys/types.h>
 
 #include <cstddef>
-#include <optional>
 #include <string>
 
 #include "common/base/result.h"

@@ -8,11 +8,9 @@
 #include <cstdint>
 #include <set>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "common/base/result.h"
-#include "common/base/unique_fd.h"
 
 namespace hpcb::host {
 

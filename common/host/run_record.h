@@ -20,9 +20,6 @@
 #ifndef HPCB_COMMON_HOST_RUN_RECORD_H_
 #define HPCB_COMMON_HOST_RUN_RECORD_H_
 
-#include <sys/types.h>
-
-#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
