@@ -11,7 +11,6 @@
 #include <cerrno>
 #include <memory>
 #include <set>
-#include <string>
 
 #include "common/base/unique_fd.h"
 #include "common/host/unlisted_call_action.h"

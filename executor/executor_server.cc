@@ -12,7 +12,6 @@
 
 #include "common/base/log.h"
 #include "common/host/host_files.h"
-#include "common/host/run_record.h"
 
 namespace hpcb::executor {
 namespace {

@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <charconv>
 
-#include "common/host/host_files.h"
 #include "protocol/user_requests.h"
 
 namespace hpcb::executor {

@@ -1,12 +1,10 @@
 #include "executor/sysfacts.h"
 
-#include <sys/socket.h>
 #include <sys/un.h>
 
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
-#include <string>
 
 namespace hpcb::executor {
 

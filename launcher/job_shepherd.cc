@@ -10,7 +10,6 @@
 
 #include <cerrno>
 #include <optional>
-#include <string>
 #include <vector>
 
 #include "common/host/host_files.h"

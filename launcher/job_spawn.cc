@@ -1,7 +1,6 @@
 #include "launcher/job_spawn.h"
 
 #include <fcntl.h>
-#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -11,9 +10,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
-#include <string>
 #include <utility>
-#include <vector>
 
 #include "common/base/exec_path.h"
 #include "launcher/gpu_mask.h"

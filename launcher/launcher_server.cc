@@ -1,6 +1,5 @@
 #include "launcher/launcher_server.h"
 
-#include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -10,7 +9,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <vector>
 
 #include "common/base/log.h"
 #include "launcher/dumpable_check.h"

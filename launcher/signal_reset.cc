@@ -1,7 +1,5 @@
 #include "launcher/signal_reset.h"
 
-#include <signal.h>
-
 namespace hpcb::launcher {
 namespace {
 

@@ -3,8 +3,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <string>
-
 #include "launcher/child_fds.h"
 #include "launcher/user_ops.h"
 #include "protocol/framing.h"

@@ -6,9 +6,7 @@
 
 #include <cerrno>
 #include <chrono>
-#include <optional>
 
-#include "common/host/host_files.h"
 #include "protocol/framing.h"
 
 namespace hpcb::host {
