@@ -299,7 +299,6 @@ void ExecutorServer::Tick() {
   launcher_calls_.ExpireOverdue();
   RetryCgroupRemovals();
   if (!greeted_) return;
-  ReleaseSlowDeliveries();
   std::vector<protocol::Packet> held;
   held.swap(launcher_events_);
   for (const protocol::Packet& event : held)

@@ -163,9 +163,6 @@ class ExecutorServer {
   // Has the launcher empty `uid`'s first waiting dir, then removes it;
   // what stays is logged, for an admin. Then the next.
   void EmptyNextDir(std::uint32_t uid);
-  // Tells the broker of jobs whose delivery has run past a second that
-  // their cpus are free (JobExited::delivering).
-  void ReleaseSlowDeliveries();
   Result<UniqueFd> OpenBuffer(const LaunchSpec& spec, int flags,
                               const std::string& name = "output") const;
   // The job's dir and dev link; info.json too unless a start follows
@@ -245,8 +242,6 @@ class ExecutorServer {
   // state says, or unknown.
   std::map<std::uint64_t, JobPhase> in_flight_;
   std::set<std::uint64_t> never_saved_;  // registered, no spec saved yet
-  // Deliveries not yet reported as releasing their job's cpus, by start.
-  std::map<std::uint64_t, std::chrono::steady_clock::time_point> delivering_since_;
   // Jobs by the shepherd this executor spawned them with: a hint that spares
   // each exit a scan of every spec (adopted ones are found by the scan).
   std::map<std::int64_t, std::uint64_t> by_shepherd_;

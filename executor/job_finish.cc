@@ -262,10 +262,13 @@ void ExecutorServer::Finish(std::uint64_t id) {
   if (StateDirNearlyFull()) {
     event.note = "the state directory was full when it ended; its output may be cut short";
   }
-  delivering_since_[id] = std::chrono::steady_clock::now();
+  // The bargain: one more message per job, so that its cpus and memory go
+  // to the next job while its output is delivered and its end recorded
+  // here (a copy as the user, a flush), not after. Sent now, not held for
+  // the turn's flush: a power cut can take back nothing it says.
+  (void)to_broker_.Send(Encode(protocol::JobExited{.id = id, .delivering = true}));
   DeliverOutput(spec, [this, id, event](std::optional<std::string> output_error) mutable {
     in_flight_.erase(id);
-    delivering_since_.erase(id);
     auto found = jobs_.find(id);
     if (found == jobs_.end()) return;
     LaunchSpec& done_spec = found->second;
@@ -374,22 +377,6 @@ void ExecutorServer::EmptyNextDir(std::uint32_t uid) {
         });
   }
   to_empty_.erase(uid);
-}
-
-void ExecutorServer::ReleaseSlowDeliveries() {
-  // Past a second the delivery (a slow filesystem, a helper the user
-  // stopped) must not keep the job's cpus: the broker is told they are
-  // free. Most deliveries end well before, and cost no message.
-  constexpr std::chrono::seconds kReleaseAfter{1};
-  const auto now = std::chrono::steady_clock::now();
-  for (auto it = delivering_since_.begin(); it != delivering_since_.end();) {
-    if (now - it->second < kReleaseAfter) {
-      ++it;
-      continue;
-    }
-    SendToBroker(Encode(protocol::JobExited{.id = it->first, .delivering = true}));
-    it = delivering_since_.erase(it);
-  }
 }
 
 std::optional<protocol::JobUsage> ExecutorServer::MeasureUsage(const LaunchSpec& spec,

@@ -172,13 +172,14 @@ void ExecutorServer::LoadSpecs() {
       spec.shepherd = record->shepherd;
       spec.start_time = record->start_time;
       spec.env.clear();
-      spec.proc_start = host::ProcStartTime(static_cast<int>(spec.pid)).value_or(0);
-      // The record's own start time where it has one: a process that took
-      // the shepherd's pid since (a power cut) is not taken for it.
-      spec.shepherd_start = record->shepherd_start;
-      if (spec.shepherd_start == 0) {
-        spec.shepherd_start = host::ProcStartTime(static_cast<int>(spec.shepherd)).value_or(0);
-      }
+      // The record's own start times where it has them (an older release's
+      // lacks them: 0): a process that took the job's or the shepherd's pid
+      // since (a power cut) is not taken for it.
+      auto recorded_or_now = [](std::uint64_t recorded, std::int64_t pid) {
+        return recorded != 0 ? recorded : host::ProcStartTime(static_cast<int>(pid)).value_or(0);
+      };
+      spec.proc_start = recorded_or_now(record->pid_start, spec.pid);
+      spec.shepherd_start = recorded_or_now(record->shepherd_start, spec.shepherd);
       saved_now = Save(spec).has_value();  // if so, its usage booked with the new size
     }
     if (spec.state == SpecState::kRunning) {

@@ -203,9 +203,10 @@ void ExecutorServer::OnSpawned(std::uint64_t id, const protocol::StartJob& reque
   spec.proc_start = host::ProcStartTime(static_cast<int>(spec.pid)).value_or(0);
   spec.shepherd_start = host::ProcStartTime(static_cast<int>(spec.shepherd)).value_or(0);
   // Saved for every job, with an environment to drop or not: the run
-  // record's pid line is not flushed and holds no start time of the job,
-  // so a power cut that found the spec "registered" could start the job
-  // again or adopt a process that took its pid (docs/security/open-issues.md).
+  // record's pid line is not flushed, so a power cut that found the spec
+  // "registered" could start the job again (docs/security/open-issues.md),
+  // and a damaged state directory that lost the record would (the spec
+  // is then what names the running job).
   if (Result<void> saved = Save(spec); !saved) {
     // Running but unrecorded: after a restart nobody could find, limit or
     // account for it, so it does not run at all.

@@ -128,8 +128,11 @@ ShepherdReport AwaitExec(pid_t job, int exec_pipe, std::chrono::milliseconds dea
   // whoever reads the record after a crash finds the job either never
   // forked (pid 0, and a child that died with this shepherd) or named
   // here. Written, not flushed: only process deaths race this, and a
-  // power cut ends the child too.
+  // power cut ends the child too. With the child's start time: a line that
+  // reached the disk anyway names the job so that no process given its
+  // pid after the boot is taken for it.
   record.pid = child;
+  record.pid_start = host::ProcStartTime(child).value_or(0);
   record.start_time = host::EpochNow();
   if (Result<void> noted = run_record.Append(record, host::Sync::kNone); !noted) {
     ::close(go_pipe[1]);           // the child sees EOF and exits without exec'ing

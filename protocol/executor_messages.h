@@ -280,9 +280,9 @@ struct JobExited {
   // cut short by a full state directory, say).
   std::optional<std::string> note;
   std::optional<JobUsage> usage;  // none for a job that never ran
-  // Sent ahead of the real one when the delivery takes a while: the job's
-  // processes are gone, so its cpus and memory may go to others; it stays
-  // running to its owner until the event without this flag.
+  // Sent ahead of the real one as soon as the executor sees the job end:
+  // its processes are gone, so its cpus and memory may go to others; it
+  // stays running to its owner until the event without this flag.
   bool delivering = false;
   template <class F>
   void Fields(F&& field) {

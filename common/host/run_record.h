@@ -3,7 +3,9 @@
 //
 // It is how a job's fate outlives every daemon role. The shepherd records
 // three states, each with the placement the spawn carried: before it forks
-// the job (pid 0: starting), once the job has exec'd (its pid), and,
+// the job (pid 0: starting); once the job is forked, before it may exec
+// (its pid, and its start time, which tells it from a process given its
+// pid after a power cut, as shepherd_start tells the shepherd); and,
 // flushed, when the job has ended (the wait status and what the job used),
 // then exits. The executor, its launcher or the broker may each be
 // restarted meanwhile: the record says whether the job may be starting
@@ -39,6 +41,7 @@ struct RunRecord {
   std::int64_t pid = 0;                // the job; 0 while it is being started
   std::int64_t shepherd = 0;           // its parent
   std::uint64_t shepherd_start = 0;    // its start time (/proc stat field 22); 0: unknown
+  std::uint64_t pid_start = 0;         // the job's, as shepherd_start; 0: unknown
   double start_time = 0;               // epoch seconds, at exec
   std::optional<std::int64_t> status;  // raw wait status, once ended
   std::optional<double> end_time;
@@ -56,7 +59,7 @@ struct RunRecord {
   void Fields(F&& field) {
     HPCB_FIELD_LIST(id, pid, shepherd);
     // Not in records of older releases.
-    HPCB_MISSABLE_FIELDS(shepherd_start);
+    HPCB_MISSABLE_FIELDS(shepherd_start, pid_start);
     HPCB_FIELD_LIST(start_time, status, end_time, user_s, system_s, max_rss_kib);
     // Records written before the field (jobs kept running across an upgrade).
     HPCB_MISSABLE_FIELDS(placement);

@@ -20,7 +20,8 @@
 //                   service that echoes what it reads), write a submit
 //                   frame into it, wait (bounded) until the echo of it is
 //                   queued on our end, send JSON with our end attached
-//   event           answer the next unsolicited "exited" message (waits)
+//   event           answer the next unsolicited "exited" message that ends a
+//                   job (waits; a release ahead of the end is skipped)
 // Every message it receives from the executor is also appended to the
 // reply log, one per line. Every wait is bounded (10-20 s).
 #include <fcntl.h>
@@ -85,6 +86,12 @@ bool Readable(int fd, int timeout_ms) {
   return ::poll(&pfd, 1, timeout_ms) > 0;
 }
 
+// An "exited" event that only gives the job's cpus back ahead of its end
+// (JobExited::delivering): not queued, the end follows.
+bool OnlyReleases(const std::string& bytes) {
+  return bytes.find(R"("delivering":true)") != std::string::npos;
+}
+
 // The next reply from the executor; unsolicited "exited" events are queued.
 std::string AwaitReply() {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -95,7 +102,7 @@ std::string AwaitReply() {
     Record(packet->bytes);
     auto envelope = protocol::PeekEnvelope(packet->bytes);
     if (envelope && envelope->type == "exited") {
-      g_events.push_back(packet->bytes);
+      if (!OnlyReleases(packet->bytes)) g_events.push_back(packet->bytes);
       continue;
     }
     return Flat(packet->bytes);
@@ -111,7 +118,8 @@ std::string AwaitEvent() {
     if (!packet) return "ERROR receive: " + packet.error().message();
     Record(packet->bytes);
     auto envelope = protocol::PeekEnvelope(packet->bytes);
-    if (envelope && envelope->type == "exited") g_events.push_back(packet->bytes);
+    if (envelope && envelope->type == "exited" && !OnlyReleases(packet->bytes))
+      g_events.push_back(packet->bytes);
   }
   if (g_events.empty()) return "ERROR no event within 20 s";
   std::string event = g_events.front();

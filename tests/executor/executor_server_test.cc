@@ -702,6 +702,62 @@ TEST_F(ExecutorServerTest, AStartsPlacementTravelsWithTheSpawnAndOutlivesARestar
   EXPECT_EQ(reply->jobs[0].placement->cpus, std::vector<int>{1}) << listed;
 }
 
+// After a power cut the pids a run record names may be other processes'.
+// A restart takes the job or its shepherd for alive only as the process
+// that started when the record says: job 4's are gone, and it is reported
+// ended; job 5's record, as older releases wrote it, holds no start time of
+// the job, which is then read from the process that has its pid now.
+TEST_F(ExecutorServerTest, ARestartAdoptsOnlyTheProcessesItsRunRecordNames) {
+  Send(protocol::Encode(protocol::Hello{}));
+  UniqueFd a, b, c, d;
+  ASSERT_NO_FATAL_FAILURE(Connect(a, b));
+  ASSERT_FALSE(IsError(Register(4, a.get(), b.get())));
+  ASSERT_NO_FATAL_FAILURE(Connect(c, d));
+  ASSERT_FALSE(IsError(Register(5, c.get(), d.get())));
+  const pid_t stranger = ::fork();
+  if (stranger == 0) {
+    ::sleep(30);
+    ::_exit(0);
+  }
+  ASSERT_GT(stranger, 0);
+  Result<std::uint64_t> stranger_start = host::ProcStartTime(stranger);
+  Result<std::uint64_t> own_start = host::ProcStartTime(::getpid());
+  ASSERT_TRUE(stranger_start && own_start);
+  const std::string run = config_.state_dir + "/run";
+  std::filesystem::create_directories(run);
+  for (std::uint64_t id : {4, 5}) {
+    host::RunRecord record;
+    record.id = id;
+    record.pid = stranger;
+    record.pid_start = id == 4 ? *stranger_start + 1 : 0;
+    record.shepherd = ::getpid();
+    record.shepherd_start = *own_start + 1;
+    record.start_time = 1;
+    ASSERT_TRUE(
+        host::WriteFileAtomic(host::RunRecordPath(run, id), protocol::Encode(record), 0600));
+  }
+  server_ = std::make_unique<ExecutorServer>(config_, facts_, launcher_a_.get(), broker_a_.get());
+  server_->Recover();
+  Send(protocol::Encode(protocol::Hello{}));
+  server_->Tick();
+  const std::string released = NextReply();  // its cpus, ahead of its end
+  const std::string ended = NextReply();
+  const std::string listed = Send(protocol::Encode(protocol::ListJobs{.req = 9}));
+  ::kill(stranger, SIGKILL);
+  ::waitpid(stranger, nullptr, 0);
+  EXPECT_NE(released.find(R"("id":4,)"), std::string::npos) << released;
+  EXPECT_NE(released.find(R"("delivering":true)"), std::string::npos) << released;
+  Result<protocol::JobExited> exited = protocol::Decode<protocol::JobExited>(ended);
+  ASSERT_TRUE(exited) << ended;
+  EXPECT_EQ(exited->id, 4u) << ended;
+  EXPECT_FALSE(exited->delivering) << ended;
+  Result<protocol::ListJobsReply> reply = protocol::Decode<protocol::ListJobsReply>(listed);
+  ASSERT_TRUE(reply) << "a second job was reported ended: " << listed;
+  ASSERT_EQ(reply->jobs.size(), 2u) << listed;
+  EXPECT_EQ(reply->jobs[1].id, 5u) << listed;
+  EXPECT_EQ(reply->jobs[1].state, protocol::SpecState::kRunning) << listed;
+}
+
 // A run record without an end says a shepherd may yet start the job (one a
 // wedged launcher's spawn left behind): the start waits rather than run
 // the job twice. An ended record is an earlier try's, and goes.

@@ -17,7 +17,7 @@ namespace {
 TEST(RecordFormatTest, FilesOnDiskKeepTheirKeysInOrder) {
   EXPECT_EQ(
       Encode(host::RunRecord{}),
-      R"({"id":0,"pid":0,"shepherd":0,"shepherd_start":0,"start_time":0.0,"status":[],"end_time":[],"user_s":0.0,"system_s":0.0,"max_rss_kib":0,"placement":[]})");
+      R"({"id":0,"pid":0,"shepherd":0,"shepherd_start":0,"pid_start":0,"start_time":0.0,"status":[],"end_time":[],"user_s":0.0,"system_s":0.0,"max_rss_kib":0,"placement":[]})");
   EXPECT_EQ(
       Encode(executor::LaunchSpec{}),
       R"({"id":0,"state":"registered","who":{"uid":0,"gid":0,"user":"","groups":[]},"output_dest":[],"argv":[],"cwd":"","request":{"cpu":[],"gpu_cores":0,"max_mem_gb":[],"max_time_s":[],"exclusive":false,"numa_local_mem":false,"numa_local_gpu":false,"min_gpu_link":[],"submit_time":0.0},"placement":[],"start_time":0.0,"exit_code":[],"oom":false,"end_time":0.0,"output_error":[],"usage":[],"name":[],"error_dest":[],"array":[],"array_started":[],"home":"","shell":"","env":[],"pid":0,"proc_start":0,"shepherd":0,"shepherd_start":0,"notify":[],"array_index":[]})");

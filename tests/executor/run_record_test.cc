@@ -55,13 +55,15 @@ TEST(RunRecordTest, TheLastLineThatReadsIsTheJobsState) {
   EXPECT_EQ(ParseRunRecord(protocol::Encode(Started(5)), 5)->pid, 901);
 }
 
-// A record written by a release from before shepherd_start and placement
-// (a job kept running across the upgrade) still reads.
+// A record written by a release from before shepherd_start, pid_start and
+// placement (a job kept running across the upgrade) still reads.
 TEST(RunRecordTest, ALineFromBeforeTheNewerFieldsReads) {
   RunRecord record = Started(7);
   record.shepherd_start = 55;
+  record.pid_start = 56;
   std::string line = protocol::Encode(record);
-  for (const std::string field : {",\"shepherd_start\":55", ",\"placement\":[]"}) {
+  for (const std::string field :
+       {",\"shepherd_start\":55", ",\"pid_start\":56", ",\"placement\":[]"}) {
     ASSERT_NE(line.find(field), std::string::npos) << line;
     line.erase(line.find(field), field.size());
   }
@@ -69,6 +71,7 @@ TEST(RunRecordTest, ALineFromBeforeTheNewerFieldsReads) {
   ASSERT_TRUE(read) << read.error().message();
   EXPECT_EQ(read->pid, 901);
   EXPECT_EQ(read->shepherd_start, 0u);
+  EXPECT_EQ(read->pid_start, 0u);
   EXPECT_FALSE(read->placement.has_value());
 }
 

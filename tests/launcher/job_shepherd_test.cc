@@ -154,6 +154,19 @@ TEST_F(ShepherdTest, AJobThatExecsIsReportedAndItsEndRecorded) {
   EXPECT_TRUE(WIFEXITED(outcome.shepherd_status) && WEXITSTATUS(outcome.shepherd_status) == 0);
 }
 
+// The record names the job as the process it is: with its start time,
+// which no process that takes its pid after a power cut has (the job's
+// own, read by the job from /proc/self/stat).
+TEST_F(ShepherdTest, TheRunRecordHoldsTheJobsStartTime) {
+  Outcome outcome =
+      Run({"sh", "-c", "exec awk '{print $22}' /proc/self/stat"}, "/", milliseconds(5000));
+  EXPECT_EQ(outcome.report.stage, 0);
+  ASSERT_TRUE(outcome.record) << outcome.record.error().message();
+  ASSERT_FALSE(outcome.output.empty());
+  EXPECT_EQ(outcome.record->pid_start, std::stoull(outcome.output)) << outcome.output;
+  EXPECT_NE(outcome.record->pid_start, 0u);
+}
+
 TEST_F(ShepherdTest, AChildThatFailsBeforeExecReportsItsStageAndLeavesNoRecord) {
   Outcome outcome = Run({"true"}, "/nonexistent-hpcb-dir", milliseconds(5000));
   EXPECT_NE(outcome.report.stage, 0);
