@@ -847,7 +847,7 @@ void BrokerCore::Kill(const Peer& peer, std::uint64_t id, Respond respond) {
   bool removed = false;
   bool signalled = false;
   for (JobRecord* job : *found) {
-    if (job->done()) continue;
+    if (job->done() || job->processes_gone) continue;  // nothing left to signal
     if (job->queued() && job->phase == JobPhase::kIdle) {
       ForgetOnExecutor(job->id);
       if (job->holds_placement) scheduler_.Release(job->placement);
@@ -1185,8 +1185,10 @@ void BrokerCore::ApplyStart(JobRecord& job, const Result<protocol::StartReply>& 
   LogInfo("job " + Id(job.id) + " started (pid " + std::to_string(reply->pid) + ", cpus " +
           FormatCommaList(job.placement.cpus) + ", mem nodes " +
           FormatCommaList(job.placement.mems) + ")");
-  // Killed while it was starting: its SIGTERM is due now.
-  if (job.term_time) SendSignal(job, SignalKind::kTerm, SignalNote::kKilled);
+  // It may have ended already; if not, and it was killed while it was
+  // starting, its SIGTERM is due now.
+  ReleaseEnded(job);
+  if (job.term_time && !job.processes_gone) SendSignal(job, SignalKind::kTerm, SignalNote::kKilled);
   // Started, it no longer needs its dependencies kept (AwaitedJobs).
   if (!job.after.empty()) ApplyRetention();
 }
@@ -1216,8 +1218,11 @@ void BrokerCore::ReconcileStart(std::uint64_t id, const Error& why) {
     if (*summary && (*summary)->state == SpecState::kRunning) {
       job.state = JobState::kRunning;
       job.start_time = (*summary)->start_time > 0 ? (*summary)->start_time : now;
-      if (job.term_time) SendSignal(job, SignalKind::kTerm, SignalNote::kKilled);
-      return;
+      if (job.term_time && !job.processes_gone)
+        SendSignal(job, SignalKind::kTerm, SignalNote::kKilled);
+      if (!job.processes_gone) return;
+      ReleaseEnded(job);
+      return Schedule();  // what it held was freed in a turn with no exit event
     }
     scheduler_.Release(job.placement);
     job.holds_placement = false;
@@ -1364,16 +1369,12 @@ void BrokerCore::OnExited(const protocol::JobExited& event) {
   }
   if (event.delivering) {
     // Its processes are gone and its output is on its way: the cpus and
-    // memory go back now, and the job ends with the event that follows.
+    // memory go back now (the loop's pass after its events places them),
+    // or, for a start whose answer is still awaited, once it is known
+    // (ApplyStart, ReconcileStart); the job ends with the event that follows.
     JobRecord& job = it->second;
-    if (job.running() && job.holds_placement) {
-      scheduler_.Release(job.placement);
-      job.holds_placement = false;
-      job.processes_gone = true;
-      LogInfo("job " + Id(event.id) +
-              " ended; its resources are free while its output is delivered");
-      Schedule();
-    }
+    if (job.holds_placement && !job.done()) job.processes_gone = true;
+    if (job.running()) ReleaseEnded(job);
     return;
   }
   if (!it->second.running()) {
@@ -1398,6 +1399,13 @@ void BrokerCore::OnExited(const protocol::JobExited& event) {
          event.note ? Held::kOnlyHere : Held::kAlsoOnRootSide);
   RetryLater(job);
   ApplyRetention();
+}
+
+void BrokerCore::ReleaseEnded(JobRecord& job) {
+  if (!job.processes_gone || !job.holds_placement) return;
+  scheduler_.Release(job.placement);
+  job.holds_placement = false;
+  LogInfo("job " + Id(job.id) + " ended; its resources are free while its output is delivered");
 }
 
 void BrokerCore::ApplyRetention() {

@@ -244,6 +244,9 @@ class BrokerCore {
   void OnStartReply(std::uint64_t id, const Result<protocol::StartReply>& reply);
   // A start whose answer never came: asks the executor what became of it.
   void ReconcileStart(std::uint64_t id, const Error& why);
+  // Gives back the placement of a job the executor said has ended
+  // (JobExited::delivering), once it is known to have started.
+  void ReleaseEnded(JobRecord& job);
   void CheckTimers();
   // Who else holds a change durably; see MarkChanged.
   enum class Held { kOnlyHere, kAlsoOnRootSide };

@@ -262,11 +262,6 @@ void ExecutorServer::Finish(std::uint64_t id) {
   if (StateDirNearlyFull()) {
     event.note = "the state directory was full when it ended; its output may be cut short";
   }
-  // The bargain: one more message per job, so that its cpus and memory go
-  // to the next job while its output is delivered and its end recorded
-  // here (a copy as the user, a flush), not after. Sent now, not held for
-  // the turn's flush: a power cut can take back nothing it says.
-  (void)to_broker_.Send(Encode(protocol::JobExited{.id = id, .delivering = true}));
   DeliverOutput(spec, [this, id, event](std::optional<std::string> output_error) mutable {
     in_flight_.erase(id);
     auto found = jobs_.find(id);
@@ -294,6 +289,13 @@ void ExecutorServer::Finish(std::uint64_t id) {
     SendToBroker(Encode(event));
     Notify(done_spec, event);
   });
+  // The bargain: while a user helper copies its output (a fork, an exec,
+  // the copy), the job's cpus and memory go to the next job, for one more
+  // message per job with output. Held like every answer, so it never
+  // overtakes the start's own answer of this turn; with nothing to deliver
+  // the end above went out in this turn already.
+  if (in_flight_.contains(id))
+    SendToBroker(Encode(protocol::JobExited{.id = id, .delivering = true}));
 }
 
 void ExecutorServer::Notify(const LaunchSpec& spec, const protocol::JobExited& event) {

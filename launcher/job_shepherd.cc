@@ -129,8 +129,9 @@ ShepherdReport AwaitExec(pid_t job, int exec_pipe, std::chrono::milliseconds dea
   // forked (pid 0, and a child that died with this shepherd) or named
   // here. Written, not flushed: only process deaths race this, and a
   // power cut ends the child too. With the child's start time: a line that
-  // reached the disk anyway names the job so that no process given its
-  // pid after the boot is taken for it.
+  // reached the disk anyway names the job so that a process given its pid
+  // after the boot is not taken for it (unless it started at the same
+  // tick since its boot).
   record.pid = child;
   record.pid_start = host::ProcStartTime(child).value_or(0);
   record.start_time = host::EpochNow();

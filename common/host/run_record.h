@@ -5,7 +5,8 @@
 // three states, each with the placement the spawn carried: before it forks
 // the job (pid 0: starting); once the job is forked, before it may exec
 // (its pid, and its start time, which tells it from a process given its
-// pid after a power cut, as shepherd_start tells the shepherd); and,
+// pid after a power cut unless that one started at the same tick after
+// its boot, as shepherd_start tells the shepherd); and,
 // flushed, when the job has ended (the wait status and what the job used),
 // then exits. The executor, its launcher or the broker may each be
 // restarted meanwhile: the record says whether the job may be starting

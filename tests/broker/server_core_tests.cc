@@ -236,9 +236,11 @@ TEST_F(ServerCoreTest, AJobWhoseOutputIsStillBeingDeliveredGivesBackItsCpus) {
   protocol::JobExited delivering{0, 1, 0, false, 1005, std::nullopt};
   delivering.delivering = true;
   core_->OnExited(delivering);
+  core_->AfterExits();  // as the loop does after a turn's events
   executor_.Flush();
   EXPECT_EQ(core_->Find(1)->state, JobState::kRunning) << "done only once delivered";
   EXPECT_EQ(core_->Find(2)->state, JobState::kRunning) << "the cpus went to the next job";
+  EXPECT_EQ(ErrorOf(Kill(1000, 1)), "job 1 already finished") << "nothing is left to signal";
   clock_.Advance(1000000);
   TickNow();
   for (const protocol::SignalJob& signal : executor_.signals) {
@@ -248,6 +250,47 @@ TEST_F(ServerCoreTest, AJobWhoseOutputIsStillBeingDeliveredGivesBackItsCpus) {
   EXPECT_EQ(core_->Find(1)->state, JobState::kDone);
   EXPECT_EQ(core_->Find(1)->exit_code, 0);
   EXPECT_EQ(scheduler_.free_cpus(), 0) << "job 2 still holds its own";
+}
+
+// The executor holds a start's answer until its turn's flush, and its
+// release of a job that ended at once comes in order after it; but a
+// start whose answer was late or lost (asked again by ReconcileStart)
+// can still hear of the end first. The release is kept until the start
+// is known: the cpus go to the next job, and the ended one gets no timer.
+TEST_F(ServerCoreTest, AReleaseAheadOfTheStartAnswerIsAppliedOnceTheStartIsKnown) {
+  StartCore();
+  executor_.hold_answers = true;
+  protocol::SubmitRequest request;
+  request.argv = {"true"};
+  request.cwd = "/tmp";
+  request.cpu = 2;
+  request.max_time_s = 10;
+  std::optional<Response> answer;
+  core_->Handle(Peer{1000, -1}, protocol::Encode(request),
+                [&answer](Response response) { answer = std::move(response); });
+  ASSERT_EQ(executor_.pending.size(), 2u);
+  auto start_answer = std::move(executor_.pending[1]);
+  executor_.pending.pop_back();
+  executor_.hold_answers = false;
+  executor_.Flush();  // the registration's answer only
+  core_->Flush();
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(Submit(1000, 2).state, JobState::kQueued);
+  protocol::JobExited delivering{0, 1, 0, false, 1005, std::nullopt};
+  delivering.delivering = true;
+  core_->OnExited(delivering);
+  core_->AfterExits();
+  EXPECT_EQ(core_->Find(2)->state, JobState::kQueued) << "released before job 1 was known to run";
+  start_answer();
+  executor_.Flush();  // the start the freed cpus allowed
+  core_->Flush();
+  EXPECT_EQ(core_->Find(1)->state, JobState::kRunning) << "done only once delivered";
+  EXPECT_EQ(core_->Find(2)->state, JobState::kRunning) << "job 1's cpus were not given back";
+  clock_.Advance(100);
+  TickNow();
+  for (const protocol::SignalJob& signal : executor_.signals)
+    EXPECT_NE(signal.id, 1u) << "a job that ended got a time-limit signal";
+  EXPECT_NE(core_->Find(1)->reason, JobReason::kTimeout);
 }
 
 // A list goes out in pages of about 1 MiB, the next built only when asked
