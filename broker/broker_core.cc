@@ -1185,10 +1185,7 @@ void BrokerCore::ApplyStart(JobRecord& job, const Result<protocol::StartReply>& 
   LogInfo("job " + Id(job.id) + " started (pid " + std::to_string(reply->pid) + ", cpus " +
           FormatCommaList(job.placement.cpus) + ", mem nodes " +
           FormatCommaList(job.placement.mems) + ")");
-  // It may have ended already; if not, and it was killed while it was
-  // starting, its SIGTERM is due now.
-  ReleaseEnded(job);
-  if (job.term_time && !job.processes_gone) SendSignal(job, SignalKind::kTerm, SignalNote::kKilled);
+  KnownToHaveStarted(job);
   // Started, it no longer needs its dependencies kept (AwaitedJobs).
   if (!job.after.empty()) ApplyRetention();
 }
@@ -1218,11 +1215,10 @@ void BrokerCore::ReconcileStart(std::uint64_t id, const Error& why) {
     if (*summary && (*summary)->state == SpecState::kRunning) {
       job.state = JobState::kRunning;
       job.start_time = (*summary)->start_time > 0 ? (*summary)->start_time : now;
-      if (job.term_time && !job.processes_gone)
-        SendSignal(job, SignalKind::kTerm, SignalNote::kKilled);
-      if (!job.processes_gone) return;
-      ReleaseEnded(job);
-      return Schedule();  // what it held was freed in a turn with no exit event
+      KnownToHaveStarted(job);
+      // What it held, if it had ended, was freed in a turn with no exit event.
+      if (!job.holds_placement) Schedule();
+      return;
     }
     scheduler_.Release(job.placement);
     job.holds_placement = false;
@@ -1399,6 +1395,14 @@ void BrokerCore::OnExited(const protocol::JobExited& event) {
          event.note ? Held::kOnlyHere : Held::kAlsoOnRootSide);
   RetryLater(job);
   ApplyRetention();
+}
+
+void BrokerCore::KnownToHaveStarted(JobRecord& job) {
+  // It may have ended already (its release came ahead of the start's
+  // answer); if not, and it was killed while it was starting, its SIGTERM
+  // is due now.
+  if (job.processes_gone) return ReleaseEnded(job);
+  if (job.term_time) SendSignal(job, SignalKind::kTerm, SignalNote::kKilled);
 }
 
 void BrokerCore::ReleaseEnded(JobRecord& job) {

@@ -244,6 +244,10 @@ class BrokerCore {
   void OnStartReply(std::uint64_t id, const Result<protocol::StartReply>& reply);
   // A start whose answer never came: asks the executor what became of it.
   void ReconcileStart(std::uint64_t id, const Error& why);
+  // A start found to have gone through (its answer, or the executor's list):
+  // an end heard of first gives back the placement, else a kill made while
+  // it was starting is sent.
+  void KnownToHaveStarted(JobRecord& job);
   // Gives back the placement of a job the executor said has ended
   // (JobExited::delivering), once it is known to have started.
   void ReleaseEnded(JobRecord& job);
