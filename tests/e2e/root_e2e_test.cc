@@ -405,7 +405,10 @@ TEST_F(RootE2eTest, StderrApartIsDeliveredAsTheOwnerAndNeverFollowsASymlink) {
 TEST_F(RootE2eTest, NotifyRunsAsTheOwnerAndOneUsersHangingCommandDelaysNoOtherUser) {
   Boot();
   const int hung = Submit(alice_, {"--notify", "sleep 60", "--", "true"});
-  const int queued = Submit(alice_, {"--notify", "id -u > alice.notified", "--", "true"});
+  // After the first: two jobs running side by side may end, and so notify,
+  // in either order.
+  const int queued = Submit(alice_, {"--after", std::to_string(hung), "--notify",
+                                     "id -u > alice.notified", "--", "true"});
   ASSERT_GT(queued, 0);
   ASSERT_TRUE(WaitFinished(alice_, hung)) << daemon_->log();
   ASSERT_TRUE(WaitFinished(alice_, queued)) << daemon_->log();
