@@ -53,9 +53,9 @@ class ArrayE2eTest : public ::testing::Test {
 
 TEST_F(ArrayE2eTest, ElementsRunWithTheirIndexWriteTheirOwnOutputAndFoldInList) {
   StartOrFail();
-  CommandResult submitted =
-      Dispatch({"new", "--max-mem", "0.25", "--array", "1-5:2,10%2", "--output", daemon_.work(),
-                "--", "sh", "-c", "echo index=$HPC_BATCH_ARRAY_INDEX; sleep 1"});
+  CommandResult submitted = Dispatch(
+      {"new", "--max-mem", "0.25", "--array", "1-5:2,10%2", "--output", daemon_.work(), "--", "sh",
+       "-c", "echo index=$HPC_BATCH_ARRAY_INDEX; " + DaemonHarness::UntilReleased() + "; sleep 1"});
   ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
   std::smatch match;
   ASSERT_TRUE(std::regex_search(submitted.out, match, std::regex("^array ([0-9]+) of 4 jobs ")))
@@ -71,6 +71,7 @@ TEST_F(ArrayE2eTest, ElementsRunWithTheirIndexWriteTheirOwnOutputAndFoldInList) 
   for (const char* index : {"1", "3", "5", "10"}) {
     EXPECT_NE(RowWithId(expanded, array + "_" + index), "") << expanded;
   }
+  daemon_.Release();
   // %2: never more than two elements running, whatever the policy.
   for (int i = 0; i < 5; ++i) {
     const std::string json = Dispatch({"list", "--json"}).out;
@@ -137,7 +138,7 @@ TEST_F(ArrayE2eTest, HoldKillAndAfterTakeTheArrayOrOneElement) {
 
 TEST_F(ArrayE2eTest, AQueuedArrayOutlivesARestartAndThenRuns) {
   StartOrFail();
-  const int sleeper = Submit({"--", "sleep", "3"});
+  const int sleeper = Submit({"--", "sh", "-c", DaemonHarness::UntilReleased()});
   const std::string array =
       std::to_string(Submit({"--array", "0-2", "--after", std::to_string(sleeper), "--output",
                              daemon_.work(), "--", "sh", "-c", "echo i=$HPC_BATCH_ARRAY_INDEX"}));
@@ -147,6 +148,7 @@ TEST_F(ArrayE2eTest, AQueuedArrayOutlivesARestartAndThenRuns) {
   EXPECT_NE(RowWithId(Dispatch({"list"}).out, array + "_[0-2]").find("3 queued"), std::string::npos)
       << "queued after the restart\n"
       << Dispatch({"list"}).out << daemon_.log();
+  daemon_.Release();
   CommandResult waited = Dispatch({"wait", array});
   EXPECT_EQ(waited.exit_code, 0) << waited.err << daemon_.log();
   for (const char* index : {"0", "1", "2"}) {
@@ -192,7 +194,7 @@ TEST_F(ArrayE2eTest, AttachTakesAnElementOrAnArrayWithOneElementLeft) {
   const int sleeper = Submit({"--", "sleep", "30"});
   const std::string array = std::to_string(
       Submit({"--array", "1-2", "--after-any", std::to_string(sleeper), "--output", daemon_.work(),
-              "--", "sh", "-c", "sleep 1; echo out=$HPC_BATCH_ARRAY_INDEX"}));
+              "--", "sh", "-c", "sleep 3; echo out=$HPC_BATCH_ARRAY_INDEX"}));
 
   CommandResult several = Dispatch({"attach", array});
   EXPECT_EQ(several.exit_code, 1);

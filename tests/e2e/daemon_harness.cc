@@ -310,6 +310,14 @@ std::string DaemonHarness::ReadWorkFile(const std::string& name) const {
   return Slurp(work() + "/" + name);
 }
 
+std::string DaemonHarness::UntilReleased(const std::string& name) {
+  return "i=0; while [ ! -e " + name + " ] && [ $i -lt 2400 ]; do sleep 0.05; i=$((i+1)); done";
+}
+
+void DaemonHarness::Release(const std::string& name, const std::string& dir) const {
+  std::ofstream((dir.empty() ? work() : dir) + "/" + name) << "go\n";
+}
+
 bool DaemonHarness::WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {

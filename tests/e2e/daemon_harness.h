@@ -91,6 +91,15 @@ class DaemonHarness {
   std::string log() const;
   std::string ReadWorkFile(const std::string& name) const;
 
+  // Shell text for a job that must still be running (or keep what is
+  // behind it queued) when a later step of the test looks: it waits until
+  // `name` exists in its working directory, where a `sleep N` could end
+  // first on a loaded machine. Bounded at two minutes, so that a test that
+  // fails before its release leaves no job behind for long.
+  static std::string UntilReleased(const std::string& name = "go");
+  // Creates `dir`/`name` (the work dir by default), releasing such a job.
+  void Release(const std::string& name = "go", const std::string& dir = "") const;
+
   // The line of `dispatch list` output whose JOB column (the second) is `id`;
   // "" when there is none.
   static std::string RowOfJob(const std::string& list_text, int id);

@@ -228,7 +228,7 @@ TEST_F(E2eTest, MaxLifetimeClampsTheRequestedTime) {
 
 TEST_F(E2eTest, AttachFollowsLiveOutputUntilTheJobEnds) {
   StartOrFail();
-  ASSERT_EQ(daemon_.Dispatch({"new", "--", "sh", "-c", "echo one; sleep 1; echo two"}).exit_code,
+  ASSERT_EQ(daemon_.Dispatch({"new", "--", "sh", "-c", "echo one; sleep 3; echo two"}).exit_code,
             0);
 
   CommandResult attach = daemon_.Dispatch({"attach", "1"}, seconds(20));

@@ -72,8 +72,9 @@ TEST_F(ErrorFileE2eTest, StderrGoesToItsOwnFileAndSurvivesARestart) {
   EXPECT_NE(info.find("\"error_dest\":[\"" + errs + "/error.1.log\"]"), std::string::npos) << info;
 
   // One still running across a restart keeps its place for stderr.
-  CommandResult slow = daemon_.Dispatch({"new", "--max-mem", "0.25", "--error", "errs", "--", "sh",
-                                         "-c", "sleep 2; echo late >&2; echo on-stdout"});
+  CommandResult slow =
+      daemon_.Dispatch({"new", "--max-mem", "0.25", "--error", "errs", "--", "sh", "-c",
+                        DaemonHarness::UntilReleased() + "; echo late >&2; echo on-stdout"});
   ASSERT_EQ(slow.exit_code, 0) << slow.err;
   const int slow_id = DaemonHarness::JobIdIn(slow.out);
   const std::string slow_err = errs + "/error." + std::to_string(slow_id) + ".log";
@@ -82,6 +83,7 @@ TEST_F(ErrorFileE2eTest, StderrGoesToItsOwnFileAndSurvivesARestart) {
   EXPECT_NE(daemon_.Dispatch({"list", "--json"}).out.find("\"error_dest\":[\"" + slow_err + "\"]"),
             std::string::npos)
       << daemon_.Dispatch({"list", "--json"}).out;
+  daemon_.Release();
   ASSERT_TRUE(DaemonHarness::WaitFor([&] { return HasText(slow_err, "late\n"); }, seconds(20)))
       << daemon_.log();
   EXPECT_TRUE(DaemonHarness::WaitFor(

@@ -597,7 +597,7 @@ class DamagedStateTest : public FaultE2eTest {
  protected:
   struct Jobs {
     Submission finished;
-    std::uint64_t running = 0;  // holds both cpus: sleep 3, exit 5
+    std::uint64_t running = 0;  // holds both cpus until ExpectAllWell releases it; exit 5
     std::vector<Submission> queued;
   };
 
@@ -605,8 +605,8 @@ class DamagedStateTest : public FaultE2eTest {
     Jobs jobs;
     jobs.finished = SubmitOne(1000);
     EXPECT_TRUE(AllDone({jobs.finished}, seconds(20))) << daemon_.log();
-    CommandResult r = daemon_.Dispatch(
-        {"new", "--cpu", "2", "--max-mem", "0.1", "--", "sh", "-c", "sleep 3; echo long; exit 5"});
+    CommandResult r = daemon_.Dispatch({"new", "--cpu", "2", "--max-mem", "0.1", "--", "sh", "-c",
+                                        DaemonHarness::UntilReleased() + "; echo long; exit 5"});
     std::smatch match;
     EXPECT_TRUE(std::regex_search(r.out, match, std::regex("job ([0-9]+) "))) << r.out << r.err;
     jobs.running = std::stoull(match[1]);
@@ -632,6 +632,7 @@ class DamagedStateTest : public FaultE2eTest {
 
   // After the damage: everything accepted ran once with its code and output.
   void ExpectAllWell(const Jobs& jobs) {
+    daemon_.Release();
     std::vector<Submission> all = jobs.queued;
     all.push_back(jobs.finished);
     ASSERT_TRUE(AllDone(all, seconds(30))) << daemon_.log();

@@ -110,7 +110,8 @@ TEST_F(WorkflowE2eTest, NewWaitOfAJobThatNeverRanPrintsNoStaleOutput) {
 TEST_F(WorkflowE2eTest, ADependencyChainHoldsAcrossARestart) {
   StartOrFail();
   // The second job fails if it starts before the first one has ended.
-  const int first = New({"--", "sh", "-c", "sleep 3; touch first.done"});
+  const int first =
+      New({"--", "sh", "-c", DaemonHarness::UntilReleased() + "; sleep 0.5; touch first.done"});
   const int second = New({"--after", std::to_string(first), "--", "sh", "-c",
                           "test -f first.done && echo second ran"});
   const int failing = New({"--", "sh", "-c", "exit 2"});
@@ -125,6 +126,7 @@ TEST_F(WorkflowE2eTest, ADependencyChainHoldsAcrossARestart) {
   const std::string after_restart = DaemonHarness::RowOfJob(daemon_.Dispatch({"list"}).out, second);
   EXPECT_NE(after_restart.find("after " + std::to_string(first)), std::string::npos)
       << after_restart;
+  daemon_.Release();
 
   CommandResult chain = Wait({std::to_string(second)});
   EXPECT_EQ(chain.exit_code, 0) << chain.err << daemon_.log();
@@ -216,7 +218,7 @@ TEST_F(WorkflowE2eTest, DrainHoldsTheQueueAcrossAReloadUntilResume) {
 // by, across a reload, until it is released; only a queued job is held.
 TEST_F(WorkflowE2eTest, AHeldJobIsPassedByAcrossAReloadAndRunsOnceReleased) {
   StartOrFail({"--schedule", "fifo-strict"});
-  const int blocker = New({"--exclusive", "--", "sleep", "3"});
+  const int blocker = New({"--exclusive", "--", "sh", "-c", DaemonHarness::UntilReleased()});
   const int held = New({"--", "echo", "first"});
   const int next = New({"--", "echo", "second"});
   const std::string held_id = std::to_string(held);
@@ -236,6 +238,7 @@ TEST_F(WorkflowE2eTest, AHeldJobIsPassedByAcrossAReloadAndRunsOnceReleased) {
 
   // Under fifo-strict the next job would wait behind the first; held, the
   // first is passed by.
+  daemon_.Release();
   EXPECT_EQ(Wait({std::to_string(next)}).exit_code, 0) << daemon_.log();
   daemon_.Reload();
   ASSERT_TRUE(DaemonHarness::WaitFor([&] { return daemon_.Dispatch({"list"}).exit_code == 0; },
