@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
@@ -311,11 +312,17 @@ std::string DaemonHarness::ReadWorkFile(const std::string& name) const {
 }
 
 std::string DaemonHarness::UntilReleased(const std::string& name) {
-  return "i=0; while [ ! -e " + name + " ] && [ $i -lt 2400 ]; do sleep 0.05; i=$((i+1)); done";
+  // Exit 97 past the bound: a job whose release never came fails, it does
+  // not carry on as if released.
+  return "i=0; while [ ! -e '" + name + "' ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done; " +
+         "[ -e '" + name + "' ] || exit 97";
 }
 
 void DaemonHarness::Release(const std::string& name, const std::string& dir) const {
-  std::ofstream((dir.empty() ? work() : dir) + "/" + name) << "go\n";
+  const std::string path = (dir.empty() ? work() : dir) + "/" + name;
+  std::ofstream file(path);
+  file << "go\n";
+  if (!file.flush()) ADD_FAILURE() << "could not create " << path << " to release a job";
 }
 
 bool DaemonHarness::WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout) {

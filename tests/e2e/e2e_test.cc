@@ -157,12 +157,14 @@ std::string FakeSmtSysfs(const std::string& dir) {
 TEST_F(E2eTest, OnSmtACpuIsRoundedUpToAWholeCore) {
   StartOrFail({"--sys-root", FakeSmtSysfs(daemon_.dir())});
   CommandResult first =
-      NewSmall({"--", "sh", "-c", "grep ^Cpus_allowed_list: /proc/self/status; exec sleep 3"});
+      NewSmall({"--", "sh", "-c",
+                "grep ^Cpus_allowed_list: /proc/self/status; " + DaemonHarness::UntilReleased()});
   ASSERT_EQ(first.exit_code, 0) << first.err << daemon_.log();
   EXPECT_NE(first.out.find("job 1 running (2 cpus = 1 core, "), std::string::npos) << first.out;
   CommandResult second = NewSmall({"--", "true"});
   ASSERT_EQ(second.exit_code, 0) << second.err;
   EXPECT_NE(second.out.find("job 2 queued (2 cpus = 1 core, "), std::string::npos) << second.out;
+  daemon_.Release();
   ASSERT_TRUE(DaemonHarness::WaitFor([&] { return Finished(2); }, seconds(30))) << daemon_.log();
   EXPECT_NE(daemon_.ReadWorkFile("output.1.log").find("Cpus_allowed_list:\t0-1"), std::string::npos)
       << daemon_.ReadWorkFile("output.1.log");
@@ -395,7 +397,9 @@ TEST_F(E2eTest, StrictBackfillOnlyAdmitsJobsThatEndBeforeTheHead) {
 
 TEST_F(E2eTest, ReloadKeepsARunningJobAndItsExitCode) {
   StartOrFail();
-  ASSERT_EQ(daemon_.Dispatch({"new", "--", "sh", "-c", "sleep 2; exit 5"}).exit_code, 0);
+  ASSERT_EQ(daemon_.Dispatch({"new", "--", "sh", "-c", DaemonHarness::UntilReleased() + "; exit 5"})
+                .exit_code,
+            0);
   pid_t before = daemon_.daemon_pid();
 
   daemon_.Reload();
@@ -405,6 +409,8 @@ TEST_F(E2eTest, ReloadKeepsARunningJobAndItsExitCode) {
                                      seconds(10)))
       << daemon_.log();
   EXPECT_EQ(daemon_.daemon_pid(), before);
+  EXPECT_FALSE(Finished(1)) << "it was to run across the reload";
+  daemon_.Release();
   ASSERT_TRUE(DaemonHarness::WaitFor([&] { return Finished(1); }, seconds(15)))
       << ListFinished() << daemon_.log();
   EXPECT_EQ(RowOf(1).substr(RowOf(1).size() - 2), " 5") << RowOf(1);
@@ -518,10 +524,12 @@ TEST_F(E2eTest, OutputThatCannotBeDeliveredIsKeptAndDeliveredLater) {
   const std::string out = daemon_.work() + "/out";
   fs::create_directories(out);
   if (::geteuid() == 0) (void)!::chown(out.c_str(), daemon_.client_uid(), daemon_.client_gid());
-  CommandResult submit = daemon_.Dispatch(
-      {"new", "--max-mem", "0.25", "--output", out, "--", "sh", "-c", "sleep 1; echo kept-output"});
+  CommandResult submit =
+      daemon_.Dispatch({"new", "--max-mem", "0.25", "--output", out, "--", "sh", "-c",
+                        DaemonHarness::UntilReleased() + "; echo kept-output"});
   ASSERT_EQ(submit.exit_code, 0) << submit.err;
   ::chmod(out.c_str(), 0555);  // the owner may no longer write there
+  daemon_.Release();
   ASSERT_TRUE(DaemonHarness::WaitFor(
       [&] {
         return daemon_.Dispatch({"list", "--finished"}).err.find("could not save output") !=
@@ -565,14 +573,15 @@ TEST_F(E2eTest, OutputThatCannotBeDeliveredIsKeptAndDeliveredLater) {
 
   // A second one is delivered by a later try once the directory is back.
   ::chmod(out.c_str(), 0755);
-  // The job outlives the chmod below by a second; a bare echo could finish and be delivered
-  // before the directory is closed again.
+  // The job waits out the chmod below; a bare echo could finish and be
+  // delivered before the directory is closed again.
   ASSERT_EQ(daemon_
                 .Dispatch({"new", "--max-mem", "0.25", "--output", out, "--", "sh", "-c",
-                           "sleep 1; echo two"})
+                           DaemonHarness::UntilReleased("go2") + "; echo two"})
                 .exit_code,
             0);
   ::chmod(out.c_str(), 0555);
+  daemon_.Release("go2");
   ASSERT_TRUE(DaemonHarness::WaitFor(
       [&] {
         return daemon_.Dispatch({"list", "--finished"}).err.find("job 2: could not save") !=

@@ -97,10 +97,12 @@ TEST_F(ErrorFileE2eTest, StderrGoesToItsOwnFileAndSurvivesARestart) {
 TEST_F(ErrorFileE2eTest, AStderrThatCannotBeDeliveredIsKeptAndDeliveredLater) {
   StartOrFail();
   const std::string errs = MakeDir("closed");
-  CommandResult submit = daemon_.Dispatch({"new", "--max-mem", "0.25", "--error", errs, "--", "sh",
-                                           "-c", "sleep 1; echo kept-err >&2; echo fine"});
+  CommandResult submit =
+      daemon_.Dispatch({"new", "--max-mem", "0.25", "--error", errs, "--", "sh", "-c",
+                        DaemonHarness::UntilReleased() + "; echo kept-err >&2; echo fine"});
   ASSERT_EQ(submit.exit_code, 0) << submit.err;
   ::chmod(errs.c_str(), 0555);  // the owner may no longer write there
+  daemon_.Release();
   ASSERT_TRUE(DaemonHarness::WaitFor(
       [&] {
         return daemon_.Dispatch({"list", "--finished"}).err.find("could not save") !=
@@ -126,12 +128,14 @@ TEST_F(ErrorFileE2eTest, AStderrThatCannotBeDeliveredIsKeptAndDeliveredLater) {
 
   // --to moves stdout only: with stdout delivered, the kept stderr goes to
   // its own place and stdout's stays on record.
-  ASSERT_EQ(daemon_
-                .Dispatch({"new", "--max-mem", "0.25", "--error", errs, "--", "sh", "-c",
-                           "sleep 1; echo err-two >&2; echo out-two"})
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      daemon_
+          .Dispatch({"new", "--max-mem", "0.25", "--error", errs, "--", "sh", "-c",
+                     DaemonHarness::UntilReleased("go2") + "; echo err-two >&2; echo out-two"})
+          .exit_code,
+      0);
   ::chmod(errs.c_str(), 0555);
+  daemon_.Release("go2");
   ASSERT_TRUE(DaemonHarness::WaitFor(
       [&] {
         return daemon_.Dispatch({"list", "--finished"}).err.find("job 2: could not save") !=

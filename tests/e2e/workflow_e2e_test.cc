@@ -159,13 +159,14 @@ TEST_F(WorkflowE2eTest, ADependencyChainHoldsAcrossARestart) {
 // `dispatch wait` keeps asking while the daemon restarts under it.
 TEST_F(WorkflowE2eTest, WaitRidesOutADaemonRestart) {
   StartOrFail();
-  const int job = New({"--", "sh", "-c", "sleep 2; exit 6"});
+  const int job = New({"--", "sh", "-c", DaemonHarness::UntilReleased() + "; exit 6"});
   CommandResult waited;
   std::thread waiter([&] { waited = Wait({std::to_string(job)}); });
   std::this_thread::sleep_for(std::chrono::milliseconds(700));
 
   daemon_.Stop();
   const bool restarted = daemon_.Start();
+  daemon_.Release();
   waiter.join();
 
   ASSERT_TRUE(restarted) << daemon_.log();
