@@ -59,6 +59,7 @@ Result<void> BrokerCore::Start(QueueFile loaded) {
     next_id_ = std::max(next_id_, job.id + 1);
     job.holds_placement = false;
     job.phase = JobPhase::kIdle;
+    job.forget_unanswered = false;
     if (job.running()) {
       scheduler_.Reserve(job.placement);
       job.holds_placement = true;
@@ -1257,6 +1258,7 @@ void BrokerCore::ForgetOnExecutor(std::uint64_t id) {
   if (auto it = jobs_.find(id); it != jobs_.end()) {
     if (!it->second.on_executor) return;
     it->second.on_executor = false;
+    it->second.forget_unanswered = true;
   }
   forgets_due_.push_back(id);
 }
@@ -1271,19 +1273,18 @@ void BrokerCore::SendDueForgets(bool saved) {
       forgets_due_.push_back(id);
       continue;
     }
-    auto job = jobs_.find(id);
-    if (job != jobs_.end() && job->second.phase == JobPhase::kForgetting) {
-      executor_.Forget(
-          id, [this, id](const Result<protocol::Ack>& ack) { OnRetentionForget(id, ack); });
+    if (jobs_.contains(id)) {
+      executor_.Forget(id,
+                       [this, id](const Result<protocol::Ack>& ack) { OnForgetAnswered(id, ack); });
     } else {
       executor_.Forget(id, LogRefusal("forgetting job " + Id(id)));
     }
   }
 }
 
-void BrokerCore::OnRetentionForget(std::uint64_t id, const Result<protocol::Ack>& ack) {
+void BrokerCore::OnForgetAnswered(std::uint64_t id, const Result<protocol::Ack>& ack) {
   auto it = jobs_.find(id);
-  if (it == jobs_.end() || it->second.phase != JobPhase::kForgetting) return;
+  if (it == jobs_.end() || !it->second.forget_unanswered) return;
   if (!ack) {  // unanswered in time: asked again (a lost executor ends the broker)
     LogWarning("forgetting job " + Id(id) + ": " + ack.error().message() + "; asking again");
     forgets_due_.push_back(id);
@@ -1292,6 +1293,11 @@ void BrokerCore::OnRetentionForget(std::uint64_t id, const Result<protocol::Ack>
   // Refused, the executor holds no spec for it either (it knows no such
   // job, or never will run it): the record can go.
   if (ack->error) LogWarning("forgetting job " + Id(id) + " refused: " + ack->error->message);
+  it->second.forget_unanswered = false;
+  if (it->second.phase != JobPhase::kForgetting) {
+    touched_.for_retention.insert(id);  // retention may have passed it by, waiting for this
+    return;
+  }
   jobs_.erase(it);
   // No sync of its own: a removal lost to a power cut brings back a
   // finished record with no spec behind it, which retention drops again.
@@ -1422,9 +1428,10 @@ void BrokerCore::ApplyRetention() {
     // a restart takes an element with neither a record here nor a spec of
     // its own for one never started (RebuildElements), and would run it.
     if (job.array_id && array_unmade_.contains(*job.array_id)) continue;
+    if (job.forget_unanswered) continue;  // dropped once answered (OnForgetAnswered)
     if (job.on_executor) {
       ForgetOnExecutor(id);
-      job.phase = JobPhase::kForgetting;  // OnRetentionForget drops it
+      job.phase = JobPhase::kForgetting;  // OnForgetAnswered drops it
       continue;
     }
     jobs_.erase(id);
@@ -1438,6 +1445,7 @@ void BrokerCore::Tick() {
   RetryDeliveries();
   CheckTimers();
   Schedule();
+  ApplyRetention();  // a record whose forget was answered (Schedule's own pass needs a queue)
 }
 
 void BrokerCore::Flush() {

@@ -262,9 +262,10 @@ class BrokerCore {
   // the queue file records why, so no restart finds a job it cannot run.
   void ForgetOnExecutor(std::uint64_t id);
   void SendDueForgets(bool saved);
-  // The executor's answer to a retention victim's forget: the record goes,
-  // or, with no answer, the forget is sent again.
-  void OnRetentionForget(std::uint64_t id, const Result<protocol::Ack>& ack);
+  // The executor's answer to a forget: a retention victim's record goes,
+  // another may go at retention's next pass; with no answer, the forget is
+  // sent again.
+  void OnForgetAnswered(std::uint64_t id, const Result<protocol::Ack>& ack);
   std::size_t QueuedJobsOf(uid_t uid);
   // `id` changed, or was handed out, or was removed: the next Persist
   // writes it. Every change to jobs_ or next_id_ goes through here.

@@ -26,10 +26,8 @@ enum class JobPhase {
   kIdle,
   kRegistering,  // its RegisterJob (maybe with a start) is unanswered
   kStarting,     // its StartJob is unanswered
-  // Retention dropped it and its ForgetJob is unanswered. The record stays
-  // (and on disk) until the root side has let go of the spec: dropped
-  // first, a restart in between would take the spec for an acknowledged
-  // job that the queue file lost, and queue it again.
+  // Retention dropped it and its ForgetJob is unanswered: the record stays
+  // (forget_unanswered says why) and goes with the answer.
   kForgetting,
 };
 
@@ -57,6 +55,11 @@ struct JobRecord {
   // The executor still holds its launch spec (not persisted: a start
   // learns it from the executor's list). Cleared by the one forget it gets.
   bool on_executor = true;
+  // That forget is due or sent, and unanswered (not persisted). The record
+  // is not dropped meanwhile: a restart before the executor lets go would
+  // find the spec without the record, and queue the job again, with none of
+  // its dependencies (a job that ended as never to run would then run).
+  bool forget_unanswered = false;
   // A start the root side could not make now ("stays queued": the state
   // directory is full, a start from before a restart has not settled) is
   // tried again after a back-off, 0.1 s doubling to 10 s, not every turn.

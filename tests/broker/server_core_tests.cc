@@ -977,6 +977,32 @@ TEST_F(ServerCoreTest, ARestartWhileRetentionsForgetsAreUnansweredQueuesNothingA
   EXPECT_TRUE(core_->Snapshot().jobs.empty());
 }
 
+// A job the broker ended unstarted (its dependency failed) keeps its record
+// while its forget is unanswered, past --keep-finished: dropped first, a
+// restart in between would find only its launch spec, queue it again with
+// none of its dependencies, and run it.
+TEST_F(ServerCoreTest, AJobEndedUnstartedKeepsItsRecordUntilItsForgetIsAnswered) {
+  options_.keep_finished = 0;
+  StartCore();
+  Submit(1000, 1);
+  SubmitAfter(1000, {1});
+  executor_.hold_answers = true;  // the forgets stay unanswered
+  Exit(1, 3);
+  TickNow();
+  ASSERT_EQ(executor_.forgotten, (std::vector<std::uint64_t>{2, 1}));
+  ASSERT_NE(core_->Find(2), nullptr) << "dropped while the executor may still hold its spec";
+  EXPECT_EQ(core_->Find(2)->reason, JobReason::kDependency);
+  const QueueFile saved = core_->Snapshot();
+  EXPECT_TRUE(std::any_of(saved.jobs.begin(), saved.jobs.end(),
+                          [](const JobRecord& job) { return job.id == 2; }));
+  executor_.hold_answers = false;
+  executor_.Flush();
+  TickNow();
+  EXPECT_EQ(core_->Find(2), nullptr) << "answered, retention drops it";
+  EXPECT_EQ(core_->Find(1), nullptr);
+  EXPECT_TRUE(core_->Snapshot().jobs.empty());
+}
+
 TEST_F(ServerCoreTest, AForgetWithNoAnswerKeepsTheRecordAndIsSentAgain) {
   options_.keep_finished = 0;
   StartCore();

@@ -593,6 +593,56 @@ TEST_F(FaultE2eTest, AQueuedJobWhoseDirectoryWasLostStillRuns) {
 // down: a finished job, a running one (it outlives the stop) and two queued
 // behind it. Every accepted job still runs once with its exit code and
 // output, or, where its own record is what was lost, says so.
+// A failed job's dependents end without running, and retention then drops
+// their records. Killing every role meanwhile brings none of them back: a
+// record dropped before the executor let go of the job's launch spec would
+// be found at the restart as a job the queue file lost, rebuilt from the
+// spec (which holds no dependencies) as queued, and run.
+TEST_F(FaultE2eTest, DependentsEndedUnstartedStayEndedAcrossAKillOfEveryRole) {
+  const std::vector<std::string> flags = {"--keep-finished", "1", "--max-queued-per-user",
+                                          "100000"};
+  ASSERT_TRUE(daemon_.Start(flags)) << daemon_.log();
+  CommandResult failing = daemon_.Dispatch(
+      {"new", "--max-mem", "0.1", "--", "sh", "-c", DaemonHarness::UntilReleased() + "; exit 3"});
+  const int failing_id = DaemonHarness::JobIdIn(failing.out);
+  ASSERT_GT(failing_id, 0) << failing.err;
+  constexpr int kDependents = 300;
+  for (int i = 0; i < kDependents; ++i) {
+    CommandResult dependent =
+        daemon_.Dispatch({"new", "--max-mem", "0.1", "--no-output", "--after",
+                          std::to_string(failing_id), "--", "touch", "ran." + std::to_string(i)});
+    ASSERT_EQ(dependent.exit_code, 0) << dependent.err;
+  }
+  daemon_.Release();
+  ASSERT_TRUE(
+      DaemonHarness::WaitFor([&] { return Count(daemon_.log(), "will not run") > 0; }, seconds(30)))
+      << daemon_.log();
+  pid_t executor = -1, broker = -1;
+  ASSERT_TRUE(LatestRolePids(daemon_.log(), &executor, &broker)) << daemon_.log();
+  ::kill(executor, SIGKILL);
+  ::kill(broker, SIGKILL);
+  ::kill(daemon_.daemon_pid(), SIGKILL);
+  daemon_.WaitForExit(seconds(5));
+  ASSERT_TRUE(
+      DaemonHarness::WaitFor([&] { return !Alive(executor) && !Alive(broker); }, seconds(10)));
+  ASSERT_TRUE(daemon_.Start(flags)) << daemon_.log();
+
+  ASSERT_TRUE(DaemonHarness::WaitFor(
+      [&] {
+        CommandResult list = daemon_.Dispatch({"list"});
+        return list.exit_code == 0 && list.out.find(" queued ") == std::string::npos &&
+               list.out.find(" running ") == std::string::npos;
+      },
+      seconds(30)))
+      << daemon_.Dispatch({"list"}).out << daemon_.log();
+  EXPECT_EQ(daemon_.log().find("rebuilt from the root side's record as queued"), std::string::npos)
+      << daemon_.log();
+  std::size_t ran = 0;
+  for (const auto& entry : fs::directory_iterator(daemon_.work()))
+    ran += entry.path().filename().string().rfind("ran.", 0) == 0 ? 1 : 0;
+  EXPECT_EQ(ran, 0u) << "dependents of a failed job ran after the restart";
+}
+
 class DamagedStateTest : public FaultE2eTest {
  protected:
   struct Jobs {
