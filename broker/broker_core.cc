@@ -149,6 +149,8 @@ Result<void> BrokerCore::Start(QueueFile loaded) {
     if (!summary.array.empty()) {
       LogWarning("array " + Id(id) + " has no unstarted element in the queue file; its launch " +
                  "spec is forgotten");
+      ForgetArray(id);
+      continue;
     }
     ForgetOnExecutor(id);
   }
@@ -1273,7 +1275,7 @@ void BrokerCore::SendDueForgets(bool saved) {
       forgets_due_.push_back(id);
       continue;
     }
-    if (jobs_.contains(id)) {
+    if (jobs_.contains(id) || arrays_forgetting_.contains(id)) {
       executor_.Forget(id,
                        [this, id](const Result<protocol::Ack>& ack) { OnForgetAnswered(id, ack); });
     } else {
@@ -1282,9 +1284,15 @@ void BrokerCore::SendDueForgets(bool saved) {
   }
 }
 
+void BrokerCore::ForgetArray(std::uint64_t array) {
+  arrays_forgetting_.insert(array);
+  ForgetOnExecutor(array);
+}
+
 void BrokerCore::OnForgetAnswered(std::uint64_t id, const Result<protocol::Ack>& ack) {
   auto it = jobs_.find(id);
-  if (it == jobs_.end() || !it->second.forget_unanswered) return;
+  const bool array = it == jobs_.end() && arrays_forgetting_.contains(id);
+  if (!array && (it == jobs_.end() || !it->second.forget_unanswered)) return;
   if (!ack) {  // unanswered in time: asked again (a lost executor ends the broker)
     LogWarning("forgetting job " + Id(id) + ": " + ack.error().message() + "; asking again");
     forgets_due_.push_back(id);
@@ -1293,6 +1301,11 @@ void BrokerCore::OnForgetAnswered(std::uint64_t id, const Result<protocol::Ack>&
   // Refused, the executor holds no spec for it either (it knows no such
   // job, or never will run it): the record can go.
   if (ack->error) LogWarning("forgetting job " + Id(id) + " refused: " + ack->error->message);
+  if (array) {
+    arrays_forgetting_.erase(id);
+    touched_.retention_all = true;  // its ended elements may go now
+    return;
+  }
   it->second.forget_unanswered = false;
   if (it->second.phase != JobPhase::kForgetting) {
     touched_.for_retention.insert(id);  // retention may have passed it by, waiting for this
@@ -1428,6 +1441,9 @@ void BrokerCore::ApplyRetention() {
     // a restart takes an element with neither a record here nor a spec of
     // its own for one never started (RebuildElements), and would run it.
     if (job.array_id && array_unmade_.contains(*job.array_id)) continue;
+    // One that never started is listed by that spec alone until its forget
+    // is answered.
+    if (job.array_id && !job.start_time && arrays_forgetting_.contains(*job.array_id)) continue;
     if (job.forget_unanswered) continue;  // dropped once answered (OnForgetAnswered)
     if (job.on_executor) {
       ForgetOnExecutor(id);

@@ -266,6 +266,8 @@ class BrokerCore {
   // another may go at retention's next pass; with no answer, the forget is
   // sent again.
   void OnForgetAnswered(std::uint64_t id, const Result<protocol::Ack>& ack);
+  // Forgets an array's spec once none of its elements needs it.
+  void ForgetArray(std::uint64_t array);
   std::size_t QueuedJobsOf(uid_t uid);
   // `id` changed, or was handed out, or was removed: the next Persist
   // writes it. Every change to jobs_ or next_id_ goes through here.
@@ -340,6 +342,9 @@ class BrokerCore {
   // Arrays whose spec the root side keeps: how many elements have no spec
   // of their own yet and have not ended.
   std::map<std::uint64_t, std::size_t> array_unmade_;
+  // Arrays whose spec's forget is unanswered: their elements that ended
+  // unstarted are kept meanwhile, as the spec still lists them.
+  std::set<std::uint64_t> arrays_forgetting_;
   bool executor_lost_ = false;
   bool draining_ = false;
   // The drain flag changed and is not on disk: the next Persist compacts

@@ -139,8 +139,8 @@ void BrokerCore::ElementMadeOrGone(JobRecord& job) {
   if (unmade == array_unmade_.end()) return;
   if (--unmade->second == 0) {
     // Every element has its own spec or ended: the array's is done with.
-    ForgetOnExecutor(*job.array_id);
     array_unmade_.erase(unmade);
+    ForgetArray(*job.array_id);
   }
 }
 

@@ -1003,6 +1003,41 @@ TEST_F(ServerCoreTest, AJobEndedUnstartedKeepsItsRecordUntilItsForgetIsAnswered)
   EXPECT_TRUE(core_->Snapshot().jobs.empty());
 }
 
+// The same for an array's elements that end unstarted: they have no spec of
+// their own, the array's lists them, and they are kept until the forget of
+// that spec is answered.
+TEST_F(ServerCoreTest, AnArraysUnstartedElementsAreKeptUntilItsSpecsForgetIsAnswered) {
+  options_.keep_finished = 0;
+  StartCore();
+  Submit(1000, 1);
+  protocol::SubmitRequest request;
+  request.argv = {"true"};
+  request.cwd = "/tmp";
+  request.cpu = 1;
+  request.output = "/tmp";
+  request.output_is_dir = true;
+  request.array = {1, 2};
+  request.after = {1};
+  Result<protocol::SubmitReply> reply =
+      protocol::Decode<protocol::SubmitReply>(Call(1000, protocol::Encode(request)));
+  ASSERT_TRUE(reply);
+  const std::uint64_t array = reply->id;
+  executor_.hold_answers = true;
+  Exit(1, 3);
+  TickNow();
+  ASSERT_NE(std::find(executor_.forgotten.begin(), executor_.forgotten.end(), array),
+            executor_.forgotten.end());
+  for (std::uint64_t element : {array + 1, array + 2}) {
+    ASSERT_NE(core_->Find(element), nullptr) << "element " << element << " dropped too soon";
+    EXPECT_EQ(core_->Find(element)->reason, JobReason::kDependency);
+  }
+  executor_.hold_answers = false;
+  executor_.Flush();
+  TickNow();
+  EXPECT_EQ(core_->Find(array + 1), nullptr);
+  EXPECT_EQ(core_->Find(array + 2), nullptr);
+}
+
 TEST_F(ServerCoreTest, AForgetWithNoAnswerKeepsTheRecordAndIsSentAgain) {
   options_.keep_finished = 0;
   StartCore();

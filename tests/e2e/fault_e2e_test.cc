@@ -589,10 +589,6 @@ TEST_F(FaultE2eTest, AQueuedJobWhoseDirectoryWasLostStillRuns) {
   EXPECT_NE(daemon_.log().find("was missing; made it again"), std::string::npos);
 }
 
-// The state files, one at a time, damaged or deleted while the daemon is
-// down: a finished job, a running one (it outlives the stop) and two queued
-// behind it. Every accepted job still runs once with its exit code and
-// output, or, where its own record is what was lost, says so.
 // A failed job's dependents end without running, and retention then drops
 // their records. Killing every role meanwhile brings none of them back: a
 // record dropped before the executor let go of the job's launch spec would
@@ -643,6 +639,10 @@ TEST_F(FaultE2eTest, DependentsEndedUnstartedStayEndedAcrossAKillOfEveryRole) {
   EXPECT_EQ(ran, 0u) << "dependents of a failed job ran after the restart";
 }
 
+// The state files, one at a time, damaged or deleted while the daemon is
+// down: a finished job, a running one (it outlives the stop) and two queued
+// behind it. Every accepted job still runs once with its exit code and
+// output, or, where its own record is what was lost, says so.
 class DamagedStateTest : public FaultE2eTest {
  protected:
   struct Jobs {
