@@ -74,6 +74,19 @@ class ServerCoreTest : public ::testing::Test {
     return Call(uid, protocol::Encode(request));
   }
 
+  // An array of one-cpu `true` elements with these indices, its outputs
+  // in /tmp.
+  static protocol::SubmitRequest TrueArray(std::vector<std::uint32_t> indices) {
+    protocol::SubmitRequest request;
+    request.argv = {"true"};
+    request.cwd = "/tmp";
+    request.cpu = 1;
+    request.output = "/tmp";
+    request.output_is_dir = true;
+    request.array = std::move(indices);
+    return request;
+  }
+
   void Exit(std::uint64_t id, std::int64_t code) {
     executor_.events.push_back({0, id, code, false, 0, std::nullopt});
     TickNow();
@@ -1010,13 +1023,7 @@ TEST_F(ServerCoreTest, AnArraysUnstartedElementsAreKeptUntilItsSpecsForgetIsAnsw
   options_.keep_finished = 0;
   StartCore();
   Submit(1000, 1);
-  protocol::SubmitRequest request;
-  request.argv = {"true"};
-  request.cwd = "/tmp";
-  request.cpu = 1;
-  request.output = "/tmp";
-  request.output_is_dir = true;
-  request.array = {1, 2};
+  protocol::SubmitRequest request = TrueArray({1, 2});
   request.after = {1};
   Result<protocol::SubmitReply> reply =
       protocol::Decode<protocol::SubmitReply>(Call(1000, protocol::Encode(request)));
@@ -1178,13 +1185,7 @@ TEST_F(ServerCoreTest, AnArraysUnstartedElementsTheQueueFileLostAreRebuiltFromIt
 TEST_F(ServerCoreTest, AnEndedElementIsKeptWhileItsArraysSpecIsHeld) {
   options_.keep_finished = 0;
   StartCore();
-  protocol::SubmitRequest request;
-  request.argv = {"true"};
-  request.cwd = "/tmp";
-  request.cpu = 1;
-  request.output = "/tmp";
-  request.output_is_dir = true;
-  request.array = {1, 2, 3};
+  protocol::SubmitRequest request = TrueArray({1, 2, 3});
   request.array_throttle = 1;
   Result<protocol::SubmitReply> reply =
       protocol::Decode<protocol::SubmitReply>(Call(1000, protocol::Encode(request)));

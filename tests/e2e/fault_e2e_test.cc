@@ -96,6 +96,19 @@ class FaultE2eTest : public ::testing::Test {
 
   void Boot() { ASSERT_TRUE(daemon_.Start(Flags())) << daemon_.log(); }
 
+  // SIGKILL to the launcher and both roles, right after their last answers;
+  // returns once the roles are gone.
+  void KillEveryRole() {
+    pid_t executor = -1, broker = -1;
+    ASSERT_TRUE(LatestRolePids(daemon_.log(), &executor, &broker)) << daemon_.log();
+    ::kill(executor, SIGKILL);
+    ::kill(broker, SIGKILL);
+    ::kill(daemon_.daemon_pid(), SIGKILL);
+    daemon_.WaitForExit(seconds(5));
+    ASSERT_TRUE(
+        DaemonHarness::WaitFor([&] { return !Alive(executor) && !Alive(broker); }, seconds(10)));
+  }
+
   // Submits one churn job; returns what the client was told.
   Submission SubmitOne(int n) {
     Submission s;
@@ -613,14 +626,7 @@ TEST_F(FaultE2eTest, DependentsEndedUnstartedStayEndedAcrossAKillOfEveryRole) {
   ASSERT_TRUE(
       DaemonHarness::WaitFor([&] { return Count(daemon_.log(), "will not run") > 0; }, seconds(30)))
       << daemon_.log();
-  pid_t executor = -1, broker = -1;
-  ASSERT_TRUE(LatestRolePids(daemon_.log(), &executor, &broker)) << daemon_.log();
-  ::kill(executor, SIGKILL);
-  ::kill(broker, SIGKILL);
-  ::kill(daemon_.daemon_pid(), SIGKILL);
-  daemon_.WaitForExit(seconds(5));
-  ASSERT_TRUE(
-      DaemonHarness::WaitFor([&] { return !Alive(executor) && !Alive(broker); }, seconds(10)));
+  ASSERT_NO_FATAL_FAILURE(KillEveryRole());
   ASSERT_TRUE(daemon_.Start(flags)) << daemon_.log();
 
   ASSERT_TRUE(DaemonHarness::WaitFor(
@@ -808,14 +814,7 @@ TEST_F(DamagedStateTest, AnEmptySpecIsDroppedAndOnlyAnAcknowledgedJobIsReportedL
 TEST_F(DamagedStateTest, AKillOfEveryRoleLosesNoSpecAndAnOlderJournalStopsTheStart) {
   Boot();
   Jobs jobs = Populate();
-  pid_t executor = -1, broker = -1;
-  ASSERT_TRUE(LatestRolePids(daemon_.log(), &executor, &broker)) << daemon_.log();
-  ::kill(executor, SIGKILL);
-  ::kill(broker, SIGKILL);
-  ::kill(daemon_.daemon_pid(), SIGKILL);
-  daemon_.WaitForExit(seconds(5));
-  ASSERT_TRUE(
-      DaemonHarness::WaitFor([&] { return !Alive(executor) && !Alive(broker); }, seconds(10)));
+  ASSERT_NO_FATAL_FAILURE(KillEveryRole());
   const std::string journal = State("specs/journal");
   const std::string line = "0badc0de {\"id\":999,\"spec\":[]}\n";
   std::ofstream(journal) << line;
